@@ -1,0 +1,36 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Exosphere",
+    products: [
+        .executable(name: "exosphere", targets: ["exosphere"]),
+    ],
+    targets: [
+        // C shims: module maps and headers only.
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+                       providers: [.apt(["libssl-dev"])]),
+
+        // HTTP/1.1 messages, parser and serializer: no Foundation, no I/O.
+        .target(name: "HTTP"),
+        // Sockets, event loops, connections, routing, graceful shutdown.
+        .target(name: "HTTPServer", dependencies: ["HTTP", "CLinux", "JSON"]),
+        // A strict JSON value type with limits: no Foundation.
+        .target(name: "JSON"),
+        // libpq client, pool, bound queries, migrations, a managed local cluster.
+        .target(name: "Postgres", dependencies: ["CLibPQ"]),
+        // Routes, DTOs, error mapping, configuration.
+        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Postgres"]),
+        .executableTarget(name: "exosphere", dependencies: ["API"]),
+
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP"]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
+        .testTarget(name: "APITests", dependencies: ["API"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,22 @@
+#ifndef EXOSPHERE_CLINUX_SHIM_H
+#define EXOSPHERE_CLINUX_SHIM_H
+// Linux APIs that Glibc's Swift module leaves out. Do not define _GNU_SOURCE here:
+// it clashes with Glibc's module; GNU-only functions are declared by hand instead.
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+
+#ifndef SOCK_NONBLOCK
+#define SOCK_NONBLOCK 04000
+#endif
+#ifndef SOCK_CLOEXEC
+#define SOCK_CLOEXEC 02000000
+#endif
+
+extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
+
+static inline int clinux_sock_nonblock_cloexec(void) { return SOCK_NONBLOCK | SOCK_CLOEXEC; }
+#endif
