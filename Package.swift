@@ -16,14 +16,18 @@ let package = Package(
 
         // HTTP/1.1 messages, parser and serializer: no Foundation, no I/O.
         .target(name: "HTTP"),
+        // Threads, a condition lock and a bounded thread pool for blocking work.
+        .target(name: "Threads", dependencies: ["CLinux"]),
+        // Structured JSON / logfmt log lines.
+        .target(name: "Logging"),
         // Sockets, event loops, connections, routing, graceful shutdown.
-        .target(name: "HTTPServer", dependencies: ["HTTP", "CLinux", "JSON"]),
+        .target(name: "HTTPServer", dependencies: ["HTTP", "CLinux", "JSON", "Logging", "Threads"]),
         // A strict JSON value type with limits: no Foundation.
         .target(name: "JSON"),
         // libpq client, pool, bound queries, migrations, a managed local cluster.
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
         // Routes, DTOs, error mapping, configuration.
-        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Postgres"]),
+        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres"]),
         .executableTarget(name: "exosphere", dependencies: ["API"]),
 
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),

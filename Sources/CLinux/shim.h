@@ -8,6 +8,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <pthread.h>
+#include <sys/random.h>
 
 #ifndef SOCK_NONBLOCK
 #define SOCK_NONBLOCK 04000
@@ -17,6 +19,7 @@
 #endif
 
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
+extern int pthread_setname_np(pthread_t thread, const char *name);
 
 static inline int clinux_sock_nonblock_cloexec(void) { return SOCK_NONBLOCK | SOCK_CLOEXEC; }
 #endif

@@ -1,0 +1,34 @@
+import HTTP
+
+/// Limits and timeouts of one connection, in nanoseconds of the monotonic clock.
+struct ConnectionConfiguration: Sendable {
+    var limits: HTTPLimits
+    /// Time from the first byte of a request head to its end (slowloris).
+    var headerTimeout: UInt64
+    /// Time an idle keep-alive connection stays open.
+    var idleTimeout: UInt64
+    /// A body may take this long plus one second per `minBodyBytesPerSecond` bytes received.
+    var bodyGrace: UInt64
+    var minBodyBytesPerSecond: UInt64
+    /// Time a response write may make no progress.
+    var writeTimeout: UInt64
+    /// How long to keep reading after an error response before closing, so the client sees it.
+    var lingerTimeout: UInt64
+
+    init(_ server: ServerConfiguration) {
+        limits = server.limits
+        headerTimeout = server.headerTimeout.nanoseconds
+        idleTimeout = server.idleTimeout.nanoseconds
+        bodyGrace = server.bodyTimeoutGrace.nanoseconds
+        minBodyBytesPerSecond = UInt64(max(1, server.minBodyBytesPerSecond))
+        writeTimeout = server.writeTimeout.nanoseconds
+        lingerTimeout = server.lingerTimeout.nanoseconds
+    }
+}
+
+extension Duration {
+    var nanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000
+    }
+}

@@ -1,0 +1,305 @@
+import HTTP
+
+/// The life of one HTTP/1.1 connection, with no I/O: bytes and events in, actions out.
+///
+/// The I/O shell (`EventLoop`) reads, writes, arms timers and runs handlers; this type decides
+/// what those mean. Requests are answered one at a time in arrival order; bytes of pipelined
+/// requests wait in the buffer until the response before them is written.
+struct ConnectionStateMachine {
+    /// What the shell must do next.
+    enum Action: Equatable {
+        case none
+        /// Write `100 Continue`; nothing is told back when it is written.
+        case sendContinue
+        /// Run the handler for this request, then call `respond`.
+        case dispatch(Request)
+        /// Answer with this error (through `respond`), then close.
+        case reject(HTTPParseError)
+        /// Write these bytes, then call `writeCompleted`.
+        case write([UInt8], close: Bool)
+        /// Half-close (`shutdown(SHUT_WR)`) and keep reading and discarding until EOF or the linger deadline.
+        case closeWrite
+        /// Close the socket now.
+        case close
+
+        static func == (lhs: Action, rhs: Action) -> Bool {
+            switch (lhs, rhs) {
+            case (.none, .none), (.sendContinue, .sendContinue), (.closeWrite, .closeWrite), (.close, .close): return true
+            case (.dispatch(let a), .dispatch(let b)):
+                return a.head.method == b.head.method && a.head.target == b.head.target && a.body == b.body
+            case (.reject(let a), .reject(let b)): return a == b
+            case (.write(let a, let c1), .write(let b, let c2)): return a == b && c1 == c2
+            default: return false
+            }
+        }
+    }
+
+    private enum State {
+        /// Waiting for (the rest of) a request head; `since` is the first byte's arrival or nil when idle.
+        case head(since: UInt64?)
+        case body(RequestHead, BodyReader, since: UInt64)
+        /// A request (or a rejection) is with the shell; `close` forces the connection to end after it.
+        case responding(RequestHead?, close: Bool)
+        /// The final response is being written.
+        case writing(close: Bool, progressAt: UInt64)
+        /// Our side is shut for writing; discarding input until EOF or the deadline.
+        case lingering(until: UInt64)
+        case closed
+    }
+
+    private enum BodyReader {
+        case length(remaining: Int, body: [UInt8])
+        case chunked(ChunkedDecoder, body: [UInt8])
+    }
+
+    let configuration: ConnectionConfiguration
+    /// The largest body a request may carry, decided from its head (routes may allow more).
+    let bodyLimit: @Sendable (RequestHead) -> Int
+
+    private var state = State.head(since: nil)
+    private var parser: RequestHeadParser
+    /// Received bytes not yet consumed, from `bufferStart` on.
+    private var buffer: [UInt8] = []
+    private var bufferStart = 0
+    private var idleSince: UInt64
+    private var draining = false
+    private var peerHalfClosed = false
+
+    init(configuration: ConnectionConfiguration, now: UInt64, bodyLimit: @escaping @Sendable (RequestHead) -> Int) {
+        self.configuration = configuration
+        self.bodyLimit = bodyLimit
+        self.parser = RequestHeadParser(limits: configuration.limits)
+        self.idleSince = now
+    }
+
+    var isClosed: Bool { if case .closed = state { return true } else { return false } }
+
+    /// Whether the shell should keep reading: not while a response is pending and enough is buffered.
+    var wantsRead: Bool {
+        switch state {
+        case .closed: return false
+        case .responding, .writing: return !peerHalfClosed && buffered < configuration.limits.maxHeaderBytes
+        default: return !peerHalfClosed
+        }
+    }
+
+    private var buffered: Int { buffer.count - bufferStart }
+
+    /// When `timeout(now:)` should be called next, if ever.
+    var deadline: UInt64? {
+        switch state {
+        case .head(let since):
+            if let since { return since + configuration.headerTimeout }
+            return idleSince + configuration.idleTimeout
+        case .body(_, let reader, let since):
+            let received: Int
+            switch reader {
+            case .length(_, let body), .chunked(_, let body): received = body.count
+            }
+            return since + configuration.bodyGrace + UInt64(received) * 1_000_000_000 / configuration.minBodyBytesPerSecond
+        case .writing(_, let progressAt): return progressAt + configuration.writeTimeout
+        case .lingering(let until): return until
+        case .responding, .closed: return nil
+        }
+    }
+
+    // MARK: - Inputs
+
+    /// Bytes arrived from the peer.
+    mutating func received(_ bytes: UnsafeRawBufferPointer, now: UInt64) -> Action {
+        switch state {
+        case .closed: return .none
+        case .lingering: return .none
+        case .responding, .writing:
+            buffer.append(contentsOf: bytes)
+            return .none
+        case .head, .body:
+            if case .head(nil) = state, !bytes.isEmpty { state = .head(since: now) }
+            if buffered == 0 {
+                // The common case: parse straight from the read buffer, copy only what is left over.
+                return process(bytes, now: now)
+            }
+            buffer.append(contentsOf: bytes)
+            return processBuffer(now: now)
+        }
+    }
+
+    /// The peer closed its side (read returned 0).
+    mutating func peerClosed() -> Action {
+        peerHalfClosed = true
+        switch state {
+        case .head, .body, .lingering:
+            // Nothing complete is pending; an incomplete request cannot be answered usefully.
+            state = .closed
+            return .close
+        case .responding(let head, _):
+            state = .responding(head, close: true)
+            return .none
+        case .writing(_, let progressAt):
+            state = .writing(close: true, progressAt: progressAt)
+            return .none
+        case .closed:
+            return .none
+        }
+    }
+
+    /// The handler (or the shell, for a rejection) produced the response to the pending request.
+    mutating func respond(_ response: Response, date: HTTPDate.Text, now: UInt64) -> Action {
+        guard case .responding(let head, let forcedClose) = state else { return .none }
+        let close = forcedClose || draining || !(head?.keepAlive ?? false) || peerHalfClosed
+        var bytes: [UInt8] = []
+        ResponseSerializer.serialize(response, requestMethod: head?.method ?? .get, keepAlive: !close, date: date,
+                                     version: head?.version ?? .http1_1, into: &bytes)
+        state = .writing(close: close, progressAt: now)
+        return .write(bytes, close: close)
+    }
+
+    /// Some bytes of the response were written but not all; the write deadline moves.
+    mutating func writeProgressed(now: UInt64) {
+        if case .writing(let close, _) = state { state = .writing(close: close, progressAt: now) }
+    }
+
+    /// The whole response was written.
+    mutating func writeCompleted(now: UInt64) -> Action {
+        guard case .writing(let close, _) = state else { return .none }
+        if close {
+            if peerHalfClosed {
+                state = .closed
+                return .close
+            }
+            state = .lingering(until: now + configuration.lingerTimeout)
+            return .closeWrite
+        }
+        state = .head(since: buffered > 0 ? now : nil)
+        idleSince = now
+        return processBuffer(now: now)
+    }
+
+    /// The deadline passed (the shell may call early; nothing happens then).
+    mutating func timeout(now: UInt64) -> Action {
+        guard let deadline, now >= deadline else { return .none }
+        switch state {
+        case .head(let since):
+            if since == nil {
+                state = .closed
+                return .close
+            }
+            return reject(.headerTimeout)
+        case .body(let head, _, _):
+            return reject(.bodyTimeout, head: head)
+        case .writing, .lingering:
+            state = .closed
+            return .close
+        case .responding, .closed:
+            return .none
+        }
+    }
+
+    /// Graceful shutdown: finish what is in flight with `Connection: close`, close what is idle.
+    mutating func beginDraining() -> Action {
+        draining = true
+        switch state {
+        case .head:
+            // A partial head is not in flight yet; the client will retry on a new connection.
+            state = .closed
+            return .close
+        case .body, .responding, .writing, .lingering, .closed:
+            return .none
+        }
+    }
+
+    // MARK: - Parsing
+
+    private mutating func processBuffer(now: UInt64) -> Action {
+        guard buffered > 0 else { return .none }
+        let pending = buffer[bufferStart...]
+        buffer = []
+        bufferStart = 0
+        return pending.withUnsafeBytes { process($0, now: now) }
+    }
+
+    /// Parses from `input`, which begins where the buffer's unconsumed bytes began; keeps what is left.
+    private mutating func process(_ input: UnsafeRawBufferPointer, now: UInt64) -> Action {
+        var offset = 0
+        let action = step(input, offset: &offset, now: now)
+        if offset < input.count {
+            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[offset...]))
+        }
+        return action
+    }
+
+    private mutating func step(_ input: UnsafeRawBufferPointer, offset: inout Int, now: UInt64) -> Action {
+        if case .head = state {
+            switch parser.parse(input) {
+            case .needMore:
+                return .none
+            case .failed(let error):
+                offset = input.count
+                return reject(error)
+            case .complete(let head, let consumed):
+                offset = consumed
+                let limit = bodyLimit(head)
+                switch head.framing {
+                case .none:
+                    return dispatch(Request(head: head))
+                case .contentLength(let length):
+                    if length > limit { return reject(.bodyTooLarge, head: head) }
+                    var body: [UInt8] = []
+                    body.reserveCapacity(min(length, 1 << 20))
+                    state = .body(head, .length(remaining: length, body: body), since: now)
+                case .chunked:
+                    state = .body(head, .chunked(ChunkedDecoder(maxBodyBytes: limit, limits: configuration.limits), body: []), since: now)
+                }
+                if head.expectContinue, offset == input.count {
+                    return .sendContinue
+                }
+            }
+        }
+        guard case .body(let head, var reader, let since) = state else { return .none }
+        state = .closed  // while `reader` is being mutated outside the enum, to keep its buffer unique
+        let rest = UnsafeRawBufferPointer(rebasing: input[offset...])
+        switch reader {
+        case .length(let remaining, var body):
+            reader = .length(remaining: 0, body: [])  // drop the second reference so appends do not copy
+            let take = min(remaining, rest.count)
+            body.append(contentsOf: UnsafeRawBufferPointer(rebasing: rest[..<take]))
+            offset += take
+            if take == remaining { return dispatch(Request(head: head, body: body)) }
+            reader = .length(remaining: remaining - take, body: body)
+        case .chunked(var decoder, var body):
+            reader = .length(remaining: 0, body: [])
+            let result = decoder.decode(rest) { body.append(contentsOf: $0) }
+            switch result {
+            case .needMore:
+                offset = input.count
+                reader = .chunked(decoder, body: body)
+            case .done(let consumed):
+                offset += consumed
+                return dispatch(Request(head: head, body: body))
+            case .failed(let error):
+                offset = input.count
+                return reject(error, head: head)
+            }
+        }
+        state = .body(head, reader, since: since)
+        return .none
+    }
+
+    private mutating func dispatch(_ request: Request) -> Action {
+        state = .responding(request.head, close: false)
+        return .dispatch(request)
+    }
+
+    private mutating func reject(_ error: HTTPParseError, head: RequestHead? = nil) -> Action {
+        parser.reset()
+        state = .responding(head, close: true)
+        return .reject(error)
+    }
+}
+
+extension HTTPParseError {
+    static let headerTimeout = HTTPParseError(code: "header_timeout", status: .requestTimeout,
+                                              detail: "The request head did not arrive in time.")
+    static let bodyTimeout = HTTPParseError(code: "body_timeout", status: .requestTimeout,
+                                            detail: "The request body arrived too slowly.")
+}

@@ -1,0 +1,410 @@
+import CLinux
+import Glibc
+import HTTP
+import Logging
+import Synchronization
+import Threads
+
+/// One thread, one epoll instance, one `SO_REUSEPORT` listening socket, and the connections it accepted.
+///
+/// Everything here runs on the loop's thread except `execute` and `requestDrain`, which post
+/// work to it through an eventfd.
+final class EventLoop: @unchecked Sendable {
+    private static let listenerToken: UInt64 = .max
+    private static let wakeToken: UInt64 = .max - 1
+
+    let index: Int
+    private let epfd: Int32
+    private let wakeFD: Int32
+    private var listenFD: Int32
+    private let shared: ServerShared
+    private let connectionConfiguration: ConnectionConfiguration
+
+    private var connections: [Connection?] = []
+    private var openCount = 0
+    private var nextGeneration: UInt32 = 1
+    private var readBuffer: UnsafeMutableRawBufferPointer
+    private var date = HTTPDate.format(secondsSinceEpoch: System.wallClockSeconds())
+    private var draining = false
+    private var drainDeadline: UInt64 = 0
+    private var requestCounter: UInt64 = 0
+    private let requestIDPrefix: String
+
+    private let tasks = Mutex<[@Sendable () -> Void]>([])
+    private var thread: OSThread?
+
+    init(index: Int, listenFD: Int32, shared: ServerShared) throws(SystemError) {
+        self.index = index
+        self.listenFD = listenFD
+        self.shared = shared
+        self.connectionConfiguration = ConnectionConfiguration(shared.configuration)
+        epfd = try System.epollCreate()
+        wakeFD = try System.eventFD()
+        readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
+        var random: UInt64 = 0
+        _ = getrandom(&random, 8, 0)
+        requestIDPrefix = String(random & 0xFFFF_FFFF, radix: 16) + "-\(index)-"
+        try System.epollControl(epfd, EPOLL_CTL_ADD, wakeFD, events: EPOLLIN.rawValue, data: EventLoop.wakeToken)
+        try System.epollControl(epfd, EPOLL_CTL_ADD, listenFD, events: EPOLLIN.rawValue | EPOLLEXCLUSIVE.rawValue,
+                                data: EventLoop.listenerToken)
+    }
+
+    deinit {
+        readBuffer.deallocate()
+        System.close(epfd)
+        System.close(wakeFD)
+    }
+
+    func start() {
+        thread = OSThread(name: "http-loop-\(index)", stackSize: 1 << 20) { [self] in run() }
+    }
+
+    func join() {
+        thread?.join()
+    }
+
+    /// Runs `task` on the loop's thread soon.
+    func execute(_ task: @escaping @Sendable () -> Void) {
+        tasks.withLock { $0.append(task) }
+        var one: UInt64 = 1
+        _ = Glibc.write(wakeFD, &one, 8)
+    }
+
+    /// Stops accepting, closes idle connections, finishes in-flight ones, and ends the loop
+    /// when none are left or at the deadline.
+    func requestDrain(deadline: UInt64) {
+        execute { [self] in
+            guard !draining else { return }
+            draining = true
+            drainDeadline = deadline
+            if listenFD >= 0 {
+                try? System.epollControl(epfd, EPOLL_CTL_DEL, listenFD, events: 0, data: 0)
+                System.close(listenFD)
+                listenFD = -1
+            }
+            for case let connection? in connections {
+                perform(connection.machine.beginDraining(), on: connection)
+            }
+        }
+    }
+
+    // MARK: - The loop
+
+    private func run() {
+        let maxEvents = 256
+        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: maxEvents)
+        defer { events.deallocate() }
+        var nextTimerCheck = System.now() + 250_000_000
+        while true {
+            let count = epoll_wait(epfd, events, Int32(maxEvents), 250)
+            if count < 0, errno != EINTR {
+                shared.logger.critical("epoll_wait failed", ["error": String(cString: strerror(errno))])
+                break
+            }
+            for i in 0..<Int(max(0, count)) {
+                let event = events[i]
+                switch event.data.u64 {
+                case EventLoop.listenerToken: acceptConnections()
+                case EventLoop.wakeToken: runTasks()
+                default: handle(event: event.events, token: event.data.u64)
+                }
+            }
+            let now = System.now()
+            if now >= nextTimerCheck {
+                nextTimerCheck = now + 250_000_000
+                checkTimers(now: now)
+            }
+            if draining {
+                if openCount == 0 { break }
+                if now >= drainDeadline {
+                    for case let connection? in connections { closeConnection(connection) }
+                    break
+                }
+            }
+        }
+        runTasks()
+    }
+
+    private func runTasks() {
+        var value: UInt64 = 0
+        _ = Glibc.read(wakeFD, &value, 8)
+        let pending = tasks.withLock { tasks -> [@Sendable () -> Void] in
+            let taken = tasks
+            tasks.removeAll(keepingCapacity: true)
+            return taken
+        }
+        for task in pending { task() }
+    }
+
+    private func acceptConnections() {
+        while listenFD >= 0 {
+            let fd: Int32
+            do {
+                guard let accepted = try System.accept(listenFD) else { return }
+                fd = accepted
+            } catch {
+                // EMFILE and friends: log and let the next readiness retry; the backlog holds the client.
+                if error.errno != ECONNABORTED { shared.logger.warning("accept failed", ["error": error.description]) }
+                return
+            }
+            guard shared.reserveConnection() else {
+                // Over the cap: a fast 503 and close, without reading the request.
+                _ = try? System.write(fd, shared.overloadedResponse.withUnsafeBytes { $0 })
+                System.close(fd)
+                continue
+            }
+            System.setNoDelay(fd)
+            let generation = nextGeneration
+            nextGeneration &+= 1
+            if nextGeneration == 0 { nextGeneration = 1 }
+            let connection = Connection(fd: fd, generation: generation,
+                                        machine: ConnectionStateMachine(configuration: connectionConfiguration, now: System.now(),
+                                                                        bodyLimit: shared.bodyLimit))
+            let slot = Int(fd)
+            if slot >= connections.count { connections.append(contentsOf: repeatElement(nil, count: slot - connections.count + 1)) }
+            connections[slot] = connection
+            openCount += 1
+            do {
+                try System.epollControl(epfd, EPOLL_CTL_ADD, fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue, data: connection.token)
+                connection.registeredEvents = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
+            } catch {
+                closeConnection(connection)
+            }
+        }
+    }
+
+    private func connection(for token: UInt64) -> Connection? {
+        let slot = Int(token & 0xFFFF_FFFF)
+        guard slot < connections.count, let connection = connections[slot], connection.token == token else { return nil }
+        return connection
+    }
+
+    private func handle(event: UInt32, token: UInt64) {
+        guard let connection = connection(for: token) else { return }
+        if event & EPOLLOUT.rawValue != 0 {
+            perform(flush(connection), on: connection)
+            if connection.closed { return }
+        }
+        if event & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue | EPOLLRDHUP.rawValue) != 0 {
+            readAvailable(connection)
+        }
+    }
+
+    private func readAvailable(_ connection: Connection) {
+        // Level-triggered: one read per wake-up keeps the loop fair between connections.
+        let result: Int?
+        do {
+            result = try System.read(connection.fd, readBuffer)
+        } catch {
+            closeConnection(connection)
+            return
+        }
+        guard let count = result else { return }
+        if count == 0 {
+            perform(connection.machine.peerClosed(), on: connection)
+            return
+        }
+        let action = connection.machine.received(UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]), now: System.now())
+        perform(action, on: connection)
+    }
+
+    // MARK: - Actions
+
+    private func perform(_ action: ConnectionStateMachine.Action, on connection: Connection) {
+        var next = action
+        while !connection.closed {
+            switch next {
+            case .none:
+                updateInterest(connection)
+                return
+            case .sendContinue:
+                connection.output.append(contentsOf: ResponseSerializer.continueResponse)
+                next = flush(connection)
+            case .dispatch(let request):
+                next = dispatch(request, on: connection)
+            case .reject(let error):
+                connection.startRequest(id: nextRequestID(from: nil), method: "-", route: "-", now: System.now())
+                next = finish(Problem(error).response(), on: connection)
+            case .write(let bytes, _):
+                if connection.output.isEmpty { connection.output = bytes } else { connection.output.append(contentsOf: bytes) }
+                connection.awaitingFinalFlush = true
+                next = flush(connection)
+            case .closeWrite:
+                System.shutdownWrite(connection.fd)
+                next = .none
+            case .close:
+                closeConnection(connection)
+                return
+            }
+        }
+    }
+
+    /// Writes what is queued; tells the machine when a final response is out.
+    private func flush(_ connection: Connection) -> ConnectionStateMachine.Action {
+        while connection.outputOffset < connection.output.count {
+            let written: Int?
+            do {
+                written = try connection.output.withUnsafeBytes { raw throws(SystemError) in
+                    try System.write(connection.fd, UnsafeRawBufferPointer(rebasing: raw[connection.outputOffset...]))
+                }
+            } catch {
+                return .close
+            }
+            guard let written else {
+                connection.machine.writeProgressed(now: System.now())
+                updateInterest(connection)
+                return .none
+            }
+            connection.outputOffset += written
+        }
+        connection.output.removeAll(keepingCapacity: connection.output.capacity <= 64 * 1024)
+        connection.outputOffset = 0
+        guard connection.awaitingFinalFlush else { return .none }
+        connection.awaitingFinalFlush = false
+        logAccess(connection)
+        return connection.machine.writeCompleted(now: System.now())
+    }
+
+    private func updateInterest(_ connection: Connection) {
+        guard !connection.closed else { return }
+        var events = EPOLLRDHUP.rawValue
+        if connection.machine.wantsRead { events |= EPOLLIN.rawValue }
+        if connection.outputOffset < connection.output.count { events |= EPOLLOUT.rawValue }
+        guard events != connection.registeredEvents else { return }
+        connection.registeredEvents = events
+        do {
+            try System.epollControl(epfd, EPOLL_CTL_MOD, connection.fd, events: events, data: connection.token)
+        } catch {
+            closeConnection(connection)
+        }
+    }
+
+    private func closeConnection(_ connection: Connection) {
+        guard !connection.closed else { return }
+        connection.closed = true
+        System.close(connection.fd)
+        connections[Int(connection.fd)] = nil
+        openCount -= 1
+        shared.releaseConnection()
+    }
+
+    private func checkTimers(now: UInt64) {
+        let seconds = System.wallClockSeconds()
+        if seconds != date.seconds { date = HTTPDate.format(secondsSinceEpoch: seconds) }
+        for case let connection? in connections {
+            guard let deadline = connection.machine.deadline, now >= deadline else { continue }
+            perform(connection.machine.timeout(now: now), on: connection)
+        }
+    }
+
+    // MARK: - Requests
+
+    private func nextRequestID(from header: String?) -> String {
+        if let header, RequestID.isAcceptable(header) { return header }
+        requestCounter &+= 1
+        return requestIDPrefix + String(requestCounter, radix: 16)
+    }
+
+    private func dispatch(_ request: Request, on connection: Connection) -> ConnectionStateMachine.Action {
+        let now = System.now()
+        let requestID = nextRequestID(from: request.headers["X-Request-Id"])
+        switch shared.router.match(method: request.method, path: request.path) {
+        case .notFound:
+            connection.startRequest(id: requestID, method: request.method.rawValue, route: "-", now: now)
+            return finish(Problem.notFound().response(), on: connection)
+        case .notImplemented:
+            connection.startRequest(id: requestID, method: request.method.rawValue, route: "-", now: now)
+            return finish(Problem(status: .notImplemented, code: "method_not_implemented",
+                                  detail: "The request method is not implemented.").response(), on: connection)
+        case .methodNotAllowed(let allow):
+            connection.startRequest(id: requestID, method: request.method.rawValue, route: "-", now: now)
+            return finish(Problem.methodNotAllowed(allow: allow).response(), on: connection)
+        case .found(let route, let parameters):
+            connection.startRequest(id: requestID, method: request.method.rawValue, route: route.pattern, now: now)
+            if connection.remoteAddress == nil { connection.remoteAddress = System.peerAddress(connection.fd) }
+            let context = RequestContext(requestID: requestID, parameters: parameters,
+                                         remoteAddress: connection.remoteAddress ?? "unknown",
+                                         logger: shared.logger.with("request.id", requestID))
+            switch route.execution {
+            case .inline:
+                return finish(shared.run(route, request, context), on: connection)
+            case .blocking:
+                let token = connection.token
+                let shared = self.shared
+                let accepted = shared.workers.submit { [self] in
+                    let response = shared.run(route, request, context)
+                    execute { [self] in
+                        guard let connection = self.connection(for: token) else { return }
+                        perform(finish(response, on: connection), on: connection)
+                    }
+                }
+                if !accepted {
+                    return finish(Problem.serviceUnavailable().response(), on: connection)
+                }
+                return .none
+            }
+        }
+    }
+
+    private func finish(_ response: Response, on connection: Connection) -> ConnectionStateMachine.Action {
+        var response = response
+        response.headers.add(name: "X-Request-Id", value: connection.requestID)
+        connection.status = response.status.code
+        return connection.machine.respond(response, date: date, now: System.now())
+    }
+
+    private func logAccess(_ connection: Connection) {
+        let elapsed = System.now() &- connection.requestStart
+        shared.observe(route: connection.route, method: connection.method, status: connection.status, nanoseconds: elapsed)
+        guard shared.accessLog.isEnabled(.info) else { return }
+        shared.accessLog.info("request", [
+            "request.id": connection.requestID,
+            "http.method": connection.method,
+            "http.route": connection.route,
+            "http.status": String(connection.status),
+            "duration.ms": String(Double(elapsed / 1000) / 1000),
+        ])
+    }
+}
+
+/// The shell's side of one connection: its socket, its machine and its pending output.
+final class Connection {
+    let fd: Int32
+    let token: UInt64
+    var machine: ConnectionStateMachine
+    var output: [UInt8] = []
+    var outputOffset = 0
+    var awaitingFinalFlush = false
+    var registeredEvents: UInt32 = 0
+    var closed = false
+    var remoteAddress: String?
+    // The request being answered, for the access log.
+    var requestID = ""
+    var method = "-"
+    var route = "-"
+    var status = 0
+    var requestStart: UInt64 = 0
+
+    init(fd: Int32, generation: UInt32, machine: ConnectionStateMachine) {
+        self.fd = fd
+        self.token = UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
+        self.machine = machine
+    }
+
+    func startRequest(id: String, method: String, route: String, now: UInt64) {
+        requestID = id
+        self.method = method
+        self.route = route
+        requestStart = now
+    }
+}
+
+/// Rules for client-supplied request ids.
+enum RequestID {
+    /// Up to 128 characters of letters, digits and `-_.:`; anything else is replaced by our own id.
+    static func isAcceptable(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 128 && id.utf8.allSatisfy {
+            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || "-_.:".utf8.contains($0)
+        }
+    }
+}

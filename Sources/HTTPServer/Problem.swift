@@ -1,0 +1,96 @@
+import HTTP
+import JSON
+
+/// An RFC 9457 problem document, thrown by handlers and sent as `application/problem+json`.
+public struct Problem: Error, Sendable, HTTPResponseError, CustomStringConvertible {
+    /// One invalid field of a request, for `422` answers.
+    public struct FieldError: Sendable, Equatable {
+        public var field: String
+        public var code: String
+        public var detail: String
+
+        public init(field: String, code: String, detail: String) {
+            self.field = field
+            self.code = code
+            self.detail = detail
+        }
+    }
+
+    public var status: HTTPStatus
+    /// Stable, machine-readable: clients switch on it.
+    public var code: String
+    /// For people; never holds secrets, SQL or stack traces.
+    public var detail: String
+    public var errors: [FieldError]
+    /// Extra response headers, such as `Allow`, `Retry-After` or `WWW-Authenticate`.
+    public var headers: HTTPHeaders
+
+    public init(status: HTTPStatus, code: String, detail: String, errors: [FieldError] = [], headers: HTTPHeaders = HTTPHeaders()) {
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.errors = errors
+        self.headers = headers
+    }
+
+    public var problem: Problem { self }
+    public var description: String { "\(status.code) \(code)" }
+
+    /// The response carrying this problem.
+    public func response() -> Response {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("type"); writer.string("about:blank")
+        writer.key("title"); writer.string(status.reasonPhrase)
+        writer.key("status"); writer.int(status.code)
+        writer.key("code"); writer.string(code)
+        writer.key("detail"); writer.string(detail)
+        if !errors.isEmpty {
+            writer.key("errors")
+            writer.beginArray()
+            for error in errors {
+                writer.beginObject()
+                writer.key("field"); writer.string(error.field)
+                writer.key("code"); writer.string(error.code)
+                writer.key("detail"); writer.string(error.detail)
+                writer.endObject()
+            }
+            writer.endArray()
+        }
+        writer.endObject()
+        var response = Response(status: status, headers: headers, body: writer.bytes)
+        response.headers.replaceOrAdd(name: "Content-Type", value: "application/problem+json")
+        return response
+    }
+
+    /// The problem for a request the parser refused.
+    public init(_ error: HTTPParseError) {
+        self.init(status: error.status, code: error.code, detail: error.detail)
+    }
+
+    public static func notFound(_ detail: String = "No resource exists at this path.") -> Problem {
+        Problem(status: .notFound, code: "not_found", detail: detail)
+    }
+
+    public static func methodNotAllowed(allow: [HTTPMethod]) -> Problem {
+        var headers = HTTPHeaders()
+        headers.add(name: "Allow", value: allow.map(\.rawValue).joined(separator: ", "))
+        return Problem(status: .methodNotAllowed, code: "method_not_allowed",
+                       detail: "This resource does not support the request method.", headers: headers)
+    }
+
+    public static func serviceUnavailable(code: String = "overloaded", detail: String = "The server is overloaded; try again shortly.",
+                                          retryAfterSeconds: Int = 1) -> Problem {
+        var headers = HTTPHeaders()
+        headers.add(name: "Retry-After", value: String(retryAfterSeconds))
+        return Problem(status: .serviceUnavailable, code: code, detail: detail, headers: headers)
+    }
+
+    public static let internalError = Problem(status: .internalServerError, code: "internal_error",
+                                              detail: "The server failed to handle the request.")
+}
+
+/// An error that knows the HTTP answer it stands for; every other error becomes a logged `500`.
+public protocol HTTPResponseError: Error {
+    var problem: Problem { get }
+}

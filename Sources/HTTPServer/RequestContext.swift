@@ -1,0 +1,20 @@
+import Logging
+
+/// What a handler knows about its request beyond the request itself.
+public struct RequestContext: Sendable {
+    /// From the client's `X-Request-Id` when it is sane, else generated; on every log line.
+    public let requestID: String
+    /// Path parameters by name, percent-decoded: `{id}` in `/users/me/images/{id}`.
+    public let parameters: [String: String]
+    /// The peer's IP address.
+    public let remoteAddress: String
+    /// A logger carrying `request.id`.
+    public let logger: Logger
+
+    public init(requestID: String, parameters: [String: String] = [:], remoteAddress: String = "unknown", logger: Logger = .silent) {
+        self.requestID = requestID
+        self.parameters = parameters
+        self.remoteAddress = remoteAddress
+        self.logger = logger
+    }
+}

@@ -1,0 +1,157 @@
+import HTTP
+
+/// The route table: method and path pattern to handler, with path parameters such as `{id}`.
+public struct Router: Sendable {
+    public typealias Handler = @Sendable (Request, RequestContext) throws -> Response
+
+    /// Where a handler runs.
+    public enum Execution: Sendable {
+        /// On the event loop: only for handlers that never block and finish in microseconds.
+        case inline
+        /// On the worker pool: anything that touches the database, the disk or the hashing pool.
+        case blocking
+    }
+
+    /// One endpoint.
+    public struct Route: Sendable {
+        public let method: HTTPMethod
+        public let pattern: String
+        public let execution: Execution
+        /// The largest body this route accepts; nil means the server's default.
+        public let maxBodyBytes: Int?
+        /// A label for metrics and logs: the pattern, never the concrete path.
+        public var name: String { pattern }
+        let segments: [Segment]
+        let handler: Handler
+    }
+
+    enum Segment: Sendable, Equatable {
+        case literal(String)
+        case parameter(String)
+    }
+
+    /// The outcome of a lookup.
+    public enum Match: Sendable {
+        case found(Route, parameters: [String: String])
+        case methodNotAllowed(allow: [HTTPMethod])
+        case notImplemented
+        case notFound
+    }
+
+    private var staticRoutes: [String: [Route]] = [:]
+    private var parameterizedRoutes: [Route] = []
+
+    public init() {}
+
+    /// Adds a route; a pattern is `/literal/{parameter}/...`.
+    public mutating func add(_ method: HTTPMethod, _ pattern: String, execution: Execution = .blocking,
+                             maxBodyBytes: Int? = nil, _ handler: @escaping Handler) {
+        let segments = Router.segments(of: pattern).map { part -> Segment in
+            part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
+        }
+        let route = Route(method: method, pattern: pattern, execution: execution, maxBodyBytes: maxBodyBytes,
+                          segments: segments, handler: handler)
+        if segments.contains(where: { if case .parameter = $0 { true } else { false } }) {
+            parameterizedRoutes.append(route)
+        } else {
+            staticRoutes[pattern, default: []].append(route)
+        }
+    }
+
+    public mutating func get(_ pattern: String, execution: Execution = .blocking, _ handler: @escaping Handler) {
+        add(.get, pattern, execution: execution, handler)
+    }
+
+    public mutating func post(_ pattern: String, execution: Execution = .blocking, maxBodyBytes: Int? = nil, _ handler: @escaping Handler) {
+        add(.post, pattern, execution: execution, maxBodyBytes: maxBodyBytes, handler)
+    }
+
+    public mutating func put(_ pattern: String, execution: Execution = .blocking, _ handler: @escaping Handler) {
+        add(.put, pattern, execution: execution, handler)
+    }
+
+    public mutating func patch(_ pattern: String, execution: Execution = .blocking, _ handler: @escaping Handler) {
+        add(.patch, pattern, execution: execution, handler)
+    }
+
+    public mutating func delete(_ pattern: String, execution: Execution = .blocking, _ handler: @escaping Handler) {
+        add(.delete, pattern, execution: execution, handler)
+    }
+
+    /// All routes, for documentation and metrics.
+    public var routes: [Route] { staticRoutes.values.flatMap { $0 } + parameterizedRoutes }
+
+    /// Finds the route for a method and a (percent-encoded) path.
+    public func match(method: HTTPMethod, path: String) -> Match {
+        var candidates: [Route]
+        var parameters: [String: String] = [:]
+        if let routes = staticRoutes[path] {
+            candidates = routes
+        } else {
+            let parts = Router.segments(of: path)
+            candidates = []
+            for route in parameterizedRoutes {
+                if let found = Router.bind(route.segments, to: parts) {
+                    if candidates.isEmpty { parameters = found }
+                    candidates.append(route)
+                }
+            }
+        }
+        guard !candidates.isEmpty else { return .notFound }
+        guard HTTPMethod.known.contains(method) else { return .notImplemented }
+        if let route = candidates.first(where: { $0.method == method })
+            ?? (method == .head ? candidates.first(where: { $0.method == .get }) : nil) {
+            if route.segments.contains(where: { if case .parameter = $0 { true } else { false } }) {
+                parameters = Router.bind(route.segments, to: Router.segments(of: path)) ?? [:]
+            }
+            return .found(route, parameters: parameters)
+        }
+        var allow = candidates.map(\.method)
+        if allow.contains(.get), !allow.contains(.head) { allow.append(.head) }
+        return .methodNotAllowed(allow: allow)
+    }
+
+    private static func segments(of path: String) -> [Substring] {
+        path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { $0 }
+    }
+
+    private static func bind(_ pattern: [Segment], to parts: [Substring]) -> [String: String]? {
+        guard pattern.count == parts.count else { return nil }
+        var parameters: [String: String] = [:]
+        for (segment, part) in zip(pattern, parts) {
+            switch segment {
+            case .literal(let literal):
+                guard part == literal else { return nil }
+            case .parameter(let name):
+                guard !part.isEmpty, let decoded = percentDecode(part) else { return nil }
+                parameters[name] = decoded
+            }
+        }
+        return parameters
+    }
+
+    /// Decodes `%XX` escapes; nil for a malformed escape or invalid UTF-8.
+    static func percentDecode(_ text: Substring) -> String? {
+        guard text.contains("%") else { return String(text) }
+        var bytes: [UInt8] = []
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next().flatMap(hexDigit), let low = iterator.next().flatMap(hexDigit) else { return nil }
+                bytes.append(high << 4 | low)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexDigit(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,27 @@
+import HTTP
+
+/// How the HTTP server listens and what it tolerates; every field has a production default.
+public struct ServerConfiguration: Sendable {
+    public var host: String = "127.0.0.1"
+    /// 0 picks a free port (tests); the bound port is reported by `HTTPServer.port`.
+    public var port: Int = 8080
+    /// Event-loop threads; each has its own `SO_REUSEPORT` listening socket.
+    public var eventLoops: Int = System.coreCount
+    /// Threads that run handlers that may block (database, hashing).
+    public var workerThreads: Int = 32
+    /// Requests waiting for a worker beyond which new ones get a fast `503`.
+    public var workerQueueLimit: Int = 1024
+    public var limits: HTTPLimits = .default
+    public var headerTimeout: Duration = .seconds(10)
+    public var idleTimeout: Duration = .seconds(75)
+    public var bodyTimeoutGrace: Duration = .seconds(10)
+    public var minBodyBytesPerSecond: Int = 1024
+    public var writeTimeout: Duration = .seconds(60)
+    public var lingerTimeout: Duration = .seconds(2)
+    /// Open connections beyond which new ones get a fast `503` and are closed.
+    public var maxConnections: Int = 10_000
+    /// How long a graceful shutdown waits for in-flight requests.
+    public var drainTimeout: Duration = .seconds(10)
+
+    public init() {}
+}

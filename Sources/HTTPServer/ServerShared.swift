@@ -1,0 +1,77 @@
+import HTTP
+import Logging
+import Synchronization
+import Threads
+
+/// What every event loop of one server shares: configuration, routes, workers and counters.
+final class ServerShared: Sendable {
+    let configuration: ServerConfiguration
+    let router: Router
+    let workers: BoundedThreadPool
+    let logger: Logger
+    let accessLog: Logger
+    let metrics: HTTPMetrics
+    let overloadedResponse: [UInt8]
+    private let openConnections = Atomic<Int>(0)
+
+    init(configuration: ServerConfiguration, router: Router, logger: Logger, metrics: HTTPMetrics) {
+        self.configuration = configuration
+        self.router = router
+        self.logger = logger
+        self.accessLog = logger
+        self.metrics = metrics
+        self.workers = BoundedThreadPool(name: "http-worker", threads: configuration.workerThreads,
+                                         queueLimit: configuration.workerQueueLimit)
+        var bytes: [UInt8] = []
+        var response = Problem.serviceUnavailable(detail: "The server has too many open connections.").response()
+        response.headers.add(name: "X-Request-Id", value: "-")
+        ResponseSerializer.serialize(response, requestMethod: .get, keepAlive: false,
+                                     date: HTTPDate.format(secondsSinceEpoch: System.wallClockSeconds()), into: &bytes)
+        overloadedResponse = bytes
+    }
+
+    var openConnectionCount: Int { openConnections.load(ordering: .relaxed) }
+
+    func reserveConnection() -> Bool {
+        let previous = openConnections.add(1, ordering: .relaxed).oldValue
+        if previous >= configuration.maxConnections {
+            openConnections.subtract(1, ordering: .relaxed)
+            return false
+        }
+        metrics.connectionOpened()
+        return true
+    }
+
+    func releaseConnection() {
+        openConnections.subtract(1, ordering: .relaxed)
+        metrics.connectionClosed()
+    }
+
+    /// The body limit for a request head: the route's own, or the server's default.
+    var bodyLimit: @Sendable (RequestHead) -> Int {
+        { [router, configuration] head in
+            if case .found(let route, _) = router.match(method: head.method, path: head.path), let limit = route.maxBodyBytes {
+                return limit
+            }
+            return configuration.limits.maxBodyBytes
+        }
+    }
+
+    /// Runs a handler, turning thrown errors into responses; unknown errors are logged and become `500`.
+    func run(_ route: Router.Route, _ request: Request, _ context: RequestContext) -> Response {
+        metrics.requestStarted()
+        defer { metrics.requestFinished() }
+        do {
+            return try route.handler(request, context)
+        } catch let error as HTTPResponseError {
+            return error.problem.response()
+        } catch {
+            context.logger.error("handler failed", ["http.route": route.pattern, "error": String(reflecting: error)])
+            return Problem.internalError.response()
+        }
+    }
+
+    func observe(route: String, method: String, status: Int, nanoseconds: UInt64) {
+        metrics.observe(route: route, method: method, status: status, nanoseconds: nanoseconds)
+    }
+}
