@@ -23,3 +23,8 @@ extension JSONValue: Equatable {
         }
     }
 }
+
+extension JSONValue: CustomStringConvertible {
+    /// The compact serialization.
+    public var description: String { serializedString() }
+}
