@@ -26,6 +26,7 @@ let package = Package(
         .target(name: "JSON"),
         // libpq client, pool, bound queries, migrations, a managed local cluster.
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
+        .target(name: "Security", dependencies: ["COpenSSL"]),
         // Routes, DTOs, error mapping, configuration.
         .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres"]),
         .executableTarget(name: "exosphere", dependencies: ["API"]),
@@ -34,6 +35,7 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
+        .testTarget(name: "SecurityTests", dependencies: ["Security"]),
         .testTarget(name: "APITests", dependencies: ["API"]),
     ],
     swiftLanguageModes: [.v6]

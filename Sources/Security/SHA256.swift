@@ -1,0 +1,33 @@
+import COpenSSL
+
+/// SHA-256 through OpenSSL's EVP interface: session-token hashes, image checksums, ETags.
+public enum SHA256 {
+    /// The length of a digest in bytes.
+    public static let digestLength = 32
+
+    /// The 32-byte SHA-256 digest of `bytes`.
+    public static func hash(_ bytes: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: digestLength)
+        var length: UInt32 = 0
+        let ok = bytes.withUnsafeBytes { input in
+            digest.withUnsafeMutableBufferPointer { output in
+                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length,
+                           EVP_sha256(), nil)
+            }
+        }
+        // SHA-256 over memory we own cannot fail short of a broken libcrypto; a wrong digest
+        // would silently corrupt token lookups, so stop rather than continue.
+        precondition(ok == 1 && length == UInt32(digestLength), "EVP_Digest(SHA-256) failed")
+        return digest
+    }
+
+    /// The 32-byte SHA-256 digest of `bytes`.
+    public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+        hash(Array(bytes))
+    }
+
+    /// The SHA-256 digest of `bytes` as 64 lower-case hexadecimal characters.
+    public static func hexDigest(_ bytes: some Sequence<UInt8>) -> String {
+        Hex.encode(hash(bytes))
+    }
+}

@@ -1,0 +1,66 @@
+import COpenSSL
+
+/// An error from the `Security` module: a stable `code`, a generic `description`, and
+/// details for operators in `debugDescription` that never contain passwords, hashes or tokens.
+public struct SecurityError: Error, Sendable, Hashable, CustomStringConvertible,
+    CustomDebugStringConvertible
+{
+    /// A stable, machine-readable error code; new codes may be added without breaking callers.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        /// The code's stable name, e.g. `"overloaded"`.
+        public let name: String
+
+        init(_ name: String) { self.name = name }
+
+        public var description: String { name }
+
+        /// The system's CSPRNG failed; no bytes were produced.
+        public static let randomFailed = Code("randomFailed")
+        /// A key derivation or digest failed inside OpenSSL (often out of memory).
+        public static let hashingFailed = Code("hashingFailed")
+        /// A stored password hash is not a well-formed, supported PHC string.
+        public static let malformedHash = Code("malformedHash")
+        /// Parameters were outside the accepted range for the operation.
+        public static let invalidParameters = Code("invalidParameters")
+        /// New hashes were requested with parameters weaker than OWASP's recommendation.
+        public static let weakParameters = Code("weakParameters")
+        /// The hashing pool's queue is full; the request should be retried later (HTTP 503).
+        public static let overloaded = Code("overloaded")
+        /// The hashing pool has been shut down and accepts no more work.
+        public static let shutDown = Code("shutDown")
+    }
+
+    /// What went wrong, in a form that programs can match on.
+    public let code: Code
+
+    /// Operator-facing detail; never contains secrets.
+    let detail: String?
+
+    init(_ code: Code, detail: String? = nil) {
+        self.code = code
+        self.detail = detail
+    }
+
+    public var description: String { "SecurityError(\(code))" }
+
+    public var debugDescription: String {
+        if let detail { "SecurityError(\(code): \(detail))" } else { description }
+    }
+
+    /// An error carrying the reason OpenSSL recorded for the failure of `operation`.
+    ///
+    /// Drains this thread's OpenSSL error queue, so a stale entry cannot be blamed on a later,
+    /// unrelated OpenSSL user on the same thread (libpq's TLS reads that queue too).
+    static func openSSL(_ code: Code, operation: String) -> SecurityError {
+        var reason = "unknown reason"
+        let first = ERR_get_error()
+        if first != 0 {
+            var buffer = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(first, &buffer, buffer.count)
+            reason = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) },
+                            as: UTF8.self)
+        }
+        ERR_clear_error()
+        return SecurityError(code, detail: "\(operation) failed: \(reason)")
+    }
+}
