@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "JSON"),
         // libpq client, pool, bound queries, migrations, a managed local cluster.
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
-        .target(name: "Security", dependencies: ["COpenSSL"]),
+        .target(name: "Security", dependencies: ["COpenSSL", "Threads"]),
         // Routes, DTOs, error mapping, configuration.
         .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres"]),
         .executableTarget(name: "exosphere", dependencies: ["API"]),
@@ -35,7 +35,7 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
-        .testTarget(name: "SecurityTests", dependencies: ["Security"]),
+        .testTarget(name: "SecurityTests", dependencies: ["Security", "Threads"]),
         .testTarget(name: "APITests", dependencies: ["API"]),
     ],
     swiftLanguageModes: [.v6]

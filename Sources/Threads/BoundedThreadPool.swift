@@ -1,24 +1,37 @@
 /// A fixed set of threads running submitted work from a bounded queue.
 ///
 /// Work that blocks (database round trips, password hashing) runs here, never on an event loop.
-/// A full queue refuses new work at once, so an overload turns into fast `503`s rather than
-/// unbounded memory and latency.
+/// At most `threadCount + queueLimit` jobs are outstanding; beyond that new work is refused at
+/// once, so an overload turns into fast `503`s rather than unbounded memory and latency.
 public final class BoundedThreadPool: @unchecked Sendable {
     /// Figures for metrics.
-    public struct Statistics: Sendable, Equatable {
+    public struct Statistics: Sendable, Hashable {
         public var threads: Int
+        public var queueLimit: Int
         public var busy: Int
         public var queued: Int
         public var rejected: Int
         public var completed: Int
     }
 
+    /// Why work was not accepted.
+    public enum Rejection: Error, Sendable {
+        case full
+        case shutDown
+    }
+
     public let name: String
     public let threadCount: Int
     public let queueLimit: Int
 
+    private struct Job {
+        let work: @Sendable () -> Void
+        /// Runs after the job is booked as done, so a caller released by it sees current figures and a free slot.
+        let finished: (@Sendable () -> Void)?
+    }
+
     private let lock = ConditionLock()
-    private var queue: [(@Sendable () -> Void)?] = []
+    private var queue: [Job?] = []
     private var head = 0
     private var busy = 0
     private var rejected = 0
@@ -31,49 +44,69 @@ public final class BoundedThreadPool: @unchecked Sendable {
         self.name = name
         self.threadCount = threads
         self.queueLimit = queueLimit
-        for index in 0..<threads {
-            self.threads.append(OSThread(name: "\(name)-\(index)", stackSize: stackSize) { [unowned self] in self.workLoop() })
+        let started = (0..<threads).map { index in
+            OSThread(name: "\(name)-\(index)", stackSize: stackSize) { [self] in workLoop() }
         }
+        lock.withLock { self.threads = started }
     }
 
-    /// Queues work; false (and nothing queued) when the queue is full or the pool is stopping.
+    /// Queues work and returns at once; false (nothing queued) when full or shut down.
     @discardableResult
     public func submit(_ work: @escaping @Sendable () -> Void) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        let waiting = queue.count - head
-        // Idle threads take work at once, so only work beyond them counts against the queue.
-        guard !stopping, waiting < queueLimit + (threadCount - busy) else {
-            rejected += 1
-            return false
-        }
-        queue.append(work)
-        lock.signal()
-        return true
+        (try? enqueue(Job(work: work, finished: nil))) != nil
+    }
+
+    /// Queues work, throwing the reason when it cannot be queued.
+    public func trySubmit(_ work: @escaping @Sendable () -> Void) throws(Rejection) {
+        try enqueue(Job(work: work, finished: nil))
+    }
+
+    /// Runs work on a pool thread and waits for its result, rethrowing what it throws.
+    ///
+    /// Throws `Rejection` at once when the pool is full or shut down. Never call it from inside
+    /// the same pool's work: a worker waiting for its own pool can deadlock it.
+    public func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) throws -> T {
+        let completion = Completion<T>()
+        try enqueue(Job(work: { completion.store(Result { try work() }) }, finished: { completion.finish() }))
+        return try completion.wait().get()
     }
 
     public var statistics: Statistics {
         lock.withLock {
-            Statistics(threads: threadCount, busy: busy, queued: queue.count - head, rejected: rejected, completed: completed)
+            Statistics(threads: threadCount, queueLimit: queueLimit, busy: busy, queued: queue.count - head,
+                       rejected: rejected, completed: completed)
         }
     }
 
-    /// Runs what is queued, then stops and joins the threads.
+    /// Refuses new work, runs what is queued, then joins the threads. Later calls return at once.
     public func shutdown() {
-        lock.withLock {
+        let joining = lock.withLock {
             stopping = true
             lock.broadcast()
+            defer { threads = [] }
+            return threads
         }
-        for thread in threads { thread.join() }
-        threads = []
+        for thread in joining { thread.join() }
+    }
+
+    private func enqueue(_ job: Job) throws(Rejection) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !stopping else { throw .shutDown }
+        guard busy + (queue.count - head) < threadCount + queueLimit else {
+            rejected += 1
+            throw .full
+        }
+        queue.append(job)
+        lock.signal()
     }
 
     private func workLoop() {
         lock.lock()
         while true {
             while head == queue.count, !stopping { lock.wait() }
-            if head == queue.count, stopping { break }
-            let work = queue[head]!
+            if head == queue.count { break }  // stopping and drained
+            let job = queue[head]!
             queue[head] = nil
             head += 1
             if head == queue.count {
@@ -85,11 +118,38 @@ public final class BoundedThreadPool: @unchecked Sendable {
             }
             busy += 1
             lock.unlock()
-            work()
+            job.work()
             lock.lock()
             busy -= 1
             completed += 1
+            if let finished = job.finished {
+                lock.unlock()
+                finished()
+                lock.lock()
+            }
         }
         lock.unlock()
+    }
+}
+
+/// The result of one `run` call, handed from a pool thread to the waiting caller.
+private final class Completion<T: Sendable>: @unchecked Sendable {
+    private let lock = ConditionLock()
+    private var result: Result<T, any Error>?
+    private var isFinished = false
+
+    func store(_ result: Result<T, any Error>) {
+        lock.withLock { self.result = result }
+    }
+
+    func finish() {
+        lock.withLock {
+            isFinished = true
+            lock.signal()
+        }
+    }
+
+    func wait() -> Result<T, any Error> {
+        lock.withLock(when: { isFinished }) { result! }
     }
 }

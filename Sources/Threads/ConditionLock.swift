@@ -32,8 +32,16 @@ public final class ConditionLock: @unchecked Sendable {
         return try body()
     }
 
-    /// Waits for a signal; call with the lock held.
+    /// Waits for a signal; call with the lock held and re-check what you wait for (wake-ups may be spurious).
     public func wait() { pthread_cond_wait(condition, mutex) }
+
+    /// Locks, waits until `predicate` holds, runs `body` and unlocks.
+    public func withLock<T>(when predicate: () -> Bool, _ body: () throws -> T) rethrows -> T {
+        lock()
+        defer { unlock() }
+        while !predicate() { wait() }
+        return try body()
+    }
 
     /// Waits for a signal until a monotonic deadline in nanoseconds; false on timeout.
     @discardableResult

@@ -1,5 +1,6 @@
 import Testing
 @testable import Security
+import Threads
 
 /// A one-shot latch: `wait()` blocks until `open()`.
 private final class Gate: @unchecked Sendable {
@@ -51,7 +52,7 @@ private struct Boom: Error, Equatable {}
         let pool = HashingPool(workers: 2, queueCapacity: 2)
         // Four callers blocking in `run` never exceed workers + queue, so none is refused.
         let callers = (0..<4).map { caller in
-            WorkerThread {
+            OSThread(name: "test") {
                 for job in 0..<25 {
                     let result = Result { try pool.run { caller * 100 + job } }
                     precondition((try? result.get()) == caller * 100 + job, "\(result)")
@@ -97,7 +98,7 @@ private struct Boom: Error, Equatable {}
         let counter = Counter()
         try pool.submit { release.wait() }
         for _ in 0..<4 { try pool.submit { counter.increment() } }
-        let closer = WorkerThread { pool.shutdown() }
+        let closer = OSThread(name: "test") { pool.shutdown() }
         release.open()
         closer.join()
         #expect(counter.value == 4)
