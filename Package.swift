@@ -19,7 +19,7 @@ let package = Package(
         // Threads, a condition lock and a bounded thread pool for blocking work.
         .target(name: "Threads", dependencies: ["CLinux"]),
         // Structured JSON / logfmt log lines.
-        .target(name: "Logging"),
+        .target(name: "Logging", dependencies: ["JSON"]),
         // Sockets, event loops, connections, routing, graceful shutdown.
         .target(name: "HTTPServer", dependencies: ["HTTP", "CLinux", "JSON", "Logging", "Threads"]),
         // A strict JSON value type with limits: no Foundation.

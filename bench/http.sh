@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GET /healthz on Exosphere (release build) against nginx serving the same JSON, in one run.
 # Usage: bench/http.sh [seconds=10] [connections=64]
+# ACCESS_LOG=on makes both servers write an access-log line per request to a file (default: off for both).
 # Needs: wrk, nginx (apt-get install -y wrk nginx-light).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,9 +22,11 @@ swift build -c release --product exosphere 2>&1 | tail -1
 BIN=$(swift build -c release --show-bin-path)/exosphere
 
 printf '{"status":"ok"}' > "$DIR/healthz.json"
-sed -e "s|BENCH_DIR|$DIR|g" -e "s|NGINX_PORT|$NGINX_PORT|g" bench/nginx.conf > "$DIR/nginx.conf"
+ACCESS_LOG=${ACCESS_LOG:-off}
+if [ "$ACCESS_LOG" = on ]; then NGINX_LOG="$DIR/nginx-access.log exo"; else NGINX_LOG=off; fi
+sed -e "s|BENCH_DIR|$DIR|g" -e "s|NGINX_PORT|$NGINX_PORT|g" -e "s|ACCESS_LOG|$NGINX_LOG|g" bench/nginx.conf > "$DIR/nginx.conf"
 nginx -c "$DIR/nginx.conf" -p "$DIR" &
-"$BIN" serve --port "$EXO_PORT" --log-level "${EXO_LOG_LEVEL:-info}" > "$DIR/exosphere.log" 2>&1 &
+"$BIN" serve --port "$EXO_PORT" --access-log "$ACCESS_LOG" > "$DIR/exosphere.log" 2>&1 &
 EXO_PID=$!
 for _ in $(seq 50); do
     curl -fs "http://127.0.0.1:$EXO_PORT/healthz" >/dev/null && curl -fs "http://127.0.0.1:$NGINX_PORT/healthz" >/dev/null && break
@@ -38,7 +41,7 @@ run() { # name url
     p99=$(awk '$1 == "99%" {print $2}' "$DIR/$1.txt")
     echo "$1 $rps $p99"
 }
-echo "wrk -t2 -c$CONNECTIONS -d${SECONDS_PER_RUN}s GET /healthz"
+echo "wrk -t2 -c$CONNECTIONS -d${SECONDS_PER_RUN}s GET /healthz (access logs: $ACCESS_LOG)"
 N=$(run nginx "http://127.0.0.1:$NGINX_PORT/healthz")
 E=$(run exosphere "http://127.0.0.1:$EXO_PORT/healthz")
 RSS=$(awk '/VmHWM/ {print $2}' "/proc/$EXO_PID/status")

@@ -57,6 +57,14 @@ public struct Configuration: Sendable {
                help: "how long shutdown waits for in-flight requests", defaultValue: { seconds($0.server.drainTimeout) }) { config, value throws(ConfigurationError) in
             config.server.drainTimeout = .seconds(try integer(value, "--drain-timeout", 0...3600))
         },
+        Option(flag: "--access-log", environment: "EXOSPHERE_ACCESS_LOG", placeholder: "on|off",
+               help: "one log line per request", defaultValue: { $0.server.accessLog ? "on" : "off" }) { config, value throws(ConfigurationError) in
+            switch value {
+            case "on", "true", "1": config.server.accessLog = true
+            case "off", "false", "0": config.server.accessLog = false
+            default: throw ConfigurationError("--access-log/EXOSPHERE_ACCESS_LOG: expected on or off, got '\(value)'")
+            }
+        },
         Option(flag: "--log-level", environment: "LOG_LEVEL", placeholder: "LEVEL",
                help: "trace, debug, info, notice, warning, error or critical", defaultValue: { $0.logLevel.description }) { config, value throws(ConfigurationError) in
             guard let level = Logger.Level(name: value) else { throw ConfigurationError("--log-level/LOG_LEVEL: unknown level '\(value)'") }

@@ -22,6 +22,18 @@ enum ASCII {
 
     @inline(__always) static func isToken(_ byte: UInt8) -> Bool { tokenTable[Int(byte)] }
 
+    /// Characters of a Host value: unreserved, sub-delims, ":" and "[]" for IP literals, "%" for escapes.
+    static let hostTable: [Bool] = {
+        var table = [Bool](repeating: false, count: 256)
+        for byte in UInt8(ascii: "0")...UInt8(ascii: "9") { table[Int(byte)] = true }
+        for byte in UInt8(ascii: "a")...UInt8(ascii: "z") { table[Int(byte)] = true }
+        for byte in UInt8(ascii: "A")...UInt8(ascii: "Z") { table[Int(byte)] = true }
+        for char in "-._~!$&'()*+,;=:[]%".utf8 { table[Int(char)] = true }
+        return table
+    }()
+
+    @inline(__always) static func isHostByte(_ byte: UInt8) -> Bool { hostTable[Int(byte)] }
+
     /// field-vchar / SP / HTAB: what may stand inside a field value.
     @inline(__always) static func isFieldValue(_ byte: UInt8) -> Bool {
         byte == tab || (byte >= 0x20 && byte != 0x7F)

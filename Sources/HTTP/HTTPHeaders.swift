@@ -34,10 +34,12 @@ public struct HTTPHeaders: Sendable, Sequence {
 
     /// Appends a field; the caller guarantees name and value hold no CR, LF or NUL.
     public mutating func add(name: String, value: String) {
+        var name = name
+        var value = value
         let nameStart = storage.count
-        storage.append(contentsOf: name.utf8)
+        name.withUTF8 { storage.append(contentsOf: $0) }
         let valueStart = storage.count
-        storage.append(contentsOf: value.utf8)
+        value.withUTF8 { storage.append(contentsOf: $0) }
         fields.append(Field(nameStart: Int32(nameStart), nameLength: Int32(valueStart - nameStart),
                             valueStart: Int32(valueStart), valueLength: Int32(storage.count - valueStart)))
     }

@@ -36,32 +36,20 @@ public struct RequestHead: Sendable {
 
     /// Splits a target into path and query; an absolute-form target loses its scheme and authority.
     static func split(target: String) -> (path: String, query: String?) {
-        var rest = Substring(target)
-        if !rest.hasPrefix("/"), let schemeEnd = rest.range(of: "://") {
-            rest = rest[schemeEnd.upperBound...]
-            if let slash = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) {
-                rest = rest[slash...]
-            } else {
-                rest = ""
+        let bytes = target.utf8
+        var pathStart = bytes.startIndex
+        if bytes.first != UInt8(ascii: "/") {
+            // absolute-form: skip "scheme://authority"; "*" (asterisk-form) stays as it is.
+            if let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
+               bytes[colon...].starts(with: "://".utf8) {
+                let authorityStart = bytes.index(colon, offsetBy: 3)
+                pathStart = bytes[authorityStart...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? bytes.endIndex
+                let rest = String(target[pathStart...])
+                let (path, query) = split(target: rest.hasPrefix("/") ? rest : "/" + rest)
+                return (path, query)
             }
-            if rest.isEmpty || rest.hasPrefix("?") { rest = "/" + rest }
         }
-        if let mark = rest.firstIndex(of: "?") {
-            return (String(rest[..<mark]), String(rest[rest.index(after: mark)...]))
-        }
-        return (String(rest), nil)
-    }
-}
-
-extension Substring {
-    fileprivate func range(of needle: String) -> Range<Index>? {
-        var start = startIndex
-        while start < endIndex {
-            if self[start...].hasPrefix(needle) {
-                return start..<index(start, offsetBy: needle.count)
-            }
-            start = index(after: start)
-        }
-        return nil
+        guard let mark = bytes.firstIndex(of: UInt8(ascii: "?")) else { return (target, nil) }
+        return (String(target[pathStart..<mark]), String(target[target.utf8.index(after: mark)...]))
     }
 }

@@ -133,7 +133,8 @@ public struct RequestHeadParser: Sendable {
             lineStart = end + 2
         }
         let headers = HTTPHeaders(storage: storage, fields: fields)
-        return interpret(method: method, target: String(decoding: targetBytes, as: UTF8.self), version: version, headers: headers)
+        return interpret(method: method, target: String(decoding: targetBytes, as: UTF8.self), version: version,
+                         headers: headers, storage: head)
     }
 
     /// Index of the CR of the CRLF ending the line that starts at `start`; rejects a bare CR.
@@ -192,8 +193,9 @@ public struct RequestHeadParser: Sendable {
 
     // MARK: - Semantics of the fields that frame the message
 
-    private static func interpret(method: HTTPMethod, target: String, version: HTTPVersion,
-                                  headers: HTTPHeaders) -> Swift.Result<RequestHead, HTTPParseError> {
+    /// Reads the fields that frame the message; `storage` holds the bytes the fields point into.
+    private static func interpret(method: HTTPMethod, target: String, version: HTTPVersion, headers: HTTPHeaders,
+                                  storage: UnsafeBufferPointer<UInt8>) -> Swift.Result<RequestHead, HTTPParseError> {
         var hostCount = 0
         var contentLength: Int?
         var contentLengthCount = 0
@@ -204,46 +206,44 @@ public struct RequestHeadParser: Sendable {
         var expectContinue = false
         var failure: HTTPParseError?
 
-        headers.storage.withUnsafeBufferPointer { storage in
-            for field in headers.fields where failure == nil {
-                let name = UnsafeBufferPointer(rebasing: storage[Int(field.nameStart)..<Int(field.nameStart + field.nameLength)])
-                let value = UnsafeBufferPointer(rebasing: storage[Int(field.valueStart)..<Int(field.valueStart + field.valueLength)])
-                switch name.count {
-                case 4 where ASCII.equalsIgnoringCase(name, "host"):
-                    hostCount += 1
-                    if !validHost(value) { failure = .invalidHost }
-                case 14 where ASCII.equalsIgnoringCase(name, "content-length"):
-                    contentLengthCount += 1
-                    contentLength = parseContentLength(value)
-                    if contentLength == nil { failure = .invalidContentLength }
-                case 17 where ASCII.equalsIgnoringCase(name, "transfer-encoding"):
-                    sawTransferEncoding = true
-                    forEachListElement(value) { element in
-                        if failure != nil { return }
-                        guard let element, let coding = TransferCoding(element) else {
-                            failure = .unsupportedTransferCoding
-                            return
-                        }
-                        transferCodings.append(coding)
+        for field in headers.fields {
+            let name = UnsafeBufferPointer(rebasing: storage[Int(field.nameStart)..<Int(field.nameStart + field.nameLength)])
+            let value = UnsafeBufferPointer(rebasing: storage[Int(field.valueStart)..<Int(field.valueStart + field.valueLength)])
+            switch name.count {
+            case 4 where ASCII.equalsIgnoringCase(name, "host"):
+                hostCount += 1
+                if !validHost(value) { return .failure(.invalidHost) }
+            case 14 where ASCII.equalsIgnoringCase(name, "content-length"):
+                contentLengthCount += 1
+                contentLength = parseContentLength(value)
+                if contentLength == nil { return .failure(.invalidContentLength) }
+            case 17 where ASCII.equalsIgnoringCase(name, "transfer-encoding"):
+                sawTransferEncoding = true
+                forEachListElement(value) { element in
+                    if failure != nil { return }
+                    guard let element, let coding = TransferCoding(element) else {
+                        failure = .unsupportedTransferCoding
+                        return
                     }
-                case 10 where ASCII.equalsIgnoringCase(name, "connection"):
-                    forEachListElement(value) { element in
-                        guard let element else { return }
-                        if ASCII.equalsIgnoringCase(element, "close") { connectionClose = true }
-                        if ASCII.equalsIgnoringCase(element, "keep-alive") { connectionKeepAlive = true }
-                    }
-                case 6 where ASCII.equalsIgnoringCase(name, "expect"):
-                    if ASCII.equalsIgnoringCase(value, "100-continue") {
-                        expectContinue = version == .http1_1
-                    } else {
-                        failure = .unsupportedExpectation
-                    }
-                default:
-                    break
+                    transferCodings.append(coding)
                 }
+            case 10 where ASCII.equalsIgnoringCase(name, "connection"):
+                forEachListElement(value) { element in
+                    guard let element else { return }
+                    if ASCII.equalsIgnoringCase(element, "close") { connectionClose = true }
+                    if ASCII.equalsIgnoringCase(element, "keep-alive") { connectionKeepAlive = true }
+                }
+            case 6 where ASCII.equalsIgnoringCase(name, "expect"):
+                if ASCII.equalsIgnoringCase(value, "100-continue") {
+                    expectContinue = version == .http1_1
+                } else {
+                    return .failure(.unsupportedExpectation)
+                }
+            default:
+                break
             }
+            if let failure { return .failure(failure) }
         }
-        if let failure { return .failure(failure) }
         if version == .http1_1 {
             if hostCount == 0 { return .failure(.missingHost) }
         }
@@ -295,15 +295,7 @@ public struct RequestHeadParser: Sendable {
 
     /// uri-host [ ":" port ]: reg-name, IPv4 or a bracketed IP literal; no userinfo, path or spaces.
     private static func validHost(_ value: UnsafeBufferPointer<UInt8>) -> Bool {
-        for byte in value {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                continue
-            default:
-                guard "-._~!$&'()*+,;=:[]%".utf8.contains(byte) else { return false }
-            }
-        }
-        return true
+        value.allSatisfy { ASCII.isHostByte($0) }
     }
 
     /// Calls `body` with each trimmed, non-empty element of a comma-separated list; nil for an

@@ -11,42 +11,52 @@ public enum ResponseSerializer {
         appendStatusLine(response.status, into: &buffer)
         let status = response.status
         if !status.forbidsBody {
-            buffer.append(contentsOf: "Content-Length: ".utf8)
+            append("Content-Length: ", to: &buffer)
             appendDecimal(response.body.count, into: &buffer)
-            buffer.append(contentsOf: crlf)
+            appendCRLF(&buffer)
         }
-        buffer.append(contentsOf: "Date: ".utf8)
+        append("Date: ", to: &buffer)
         buffer.append(contentsOf: date.bytes)
-        buffer.append(contentsOf: crlf)
+        appendCRLF(&buffer)
         if !keepAlive {
-            buffer.append(contentsOf: "Connection: close\r\n".utf8)
+            append("Connection: close\r\n", to: &buffer)
         } else if version == .http1_0 {
-            buffer.append(contentsOf: "Connection: keep-alive\r\n".utf8)
+            append("Connection: keep-alive\r\n", to: &buffer)
         }
         response.headers.forEachRaw { name, value in
             guard !isFramingField(name) else { return }
             buffer.append(contentsOf: name)
-            buffer.append(contentsOf: ": ".utf8)
+            append(": ", to: &buffer)
             buffer.append(contentsOf: value)
-            buffer.append(contentsOf: crlf)
+            appendCRLF(&buffer)
         }
-        buffer.append(contentsOf: crlf)
+        appendCRLF(&buffer)
         if requestMethod != .head, !status.forbidsBody {
             buffer.append(contentsOf: response.body)
         }
     }
 
+    @inline(__always)
+    private static func append(_ text: StaticString, to buffer: inout [UInt8]) {
+        buffer.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
     /// The interim response that tells a client to send its body.
     public static let continueResponse: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
 
-    private static let crlf: [UInt8] = [ASCII.cr, ASCII.lf]
+    @inline(__always)
+    private static func appendCRLF(_ buffer: inout [UInt8]) {
+        buffer.append(ASCII.cr)
+        buffer.append(ASCII.lf)
+    }
 
     private static func appendStatusLine(_ status: HTTPStatus, into buffer: inout [UInt8]) {
-        buffer.append(contentsOf: "HTTP/1.1 ".utf8)
+        append("HTTP/1.1 ", to: &buffer)
         appendDecimal(status.code, into: &buffer)
         buffer.append(ASCII.space)
-        buffer.append(contentsOf: status.reasonPhrase.utf8)
-        buffer.append(contentsOf: crlf)
+        var reason = status.reasonPhrase
+        reason.withUTF8 { buffer.append(contentsOf: $0) }
+        appendCRLF(&buffer)
     }
 
     static func appendDecimal(_ value: Int, into buffer: inout [UInt8]) {

@@ -28,7 +28,9 @@ final class EventLoop: @unchecked Sendable {
     private var draining = false
     private var drainDeadline: UInt64 = 0
     private var requestCounter: UInt64 = 0
-    private let requestIDPrefix: String
+    private let requestIDPrefix: [UInt8]
+    /// Access-log lines of this wake-up, written together after it.
+    private var pendingLog: [UInt8] = []
 
     private let tasks = Mutex<[@Sendable () -> Void]>([])
     private var thread: OSThread?
@@ -43,7 +45,7 @@ final class EventLoop: @unchecked Sendable {
         readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
         var random: UInt64 = 0
         _ = getrandom(&random, 8, 0)
-        requestIDPrefix = String(random & 0xFFFF_FFFF, radix: 16) + "-\(index)-"
+        requestIDPrefix = Array((String(random & 0xFFFF_FFFF, radix: 16) + "-\(index)-").utf8)
         try System.epollControl(epfd, EPOLL_CTL_ADD, wakeFD, events: EPOLLIN.rawValue, data: EventLoop.wakeToken)
         try System.epollControl(epfd, EPOLL_CTL_ADD, listenFD, events: EPOLLIN.rawValue | EPOLLEXCLUSIVE.rawValue,
                                 data: EventLoop.listenerToken)
@@ -108,6 +110,10 @@ final class EventLoop: @unchecked Sendable {
                 case EventLoop.wakeToken: runTasks()
                 default: handle(event: event.events, token: event.data.u64)
                 }
+            }
+            if !pendingLog.isEmpty {
+                shared.accessLog.write(pendingLog)
+                pendingLog.removeAll(keepingCapacity: true)
             }
             let now = System.now()
             if now >= nextTimerCheck {
@@ -223,7 +229,7 @@ final class EventLoop: @unchecked Sendable {
             case .dispatch(let request):
                 next = dispatch(request, on: connection)
             case .reject(let error):
-                connection.startRequest(id: nextRequestID(from: nil), method: "-", route: "-", now: System.now())
+                connection.startRequest(id: nextRequestID(from: nil), method: "-", route: nil, now: System.now())
                 next = finish(Problem(error).response(), on: connection)
             case .write(let bytes, _):
                 if connection.output.isEmpty { connection.output = bytes } else { connection.output.append(contentsOf: bytes) }
@@ -302,7 +308,18 @@ final class EventLoop: @unchecked Sendable {
     private func nextRequestID(from header: String?) -> String {
         if let header, RequestID.isAcceptable(header) { return header }
         requestCounter &+= 1
-        return requestIDPrefix + String(requestCounter, radix: 16)
+        // prefix + counter in hex, built in place: this runs for every request.
+        let digits = (64 - requestCounter.leadingZeroBitCount + 3) / 4
+        return String(unsafeUninitializedCapacity: requestIDPrefix.count + digits) { buffer in
+            _ = buffer.initialize(fromContentsOf: requestIDPrefix)
+            var rest = requestCounter
+            for i in stride(from: requestIDPrefix.count + digits - 1, through: requestIDPrefix.count, by: -1) {
+                let nibble = UInt8(rest & 0xF)
+                buffer[i] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+                rest >>= 4
+            }
+            return requestIDPrefix.count + digits
+        }
     }
 
     private func dispatch(_ request: Request, on connection: Connection) -> ConnectionStateMachine.Action {
@@ -310,17 +327,17 @@ final class EventLoop: @unchecked Sendable {
         let requestID = nextRequestID(from: request.headers["X-Request-Id"])
         switch shared.router.match(method: request.method, path: request.path) {
         case .notFound:
-            connection.startRequest(id: requestID, method: request.method.rawValue, route: "-", now: now)
+            connection.startRequest(id: requestID, method: request.method.rawValue, route: nil, now: now)
             return finish(Problem.notFound().response(), on: connection)
         case .notImplemented:
-            connection.startRequest(id: requestID, method: request.method.rawValue, route: "-", now: now)
+            connection.startRequest(id: requestID, method: request.method.rawValue, route: nil, now: now)
             return finish(Problem(status: .notImplemented, code: "method_not_implemented",
                                   detail: "The request method is not implemented.").response(), on: connection)
         case .methodNotAllowed(let allow):
-            connection.startRequest(id: requestID, method: request.method.rawValue, route: "-", now: now)
+            connection.startRequest(id: requestID, method: request.method.rawValue, route: nil, now: now)
             return finish(Problem.methodNotAllowed(allow: allow).response(), on: connection)
         case .found(let route, let parameters):
-            connection.startRequest(id: requestID, method: request.method.rawValue, route: route.pattern, now: now)
+            connection.startRequest(id: requestID, method: request.method.rawValue, route: route, now: now)
             if connection.remoteAddress == nil { connection.remoteAddress = System.peerAddress(connection.fd) }
             let context = RequestContext(requestID: requestID, parameters: parameters,
                                          remoteAddress: connection.remoteAddress ?? "unknown",
@@ -355,15 +372,15 @@ final class EventLoop: @unchecked Sendable {
 
     private func logAccess(_ connection: Connection) {
         let elapsed = System.now() &- connection.requestStart
-        shared.observe(route: connection.route, method: connection.method, status: connection.status, nanoseconds: elapsed)
+        shared.observe(route: connection.route?.index ?? -1, status: connection.status, nanoseconds: elapsed)
         guard shared.accessLog.isEnabled(.info) else { return }
-        shared.accessLog.info("request", [
+        shared.accessLog.render(.info, "request", [
             "request.id": connection.requestID,
             "http.method": connection.method,
-            "http.route": connection.route,
+            "http.route": connection.route?.pattern ?? "-",
             "http.status": String(connection.status),
             "duration.ms": String(Double(elapsed / 1000) / 1000),
-        ])
+        ], into: &pendingLog)
     }
 }
 
@@ -381,7 +398,7 @@ final class Connection {
     // The request being answered, for the access log.
     var requestID = ""
     var method = "-"
-    var route = "-"
+    var route: Router.Route?
     var status = 0
     var requestStart: UInt64 = 0
 
@@ -391,7 +408,7 @@ final class Connection {
         self.machine = machine
     }
 
-    func startRequest(id: String, method: String, route: String, now: UInt64) {
+    func startRequest(id: String, method: String, route: Router.Route?, now: UInt64) {
         requestID = id
         self.method = method
         self.route = route

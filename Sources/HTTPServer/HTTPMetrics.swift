@@ -1,11 +1,14 @@
 import Synchronization
 
-/// Request counters and latency histograms by route, for `/metrics`.
+/// Request counters and latency histograms by route and status, for `/metrics`.
+///
+/// Series are keyed by the route's position and the status code, so recording a request hashes
+/// two integers; names are attached only when the metrics are read.
 public final class HTTPMetrics: Sendable {
     /// Upper bounds of the latency buckets, in seconds.
     public static let bucketBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
-    /// One series: requests of a route, method and status.
+    /// One series: requests of a route (pattern and method) answered with one status.
     public struct Series: Sendable, Hashable {
         public let route: String
         public let method: String
@@ -20,21 +23,35 @@ public final class HTTPMetrics: Sendable {
         public var buckets: [Int] = Array(repeating: 0, count: HTTPMetrics.bucketBounds.count)
     }
 
-    private let series = Mutex<[Series: Histogram]>([:])
+    private struct Key: Hashable {
+        let route: Int
+        let status: Int
+    }
+
+    private let series = Mutex<[Key: Histogram]>([:])
+    private let routeLabels = Mutex<[(pattern: String, method: String)]>([])
     private let inFlight = Atomic<Int>(0)
     private let openConnections = Atomic<Int>(0)
     private let acceptedConnections = Atomic<Int>(0)
 
     public init() {}
 
-    func observe(route: String, method: String, status: Int, nanoseconds: UInt64) {
+    /// Names the routes whose positions `observe` receives.
+    func label(routes: [Router.Route]) {
+        routeLabels.withLock { labels in
+            labels = routes.map { ($0.pattern, $0.method.rawValue) }
+        }
+    }
+
+    /// Records one answered request; `route` is the route's position, or -1 when none matched.
+    func observe(route: Int, status: Int, nanoseconds: UInt64) {
         let seconds = Double(nanoseconds) / 1e9
         series.withLock { all in
-            let key = Series(route: route, method: method, status: status)
-            var histogram = all[key] ?? Histogram()
+            let key = Key(route: route, status: status)
+            var histogram = all.removeValue(forKey: key) ?? Histogram()
             histogram.count += 1
             histogram.sumSeconds += seconds
-            for (index, bound) in HTTPMetrics.bucketBounds.enumerated() where seconds <= bound {
+            for index in HTTPMetrics.bucketBounds.indices where seconds <= HTTPMetrics.bucketBounds[index] {
                 histogram.buckets[index] += 1
             }
             all[key] = histogram
@@ -50,7 +67,17 @@ public final class HTTPMetrics: Sendable {
     func connectionClosed() { openConnections.subtract(1, ordering: .relaxed) }
 
     /// A consistent copy of every series.
-    public var snapshot: [Series: Histogram] { series.withLock { $0 } }
+    public var snapshot: [Series: Histogram] {
+        let labels = routeLabels.withLock { $0 }
+        let all = series.withLock { $0 }
+        var named: [Series: Histogram] = [:]
+        for (key, histogram) in all {
+            let label = labels.indices.contains(key.route) ? labels[key.route] : (pattern: "-", method: "-")
+            named[Series(route: label.pattern, method: label.method, status: key.status)] = histogram
+        }
+        return named
+    }
+
     public var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
     public var connectionsOpen: Int { openConnections.load(ordering: .relaxed) }
     public var connectionsAccepted: Int { acceptedConnections.load(ordering: .relaxed) }

@@ -8,13 +8,15 @@ public struct RequestContext: Sendable {
     public let parameters: [String: String]
     /// The peer's IP address.
     public let remoteAddress: String
-    /// A logger carrying `request.id`.
-    public let logger: Logger
+    private let baseLogger: Logger
 
     public init(requestID: String, parameters: [String: String] = [:], remoteAddress: String = "unknown", logger: Logger = .silent) {
         self.requestID = requestID
         self.parameters = parameters
         self.remoteAddress = remoteAddress
-        self.logger = logger
+        self.baseLogger = logger
     }
+
+    /// A logger carrying `request.id`; made on demand, as most requests log nothing of their own.
+    public var logger: Logger { baseLogger.with("request.id", requestID) }
 }

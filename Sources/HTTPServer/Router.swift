@@ -19,8 +19,8 @@ public struct Router: Sendable {
         public let execution: Execution
         /// The largest body this route accepts; nil means the server's default.
         public let maxBodyBytes: Int?
-        /// A label for metrics and logs: the pattern, never the concrete path.
-        public var name: String { pattern }
+        /// Position in the table, for cheap metric keys.
+        let index: Int
         let segments: [Segment]
         let handler: Handler
     }
@@ -40,6 +40,7 @@ public struct Router: Sendable {
 
     private var staticRoutes: [String: [Route]] = [:]
     private var parameterizedRoutes: [Route] = []
+    private var routeCount = 0
 
     public init() {}
 
@@ -50,7 +51,8 @@ public struct Router: Sendable {
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
         let route = Route(method: method, pattern: pattern, execution: execution, maxBodyBytes: maxBodyBytes,
-                          segments: segments, handler: handler)
+                          index: routeCount, segments: segments, handler: handler)
+        routeCount += 1
         if segments.contains(where: { if case .parameter = $0 { true } else { false } }) {
             parameterizedRoutes.append(route)
         } else {
@@ -78,8 +80,8 @@ public struct Router: Sendable {
         add(.delete, pattern, execution: execution, handler)
     }
 
-    /// All routes, for documentation and metrics.
-    public var routes: [Route] { staticRoutes.values.flatMap { $0 } + parameterizedRoutes }
+    /// All routes in the order they were added, for documentation and metrics.
+    public var routes: [Route] { (staticRoutes.values.flatMap { $0 } + parameterizedRoutes).sorted { $0.index < $1.index } }
 
     /// Finds the route for a method and a (percent-encoded) path.
     public func match(method: HTTPMethod, path: String) -> Match {

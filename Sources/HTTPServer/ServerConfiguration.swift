@@ -20,6 +20,8 @@ public struct ServerConfiguration: Sendable {
     public var lingerTimeout: Duration = .seconds(2)
     /// Open connections beyond which new ones get a fast `503` and are closed.
     public var maxConnections: Int = 10_000
+    /// Whether every request gets an access-log line (at level info).
+    public var accessLog: Bool = true
     /// How long a graceful shutdown waits for in-flight requests.
     public var drainTimeout: Duration = .seconds(10)
 

@@ -18,8 +18,9 @@ final class ServerShared: Sendable {
         self.configuration = configuration
         self.router = router
         self.logger = logger
-        self.accessLog = logger
+        self.accessLog = configuration.accessLog ? logger : .silent
         self.metrics = metrics
+        metrics.label(routes: router.routes)
         self.workers = BoundedThreadPool(name: "http-worker", threads: configuration.workerThreads,
                                          queueLimit: configuration.workerQueueLimit)
         var bytes: [UInt8] = []
@@ -71,7 +72,7 @@ final class ServerShared: Sendable {
         }
     }
 
-    func observe(route: String, method: String, status: Int, nanoseconds: UInt64) {
-        metrics.observe(route: route, method: method, status: status, nanoseconds: nanoseconds)
+    func observe(route: Int, status: Int, nanoseconds: UInt64) {
+        metrics.observe(route: route, status: status, nanoseconds: nanoseconds)
     }
 }

@@ -1,63 +1,86 @@
+import Glibc
+import JSON
+
 /// Builds one log line in JSON or logfmt, escaping every value.
 struct LogLine {
     let format: Logger.Format
-    private var bytes: [UInt8] = []
+    private var writer: JSONWriter
     private var first = true
 
-    init(format: Logger.Format) {
+    init(format: Logger.Format, appendingTo existing: [UInt8] = []) {
         self.format = format
-        bytes.reserveCapacity(256)
-        if format == .json { bytes.append(UInt8(ascii: "{")) }
+        writer = JSONWriter(appendingTo: existing)
+        if format == .json { writer.beginObject() }
+    }
+
+    /// The `ts` field: RFC 3339 UTC with milliseconds.
+    mutating func timestamp() {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        var seconds = ts.tv_sec
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        let text = String(unsafeUninitializedCapacity: 24) { buffer in
+            func put(_ value: Int, at offset: Int, digits: Int) {
+                var rest = value
+                for i in stride(from: offset + digits - 1, through: offset, by: -1) {
+                    buffer[i] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+            }
+            put(Int(parts.tm_year) + 1900, at: 0, digits: 4)
+            buffer[4] = UInt8(ascii: "-")
+            put(Int(parts.tm_mon) + 1, at: 5, digits: 2)
+            buffer[7] = UInt8(ascii: "-")
+            put(Int(parts.tm_mday), at: 8, digits: 2)
+            buffer[10] = UInt8(ascii: "T")
+            put(Int(parts.tm_hour), at: 11, digits: 2)
+            buffer[13] = UInt8(ascii: ":")
+            put(Int(parts.tm_min), at: 14, digits: 2)
+            buffer[16] = UInt8(ascii: ":")
+            put(Int(parts.tm_sec), at: 17, digits: 2)
+            buffer[19] = UInt8(ascii: ".")
+            put(ts.tv_nsec / 1_000_000, at: 20, digits: 3)
+            buffer[23] = UInt8(ascii: "Z")
+            return 24
+        }
+        field("ts", text)
     }
 
     mutating func field(_ key: String, _ value: String) {
         switch format {
         case .json:
-            if !first { bytes.append(UInt8(ascii: ",")) }
-            appendJSONString(key)
-            bytes.append(UInt8(ascii: ":"))
-            appendJSONString(value)
+            writer.key(key)
+            writer.string(value)
         case .logfmt:
-            if !first { bytes.append(UInt8(ascii: " ")) }
-            bytes.append(contentsOf: key.utf8)
-            bytes.append(UInt8(ascii: "="))
+            if !first { writer.bytes.append(UInt8(ascii: " ")) }
+            var key = key
+            key.withUTF8 { writer.bytes.append(contentsOf: $0) }
+            writer.bytes.append(UInt8(ascii: "="))
             appendLogfmtValue(value)
         }
         first = false
     }
 
     mutating func finish() -> [UInt8] {
-        if format == .json { bytes.append(UInt8(ascii: "}")) }
-        bytes.append(UInt8(ascii: "\n"))
-        return bytes
-    }
-
-    private mutating func appendJSONString(_ string: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: "\\\"".utf8)
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: "\\\\".utf8)
-            case UInt8(ascii: "\n"): bytes.append(contentsOf: "\\n".utf8)
-            case UInt8(ascii: "\r"): bytes.append(contentsOf: "\\r".utf8)
-            case UInt8(ascii: "\t"): bytes.append(contentsOf: "\\t".utf8)
-            case 0..<0x20, 0x7F:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: "\\u00".utf8)
-                bytes.append(hex[Int(byte >> 4)])
-                bytes.append(hex[Int(byte & 0xF)])
-            default: bytes.append(byte)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
+        if format == .json { writer.endObject() }
+        writer.bytes.append(UInt8(ascii: "\n"))
+        return writer.bytes
     }
 
     private mutating func appendLogfmtValue(_ string: String) {
-        let needsQuotes = string.isEmpty || string.utf8.contains { $0 <= 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 == 0x7F }
-        guard needsQuotes else {
-            bytes.append(contentsOf: string.utf8)
+        var string = string
+        let plain = string.withUTF8 { utf8 in
+            !utf8.isEmpty && !utf8.contains { $0 <= 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 == 0x7F }
+        }
+        guard plain else {
+            // A quoted, JSON-escaped value is valid logfmt.
+            var quoted = JSONWriter(appendingTo: writer.bytes)
+            writer.bytes = []  // keep one owner of the buffer, so appending does not copy it
+            quoted.string(string)
+            writer = JSONWriter(appendingTo: quoted.bytes)
             return
         }
-        appendJSONString(string)  // a quoted, escaped value is valid logfmt
+        string.withUTF8 { writer.bytes.append(contentsOf: $0) }
     }
 }

@@ -63,15 +63,27 @@ public struct Logger: Sendable {
 
     public func log(_ level: Level, _ message: @autoclosure () -> String, _ extra: KeyValuePairs<String, String> = [:]) {
         guard isEnabled(level) else { return }
-        var line = LogLine(format: format)
-        line.field("ts", Logger.timestamp())
+        var bytes: [UInt8] = []
+        render(level, message(), extra, into: &bytes)
+        write(bytes)
+    }
+
+    /// Appends one formatted line to `bytes`, for callers that batch their writes (the event loops).
+    public func render(_ level: Level, _ message: String, _ extra: KeyValuePairs<String, String>, into bytes: inout [UInt8]) {
+        var line = LogLine(format: format, appendingTo: bytes)
+        line.timestamp()
         line.field("level", level.description)
         line.field("logger", label)
-        line.field("msg", message())
+        line.field("msg", message)
         for (key, value) in metadata { line.field(key, value) }
         for (key, value) in extra { line.field(key, value) }
-        var bytes = line.finish()
-        bytes.withUnsafeMutableBytes { raw in
+        bytes = line.finish()
+    }
+
+    /// Writes already formatted lines with as few `write(2)` calls as the kernel allows.
+    public func write(_ bytes: [UInt8]) {
+        guard fd >= 0, !bytes.isEmpty else { return }
+        bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
                 let written = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
@@ -91,19 +103,4 @@ public struct Logger: Sendable {
     public func warning(_ message: @autoclosure () -> String, _ extra: KeyValuePairs<String, String> = [:]) { log(.warning, message(), extra) }
     public func error(_ message: @autoclosure () -> String, _ extra: KeyValuePairs<String, String> = [:]) { log(.error, message(), extra) }
     public func critical(_ message: @autoclosure () -> String, _ extra: KeyValuePairs<String, String> = [:]) { log(.critical, message(), extra) }
-
-    /// RFC 3339 UTC with milliseconds.
-    static func timestamp() -> String {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        var seconds = ts.tv_sec
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(ts.tv_nsec / 1_000_000), 3))Z"
-    }
 }
