@@ -1,0 +1,255 @@
+import CLibPQ
+import Glibc
+
+/// One blocking libpq connection, used by one thread at a time (lend it with a pool).
+///
+/// Every statement is prepared once per connection, keyed by its SQL text, and then executed
+/// with `PQexecPrepared`: one round trip per query.
+public final class PostgresConnection {
+    let handle: OpaquePointer
+    let statementCacheCapacity: Int
+    /// SQL text → the statements prepared for it (one per combination of parameter types).
+    var statements: [String: [PreparedStatement]] = [:]
+    var cachedStatementCount = 0
+    var isClosed = false
+
+    /// Connects synchronously; throws `connectionFailed` with libpq's message in `debugDescription`.
+    public init(configuration: PostgresConfiguration) throws {
+        let parameters = configuration.connectParameters
+        let keywords = parameters.map { strdup($0.0) }
+        let values = parameters.map { strdup($0.1) }
+        defer {
+            keywords.forEach { free($0) }
+            values.forEach { free($0) }
+        }
+        let connection: OpaquePointer? = (keywords + [nil]).map { UnsafePointer($0) }.withUnsafeBufferPointer { keys in
+            (values + [nil]).map { UnsafePointer($0) }.withUnsafeBufferPointer { vals in
+                PQconnectdbParams(keys.baseAddress, vals.baseAddress, 1)
+            }
+        }
+        guard let connection else {
+            throw PostgresError(code: .connectionFailed, context: "libpq could not allocate a connection")
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = String(cString: PQerrorMessage(connection))
+            PQfinish(connection)
+            throw PostgresError(code: .connectionFailed, context: message.trimmingTrailingNewlines)
+        }
+        // Without this libpq prints notices (and a server's FATAL on an idle connection) to stderr.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
+        handle = connection
+        statementCacheCapacity = configuration.statementCacheCapacity
+    }
+
+    /// Connects to a connection string with default settings.
+    public convenience init(connectionString: String) throws {
+        try self.init(configuration: PostgresConfiguration(connectionString: connectionString))
+    }
+
+    deinit {
+        if !isClosed { PQfinish(handle) }
+    }
+
+    /// Closes the connection; later calls throw `connectionFailed`.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        PQfinish(handle)
+    }
+
+    /// False once the connection is closed or libpq has seen it break.
+    public var isUsable: Bool { !isClosed && PQstatus(handle) == CONNECTION_OK }
+
+    /// True between BEGIN and COMMIT/ROLLBACK (also when the transaction has failed).
+    public var isInTransaction: Bool {
+        guard !isClosed else { return false }
+        let status = PQtransactionStatus(handle)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
+    }
+
+    /// The server's version number, e.g. 150004.
+    public var serverVersion: Int { isClosed ? 0 : Int(PQserverVersion(handle)) }
+
+    /// Runs a statement and returns its rows.
+    @discardableResult
+    public func query(_ query: PostgresQuery) throws -> PostgresRows {
+        PostgresRows(result: try run(query))
+    }
+
+    /// Runs a statement and returns the number of rows it affected.
+    @discardableResult
+    public func execute(_ query: PostgresQuery) throws -> Int {
+        PostgresRows(result: try run(query)).affectedRows
+    }
+
+    // MARK: - Execution
+
+    func run(_ query: PostgresQuery) throws -> PostgresResult {
+        if let problem = query.binds.encodingProblem {
+            throw PostgresError(code: .encodingFailed, context: problem)
+        }
+        guard !isClosed else { throw PostgresError(code: .connectionFailed, context: "the connection is closed") }
+        let binds = query.binds
+        let count = binds.entries.count
+        if let name = cachedStatement(query) {
+            return try withParameters(binds) { values, lengths, formats in
+                try check(PQexecPrepared(handle, name, Int32(count), values, lengths, formats, 0))
+            }
+        }
+        if cachedStatementCount < statementCacheCapacity {
+            let name = "exo_\(cachedStatementCount)"
+            try prepare(name: name, query: query)
+            statements[query.sql, default: []].append(
+                PreparedStatement(name: name, types: binds.entries.map(\.type)))
+            cachedStatementCount += 1
+            return try withParameters(binds) { values, lengths, formats in
+                try check(PQexecPrepared(handle, name, Int32(count), values, lengths, formats, 0))
+            }
+        }
+        // Cache full (likely SQL built with varying `unsafeRaw` parts): run as the unnamed statement.
+        let types = binds.entries.map { Oid($0.type.rawValue) }
+        return try withParameters(binds) { values, lengths, formats in
+            try check(PQexecParams(handle, query.sql, Int32(count), types, values, lengths, formats, 0))
+        }
+    }
+
+    /// The statement prepared for this SQL text with these parameter types: the server fixes the
+    /// types at PREPARE, so `SELECT $1` with an Int and with a Date are two statements.
+    @inline(__always)
+    func cachedStatement(_ query: PostgresQuery) -> String? {
+        guard let candidates = statements[query.sql] else { return nil }
+        let entries = query.binds.entries
+        search: for candidate in candidates where candidate.types.count == entries.count {
+            for index in entries.indices where entries[index].type != candidate.types[index] { continue search }
+            return candidate.name
+        }
+        return nil
+    }
+
+    func prepare(name: String, query: PostgresQuery) throws {
+        let types = query.binds.entries.map { Oid($0.type.rawValue) }
+        let result = try check(PQprepare(handle, name, query.sql, Int32(types.count), types))
+        _ = result
+    }
+
+    /// Lends libpq's four parameter arrays, pointing into the bindings' buffer.
+    @inline(__always)
+    func withParameters<T>(
+        _ binds: PostgresBindings,
+        _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) throws -> T
+    ) throws -> T {
+        let count = binds.entries.count
+        if count == 0 { return try body(nil, nil, nil) }
+        return try binds.bytes.withUnsafeBufferPointer { bytes in
+            try withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: count) { values in
+                try withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * count) { numbers in
+                    let raw = UnsafeRawPointer(bytes.baseAddress)
+                    for (index, entry) in binds.entries.enumerated() {
+                        if entry.length < 0 {
+                            values[index] = nil
+                        } else {
+                            // A zero-length binary value still needs a non-NULL pointer.
+                            values[index] = (raw ?? UnsafeRawPointer(bitPattern: 1)!)
+                                .advanced(by: Int(entry.offset)).assumingMemoryBound(to: CChar.self)
+                        }
+                        numbers[index] = max(entry.length, 0)
+                        numbers[count + index] = entry.isBinary ? 1 : 0
+                    }
+                    return try body(UnsafePointer(values.baseAddress), UnsafePointer(numbers.baseAddress),
+                                    UnsafePointer(numbers.baseAddress! + count))
+                }
+            }
+        }
+    }
+
+    /// Turns a libpq result into a `PostgresResult` or throws the matching `PostgresError`.
+    @inline(__always)
+    func check(_ result: OpaquePointer?) throws -> PostgresResult {
+        guard let result else {
+            throw PostgresError(code: .connectionFailed, context: errorMessage)
+        }
+        let status = PQresultStatus(result)
+        if status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK || status == PGRES_EMPTY_QUERY {
+            return PostgresResult(result)
+        }
+        let error = makeError(result)
+        PQclear(result)
+        throw error
+    }
+
+    func makeError(_ result: OpaquePointer) -> PostgresError {
+        func field(_ code: Character) -> String? {
+            guard let value = PQresultErrorField(result, Int32(code.asciiValue!)) else { return nil }
+            return String(cString: value)
+        }
+        let sqlState = field("C").map(SQLState.init(rawValue:))
+        let broken = PQstatus(handle) != CONNECTION_OK || sqlState?.isConnectionError == true
+        var error = PostgresError(code: broken ? .connectionFailed : .queryFailed, sqlState: sqlState)
+        if let primary = field("M") {
+            error.serverMessage = primary
+        } else {
+            let message = String(cString: PQresultErrorMessage(result)).trimmingTrailingNewlines
+            error.serverMessage = message.isEmpty ? errorMessage : message
+        }
+        error.serverDetail = field("D")
+        error.serverHint = field("H")
+        error.constraintName = field("n")
+        error.tableName = field("t")
+        error.columnName = field("c")
+        return error
+    }
+
+    var errorMessage: String {
+        String(cString: PQerrorMessage(handle)).trimmingTrailingNewlines
+    }
+
+    /// Runs a fixed, parameterless command with the simple protocol (BEGIN, COMMIT, …).
+    func simpleCommand(_ sql: StaticString) throws {
+        guard !isClosed else { throw PostgresError(code: .connectionFailed, context: "the connection is closed") }
+        // A StaticString literal is stored NUL-terminated.
+        let text = UnsafeRawPointer(sql.utf8Start).assumingMemoryBound(to: CChar.self)
+        _ = try check(PQexec(handle, text))
+    }
+
+    /// THE ONE PLACE raw, unparameterised SQL is executed: a migration file's body, which may hold
+    /// several statements. Only `Migrator` calls it, with files from the deployment's own directory.
+    func unsafeExecuteScript(_ sql: String) throws {
+        guard !isClosed else { throw PostgresError(code: .connectionFailed, context: "the connection is closed") }
+        _ = try check(PQexec(handle, sql))
+    }
+
+    // MARK: - Liveness
+
+    /// For an idle connection: false if the server has closed it or sent a FATAL since its last use.
+    /// Costs one `poll` with a zero timeout; reads only when the socket is readable.
+    func isAliveWhileIdle() -> Bool {
+        guard isUsable else { return false }
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        guard descriptor.fd >= 0 else { return false }
+        let ready = poll(&descriptor, 1, 0)
+        if ready == 0 { return true }
+        if ready < 0 { return errno == EINTR }
+        if descriptor.revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 { return false }
+        // Readable while idle: a notice, a notification, or a termination message before EOF.
+        guard PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK else { return false }
+        while let notify = PQnotifies(handle) { PQfreemem(notify) }
+        return PQtransactionStatus(handle) == PQTRANS_IDLE
+    }
+}
+
+/// A server-side prepared statement of one connection.
+struct PreparedStatement {
+    let name: String
+    let types: [PostgresDataType]
+}
+
+@available(*, unavailable, message: "a connection is lent to one thread at a time; use PostgresPool")
+extension PostgresConnection: Sendable {}
+
+extension String {
+    var trimmingTrailingNewlines: String {
+        var result = self
+        while let last = result.last, last == "\n" || last == "\r" || last == " " { result.removeLast() }
+        return result
+    }
+}

@@ -1,0 +1,132 @@
+/// An error from the database layer: a stable `code`, the server's SQLSTATE when there is one,
+/// a generic `description` safe for users and the details in `debugDescription` for logs.
+public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// What kind of failure this is; an open set of static members, compared with `==`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The connection could not be opened, or broke during the operation.
+        public static let connectionFailed = Code("connectionFailed")
+        /// The server rejected a statement; see `sqlState`.
+        public static let queryFailed = Code("queryFailed")
+        /// No pooled connection became free before the acquire timeout.
+        public static let poolTimeout = Code("poolTimeout")
+        /// The pool was closed.
+        public static let poolClosed = Code("poolClosed")
+        /// A column value could not be converted to the requested Swift type.
+        public static let decodingFailed = Code("decodingFailed")
+        /// A parameter could not be sent (for example text containing a NUL byte).
+        public static let encodingFailed = Code("encodingFailed")
+        /// A migration file could not be read or applied.
+        public static let migrationFailed = Code("migrationFailed")
+        /// An applied migration file was changed afterwards.
+        public static let migrationChecksumMismatch = Code("migrationChecksumMismatch")
+        /// A managed local cluster could not be created, started or stopped.
+        public static let clusterFailed = Code("clusterFailed")
+        /// The layer was used in a way it does not support (for example a nested transaction).
+        public static let invalidUsage = Code("invalidUsage")
+        /// The configuration (for example `DATABASE_URL`) is invalid.
+        public static let invalidConfiguration = Code("invalidConfiguration")
+    }
+
+    /// The kind of failure.
+    public var code: Code
+    /// The server's SQLSTATE, when the server reported the error.
+    public var sqlState: SQLState?
+    /// The server's primary message (may quote values: for logs only).
+    public var serverMessage: String?
+    /// The server's detail line (often quotes key values: personal data, never logged by default).
+    public var serverDetail: String?
+    /// The server's hint line.
+    public var serverHint: String?
+    /// The constraint the server names, e.g. `users_email_key` for a unique violation.
+    public var constraintName: String?
+    /// The table the server names.
+    public var tableName: String?
+    /// The result column involved in a decoding failure, or the column the server names.
+    public var columnName: String?
+    /// Further context for logs (a file name, a reason, a libpq message).
+    public var context: String?
+
+    public init(code: Code, sqlState: SQLState? = nil, serverMessage: String? = nil,
+                columnName: String? = nil, context: String? = nil) {
+        self.code = code
+        self.sqlState = sqlState
+        self.serverMessage = serverMessage
+        self.columnName = columnName
+        self.context = context
+    }
+
+    /// Generic wording, safe to show to a user: never SQL, values or server messages.
+    public var description: String {
+        switch code {
+        case .connectionFailed: return "The database is unavailable."
+        case .poolTimeout: return "The database is busy."
+        case .poolClosed: return "The database connection pool is closed."
+        case .decodingFailed: return "A database value could not be read."
+        case .encodingFailed: return "A database value could not be sent."
+        case .migrationFailed, .migrationChecksumMismatch: return "The database schema could not be migrated."
+        case .clusterFailed: return "The local database server could not be managed."
+        case .invalidConfiguration: return "The database configuration is invalid."
+        default: return "A database operation failed."
+        }
+    }
+
+    /// Everything known about the failure, for server-side logs.
+    public var debugDescription: String {
+        var parts = ["PostgresError(\(code)"]
+        if let sqlState { parts.append("sqlState: \(sqlState.rawValue)") }
+        if let serverMessage { parts.append("message: \(serverMessage)") }
+        if let serverHint { parts.append("hint: \(serverHint)") }
+        if let constraintName { parts.append("constraint: \(constraintName)") }
+        if let tableName { parts.append("table: \(tableName)") }
+        if let columnName { parts.append("column: \(columnName)") }
+        if let context { parts.append("context: \(context)") }
+        return parts.joined(separator: ", ") + ")"
+    }
+
+    /// True for errors that a retry of the whole transaction may cure (40001, 40P01).
+    public var isTransient: Bool {
+        sqlState == .serializationFailure || sqlState == .deadlockDetected
+    }
+}
+
+/// A five-character SQLSTATE code with named constants for the ones the domain code handles.
+public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    /// The two-character class, e.g. `23` for integrity constraint violations.
+    public var errorClass: Substring { rawValue.prefix(2) }
+
+    public static let uniqueViolation = SQLState("23505")
+    public static let foreignKeyViolation = SQLState("23503")
+    public static let notNullViolation = SQLState("23502")
+    public static let checkViolation = SQLState("23514")
+    public static let exclusionViolation = SQLState("23P01")
+    public static let serializationFailure = SQLState("40001")
+    public static let deadlockDetected = SQLState("40P01")
+    public static let queryCanceled = SQLState("57014")
+    public static let adminShutdown = SQLState("57P01")
+    public static let crashShutdown = SQLState("57P02")
+    public static let cannotConnectNow = SQLState("57P03")
+    public static let tooManyConnections = SQLState("53300")
+    public static let lockNotAvailable = SQLState("55P03")
+    public static let undefinedTable = SQLState("42P01")
+    public static let undefinedColumn = SQLState("42703")
+    public static let syntaxError = SQLState("42601")
+    public static let invalidTextRepresentation = SQLState("22P02")
+    public static let numericValueOutOfRange = SQLState("22003")
+    public static let stringDataRightTruncation = SQLState("22001")
+    public static let characterNotInRepertoire = SQLState("22021")
+    public static let invalidParameterValue = SQLState("22023")
+
+    /// Class 08 and the shutdown codes: the connection is gone.
+    public var isConnectionError: Bool {
+        errorClass == "08" || self == .adminShutdown || self == .crashShutdown || self == .cannotConnectNow
+    }
+}

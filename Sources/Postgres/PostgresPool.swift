@@ -1,0 +1,246 @@
+import Glibc
+
+/// A bounded, thread-safe pool of blocking connections, lent to one thread at a time.
+///
+/// A connection that breaks is discarded together with the idle ones (they usually broke too),
+/// so the first request after PostgreSQL comes back opens a fresh connection.
+public final class PostgresPool: @unchecked Sendable {
+    // @unchecked: every mutable field below is guarded by `mutex`.
+
+    /// Pool figures for metrics.
+    public struct Statistics: Sendable, Hashable {
+        /// The most connections the pool opens.
+        public var size: Int
+        /// Connections lent out (including ones being opened for a borrower).
+        public var inUse: Int
+        /// Open connections waiting to be lent.
+        public var idle: Int
+        /// Threads waiting for a connection.
+        public var waiting: Int
+        /// Connections opened since the pool was created.
+        public var created: Int
+        /// Failed attempts to open a connection.
+        public var failed: Int
+        /// Connections closed because they broke or were left mid-transaction.
+        public var discarded: Int
+        /// Acquires that gave up after the timeout.
+        public var timedOut: Int
+    }
+
+    /// The configuration each connection is opened with.
+    public let configuration: PostgresConfiguration
+    /// The most connections open at once.
+    public let size: Int
+    /// How long `withConnection` waits for a free connection before throwing `poolTimeout`.
+    public let acquireTimeout: Duration
+
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var idle: [PostgresConnection] = []
+    /// Open plus opening connections, lent or idle.
+    private var total = 0
+    private var inUse = 0
+    private var waiting = 0
+    private var created = 0
+    private var failed = 0
+    private var discarded = 0
+    private var timedOut = 0
+    private var closed = false
+
+    /// The default size: two connections per core.
+    public static var defaultSize: Int { max(2, 2 * Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+
+    /// Creates an empty pool; connections open on demand.
+    public init(configuration: PostgresConfiguration, size: Int = PostgresPool.defaultSize,
+                acquireTimeout: Duration = .seconds(5)) {
+        precondition(size > 0, "pool size must be positive")
+        self.configuration = configuration
+        self.size = size
+        self.acquireTimeout = acquireTimeout
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        idle.forEach { $0.close() }
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Lends a connection to `body` on the calling thread and takes it back afterwards.
+    ///
+    /// Throws `poolTimeout` when none frees up within `acquireTimeout`, `poolClosed` after
+    /// `close()`, and `connectionFailed` (fast) when the server cannot be reached.
+    public func withConnection<Result>(_ body: (PostgresConnection) throws -> Result) throws -> Result {
+        let connection = try acquire()
+        defer { release(connection) }
+        return try body(connection)
+    }
+
+    /// A transaction on a pooled connection; see `PostgresConnection.withTransaction`.
+    public func withTransaction<Result>(
+        isolation: PostgresIsolationLevel? = nil,
+        retries: Int = 0,
+        _ body: (PostgresConnection) throws -> Result
+    ) throws -> Result {
+        try withConnection { try $0.withTransaction(isolation: isolation, retries: retries, body) }
+    }
+
+    /// Runs one statement on a pooled connection and returns its rows.
+    @discardableResult
+    public func query(_ query: PostgresQuery) throws -> PostgresRows {
+        try withConnection { try $0.query(query) }
+    }
+
+    /// Runs one statement on a pooled connection and returns the rows it affected.
+    @discardableResult
+    public func execute(_ query: PostgresQuery) throws -> Int {
+        try withConnection { try $0.execute(query) }
+    }
+
+    /// The current figures.
+    public var statistics: Statistics {
+        locked {
+            Statistics(size: size, inUse: inUse, idle: idle.count, waiting: waiting, created: created,
+                       failed: failed, discarded: discarded, timedOut: timedOut)
+        }
+    }
+
+    /// Stops lending, wakes waiters (they get `poolClosed`), closes idle connections and waits up to
+    /// `timeout` for lent ones to come back. Returns false if some were still lent at the deadline;
+    /// those are closed when returned.
+    @discardableResult
+    public func close(timeout: Duration = .seconds(10)) -> Bool {
+        var deadline = Self.deadline(after: timeout)
+        let toClose: [PostgresConnection] = locked {
+            closed = true
+            let connections = idle
+            total -= idle.count
+            idle.removeAll()
+            pthread_cond_broadcast(condition)
+            return connections
+        }
+        toClose.forEach { $0.close() }
+        return locked {
+            while inUse > 0 {
+                if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { return inUse == 0 }
+            }
+            return true
+        }
+    }
+
+    // MARK: - Lending
+
+    func acquire() throws -> PostgresConnection {
+        var deadline = Self.deadline(after: acquireTimeout)
+        while true {
+            enum Step { case reuse(PostgresConnection), open }
+            let step: Step = try locked {
+                while true {
+                    if closed { throw PostgresError(code: .poolClosed) }
+                    if let connection = idle.popLast() {
+                        inUse += 1
+                        return .reuse(connection)
+                    }
+                    if total < size {
+                        total += 1
+                        inUse += 1
+                        return .open
+                    }
+                    waiting += 1
+                    let status = pthread_cond_timedwait(condition, mutex, &deadline)
+                    waiting -= 1
+                    if status == ETIMEDOUT, !closed, idle.isEmpty, total >= size {
+                        timedOut += 1
+                        throw PostgresError(code: .poolTimeout, context: "no connection free within \(acquireTimeout) (size \(size))")
+                    }
+                }
+            }
+            switch step {
+            case .reuse(let connection):
+                if connection.isAliveWhileIdle() { return connection }
+                connection.close()
+                locked {
+                    inUse -= 1
+                    total -= 1
+                    discarded += 1
+                    pthread_cond_signal(condition)
+                }
+            case .open:
+                do {
+                    let connection = try PostgresConnection(configuration: configuration)
+                    locked { created += 1 }
+                    return connection
+                } catch {
+                    locked {
+                        inUse -= 1
+                        total -= 1
+                        failed += 1
+                        pthread_cond_signal(condition)
+                    }
+                    throw error
+                }
+            }
+        }
+    }
+
+    func release(_ connection: PostgresConnection) {
+        if connection.isUsable, connection.isInTransaction {
+            // Left mid-transaction (for example by a body that caught an error): undo it.
+            connection.rollbackAfterFailure()
+        }
+        let healthy = connection.isUsable && !connection.isInTransaction
+        let toClose: [PostgresConnection] = locked {
+            inUse -= 1
+            var toClose: [PostgresConnection] = []
+            if healthy, !closed {
+                idle.append(connection)
+            } else {
+                toClose.append(connection)
+                total -= 1
+                if !healthy {
+                    discarded += 1
+                    // A broken connection usually means the server went away: the idle ones are
+                    // stale too, and the next borrower should open a fresh connection.
+                    if !connection.isUsable {
+                        toClose += idle
+                        total -= idle.count
+                        discarded += idle.count
+                        idle.removeAll()
+                    }
+                }
+            }
+            if closed { pthread_cond_broadcast(condition) } else { pthread_cond_signal(condition) }
+            return toClose
+        }
+        toClose.forEach { $0.close() }
+    }
+
+    // MARK: - Helpers
+
+    @inline(__always)
+    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
+    static func deadline(after duration: Duration) -> timespec {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let (seconds, attoseconds) = duration.components
+        var nanoseconds = Int(now.tv_nsec) + Int(attoseconds / 1_000_000_000)
+        var wholeSeconds = Int(now.tv_sec) + Int(seconds)
+        if nanoseconds >= 1_000_000_000 {
+            wholeSeconds += 1
+            nanoseconds -= 1_000_000_000
+        }
+        return timespec(tv_sec: wholeSeconds, tv_nsec: nanoseconds)
+    }
+}

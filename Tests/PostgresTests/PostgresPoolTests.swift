@@ -1,0 +1,173 @@
+import Glibc
+import Postgres
+import Synchronization
+import Testing
+
+@Suite struct PostgresPoolTests {
+    @Test func exhaustionTimesOutWithPoolTimeout() throws {
+        let pool = PostgresPool(configuration: try TestDatabase.cluster().configuration(), size: 2,
+                                acquireTimeout: .milliseconds(200))
+        defer { pool.close() }
+        try pool.withConnection { _ in
+            try pool.withConnection { _ in
+                #expect(pool.statistics.inUse == 2)
+                var error: PostgresError?
+                let elapsed = measure { error = postgresError { try pool.withConnection { _ in } } }
+                #expect(error?.code == .poolTimeout)
+                #expect(error?.description == "The database is busy.")
+                #expect(elapsed >= .milliseconds(190) && elapsed < .seconds(3))
+            }
+        }
+        let figures = pool.statistics
+        #expect(figures.inUse == 0 && figures.idle == 2 && figures.created == 2 && figures.timedOut == 1)
+        #expect(try pool.query("SELECT 1")[0].decode(Int.self, at: 0) == 1)
+    }
+
+    @Test func waitersGetTheReleasedConnection() throws {
+        let pool = PostgresPool(configuration: try TestDatabase.cluster().configuration(), size: 1,
+                                acquireTimeout: .seconds(10))
+        defer { pool.close() }
+        let holding = Barrier(2)
+        let served = Atomic<Int>(0)
+        let sawWaiter = Atomic<Bool>(false)
+        onThreads(2) { index in
+            if index == 0 {
+                _ = try? pool.withConnection { _ in
+                    holding.arrive()
+                    // Hold until the other thread is queued.
+                    let start = ContinuousClock.now
+                    while pool.statistics.waiting == 0, ContinuousClock.now - start < .seconds(5) { usleep(1000) }
+                    sawWaiter.store(pool.statistics.waiting == 1, ordering: .relaxed)
+                }
+            } else {
+                holding.arrive()
+                if (try? pool.withConnection({ try $0.query("SELECT 1") })) != nil { served.add(1, ordering: .relaxed) }
+            }
+        }
+        let sawWaiterValue = sawWaiter.load(ordering: .relaxed)
+        #expect(sawWaiterValue)
+        let servedValue = served.load(ordering: .relaxed)
+        #expect(servedValue == 1)
+        #expect(pool.statistics.created == 1)
+    }
+
+    @Test func manyThreadsShareABoundedPool() throws {
+        let pool = PostgresPool(configuration: try TestDatabase.cluster().configuration(), size: 3,
+                                acquireTimeout: .seconds(20))
+        defer { pool.close() }
+        let failures = Atomic<Int>(0)
+        onThreads(12) { index in
+            for round in 0..<50 {
+                do {
+                    let value = try pool.query("SELECT \(index * 1000 + round)::int8")[0].decode(Int.self, at: 0)
+                    if value != index * 1000 + round { failures.add(1, ordering: .relaxed) }
+                } catch {
+                    failures.add(1, ordering: .relaxed)
+                }
+            }
+        }
+        let failuresValue = failures.load(ordering: .relaxed)
+        #expect(failuresValue == 0)
+        let figures = pool.statistics
+        #expect(figures.created <= 3 && figures.inUse == 0 && figures.waiting == 0)
+    }
+
+    @Test func brokenConnectionsAreReplaced() throws {
+        let pool = PostgresPool(configuration: try TestDatabase.cluster().configuration(), size: 2)
+        defer { pool.close() }
+        let victim = try pool.query("SELECT pg_backend_pid()")[0].decode(Int32.self, at: 0)
+        let killer = try TestDatabase.connection()
+        #expect(try killer.query("SELECT pg_terminate_backend(\(victim))")[0].decode(Bool.self, at: 0))
+        usleep(50_000)
+        // The idle connection is found dead before it is lent; the query runs on a new one.
+        let pid = try pool.query("SELECT pg_backend_pid()")[0].decode(Int32.self, at: 0)
+        #expect(pid != victim)
+        #expect(pool.statistics.discarded == 1)
+
+        // A connection that breaks while lent fails that request with connectionFailed.
+        let error = postgresError {
+            try pool.withConnection { connection in
+                let own = try connection.query("SELECT pg_backend_pid()")[0].decode(Int32.self, at: 0)
+                _ = try killer.query("SELECT pg_terminate_backend(\(own))")
+                usleep(50_000)
+                try connection.query("SELECT 1")
+            }
+        }
+        #expect(error?.code == .connectionFailed)
+        #expect(try pool.query("SELECT 1")[0].decode(Int.self, at: 0) == 1)
+    }
+
+    @Test func connectionsLeftInATransactionAreRolledBack() throws {
+        let pool = PostgresPool(configuration: try TestDatabase.cluster().configuration(), size: 1)
+        defer { pool.close() }
+        let table = TestDatabase.uniqueName("leftover")
+        try pool.execute("CREATE TABLE \(identifier: table) (n int)")
+        try pool.withConnection { connection in
+            try connection.execute("BEGIN")
+            try connection.execute("INSERT INTO \(identifier: table) VALUES (1)")
+        }
+        #expect(try pool.query("SELECT count(*) FROM \(identifier: table)")[0].decode(Int.self, at: 0) == 0)
+    }
+
+    @Test func closeWaitsForLentConnectionsAndRefusesNewOnes() throws {
+        let pool = PostgresPool(configuration: try TestDatabase.cluster().configuration(), size: 2)
+        try pool.query("SELECT 1")
+        let finished = Atomic<Bool>(false)
+        let drained = Atomic<Bool>(false)
+        let finishedBeforeClose = Atomic<Bool>(false)
+        onThreads(2) { index in
+            if index == 0 {
+                _ = try? pool.withConnection { _ in usleep(200_000) }
+                finished.store(true, ordering: .relaxed)
+            } else {
+                usleep(50_000)
+                drained.store(pool.close(timeout: .seconds(5)), ordering: .relaxed)
+                finishedBeforeClose.store(pool.statistics.inUse == 0, ordering: .relaxed)
+            }
+        }
+        let drainedValue = drained.load(ordering: .relaxed)
+        #expect(drainedValue)
+        let finishedBeforeCloseValue = finishedBeforeClose.load(ordering: .relaxed)
+        #expect(finishedBeforeCloseValue)
+        #expect(postgresError { try pool.query("SELECT 1") }?.code == .poolClosed)
+        #expect(pool.statistics.idle == 0)
+
+        let stuck = PostgresPool(configuration: try TestDatabase.cluster().configuration(), size: 1)
+        try stuck.withConnection { _ in
+            #expect(stuck.close(timeout: .milliseconds(50)) == false)
+        }
+        #expect(stuck.statistics.inUse == 0 && stuck.statistics.idle == 0)
+    }
+
+    @Test func recoversAfterCrashAndRestartWithoutARestartOfThePool() throws {
+        var options = LocalCluster.Options()
+        options.settings["synchronous_commit"] = "on"
+        let cluster = try LocalCluster.startTemporary(options: options)
+        defer { cluster.stop() }
+        let pool = PostgresPool(configuration: try cluster.configuration(), size: 3, acquireTimeout: .seconds(2))
+        defer { pool.close() }
+        try pool.execute("CREATE TABLE survivors (n int)")
+        try pool.execute("INSERT INTO survivors VALUES (42)")
+        // Warm several connections so that stale ones sit idle through the outage.
+        onThreads(3) { _ in _ = try? pool.withConnection { _ in usleep(50_000) } }
+        #expect(pool.statistics.idle == 3)
+
+        cluster.stopServer(mode: .immediate) // SIGQUIT to the postmaster
+        for _ in 0..<3 {
+            var error: PostgresError?
+            let elapsed = measure { error = postgresError { try pool.query("SELECT 1") } }
+            #expect(error?.code == .connectionFailed)
+            #expect(elapsed < .seconds(1))
+        }
+        #expect(pool.statistics.failed >= 1)
+
+        try cluster.startServer() // crash recovery on the same data directory
+        let survivors = try pool.query("SELECT n FROM survivors")[0].decode(Int.self, at: 0)
+        #expect(survivors == 42)
+        #expect(pool.statistics.idle + pool.statistics.inUse <= 3)
+
+        // A crash while connections are idle, then an immediate restart: the next request succeeds.
+        try cluster.restart(mode: .immediate)
+        #expect(try pool.query("SELECT count(*) FROM survivors")[0].decode(Int.self, at: 0) == 1)
+    }
+}
