@@ -1,11 +1,22 @@
 import HTTPServer
 import Logging
+import Postgres
 
 /// Everything `exosphere serve` needs, read once at start-up from flags, then the environment, then defaults.
 public struct Configuration: Sendable {
     public var server = ServerConfiguration()
     public var logLevel: Logger.Level = .info
     public var logFormat: Logger.Format = .json
+    /// An existing PostgreSQL (`postgres://…` URL or libpq keywords); nil runs a managed local cluster.
+    public var databaseURL: String?
+    /// Where the managed local cluster keeps its data when there is no `databaseURL`.
+    public var dataDirectory = "./.exosphere/postgres"
+    /// Where the `NNNN_name.sql` migrations are.
+    public var migrationsDirectory = "migrations"
+    /// Database connections (default 2 × cores).
+    public var databasePoolSize = PostgresPool.defaultSize
+    /// How long a request waits for a free database connection before a `503`.
+    public var databaseAcquireTimeout: Duration = .seconds(5)
 
     public init() {}
 
@@ -57,6 +68,34 @@ public struct Configuration: Sendable {
                help: "how long shutdown waits for in-flight requests", defaultValue: { seconds($0.server.drainTimeout) }) { config, value throws(ConfigurationError) in
             config.server.drainTimeout = .seconds(try integer(value, "--drain-timeout", 0...3600))
         },
+        Option(flag: "--database-url", environment: "DATABASE_URL", placeholder: "URL",
+               help: "PostgreSQL to use; unset runs a managed local cluster", defaultValue: { $0.databaseURL ?? "(managed)" }) { config, value throws(ConfigurationError) in
+            guard !value.isEmpty else { throw ConfigurationError("--database-url/DATABASE_URL must not be empty") }
+            do {
+                _ = try PostgresConfiguration(connectionString: value)
+            } catch {
+                throw ConfigurationError("--database-url/DATABASE_URL is not a valid postgres:// URL or libpq connection string")
+            }
+            config.databaseURL = value
+        },
+        Option(flag: "--data-dir", environment: "EXOSPHERE_DATA_DIR", placeholder: "DIR",
+               help: "data directory of the managed PostgreSQL", defaultValue: { $0.dataDirectory }) { config, value throws(ConfigurationError) in
+            guard !value.isEmpty else { throw ConfigurationError("--data-dir/EXOSPHERE_DATA_DIR must not be empty") }
+            config.dataDirectory = value
+        },
+        Option(flag: "--migrations-dir", environment: "EXOSPHERE_MIGRATIONS_DIR", placeholder: "DIR",
+               help: "directory of NNNN_name.sql migrations", defaultValue: { $0.migrationsDirectory }) { config, value throws(ConfigurationError) in
+            guard !value.isEmpty else { throw ConfigurationError("--migrations-dir/EXOSPHERE_MIGRATIONS_DIR must not be empty") }
+            config.migrationsDirectory = value
+        },
+        Option(flag: "--db-pool-size", environment: "EXOSPHERE_DB_POOL_SIZE", placeholder: "N",
+               help: "database connections", defaultValue: { String($0.databasePoolSize) }) { config, value throws(ConfigurationError) in
+            config.databasePoolSize = try integer(value, "--db-pool-size", 1...1000)
+        },
+        Option(flag: "--db-acquire-timeout", environment: "EXOSPHERE_DB_ACQUIRE_TIMEOUT", placeholder: "SECONDS",
+               help: "wait for a free connection before 503", defaultValue: { seconds($0.databaseAcquireTimeout) }) { config, value throws(ConfigurationError) in
+            config.databaseAcquireTimeout = .seconds(try integer(value, "--db-acquire-timeout", 1...300))
+        },
         Option(flag: "--access-log", environment: "EXOSPHERE_ACCESS_LOG", placeholder: "on|off",
                help: "one log line per request", defaultValue: { $0.server.accessLog ? "on" : "off" }) { config, value throws(ConfigurationError) in
             switch value {
@@ -81,7 +120,9 @@ public struct Configuration: Sendable {
     public static func parse(arguments: [String], environment: [String: String]) throws(ConfigurationError) -> Configuration {
         var configuration = Configuration()
         for option in options {
-            if let value = environment[option.environment] { try option.apply(&configuration, value) }
+            if let value = environment[option.environment], !value.isEmpty || option.flag != "--database-url" {
+                try option.apply(&configuration, value)
+            }
         }
         var index = 0
         while index < arguments.count {

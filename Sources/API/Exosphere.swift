@@ -10,6 +10,7 @@ public enum Exosphere {
 
         Usage:
           exosphere serve [options]   run the HTTP server (see exosphere serve --help)
+          exosphere migrate [options] apply pending database migrations and exit
           exosphere --help            show this text
           exosphere --version         print the version
         """
@@ -27,7 +28,7 @@ public enum Exosphere {
         case "--version", "-V", "version":
             print("exosphere \(version)")
             return 0
-        case "serve":
+        case "serve", "migrate":
             let rest = Array(arguments.dropFirst())
             if rest.contains("--help") || rest.contains("-h") {
                 print(Configuration.help)
@@ -41,16 +42,37 @@ public enum Exosphere {
                 return 2
             }
             let logger = Logger(label: "exosphere", level: configuration.logLevel, format: configuration.logFormat)
-            do {
-                try Application(configuration: configuration, logger: logger).runUntilSignalled()
-                return 0
-            } catch {
-                printError("exosphere: \(error)")
-                return 1
-            }
+            return command == "serve" ? serve(configuration, logger: logger) : migrate(configuration, logger: logger)
         default:
             printError("exosphere: unknown command '\(command)' (see exosphere --help)")
             return 2
+        }
+    }
+
+    static func serve(_ configuration: Configuration, logger: Logger) -> Int32 {
+        Application.blockTerminationSignals()
+        let application: Application
+        do {
+            application = try Application(configuration: configuration, logger: logger)
+        } catch {
+            printError("exosphere: \(String(reflecting: error))")
+            return 1
+        }
+        let signal = Application.waitForSignal()
+        logger.notice("signal received", ["signal": signal])
+        application.shutdown()
+        return 0
+    }
+
+    static func migrate(_ configuration: Configuration, logger: Logger) -> Int32 {
+        Application.blockTerminationSignals()
+        do {
+            let database = try Database.start(configuration, logger: logger)
+            database.shutdown()
+            return 0
+        } catch {
+            printError("exosphere: \(String(reflecting: error))")
+            return 1
         }
     }
 

@@ -1,13 +1,23 @@
 import HTTP
 import HTTPServer
 
-/// `GET /healthz`: the process is up and serving.
+/// `GET /healthz` (the process serves) and `GET /readyz` (the database answers and is migrated).
 struct HealthController {
     private static let okBody = Array(#"{"status":"ok"}"#.utf8)
+    private static let readyBody = Array(#"{"status":"ready"}"#.utf8)
+
+    let database: Database
 
     func register(in router: inout Router) {
         router.get("/healthz", execution: .inline) { _, _ in
             Response(status: .ok, contentType: "application/json", body: HealthController.okBody)
+        }
+        router.get("/readyz") { [database] _, _ in
+            guard database.isReady() else {
+                throw Problem.serviceUnavailable(code: "not_ready", detail: "The database is unreachable or not migrated.",
+                                                 retryAfterSeconds: 5)
+            }
+            return Response(status: .ok, contentType: "application/json", body: HealthController.readyBody)
         }
     }
 }

@@ -1,0 +1,70 @@
+import Logging
+import Postgres
+
+/// The database as a service: a managed local cluster when no URL is given, the pool, and the
+/// migrations; started before the HTTP server and stopped after it.
+public final class Database: Sendable {
+    public let pool: PostgresPool
+    public let migrator: Migrator
+    /// The cluster this process runs, if it runs one.
+    let cluster: LocalCluster?
+    private let logger: Logger
+
+    private init(pool: PostgresPool, migrator: Migrator, cluster: LocalCluster?, logger: Logger) {
+        self.pool = pool
+        self.migrator = migrator
+        self.cluster = cluster
+        self.logger = logger
+    }
+
+    /// Connects (starting the managed cluster first when there is no URL) and applies pending migrations.
+    public static func start(_ configuration: Configuration, logger: Logger, migrate: Bool = true) throws -> Database {
+        let migrator = try Migrator(directory: configuration.migrationsDirectory)
+        var cluster: LocalCluster?
+        var postgres: PostgresConfiguration
+        if let url = configuration.databaseURL {
+            postgres = try PostgresConfiguration(connectionString: url)
+        } else {
+            logger.notice("starting managed PostgreSQL", ["postgres.data_dir": configuration.dataDirectory])
+            let started = try LocalCluster.start(dataDirectory: configuration.dataDirectory)
+            cluster = started
+            postgres = try started.configuration()
+        }
+        do {
+            postgres.applicationName = "exosphere"
+            let pool = PostgresPool(configuration: postgres, size: configuration.databasePoolSize,
+                                    acquireTimeout: configuration.databaseAcquireTimeout)
+            let database = Database(pool: pool, migrator: migrator, cluster: cluster, logger: logger)
+            if migrate {
+                let applied = try migrator.migrate(on: pool)
+                logger.notice("migrations applied", ["migrations.applied": String(applied.count),
+                                                     "migrations.total": String(migrator.migrations.count)])
+            }
+            return database
+        } catch {
+            cluster?.stop()
+            throw error
+        }
+    }
+
+    /// Whether the database answers and every migration is applied, for `/readyz`.
+    public func isReady() -> Bool {
+        do {
+            return try !migrator.hasPendingMigrations(on: pool)
+        } catch {
+            logger.warning("readiness check failed", ["error": String(describing: error)])
+            return false
+        }
+    }
+
+    /// Closes the pool (waiting for lent connections) and stops the managed cluster.
+    public func shutdown() {
+        if !pool.close(timeout: .seconds(10)) {
+            logger.warning("database connections still lent at shutdown")
+        }
+        if let cluster {
+            cluster.stop()
+            logger.notice("managed PostgreSQL stopped")
+        }
+    }
+}

@@ -1,0 +1,17 @@
+import HTTPServer
+import Postgres
+
+/// Database failures a client can do something about: wait and retry.
+extension PostgresError: HTTPResponseError {
+    public var problem: Problem {
+        switch code {
+        case .poolTimeout:
+            return .serviceUnavailable(code: "database_busy", detail: "The database is busy; try again shortly.")
+        case .connectionFailed, .poolClosed:
+            return .serviceUnavailable(code: "database_unavailable", detail: "The database is unavailable; try again shortly.",
+                                       retryAfterSeconds: 2)
+        default:
+            return .internalError
+        }
+    }
+}
