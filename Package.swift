@@ -27,8 +27,10 @@ let package = Package(
         // libpq client, pool, bound queries, migrations, a managed local cluster.
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
         .target(name: "Security", dependencies: ["COpenSSL", "Threads"]),
+        // Users, custom fields, sessions, throttles: rules and their SQL.
+        .target(name: "Accounts", dependencies: ["Postgres", "Security", "JSON", "Logging"]),
         // Routes, DTOs, error mapping, configuration.
-        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres"]),
+        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres", "Security", "Accounts"]),
         .executableTarget(name: "exosphere", dependencies: ["API"]),
 
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),

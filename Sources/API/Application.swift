@@ -1,23 +1,36 @@
+import Accounts
 import Glibc
 import HTTPServer
 import Logging
+import Security
 
-/// The running service: the database, then the HTTP server; stopped in reverse order.
+/// The running service: the database, the hashing pool, then the HTTP server; stopped in reverse order.
 public final class Application: Sendable {
     public let configuration: Configuration
     public let logger: Logger
     public let database: Database
+    public let hashing: HashingPool
+    public let accounts: AccountService
     public let server: HTTPServer
 
     /// Starts the database (migrating it) and the HTTP server; returns once the socket accepts.
     public init(configuration: Configuration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
+        let pinned = try configuration.fieldConfigPath.map { try FieldConfiguration.load(path: $0) } ?? [:]
+        let hasher = try PasswordHasher(parameters: configuration.passwordHashing, allowWeakParameters: !configuration.passwordHashing.isAtLeastOWASP)
         database = try Database.start(configuration, logger: logger)
-        server = HTTPServer(configuration: configuration.server, router: Application.routes(database: database), logger: logger)
+        hashing = HashingPool(workers: configuration.hashingThreads, queueCapacity: configuration.hashingQueue)
+        accounts = AccountService(pool: database.pool, hasher: hasher, hashing: hashing, configuration: configuration.accounts, logger: logger)
+        server = HTTPServer(configuration: configuration.server, router: Application.routes(database: database, accounts: accounts),
+                            logger: logger)
         do {
+            if !pinned.isEmpty {
+                try database.pool.withConnection { try accounts.schema.pin(pinned, $0) }
+            }
             try server.start()
         } catch {
+            hashing.shutdown()
             database.shutdown()
             throw error
         }
@@ -25,16 +38,20 @@ public final class Application: Sendable {
     }
 
     /// The route table, in one place.
-    static func routes(database: Database) -> Router {
+    static func routes(database: Database, accounts: AccountService) -> Router {
         var router = Router()
+        let authenticator = Authenticator(accounts: accounts)
         HealthController(database: database).register(in: &router)
+        AccountsController(accounts: accounts, authenticator: authenticator).register(in: &router)
+        ProfileController(accounts: accounts, authenticator: authenticator).register(in: &router)
         return router
     }
 
-    /// Drains the HTTP server, then closes the database.
+    /// Drains the HTTP server, then stops hashing and closes the database.
     public func shutdown() {
         logger.notice("shutting down", ["drain.seconds": String(configuration.server.drainTimeout.components.seconds)])
         server.shutdown()
+        hashing.shutdown()
         database.shutdown()
         logger.notice("stopped")
     }

@@ -1,6 +1,8 @@
+import Accounts
 import HTTPServer
 import Logging
 import Postgres
+import Security
 
 /// Everything `exosphere serve` needs, read once at start-up from flags, then the environment, then defaults.
 public struct Configuration: Sendable {
@@ -17,6 +19,15 @@ public struct Configuration: Sendable {
     public var databasePoolSize = PostgresPool.defaultSize
     /// How long a request waits for a free database connection before a `503`.
     public var databaseAcquireTimeout: Duration = .seconds(5)
+    /// Sessions, throttles, password policy and custom-field limits.
+    public var accounts = AccountService.Configuration()
+    /// scrypt cost for new hashes; the command line accepts nothing below OWASP's (N=2^17, r=8, p=1).
+    public var passwordHashing = ScryptParameters.owasp
+    /// Threads that hash passwords (default: one per core) and how many hashes may wait.
+    public var hashingThreads = HashingPool.defaultWorkerCount
+    public var hashingQueue = 2 * HashingPool.defaultWorkerCount
+    /// A JSON file `{"fields": {"name": "type", …}}` that pins custom field types.
+    public var fieldConfigPath: String?
 
     public init() {}
 
@@ -96,6 +107,39 @@ public struct Configuration: Sendable {
                help: "wait for a free connection before 503", defaultValue: { seconds($0.databaseAcquireTimeout) }) { config, value throws(ConfigurationError) in
             config.databaseAcquireTimeout = .seconds(try integer(value, "--db-acquire-timeout", 1...300))
         },
+        Option(flag: "--session-idle-timeout", environment: "EXOSPHERE_SESSION_IDLE_TIMEOUT", placeholder: "SECONDS",
+               help: "a session unused this long ends", defaultValue: { String(Int($0.accounts.lifetime.idleSeconds)) }) { config, value throws(ConfigurationError) in
+            config.accounts.lifetime.idleSeconds = Double(try integer(value, "--session-idle-timeout", 60...(10 * 365 * 86_400)))
+        },
+        Option(flag: "--session-lifetime", environment: "EXOSPHERE_SESSION_LIFETIME", placeholder: "SECONDS",
+               help: "a session ends this long after sign-in", defaultValue: { String(Int($0.accounts.lifetime.absoluteSeconds)) }) { config, value throws(ConfigurationError) in
+            config.accounts.lifetime.absoluteSeconds = Double(try integer(value, "--session-lifetime", 60...(10 * 365 * 86_400)))
+        },
+        Option(flag: "--scrypt-ln", environment: "EXOSPHERE_SCRYPT_LN", placeholder: "LOG2N",
+               help: "scrypt cost: log2 of N (at least 17)", defaultValue: { String($0.passwordHashing.logN) }) { config, value throws(ConfigurationError) in
+            config.passwordHashing = try scrypt(logN: integer(value, "--scrypt-ln", 17...20), config.passwordHashing.r, config.passwordHashing.p)
+        },
+        Option(flag: "--scrypt-r", environment: "EXOSPHERE_SCRYPT_R", placeholder: "R",
+               help: "scrypt block size (at least 8)", defaultValue: { String($0.passwordHashing.r) }) { config, value throws(ConfigurationError) in
+            config.passwordHashing = try scrypt(logN: config.passwordHashing.logN, integer(value, "--scrypt-r", 8...32), config.passwordHashing.p)
+        },
+        Option(flag: "--scrypt-p", environment: "EXOSPHERE_SCRYPT_P", placeholder: "P",
+               help: "scrypt parallelism (at least 1)", defaultValue: { String($0.passwordHashing.p) }) { config, value throws(ConfigurationError) in
+            config.passwordHashing = try scrypt(logN: config.passwordHashing.logN, config.passwordHashing.r, integer(value, "--scrypt-p", 1...16))
+        },
+        Option(flag: "--hashing-threads", environment: "EXOSPHERE_HASHING_THREADS", placeholder: "N",
+               help: "threads that hash passwords", defaultValue: { String($0.hashingThreads) }) { config, value throws(ConfigurationError) in
+            config.hashingThreads = try integer(value, "--hashing-threads", 1...64)
+        },
+        Option(flag: "--hashing-queue", environment: "EXOSPHERE_HASHING_QUEUE", placeholder: "N",
+               help: "hashes that may wait before 503", defaultValue: { String($0.hashingQueue) }) { config, value throws(ConfigurationError) in
+            config.hashingQueue = try integer(value, "--hashing-queue", 0...10_000)
+        },
+        Option(flag: "--field-config", environment: "EXOSPHERE_FIELD_CONFIG", placeholder: "FILE",
+               help: "JSON file pinning custom field types", defaultValue: { $0.fieldConfigPath ?? "(none)" }) { config, value throws(ConfigurationError) in
+            guard !value.isEmpty else { throw ConfigurationError("--field-config/EXOSPHERE_FIELD_CONFIG must not be empty") }
+            config.fieldConfigPath = value
+        },
         Option(flag: "--access-log", environment: "EXOSPHERE_ACCESS_LOG", placeholder: "on|off",
                help: "one log line per request", defaultValue: { $0.server.accessLog ? "on" : "off" }) { config, value throws(ConfigurationError) in
             switch value {
@@ -169,6 +213,14 @@ public struct Configuration: Sendable {
     }
 
     private static func seconds(_ duration: Duration) -> String { String(duration.components.seconds) }
+
+    private static func scrypt(logN: Int, _ r: Int, _ p: Int) throws(ConfigurationError) -> ScryptParameters {
+        do {
+            return try ScryptParameters(logN: logN, r: r, p: p)
+        } catch {
+            throw ConfigurationError("scrypt parameters ln=\(logN), r=\(r), p=\(p) are out of bounds")
+        }
+    }
 }
 
 /// A configuration problem, reported as one line before exiting non-zero.

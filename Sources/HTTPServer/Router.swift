@@ -60,23 +60,23 @@ public struct Router: Sendable {
         }
     }
 
-    public mutating func get(_ pattern: String, execution: Execution = .blocking, _ handler: @escaping Handler) {
+    public mutating func get(_ pattern: String, execution: Execution = .blocking, use handler: @escaping Handler) {
         add(.get, pattern, execution: execution, handler)
     }
 
-    public mutating func post(_ pattern: String, execution: Execution = .blocking, maxBodyBytes: Int? = nil, _ handler: @escaping Handler) {
+    public mutating func post(_ pattern: String, execution: Execution = .blocking, maxBodyBytes: Int? = nil, use handler: @escaping Handler) {
         add(.post, pattern, execution: execution, maxBodyBytes: maxBodyBytes, handler)
     }
 
-    public mutating func put(_ pattern: String, execution: Execution = .blocking, _ handler: @escaping Handler) {
+    public mutating func put(_ pattern: String, execution: Execution = .blocking, use handler: @escaping Handler) {
         add(.put, pattern, execution: execution, handler)
     }
 
-    public mutating func patch(_ pattern: String, execution: Execution = .blocking, _ handler: @escaping Handler) {
+    public mutating func patch(_ pattern: String, execution: Execution = .blocking, use handler: @escaping Handler) {
         add(.patch, pattern, execution: execution, handler)
     }
 
-    public mutating func delete(_ pattern: String, execution: Execution = .blocking, _ handler: @escaping Handler) {
+    public mutating func delete(_ pattern: String, execution: Execution = .blocking, use handler: @escaping Handler) {
         add(.delete, pattern, execution: execution, handler)
     }
 

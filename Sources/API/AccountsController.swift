@@ -1,0 +1,86 @@
+import Accounts
+import FoundationEssentials
+import HTTP
+import HTTPServer
+import JSON
+
+/// Registration, sign-in, sign-out and sessions.
+struct AccountsController: Sendable {
+    let accounts: AccountService
+    let authenticator: Authenticator
+
+    func register(in router: inout Router) {
+        router.post("/users", use: register)
+        router.post("/users/signin", use: signIn)
+        router.post("/users/signout", use: signOut)
+        router.get("/users/me/sessions", use: sessions)
+        router.delete("/users/me/sessions/{id}", use: revokeSession)
+    }
+
+    @Sendable func register(_ request: Request, _ context: RequestContext) throws -> Response {
+        let issued = try accounts.register(try JSONBody.object(request), userAgent: Authenticator.userAgent(request))
+        var response = JSONBody.response(.created) { UserJSON.writeSession(issued, into: &$0) }
+        response.headers.add(name: "Location", value: "/users/me")
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    @Sendable func signIn(_ request: Request, _ context: RequestContext) throws -> Response {
+        let issued = try accounts.signIn(try JSONBody.object(request), clientAddress: context.remoteAddress,
+                                         userAgent: Authenticator.userAgent(request))
+        var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    @Sendable func signOut(_ request: Request, _ context: RequestContext) throws -> Response {
+        let (session, _) = try authenticator.authenticate(request)
+        let body = try JSONBody.object(request, optional: true)
+        try RequestFields.check(body, allowed: ["scope"])
+        var scope = AccountService.SignOutScope.current
+        if let value = body["scope"] {
+            guard let text = value.stringValue, let parsed = AccountService.SignOutScope(rawValue: text) else {
+                throw AccountsError(.invalidValue, "scope must be \"current\", \"others\" or \"all\".",
+                                    fields: [.init(field: "scope", code: .invalidValue, detail: "expected current, others or all")])
+            }
+            scope = parsed
+        }
+        try accounts.signOut(session, scope: scope)
+        return Response(status: .noContent)
+    }
+
+    @Sendable func sessions(_ request: Request, _ context: RequestContext) throws -> Response {
+        let (current, user) = try authenticator.authenticate(request)
+        let sessions = try accounts.sessions(of: user.id)
+        var response = JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("sessions")
+            writer.beginArray()
+            for session in sessions { UserJSON.writeSessionEntry(session, current: session.id == current.id, into: &writer) }
+            writer.endArray()
+            writer.endObject()
+        }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    @Sendable func revokeSession(_ request: Request, _ context: RequestContext) throws -> Response {
+        let (_, user) = try authenticator.authenticate(request)
+        guard let text = context.parameters["id"], let id = UUID(uuidString: text) else {
+            throw AccountsError(.notFound, "No such session.")
+        }
+        try accounts.revokeSession(id: id, userID: user.id)
+        return Response(status: .noContent)
+    }
+}
+
+/// Unknown-key checks for bodies the controllers read themselves.
+enum RequestFields {
+    static func check(_ body: JSONObject, allowed: Set<String>) throws {
+        let unknown = body.keys.filter { !allowed.contains($0) }
+        guard unknown.isEmpty else {
+            throw AccountsError(.unknownField, "\(unknown[0]) is not a known field",
+                                fields: unknown.map { .init(field: $0, code: .unknownField, detail: "is not a known field") })
+        }
+    }
+}

@@ -1,0 +1,28 @@
+import Accounts
+import HTTP
+import HTTPServer
+
+/// Each domain code has one HTTP status; the code itself goes into the problem body.
+extension AccountsError: HTTPResponseError {
+    public var problem: Problem {
+        var headers = HTTPHeaders()
+        let status: HTTPStatus
+        switch code {
+        case .invalidJSON: status = .badRequest
+        case .emailTaken: status = .conflict
+        case .invalidCredentials, .invalidToken, .missingToken:
+            status = .unauthorized
+            headers.add(name: "WWW-Authenticate", value: code == .invalidToken ? #"Bearer error="invalid_token""# : "Bearer")
+        case .invalidPassword: status = .forbidden
+        case .notFound: status = .notFound
+        case .preconditionFailed: status = .preconditionFailed
+        case .tooManyAttempts: status = .tooManyRequests
+        case .overloaded: status = .serviceUnavailable
+        default: status = .unprocessableContent
+        }
+        if let retryAfterSeconds { headers.add(name: "Retry-After", value: String(retryAfterSeconds)) }
+        return Problem(status: status, code: code.rawValue, detail: detail,
+                       errors: fields.map { Problem.FieldError(field: $0.field, code: $0.code.rawValue, detail: $0.detail) },
+                       headers: headers)
+    }
+}

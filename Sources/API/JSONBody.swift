@@ -1,0 +1,57 @@
+import Accounts
+import HTTP
+import HTTPServer
+import JSON
+
+/// Reading JSON request bodies and writing JSON responses, with the contract's limits.
+enum JSONBody {
+    /// Request bodies nest at most 32 deep and weigh at most 1 MiB (the server refuses larger ones first).
+    static let limits = JSONLimits(maxDepth: 32, maxBytes: 1 << 20)
+
+    /// The body as a JSON object. `415` for another content type; `400` for malformed JSON;
+    /// `422` for JSON that is not an object or nests too deep.
+    static func object(_ request: Request, accepting types: [String] = ["application/json"], optional: Bool = false) throws -> JSONObject {
+        if request.body.isEmpty, optional { return JSONObject() }
+        guard let contentType = request.headers["Content-Type"], types.contains(mediaType(contentType)) else {
+            throw Problem(status: .unsupportedMediaType, code: "unsupported_media_type",
+                          detail: "The body must be sent as \(types.joined(separator: " or ")).")
+        }
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(request.body, limits: limits)
+        } catch {
+            if error.code == .tooDeep {
+                throw Problem(status: .unprocessableContent, code: "too_deep", detail: "The JSON body nests more than 32 levels.")
+            }
+            if error.code == .tooLarge {
+                throw Problem(status: .contentTooLarge, code: "body_too_large", detail: "The JSON body is larger than 1 MiB.")
+            }
+            throw AccountsError(.invalidJSON, "The body is not valid JSON: \(error.description)")
+        }
+        guard case .object(let object) = value else {
+            throw AccountsError(.invalidType, "The body must be a JSON object.")
+        }
+        return object
+    }
+
+    /// The media type of a Content-Type value, lowercased, without parameters.
+    static func mediaType(_ value: String) -> String {
+        String(value.prefix { $0 != ";" }).trimmingCharacters(in: " \t").lowercased()
+    }
+
+    static func response(_ status: HTTPStatus = .ok, _ write: (inout JSONWriter) -> Void) -> Response {
+        var writer = JSONWriter(capacity: 512)
+        write(&writer)
+        return Response(status: status, contentType: "application/json", body: writer.bytes)
+    }
+}
+
+extension String {
+    func trimmingCharacters(in set: String) -> String {
+        let characters = Set(set)
+        var slice = Substring(self)
+        while let first = slice.first, characters.contains(first) { slice.removeFirst() }
+        while let last = slice.last, characters.contains(last) { slice.removeLast() }
+        return String(slice)
+    }
+}

@@ -1,0 +1,90 @@
+import Accounts
+import HTTP
+import HTTPServer
+import JSON
+
+/// The signed-in user's profile, password, account and the custom field schema.
+struct ProfileController: Sendable {
+    let accounts: AccountService
+    let authenticator: Authenticator
+
+    func register(in router: inout Router) {
+        router.get("/users/me", use: show)
+        router.put("/users/me", use: replace)
+        router.patch("/users/me", use: patch)
+        router.delete("/users/me", use: deleteAccount)
+        router.post("/users/me/password", use: changePassword)
+        router.get("/users/schema", use: schema)
+    }
+
+    @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Response {
+        let (_, user) = try authenticator.authenticate(request)
+        if let tags = request.headers["If-None-Match"], ETag.matches(tags, user.etag) {
+            return notModified(user)
+        }
+        return userResponse(user)
+    }
+
+    @Sendable func replace(_ request: Request, _ context: RequestContext) throws -> Response {
+        let (_, user) = try authenticator.authenticate(request)
+        let updated = try accounts.replaceProfile(try JSONBody.object(request), userID: user.id, ifMatch: request.headers["If-Match"])
+        return userResponse(updated)
+    }
+
+    @Sendable func patch(_ request: Request, _ context: RequestContext) throws -> Response {
+        let (_, user) = try authenticator.authenticate(request)
+        let body = try JSONBody.object(request, accepting: ["application/merge-patch+json", "application/json"])
+        let updated = try accounts.patchProfile(body, userID: user.id, ifMatch: request.headers["If-Match"])
+        return userResponse(updated)
+    }
+
+    @Sendable func changePassword(_ request: Request, _ context: RequestContext) throws -> Response {
+        let (session, _) = try authenticator.authenticate(request)
+        let (issued, revoked) = try accounts.changePassword(try JSONBody.object(request), session: session,
+                                                            userAgent: Authenticator.userAgent(request))
+        var response = JSONBody.response { writer in
+            UserJSON.writeSession(issued, into: &writer) { writer in
+                writer.key("revokedSessions")
+                writer.int(revoked)
+            }
+        }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    @Sendable func deleteAccount(_ request: Request, _ context: RequestContext) throws -> Response {
+        let (_, user) = try authenticator.authenticate(request)
+        try accounts.deleteAccount(try JSONBody.object(request), userID: user.id)
+        return Response(status: .noContent)
+    }
+
+    @Sendable func schema(_ request: Request, _ context: RequestContext) throws -> Response {
+        _ = try authenticator.authenticate(request)
+        let types = try accounts.fieldTypes()
+        return JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("fields")
+            writer.beginObject()
+            for (name, type) in types.sorted(by: { $0.key < $1.key }) {
+                writer.key(name)
+                writer.string(type.rawValue)
+            }
+            writer.endObject()
+            writer.endObject()
+        }
+    }
+
+    private func userResponse(_ user: User) -> Response {
+        var response = JSONBody.response { UserJSON.write(user, into: &$0) }
+        response.headers.add(name: "ETag", value: user.etag)
+        response.headers.add(name: "Cache-Control", value: "private, no-cache")
+        return response
+    }
+
+    private func notModified(_ user: User) -> Response {
+        var headers = HTTPHeaders()
+        headers.add(name: "ETag", value: user.etag)
+        headers.add(name: "Cache-Control", value: "private, no-cache")
+        return Response(status: .notModified, headers: headers)
+    }
+}

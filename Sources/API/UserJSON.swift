@@ -1,0 +1,47 @@
+import Accounts
+import FoundationEssentials
+import JSON
+
+/// The JSON representations of the contract: user, session body, session list entry.
+enum UserJSON {
+    static func write(_ user: User, into writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("id"); writer.string(user.id.uuidString.lowercased())
+        writer.key("email"); writer.string(user.email)
+        writer.key("firstname"); writer.string(user.firstname)
+        writer.key("lastname"); writer.string(user.lastname)
+        writer.key("emailVerified"); writer.bool(user.emailVerified)
+        writer.key("createdAt"); writer.string(timestamp(user.createdAt))
+        writer.key("updatedAt"); writer.string(timestamp(user.updatedAt))
+        writer.key("data"); writer.value(.object(user.data))
+        writer.endObject()
+    }
+
+    /// `{"accessToken", "tokenType", "expiresAt", "user"}`, plus extra members written by `more`.
+    static func writeSession(_ issued: IssuedSession, into writer: inout JSONWriter, more: (inout JSONWriter) -> Void = { _ in }) {
+        writer.beginObject()
+        writer.key("accessToken"); writer.string(issued.accessToken)
+        writer.key("tokenType"); writer.string("Bearer")
+        writer.key("expiresAt"); writer.string(timestamp(issued.session.expiresAt))
+        writer.key("user"); write(issued.user, into: &writer)
+        more(&writer)
+        writer.endObject()
+    }
+
+    static func writeSessionEntry(_ session: Session, current: Bool, into writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("id"); writer.string(session.id.uuidString.lowercased())
+        writer.key("createdAt"); writer.string(timestamp(session.createdAt))
+        writer.key("lastSeenAt"); writer.string(timestamp(session.lastSeenAt))
+        writer.key("expiresAt"); writer.string(timestamp(session.expiresAt))
+        writer.key("userAgent")
+        if let agent = session.userAgent { writer.string(agent) } else { writer.null() }
+        writer.key("current"); writer.bool(current)
+        writer.endObject()
+    }
+
+    /// RFC 3339 UTC with milliseconds.
+    static func timestamp(_ date: Date) -> String {
+        RFC3339.format(millisecondsSinceEpoch: Int64((date.timeIntervalSince1970 * 1000).rounded(.down)))
+    }
+}

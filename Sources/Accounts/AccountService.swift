@@ -1,0 +1,360 @@
+import FoundationEssentials
+import JSON
+import Logging
+import Postgres
+import Security
+
+/// The rules of accounts, sessions and profiles; the only place that decides what a request may do.
+///
+/// Expensive hashing runs on the bounded `HashingPool`, outside any transaction, so a database
+/// connection is never held while a CPU hashes.
+public final class AccountService: Sendable {
+    /// Tunables, with the contract's defaults.
+    public struct Configuration: Sendable {
+        public var lifetime = SessionLifetime()
+        /// Failed sign-ins per email address.
+        public var signInPerEmail = ThrottleRule(limit: 10, windowSeconds: 15 * 60)
+        /// Failed sign-ins per client address.
+        public var signInPerAddress = ThrottleRule(limit: 100, windowSeconds: 15 * 60)
+        /// Wrong current passwords per user (password change, account deletion).
+        public var passwordChecks = ThrottleRule(limit: 5, windowSeconds: 15 * 60)
+        public var passwordPolicy = PasswordPolicy()
+        public var fieldLimits = CustomFieldLimits()
+
+        public init() {}
+    }
+
+    public let configuration: Configuration
+    public let schema: FieldSchema
+    private let pool: PostgresPool
+    private let hasher: PasswordHasher
+    private let hashing: HashingPool
+    private let logger: Logger
+
+    public init(pool: PostgresPool, hasher: PasswordHasher, hashing: HashingPool, configuration: Configuration = Configuration(),
+                logger: Logger) {
+        self.pool = pool
+        self.hasher = hasher
+        self.hashing = hashing
+        self.configuration = configuration
+        self.schema = FieldSchema(limits: configuration.fieldLimits)
+        self.logger = logger
+    }
+
+    // MARK: - Accounts and sessions
+
+    /// `POST /users`: creates the user and signs them in.
+    public func register(_ body: JSONObject, userAgent: String?) throws -> IssuedSession {
+        let reader = RequestBody(object: body)
+        try reader.checkKeys(allowed: ["email", "password", "firstname", "lastname", "data"])
+        let email = try validEmail(try reader.string("email", required: true)!)
+        let password = try reader.string("password", required: true)!
+        try configuration.passwordPolicy.validate(password, field: "password")
+        let firstname = try reader.name("firstname") ?? ""
+        let lastname = try reader.name("lastname") ?? ""
+        let data = try reader.data() ?? JSONObject()
+        try checkFieldCount(data.count)
+        let hash = try onHashingPool { [hasher] in try hasher.hash(password: password) }
+        let token = try SessionToken.generate()
+        return try pool.withTransaction { connection in
+            let fields = try schema.validate(Array(data), connection)
+            var user = User(id: UUID(), email: email.value, firstname: firstname, lastname: lastname, emailVerified: false,
+                            createdAt: Date(), updatedAt: Date(), data: JSONObject(), version: 1)
+            apply(fields, to: &user.data)
+            try checkDocumentSize(user)
+            do {
+                user = try UserRepository.insert(connection, email: email, passwordHash: hash, firstname: firstname,
+                                                 lastname: lastname, data: user.data)
+            } catch let error as PostgresError where error.sqlState == .uniqueViolation {
+                throw AccountsError.field("email", .emailTaken, "is already registered")
+            }
+            let session = try SessionRepository.insert(connection, userID: user.id, tokenHash: token.hash,
+                                                       userAgent: userAgent, lifetime: configuration.lifetime)
+            return IssuedSession(accessToken: token.text, session: session, user: user)
+        }
+    }
+
+    /// `POST /users/signin`: the same answer, after the same work, for an unknown email and a wrong password.
+    public func signIn(_ body: JSONObject, clientAddress: String, userAgent: String?) throws -> IssuedSession {
+        let reader = RequestBody(object: body)
+        try reader.checkKeys(allowed: ["email", "password"])
+        let emailText = try reader.string("email", required: true)!
+        let password = try reader.string("password", required: true)!
+        let invalid = AccountsError(.invalidCredentials, "The email or password is wrong.")
+        let email = EmailAddress(emailText)
+        let emailKey = "signin:email:" + (email?.normalized ?? emailText.lowercased())
+        let addressKey = "signin:address:" + clientAddress
+        let (retryEmail, retryAddress, credentials) = try pool.withConnection { connection in
+            (try ThrottleRepository.lockedFor(connection, key: emailKey, rule: configuration.signInPerEmail),
+             try ThrottleRepository.lockedFor(connection, key: addressKey, rule: configuration.signInPerAddress),
+             try email.flatMap { try UserRepository.credentials(connection, email: $0) })
+        }
+        if let retry = [retryEmail, retryAddress].compactMap({ $0 }).max() {
+            throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: retry)
+        }
+        let tooLong = password.utf8.count > configuration.passwordPolicy.maxBytes
+        let verdict: PasswordHasher.VerificationResult = try onHashingPool { [hasher, logger] in
+            guard let credentials, !tooLong else {
+                try hasher.dummyVerify(password: tooLong ? "" : password)
+                return .invalid
+            }
+            do {
+                return try hasher.verify(password: password, phc: credentials.passwordHash)
+            } catch {
+                logger.error("stored password hash is unusable", ["user.id": credentials.id.uuidString.lowercased()])
+                return .invalid
+            }
+        }
+        guard let credentials, verdict.isValid else {
+            try pool.withConnection { connection in
+                _ = try ThrottleRepository.recordFailure(connection, key: emailKey, rule: configuration.signInPerEmail)
+                _ = try ThrottleRepository.recordFailure(connection, key: addressKey, rule: configuration.signInPerAddress)
+            }
+            throw invalid
+        }
+        var upgraded: String?
+        if verdict == .validNeedsRehash {
+            upgraded = try? onHashingPool { [hasher] in try hasher.hash(password: password) }
+        }
+        let token = try SessionToken.generate()
+        return try pool.withTransaction { connection in
+            try ThrottleRepository.clear(connection, key: emailKey)
+            if let upgraded {
+                try UserRepository.upgradePasswordHash(connection, id: credentials.id, from: credentials.passwordHash, to: upgraded)
+            }
+            guard let user = try UserRepository.find(connection, id: credentials.id) else { throw invalid }
+            let session = try SessionRepository.insert(connection, userID: user.id, tokenHash: token.hash,
+                                                       userAgent: userAgent, lifetime: configuration.lifetime)
+            return IssuedSession(accessToken: token.text, session: session, user: user)
+        }
+    }
+
+    /// The live session and user of a bearer token, or `invalid_token`.
+    public func authenticate(token: String) throws -> (session: Session, user: User) {
+        let invalid = AccountsError(.invalidToken, "The access token is missing, malformed, unknown, expired or revoked.")
+        guard SessionToken.isWellFormed(token) else { throw invalid }
+        let hash = SessionToken.hash(of: token)
+        return try pool.withConnection { connection in
+            guard let (session, user, stale) = try SessionRepository.authenticate(connection, tokenHash: hash,
+                                                                                  lifetime: configuration.lifetime) else { throw invalid }
+            if stale { try SessionRepository.touch(connection, id: session.id) }
+            return (session, user)
+        }
+    }
+
+    /// Which sessions `signOut` ends.
+    public enum SignOutScope: String, Sendable {
+        case current, others, all
+    }
+
+    public func signOut(_ session: Session, scope: SignOutScope) throws {
+        try pool.withConnection { connection in
+            switch scope {
+            case .current: _ = try SessionRepository.delete(connection, id: session.id, userID: session.userID)
+            case .others: _ = try SessionRepository.deleteAll(connection, userID: session.userID, except: session.id)
+            case .all: _ = try SessionRepository.deleteAll(connection, userID: session.userID)
+            }
+        }
+    }
+
+    public func sessions(of userID: UUID) throws -> [Session] {
+        try pool.withConnection { try SessionRepository.list($0, userID: userID, lifetime: configuration.lifetime) }
+    }
+
+    /// Ends one of the user's sessions; another user's session is `not_found`, like an unknown one.
+    public func revokeSession(id: UUID, userID: UUID) throws {
+        let deleted = try pool.withConnection { try SessionRepository.delete($0, id: id, userID: userID) }
+        guard deleted else { throw AccountsError(.notFound, "No such session.") }
+    }
+
+    // MARK: - Password and account
+
+    /// `POST /users/me/password`: verifies the old password, stores the new hash, revokes every
+    /// other session and replaces the calling one, all in one transaction.
+    public func changePassword(_ body: JSONObject, session: Session, userAgent: String?) throws -> (IssuedSession, revokedSessions: Int) {
+        let reader = RequestBody(object: body)
+        try reader.checkKeys(allowed: ["oldPassword", "newPassword", "confirmPassword"])
+        let old = try reader.string("oldPassword", required: true)!
+        let new = try reader.string("newPassword", required: true)!
+        if let confirm = try reader.string("confirmPassword"), confirm != new {
+            throw AccountsError.field("confirmPassword", .passwordMismatch, "does not match newPassword")
+        }
+        try configuration.passwordPolicy.validate(new, field: "newPassword")
+        if old == new { throw AccountsError.field("newPassword", .passwordUnchanged, "must differ from the old password") }
+        let verifiedHash = try verifyCurrentPassword(old, userID: session.userID)
+        let hash = try onHashingPool { [hasher] in try hasher.hash(password: new) }
+        let token = try SessionToken.generate()
+        return try pool.withTransaction { connection in
+            // The row lock orders concurrent changes; a hash that moved since it was verified
+            // means another change won, so this one's old password is no longer right.
+            guard try UserRepository.passwordHash(connection, id: session.userID, forUpdate: true) == verifiedHash else {
+                throw AccountsError(.invalidPassword, "The current password is wrong.")
+            }
+            try UserRepository.setPasswordHash(connection, id: session.userID, hash: hash)
+            let revoked = try SessionRepository.deleteAll(connection, userID: session.userID, except: session.id)
+            guard try SessionRepository.delete(connection, id: session.id, userID: session.userID) else {
+                throw AccountsError(.invalidToken, "The session ended during the password change.")
+            }
+            let replacement = try SessionRepository.insert(connection, userID: session.userID, tokenHash: token.hash,
+                                                           userAgent: userAgent, lifetime: configuration.lifetime)
+            guard let user = try UserRepository.find(connection, id: session.userID) else {
+                throw AccountsError(.invalidToken, "The user no longer exists.")
+            }
+            return (IssuedSession(accessToken: token.text, session: replacement, user: user), revoked)
+        }
+    }
+
+    /// `DELETE /users/me`: the user and, by cascade, their sessions.
+    public func deleteAccount(_ body: JSONObject, userID: UUID) throws {
+        let reader = RequestBody(object: body)
+        try reader.checkKeys(allowed: ["password"])
+        let password = try reader.string("password", required: true)!
+        let verifiedHash = try verifyCurrentPassword(password, userID: userID)
+        try pool.withTransaction { connection in
+            guard try UserRepository.passwordHash(connection, id: userID, forUpdate: true) == verifiedHash else {
+                throw AccountsError(.invalidPassword, "The password is wrong.")
+            }
+            _ = try UserRepository.delete(connection, id: userID)
+            try ThrottleRepository.clear(connection, key: passwordKey(userID))
+        }
+    }
+
+    /// Checks a user's current password under the per-user throttle; returns the verified hash.
+    private func verifyCurrentPassword(_ password: String, userID: UUID) throws -> String {
+        let key = passwordKey(userID)
+        let rule = configuration.passwordChecks
+        let (locked, stored) = try pool.withConnection { connection in
+            (try ThrottleRepository.lockedFor(connection, key: key, rule: rule), try UserRepository.passwordHash(connection, id: userID))
+        }
+        if let locked {
+            throw AccountsError(.tooManyAttempts, "Too many wrong passwords; try again later.", retryAfterSeconds: locked)
+        }
+        guard let stored else { throw AccountsError(.invalidToken, "The user no longer exists.") }
+        let tooLong = password.utf8.count > configuration.passwordPolicy.maxBytes
+        let valid = try onHashingPool { [hasher] in
+            !tooLong && ((try? hasher.verify(password: password, phc: stored))?.isValid ?? false)
+        }
+        guard valid else {
+            _ = try pool.withConnection { try ThrottleRepository.recordFailure($0, key: key, rule: rule) }
+            throw AccountsError(.invalidPassword, "The current password is wrong.")
+        }
+        return stored
+    }
+
+    private func passwordKey(_ userID: UUID) -> String { "password:" + userID.uuidString.lowercased() }
+
+    // MARK: - Profile
+
+    /// `PUT /users/me`: replaces the editable representation.
+    public func replaceProfile(_ body: JSONObject, userID: UUID, ifMatch: String?) throws -> User {
+        let reader = RequestBody(object: body)
+        try reader.checkKeys(allowed: ["email", "firstname", "lastname", "data"], ignoringReadOnly: true)
+        let email = try validEmail(try reader.string("email", required: true)!)
+        let firstname = try reader.name("firstname") ?? ""
+        let lastname = try reader.name("lastname") ?? ""
+        let data = try reader.data() ?? JSONObject()
+        try checkFieldCount(data.count)
+        return try updateProfile(userID: userID, ifMatch: ifMatch) { user, connection in
+            user.firstname = firstname
+            user.lastname = lastname
+            user.data = JSONObject()
+            apply(try schema.validate(Array(data), connection), to: &user.data)
+            return email
+        }
+    }
+
+    /// `PATCH /users/me`: a JSON Merge Patch (RFC 7396) of the editable representation.
+    public func patchProfile(_ patch: JSONObject, userID: UUID, ifMatch: String?) throws -> User {
+        let reader = RequestBody(object: patch)
+        try reader.checkKeys(allowed: ["email", "firstname", "lastname", "data"], ignoringReadOnly: true)
+        let email = try reader.string("email").map { text throws(AccountsError) in try validEmail(text) }
+        let firstname = try reader.name("firstname")
+        let lastname = try reader.name("lastname")
+        let dataPatch: JSONObject? = try reader.data()
+        let removesAllData = patch["data"]?.isNull ?? false
+        return try updateProfile(userID: userID, ifMatch: ifMatch) { user, connection in
+            if let firstname { user.firstname = firstname }
+            if let lastname { user.lastname = lastname }
+            if removesAllData { user.data = JSONObject() }
+            if let dataPatch, !removesAllData {
+                apply(try schema.validate(Array(dataPatch), connection), to: &user.data)
+            }
+            try checkFieldCount(user.data.count)
+            return try email ?? validEmail(user.email)
+        }
+    }
+
+    /// `GET /users/schema`.
+    public func fieldTypes() throws -> [String: FieldType] {
+        try pool.withConnection { try schema.all($0) }
+    }
+
+    /// Locks the user row, checks `If-Match`, lets `change` edit a copy, and writes it.
+    private func updateProfile(userID: UUID, ifMatch: String?,
+                               _ change: (inout User, PostgresConnection) throws -> EmailAddress) throws -> User {
+        try pool.withTransaction { connection in
+            guard var user = try UserRepository.find(connection, id: userID, forUpdate: true) else {
+                throw AccountsError(.invalidToken, "The user no longer exists.")
+            }
+            if let ifMatch, !ETag.matches(ifMatch, user.etag) {
+                throw AccountsError(.preconditionFailed, "The user changed since it was read (If-Match is stale).")
+            }
+            let email = try change(&user, connection)
+            try checkDocumentSize(user)
+            do {
+                return try UserRepository.update(connection, user, email: email)
+            } catch let error as PostgresError where error.sqlState == .uniqueViolation {
+                throw AccountsError.field("email", .emailTaken, "is already registered")
+            }
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func validEmail(_ text: String) throws(AccountsError) -> EmailAddress {
+        guard let email = EmailAddress(text) else { throw .field("email", .invalidEmail, "is not a valid email address") }
+        return email
+    }
+
+    private func checkFieldCount(_ count: Int) throws(AccountsError) {
+        if count > configuration.fieldLimits.maxFields {
+            throw .field("data", .invalidValue, "at most \(configuration.fieldLimits.maxFields) custom fields")
+        }
+    }
+
+    private func checkDocumentSize(_ user: User) throws(AccountsError) {
+        let size = user.data.jsonText.utf8.count + user.email.utf8.count + user.firstname.utf8.count + user.lastname.utf8.count
+        if size > configuration.fieldLimits.maxDocumentBytes {
+            throw .field("data", .invalidValue, "the user document is limited to \(configuration.fieldLimits.maxDocumentBytes) bytes")
+        }
+    }
+
+    private func apply(_ fields: [(String, JSONValue)], to data: inout JSONObject) {
+        for (name, value) in fields {
+            if value.isNull { data.removeValue(forKey: name) } else { data[name] = value }
+        }
+    }
+
+    /// Runs hashing work on the bounded pool; a full pool is `overloaded` (503), at once.
+    private func onHashingPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) throws -> T {
+        do {
+            return try hashing.run(work)
+        } catch let error as SecurityError where error.code == .overloaded || error.code == .shutDown {
+            throw AccountsError(.overloaded, "Too many password operations at once; try again shortly.", retryAfterSeconds: 1)
+        }
+    }
+}
+
+/// Entity-tag comparison for `If-Match` / `If-None-Match` lists (RFC 9110 §13.1).
+public enum ETag {
+    /// Whether a header value (`*`, or a comma-separated list of tags) names `etag`.
+    public static func matches(_ header: String, _ etag: String) -> Bool {
+        let trimmed = header.trimmingASCIIWhitespace()
+        if trimmed == "*" { return true }
+        return trimmed.split(separator: ",").contains { (candidate: Substring) -> Bool in
+            var tag = String(candidate).trimmingASCIIWhitespace()
+            if tag.hasPrefix("W/") { tag.removeFirst(2) }  // weak comparison for If-None-Match
+            return tag == etag
+        }
+    }
+}

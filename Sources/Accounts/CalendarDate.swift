@@ -1,0 +1,98 @@
+/// `YYYY-MM-DD` dates and RFC 3339 date-times: validation and formatting, without Foundation.
+public enum CalendarDate {
+    /// Whether `text` is exactly a valid calendar date `YYYY-MM-DD`.
+    public static func isValid(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+              let year = digits(bytes, 0, 4), let month = digits(bytes, 5, 2), let day = digits(bytes, 8, 2)
+        else { return false }
+        return isValid(year: year, month: month, day: day)
+    }
+
+    static func isValid(year: Int, month: Int, day: Int) -> Bool {
+        guard (1...12).contains(month), day >= 1 else { return false }
+        return day <= daysInMonth(year: year, month: month)
+    }
+
+    static func daysInMonth(year: Int, month: Int) -> Int {
+        switch month {
+        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    /// The decimal value of `count` ASCII digits at `offset`, or nil.
+    static func digits(_ bytes: [UInt8], _ offset: Int, _ count: Int) -> Int? {
+        guard offset + count <= bytes.count else { return nil }
+        var value = 0
+        for byte in bytes[offset..<(offset + count)] {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return value
+    }
+
+    /// Howard Hinnant's days-to-civil algorithm.
+    static func civil(daysSinceEpoch: Int) -> (year: Int, month: Int, day: Int) {
+        let z = daysSinceEpoch + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}
+
+/// RFC 3339 date-times.
+public enum RFC3339 {
+    /// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`; `T`/`Z` in either case, leap second 60 allowed.
+    public static func isValidDateTime(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count >= 20, bytes.count <= 64,
+              CalendarDate.isValid(String(decoding: bytes[0..<10], as: UTF8.self)),
+              bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: "t"),
+              bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
+              let hour = CalendarDate.digits(bytes, 11, 2), let minute = CalendarDate.digits(bytes, 14, 2),
+              let second = CalendarDate.digits(bytes, 17, 2),
+              hour <= 23, minute <= 59, second <= 60
+        else { return false }
+        var index = 19
+        if bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            let start = index
+            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") { index += 1 }
+            guard index > start else { return false }
+        }
+        guard index < bytes.count else { return false }
+        switch bytes[index] {
+        case UInt8(ascii: "Z"), UInt8(ascii: "z"):
+            return index + 1 == bytes.count
+        case UInt8(ascii: "+"), UInt8(ascii: "-"):
+            guard index + 6 == bytes.count, bytes[index + 3] == UInt8(ascii: ":"),
+                  let offsetHour = CalendarDate.digits(bytes, index + 1, 2), let offsetMinute = CalendarDate.digits(bytes, index + 4, 2)
+            else { return false }
+            return offsetHour <= 23 && offsetMinute <= 59
+        default:
+            return false
+        }
+    }
+
+    /// `2026-11-29T17:39:01.123Z` for milliseconds since the Unix epoch.
+    public static func format(millisecondsSinceEpoch milliseconds: Int64) -> String {
+        let ms = Int(milliseconds)
+        let seconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
+        let millis = ms - seconds * 1000
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        let (year, month, day) = CalendarDate.civil(daysSinceEpoch: days)
+        func pad(_ value: Int, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(millis, 3))Z"
+    }
+}

@@ -1,0 +1,96 @@
+import JSON
+import Postgres
+import Synchronization
+
+/// The deployment's custom field types, cached: a type never changes once set, so a cached one
+/// is always right, and only names not seen yet cost a query.
+public final class FieldSchema: Sendable {
+    public let limits: CustomFieldLimits
+    private let cache = Mutex<[String: FieldType]>([:])
+
+    public init(limits: CustomFieldLimits = CustomFieldLimits()) {
+        self.limits = limits
+    }
+
+    /// Every known field type, read from the database.
+    public func all(_ connection: PostgresConnection) throws -> [String: FieldType] {
+        let types = try FieldTypeRepository.all(connection)
+        cache.withLock { $0.merge(types) { current, _ in current } }
+        return types
+    }
+
+    /// Fixes types from the deployment's field configuration; a conflict with a type already in
+    /// use is an error for the operator.
+    public func pin(_ types: [String: FieldType], _ connection: PostgresConnection) throws {
+        for (name, type) in types.sorted(by: { $0.key < $1.key }) {
+            guard FieldSchema.isValidName(name) else {
+                throw AccountsError(.invalidValue, "field configuration: '\(name)' is not a valid field name")
+            }
+            let stored = try FieldTypeRepository.claim(connection, name: name, type: type, pinned: true)
+            guard stored == type else {
+                throw AccountsError(.invalidType, "field configuration: '\(name)' is \(type.rawValue), but the database already has it as \(stored.rawValue)")
+            }
+            cache.withLock { $0[name] = stored }
+        }
+    }
+
+    /// Validates the custom fields a write sets (nil values remove a field) and returns them in
+    /// canonical form; fields new to the deployment get their type from this write, inside the
+    /// caller's transaction, so a rejected write fixes no type.
+    func validate(_ changes: [(String, JSONValue)], _ connection: PostgresConnection) throws -> [(String, JSONValue)] {
+        var errors: [AccountsError.FieldError] = []
+        var result: [(String, JSONValue)] = []
+        for (name, value) in changes {
+            let path = "data.\(name)"
+            guard FieldSchema.isValidName(name) else {
+                errors.append(.init(field: path, code: .invalidValue, detail: "field names match ^[A-Za-z][A-Za-z0-9_]{0,63}$"))
+                continue
+            }
+            if value.isNull {
+                result.append((name, value))
+                continue
+            }
+            guard let given = FieldType.inferred(from: value) else {
+                errors.append(.init(field: path, code: .invalidType, detail: "expected string, integer, double, boolean, date or datetime, got \(FieldType.describe(value))"))
+                continue
+            }
+            let type: FieldType
+            if let known = cache.withLock({ $0[name] }) {
+                type = known
+            } else {
+                type = try FieldTypeRepository.claim(connection, name: name, type: given)
+                cache.withLock { $0[name] = type }
+            }
+            guard let canonical = type.canonical(value, limits: limits) else {
+                if type == .string, case .string = value {
+                    errors.append(.init(field: path, code: .invalidValue, detail: "strings are at most \(limits.maxStringBytes) bytes"))
+                } else {
+                    errors.append(.init(field: path, code: .invalidType, detail: "expected \(type.rawValue), got \(FieldType.describe(value))"))
+                }
+                continue
+            }
+            result.append((name, canonical))
+        }
+        if !errors.isEmpty {
+            if errors.count == 1, errors[0].code == .invalidType {
+                throw AccountsError(.invalidType, "\(errors[0].field) must be \(article(errors[0].detail))", fields: errors)
+            }
+            throw AccountsError.invalid(errors)
+        }
+        return result
+    }
+
+    static func isValidName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard let first = bytes.first, bytes.count <= 64, isLetter(first) else { return false }
+        return bytes.allSatisfy { isLetter($0) || ($0 >= 0x30 && $0 <= 0x39) || $0 == UInt8(ascii: "_") }
+    }
+
+    private static func isLetter(_ byte: UInt8) -> Bool { (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) }
+
+    /// "expected double, got string" → "a double".
+    private func article(_ detail: String) -> String {
+        let type = detail.dropFirst("expected ".count).prefix { $0 != "," }
+        return (type.first.map { "aeiou".contains($0) } ?? false ? "an " : "a ") + type
+    }
+}

@@ -1,0 +1,86 @@
+import FoundationEssentials
+import Postgres
+
+/// The SQL of sessions; tokens appear only as their SHA-256.
+enum SessionRepository {
+
+    static func decode(_ row: PostgresRow, offset: Int = 0) throws -> Session {
+        Session(id: try row.decode(UUID.self, at: offset), userID: try row.decode(UUID.self, at: offset + 1),
+                createdAt: try row.decode(Date.self, at: offset + 2), lastSeenAt: try row.decode(Date.self, at: offset + 3),
+                expiresAt: try row.decode(Date.self, at: offset + 4), userAgent: try row.decode(String?.self, at: offset + 5))
+    }
+
+    static func insert(_ connection: PostgresConnection, userID: UUID, tokenHash: [UInt8], userAgent: String?,
+                       lifetime: SessionLifetime) throws -> Session {
+        let rows = try connection.query("""
+            INSERT INTO sessions AS s (user_id, token_hash, expires_at, user_agent)
+            VALUES (\(userID), \(tokenHash), now() + make_interval(secs => \(lifetime.absoluteSeconds)), \(userAgent))
+            RETURNING s.id, s.user_id, s.created_at, s.last_seen_at,
+                LEAST(s.expires_at, s.last_seen_at + make_interval(secs => \(lifetime.idleSeconds))), s.user_agent
+            """)
+        return try decode(rows[0])
+    }
+
+    /// The live session of a token with its user, in one round trip; also whether `last_seen_at`
+    /// is old enough to be refreshed.
+    static func authenticate(_ connection: PostgresConnection, tokenHash: [UInt8],
+                             lifetime: SessionLifetime) throws -> (Session, User, stale: Bool)? {
+        let rows = try connection.query("""
+            SELECT s.id, s.user_id, s.created_at, s.last_seen_at,
+                LEAST(s.expires_at, s.last_seen_at + make_interval(secs => \(lifetime.idleSeconds))), s.user_agent,
+                \(unsafeRaw: UserRepository.columns),
+                s.last_seen_at < now() - make_interval(secs => \(lifetime.lastSeenResolutionSeconds))
+            FROM sessions s JOIN users u ON u.id = s.user_id
+            WHERE s.token_hash = \(tokenHash) AND s.expires_at > now()
+              AND s.last_seen_at > now() - make_interval(secs => \(lifetime.idleSeconds))
+            """)
+        guard let row = rows.first else { return nil }
+        return (try decode(row), try UserRepository.decode(row, offset: 6), try row.decode(Bool.self, at: 15))
+    }
+
+    static func touch(_ connection: PostgresConnection, id: UUID) throws {
+        try connection.execute("UPDATE sessions SET last_seen_at = now() WHERE id = \(id)")
+    }
+
+    static func list(_ connection: PostgresConnection, userID: UUID, lifetime: SessionLifetime) throws -> [Session] {
+        try connection.query("""
+            SELECT s.id, s.user_id, s.created_at, s.last_seen_at,
+                LEAST(s.expires_at, s.last_seen_at + make_interval(secs => \(lifetime.idleSeconds))), s.user_agent
+            FROM sessions s
+            WHERE s.user_id = \(userID) AND s.expires_at > now()
+              AND s.last_seen_at > now() - make_interval(secs => \(lifetime.idleSeconds))
+            ORDER BY s.created_at, s.id
+            """).map { try decode($0) }
+    }
+
+    static func delete(_ connection: PostgresConnection, id: UUID, userID: UUID) throws -> Bool {
+        try connection.execute("DELETE FROM sessions WHERE id = \(id) AND user_id = \(userID)") > 0
+    }
+
+    static func deleteAll(_ connection: PostgresConnection, userID: UUID, except kept: UUID? = nil) throws -> Int {
+        if let kept {
+            return try connection.execute("DELETE FROM sessions WHERE user_id = \(userID) AND id <> \(kept)")
+        }
+        return try connection.execute("DELETE FROM sessions WHERE user_id = \(userID)")
+    }
+
+    /// Removes sessions past their absolute or idle end.
+    static func deleteExpired(_ connection: PostgresConnection, lifetime: SessionLifetime) throws -> Int {
+        try connection.execute("""
+            DELETE FROM sessions WHERE expires_at <= now()
+               OR last_seen_at <= now() - make_interval(secs => \(lifetime.idleSeconds))
+            """)
+    }
+}
+
+/// How long sessions live.
+public struct SessionLifetime: Sendable {
+    /// A session unused this long ends (default 30 days).
+    public var idleSeconds: Double = 30 * 86_400
+    /// A session ends this long after sign-in, used or not (default 1 year).
+    public var absoluteSeconds: Double = 365 * 86_400
+    /// `lastSeenAt` is written at most this often, so reads do not become writes.
+    public var lastSeenResolutionSeconds: Double = 60
+
+    public init() {}
+}

@@ -1,0 +1,38 @@
+import FoundationEssentials
+import JSON
+
+/// A user as stored: identity, names, custom fields and the version that makes the ETag.
+public struct User: Sendable, Equatable {
+    public let id: UUID
+    public var email: String
+    public var firstname: String
+    public var lastname: String
+    public var emailVerified: Bool
+    public let createdAt: Date
+    public var updatedAt: Date
+    /// Custom fields, already valid for their types.
+    public var data: JSONObject
+    public var version: Int64
+
+    /// A strong validator that changes with every write and differs between users.
+    public var etag: String { "\"\(id.uuidString.lowercased().prefix(8))-\(version)\"" }
+}
+
+/// One sign-in of a user: the row behind a bearer token.
+public struct Session: Sendable, Equatable {
+    public let id: UUID
+    public let userID: UUID
+    public let createdAt: Date
+    public var lastSeenAt: Date
+    /// When the session ends: the earlier of its absolute end and `lastSeenAt` + the idle timeout.
+    public var expiresAt: Date
+    public let userAgent: String?
+}
+
+/// A new session: the bearer token (shown to the client once) and its row.
+public struct IssuedSession: Sendable {
+    /// The token text; only its SHA-256 is stored.
+    public let accessToken: String
+    public let session: Session
+    public let user: User
+}

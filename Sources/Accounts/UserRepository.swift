@@ -1,0 +1,80 @@
+import FoundationEssentials
+import JSON
+import Postgres
+
+/// The SQL of users; every value is a bound parameter.
+enum UserRepository {
+    static let columns = "u.id, u.email, u.firstname, u.lastname, u.email_verified, u.created_at, u.updated_at, u.data::text, u.version"
+
+    /// Decodes the nine `columns` starting at `offset`.
+    static func decode(_ row: PostgresRow, offset: Int = 0) throws -> User {
+        let dataText = try row.decode(String.self, at: offset + 7)
+        let data: JSONObject
+        do {
+            data = try JSONParser.parse(Array(dataText.utf8), limits: JSONLimits(maxDepth: 4, maxBytes: 1 << 22)).objectValue ?? JSONObject()
+        } catch {
+            throw PostgresError(code: .decodingFailed, columnName: "data", context: "stored data is not a JSON object")
+        }
+        return User(id: try row.decode(UUID.self, at: offset), email: try row.decode(String.self, at: offset + 1),
+                    firstname: try row.decode(String.self, at: offset + 2), lastname: try row.decode(String.self, at: offset + 3),
+                    emailVerified: try row.decode(Bool.self, at: offset + 4), createdAt: try row.decode(Date.self, at: offset + 5),
+                    updatedAt: try row.decode(Date.self, at: offset + 6), data: data, version: try row.decode(Int64.self, at: offset + 8))
+    }
+
+    static func insert(_ connection: PostgresConnection, email: EmailAddress, passwordHash: String, firstname: String,
+                       lastname: String, data: JSONObject) throws -> User {
+        let rows = try connection.query("""
+            INSERT INTO users AS u (email, email_normalized, password_hash, firstname, lastname, data)
+            VALUES (\(email.value), \(email.normalized), \(passwordHash), \(firstname), \(lastname), \(PostgresJSON(data.jsonText))::jsonb)
+            RETURNING \(unsafeRaw: columns)
+            """)
+        return try decode(rows[0])
+    }
+
+    static func find(_ connection: PostgresConnection, id: UUID, forUpdate: Bool = false) throws -> User? {
+        let rows = try connection.query("SELECT \(unsafeRaw: columns) FROM users u WHERE u.id = \(id) \(unsafeRaw: forUpdate ? "FOR UPDATE" : "")")
+        return try rows.first.map { try decode($0) }
+    }
+
+    /// The id and password hash of the user with this login email.
+    static func credentials(_ connection: PostgresConnection, email: EmailAddress) throws -> (id: UUID, passwordHash: String)? {
+        let rows = try connection.query("SELECT id, password_hash FROM users WHERE email_normalized = \(email.normalized)")
+        return try rows.first.map { (try $0.decode(UUID.self, at: 0), try $0.decode(String.self, at: 1)) }
+    }
+
+    static func passwordHash(_ connection: PostgresConnection, id: UUID, forUpdate: Bool = false) throws -> String? {
+        let rows = try connection.query("SELECT password_hash FROM users WHERE id = \(id) \(unsafeRaw: forUpdate ? "FOR UPDATE" : "")")
+        return try rows.first.map { try $0.decode(String.self, at: 0) }
+    }
+
+    /// Writes the editable fields and bumps the version; email changes reset verification.
+    static func update(_ connection: PostgresConnection, _ user: User, email: EmailAddress) throws -> User {
+        let rows = try connection.query("""
+            UPDATE users AS u SET email = \(email.value), email_normalized = \(email.normalized),
+                email_verified = CASE WHEN u.email_normalized = \(email.normalized) THEN u.email_verified ELSE false END,
+                firstname = \(user.firstname), lastname = \(user.lastname), data = \(PostgresJSON(user.data.jsonText))::jsonb,
+                version = u.version + 1, updated_at = now()
+            WHERE u.id = \(user.id)
+            RETURNING \(unsafeRaw: columns)
+            """)
+        return try decode(rows[0])
+    }
+
+    static func setPasswordHash(_ connection: PostgresConnection, id: UUID, hash: String) throws {
+        try connection.execute("UPDATE users SET password_hash = \(hash), version = version + 1, updated_at = now() WHERE id = \(id)")
+    }
+
+    /// Replaces a hash only if it is still the one that was verified (an upgrade must not undo a change).
+    static func upgradePasswordHash(_ connection: PostgresConnection, id: UUID, from old: String, to new: String) throws {
+        try connection.execute("UPDATE users SET password_hash = \(new) WHERE id = \(id) AND password_hash = \(old)")
+    }
+
+    static func delete(_ connection: PostgresConnection, id: UUID) throws -> Bool {
+        try connection.execute("DELETE FROM users WHERE id = \(id)") > 0
+    }
+}
+
+extension JSONObject {
+    /// Compact JSON text.
+    var jsonText: String { JSONValue.object(self).serializedString() }
+}
