@@ -30,7 +30,7 @@ let package = Package(
         // Users, custom fields, sessions, throttles: rules and their SQL.
         .target(name: "Accounts", dependencies: ["Postgres", "Security", "JSON", "Logging"]),
         // Routes, DTOs, error mapping, configuration.
-        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres", "Security", "Accounts"]),
+        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres", "Security", "Accounts", "Threads"]),
         .executableTarget(name: "exosphere", dependencies: ["API"]),
 
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),

@@ -27,6 +27,8 @@ public final class Database: Sendable {
         } else {
             logger.notice("starting managed PostgreSQL", ["postgres.data_dir": configuration.dataDirectory])
             let started = try LocalCluster.start(dataDirectory: configuration.dataDirectory)
+            // Trust authentication on a private unix socket: the string holds no secret.
+            logger.notice("managed PostgreSQL started", ["postgres.connection": started.connectionString])
             cluster = started
             postgres = try started.configuration()
         }

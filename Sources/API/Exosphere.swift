@@ -1,5 +1,8 @@
 import Glibc
 import Logging
+import Security
+import Synchronization
+import Threads
 
 /// The `exosphere` command: parses the command line and runs what it names.
 public enum Exosphere {
@@ -11,6 +14,8 @@ public enum Exosphere {
         Usage:
           exosphere serve [options]   run the HTTP server (see exosphere serve --help)
           exosphere migrate [options] apply pending database migrations and exit
+          exosphere hash-benchmark [--seconds N]
+                                      scrypt hashes per second on every core, at the production cost
           exosphere --help            show this text
           exosphere --version         print the version
         """
@@ -43,6 +48,8 @@ public enum Exosphere {
             }
             let logger = Logger(label: "exosphere", level: configuration.logLevel, format: configuration.logFormat)
             return command == "serve" ? serve(configuration, logger: logger) : migrate(configuration, logger: logger)
+        case "hash-benchmark":
+            return hashBenchmark(Array(arguments.dropFirst()))
         default:
             printError("exosphere: unknown command '\(command)' (see exosphere --help)")
             return 2
@@ -74,6 +81,37 @@ public enum Exosphere {
             printError("exosphere: \(String(reflecting: error))")
             return 1
         }
+    }
+
+    /// Hashes with the production parameters on one thread per core for a while; prints the rate.
+    static func hashBenchmark(_ arguments: [String]) -> Int32 {
+        var seconds = 10
+        if arguments.count == 2, arguments[0] == "--seconds", let value = Int(arguments[1]), value > 0 {
+            seconds = value
+        } else if !arguments.isEmpty {
+            printError("usage: exosphere hash-benchmark [--seconds N]")
+            return 2
+        }
+        let hasher = PasswordHasher()
+        let threads = HashingPool.defaultWorkerCount
+        let deadline = monotonicNanoseconds() + UInt64(seconds) * 1_000_000_000
+        let counts = Mutex([Int](repeating: 0, count: threads))
+        let workers = (0..<threads).map { index in
+            OSThread(name: "hash-bench-\(index)") {
+                while monotonicNanoseconds() < deadline {
+                    _ = try? hasher.hash(password: "benchmark password")
+                    counts.withLock { $0[index] += 1 }
+                }
+            }
+        }
+        let start = monotonicNanoseconds()
+        for worker in workers { worker.join() }
+        let elapsed = Double(monotonicNanoseconds() - start) / 1e9
+        let total = counts.withLock { $0.reduce(0, +) }
+        let rate = (Double(total) / elapsed * 100).rounded() / 100
+        let p = hasher.parameters
+        print("\(rate) hashes/s (\(total) hashes, \(threads) threads, \((elapsed * 10).rounded() / 10) s, scrypt ln=\(p.logN) r=\(p.r) p=\(p.p))")
+        return 0
     }
 
     static func printError(_ line: String) {
