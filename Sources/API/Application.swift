@@ -34,15 +34,28 @@ public final class Application: Sendable {
         logger.notice("stopped")
     }
 
-    /// Runs until SIGTERM or SIGINT, then shuts down gracefully.
-    public func runUntilSignalled() throws {
-        // Block the signals in this thread before any other starts, so every thread inherits the
-        // mask and `sigwait` here is the only place they are seen.
+    /// Blocks SIGTERM and SIGINT in the calling thread, so that every thread it starts afterwards
+    /// inherits the mask and `runUntilSignalled`'s `sigwait` is the only place they are seen.
+    ///
+    /// Call it before `init`: the server's worker threads start there, and a signal delivered to one
+    /// of them (one arriving during start-up or during the drain, say) would kill the process.
+    public static func blockTerminationSignals() {
+        var signals = terminationSignals
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+    }
+
+    private static var terminationSignals: sigset_t {
         var signals = sigset_t()
         sigemptyset(&signals)
         sigaddset(&signals, SIGTERM)
         sigaddset(&signals, SIGINT)
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        return signals
+    }
+
+    /// Runs until SIGTERM or SIGINT, then shuts down gracefully; see `blockTerminationSignals()`.
+    public func runUntilSignalled() throws {
+        Application.blockTerminationSignals()
+        var signals = Application.terminationSignals
         signal(SIGPIPE, SIG_IGN)
         try start()
         var received: Int32 = 0

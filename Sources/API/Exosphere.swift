@@ -41,6 +41,7 @@ public enum Exosphere {
                 return 2
             }
             let logger = Logger(label: "exosphere", level: configuration.logLevel, format: configuration.logFormat)
+            Application.blockTerminationSignals()
             do {
                 try Application(configuration: configuration, logger: logger).runUntilSignalled()
                 return 0
