@@ -43,6 +43,85 @@ import Testing
         #expect(try client.request("GET", "/items/4").text == "4")
     }
 
+    @Test func manyPipelinedRequestsWithBackPressure() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+        let client = try RawClient(port: server.port)
+        // About 120 KiB of requests: more than one read and more than the buffer kept while responding.
+        let count = 3000
+        let requests = (0..<count).map { "GET /items/\($0) HTTP/1.1\r\nHost: t\r\n\r\n" }.joined()
+        let fd = client.fd
+        let sender = Background { () -> Bool in
+            var bytes = Array(requests.utf8)[...]
+            while !bytes.isEmpty {
+                let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                guard n > 0 else { return false }
+                bytes = bytes.dropFirst(n)
+            }
+            return true
+        }
+        var inOrder = 0
+        for index in 0..<count {
+            guard let response = try? client.readResponse(), response.text == String(index) else { break }
+            inOrder += 1
+        }
+        #expect(inOrder == count)
+        #expect(sender.wait() == true)
+    }
+
+    @Test func largeBodiesBothWays() throws {
+        let big = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let server = try startServer(router: testRouter { router in
+            router.get("/big") { _, _ in Response(status: .ok, contentType: "application/octet-stream", body: big) }
+        }) { $0.limits.maxBodyBytes = 1 << 20 }
+        defer { server.shutdown() }
+        let client = try RawClient(port: server.port)
+        // A response far larger than the socket buffer: written in parts as the client reads.
+        let response = try client.request("GET", "/big")
+        #expect(response.body.count == big.count)
+        #expect(response.body == big)
+        // A request body larger than one 64 KiB read.
+        let upload = String(repeating: "0123456789abcdef", count: 40_000)
+        #expect(try client.request("POST", "/echo", body: upload).text == upload)
+        #expect(try client.request("GET", "/hello").text == "hello")
+    }
+
+    @Test func http10AndAbsoluteForm() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+        let keepAlive = try RawClient(port: server.port)
+        try keepAlive.send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let first = try keepAlive.readResponse()
+        #expect(first.text == "hello")
+        #expect(first["Connection"]?.lowercased() == "keep-alive")
+        try keepAlive.send("GET http://example.com/items/7?x=1 HTTP/1.0\r\n\r\n")
+        let second = try keepAlive.readResponse()
+        #expect(second.text == "7")
+        #expect(second.closes)
+        #expect(keepAlive.readsEOF())
+    }
+
+    @Test func metricsRecordRoutePatterns() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+        let client = try RawClient(port: server.port)
+        _ = try client.request("GET", "/items/1")
+        _ = try client.request("GET", "/items/2")
+        _ = try client.request("GET", "/missing")
+        _ = try client.request("GET", "/boom")
+        // The access log and metrics are written when the response is out; the client may see it first.
+        var snapshot = server.metrics.snapshot
+        for _ in 0..<100 where snapshot.values.reduce(0, { $0 + $1.count }) < 4 {
+            usleep(10_000)
+            snapshot = server.metrics.snapshot
+        }
+        #expect(snapshot[HTTPMetrics.Series(route: "/items/{id}", method: "GET", status: 200)]?.count == 2)
+        #expect(snapshot[HTTPMetrics.Series(route: "-", method: "GET", status: 404)]?.count == 1)
+        #expect(snapshot[HTTPMetrics.Series(route: "/boom", method: "GET", status: 500)]?.count == 1)
+        #expect(server.metrics.requestsInFlight == 0)
+        #expect(server.metrics.connectionsOpen == 1)
+    }
+
     @Test func headRequestGetsHeadersWithoutBody() throws {
         let server = try startServer()
         defer { server.shutdown() }
@@ -201,6 +280,27 @@ import Testing
         // The two accepted connections are unaffected.
         #expect(try first.request("GET", "/hello").status == 200)
         #expect(server.openConnections == 2)
+    }
+
+    @Test func connectionCapAnswers503EvenWhenTheRequestWasAlreadySent() throws {
+        let server = try startServer { $0.maxConnections = 1 }
+        defer { server.shutdown() }
+        let held = try RawClient(port: server.port)
+        #expect(try held.request("GET", "/hello").status == 200)
+        // The refused client has sent its request before the server accepts: closing a socket with
+        // unread input sends a reset, which must not destroy the 503 on its way.
+        var failures: [String] = []
+        for _ in 0..<20 {
+            let refused = try RawClient(port: server.port)
+            try refused.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\n\r\n" + String(repeating: "z", count: 2000))
+            usleep(5_000)
+            do {
+                #expect(try refused.readResponse().status == 503)
+            } catch {
+                failures.append(String(describing: error))
+            }
+        }
+        #expect(failures.isEmpty, "\(failures.count) of 20 refused clients lost the 503: \(failures.first ?? "")")
     }
 
     @Test func connectionCapSlotIsReleasedOnClose() throws {
