@@ -145,17 +145,17 @@ public struct Configuration: Sendable {
             switch value {
             case "on", "true", "1": config.server.accessLog = true
             case "off", "false", "0": config.server.accessLog = false
-            default: throw ConfigurationError("--access-log/EXOSPHERE_ACCESS_LOG: expected on or off, got '\(value)'")
+            default: throw ConfigurationError("--access-log/EXOSPHERE_ACCESS_LOG: expected on or off, got '\(shown(value))'")
             }
         },
         Option(flag: "--log-level", environment: "LOG_LEVEL", placeholder: "LEVEL",
                help: "trace, debug, info, notice, warning, error or critical", defaultValue: { $0.logLevel.description }) { config, value throws(ConfigurationError) in
-            guard let level = Logger.Level(name: value) else { throw ConfigurationError("--log-level/LOG_LEVEL: unknown level '\(value)'") }
+            guard let level = Logger.Level(name: value) else { throw ConfigurationError("--log-level/LOG_LEVEL: unknown level '\(shown(value))'") }
             config.logLevel = level
         },
         Option(flag: "--log-format", environment: "LOG_FORMAT", placeholder: "FORMAT", help: "json or logfmt",
                defaultValue: { $0.logFormat.rawValue }) { config, value throws(ConfigurationError) in
-            guard let format = Logger.Format(rawValue: value) else { throw ConfigurationError("--log-format/LOG_FORMAT: expected json or logfmt, got '\(value)'") }
+            guard let format = Logger.Format(rawValue: value) else { throw ConfigurationError("--log-format/LOG_FORMAT: expected json or logfmt, got '\(shown(value))'") }
             config.logFormat = format
         },
     ]
@@ -173,7 +173,7 @@ public struct Configuration: Sendable {
             let argument = arguments[index]
             let (flag, inlineValue) = splitFlag(argument)
             guard let option = options.first(where: { $0.flag == flag }) else {
-                throw ConfigurationError("unknown option '\(argument)' (see exosphere serve --help)")
+                throw ConfigurationError("unknown option '\(shown(argument))' (see exosphere serve --help)")
             }
             let value: String
             if let inlineValue {
@@ -207,7 +207,7 @@ public struct Configuration: Sendable {
 
     private static func integer(_ value: String, _ name: String, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
         guard let number = Int(value), range.contains(number) else {
-            throw ConfigurationError("\(name): expected an integer in \(range.lowerBound)...\(range.upperBound), got '\(value)'")
+            throw ConfigurationError("\(name): expected an integer in \(range.lowerBound)...\(range.upperBound), got '\(shown(value))'")
         }
         return number
     }
@@ -220,6 +220,15 @@ public struct Configuration: Sendable {
         } catch {
             throw ConfigurationError("scrypt parameters ln=\(logN), r=\(r), p=\(p) are out of bounds")
         }
+    }
+
+    /// A user's value as it appears in an error: control characters escaped, so the message stays one line.
+    private static func shown(_ value: String) -> String {
+        var text = ""
+        for scalar in value.unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7F { text += scalar.escaped(asASCII: true) } else { text.unicodeScalars.append(scalar) }
+        }
+        return text
     }
 }
 

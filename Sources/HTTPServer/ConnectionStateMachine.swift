@@ -170,6 +170,11 @@ struct ConnectionStateMachine {
             state = .lingering(until: now + configuration.lingerTimeout)
             return .closeWrite
         }
+        if draining, buffered == 0 {
+            // A keep-alive response finished during a shutdown: the connection is idle now.
+            state = .closed
+            return .close
+        }
         state = .head(since: buffered > 0 ? now : nil)
         idleSince = now
         return processBuffer(now: now)

@@ -273,8 +273,9 @@ final class EventLoop: @unchecked Sendable {
 
     private func updateInterest(_ connection: Connection) {
         guard !connection.closed else { return }
-        var events = EPOLLRDHUP.rawValue
-        if connection.machine.wantsRead { events |= EPOLLIN.rawValue }
+        // EPOLLRDHUP is level-triggered: kept on after the peer's FIN (which stops reading) it would spin the loop.
+        var events: UInt32 = 0
+        if connection.machine.wantsRead { events |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
         if connection.outputOffset < connection.output.count { events |= EPOLLOUT.rawValue }
         guard events != connection.registeredEvents else { return }
         connection.registeredEvents = events

@@ -7,6 +7,8 @@ public final class HTTPServer: @unchecked Sendable {
     public let metrics: HTTPMetrics
     private let shared: ServerShared
     private var loops: [EventLoop] = []
+    /// The route table it serves.
+    public var router: Router { shared.router }
     /// The port actually bound (differs from the configured one when that was 0).
     public private(set) var port: Int = 0
 

@@ -1,0 +1,216 @@
+@testable import API
+import Foundation
+import Glibc
+import Testing
+
+@Suite struct ExosphereTests {
+    @Test(arguments: [["--version"], ["-V"], ["version"], ["--help"], ["-h"], ["help"], ["serve", "--help"], ["serve", "--port", "1", "-h"]])
+    func informationalCommandsSucceed(_ arguments: [String]) {
+        #expect(Exosphere.main(arguments: arguments, environment: [:]) == 0)
+    }
+
+    @Test(arguments: [[], ["bogus"], ["--verbose"], ["serve", "--port", "abc"], ["serve", "--nope"], ["serve", "--port"]])
+    func unknownCommandsAndInvalidConfigurationFail(_ arguments: [String]) {
+        #expect(Exosphere.main(arguments: arguments, environment: [:]) != 0)
+    }
+
+    @Test func invalidEnvironmentFails() {
+        #expect(Exosphere.main(arguments: ["serve"], environment: ["PORT": "eighty"]) != 0)
+    }
+}
+
+/// The built `exosphere` binary as a subprocess: real flags, a real socket, a real SIGTERM.
+@Suite struct ExosphereProcessTests {
+    /// The executable built next to the test bundle.
+    static func executable() -> URL? {
+        var candidates: [URL] = []
+        let bundle = Bundle.main.bundleURL
+        candidates.append(bundle.appendingPathComponent("exosphere"))
+        candidates.append(bundle.deletingLastPathComponent().appendingPathComponent("exosphere"))
+        let argv0 = URL(fileURLWithPath: CommandLine.arguments[0])
+        candidates.append(argv0.deletingLastPathComponent().appendingPathComponent("exosphere"))
+        candidates.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug/exosphere"))
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+
+    /// A port that was free a moment ago: bind port 0, read it, close.
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard ok else { throw HTTPGetError("bind: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A child process started with `posix_spawn`, with a clean signal mask and default dispositions.
+    ///
+    /// Not Foundation's `Process`: it passes on the spawning thread's signal mask, and the test runner's
+    /// threads block SIGTERM, which would hide exactly the signal handling these tests are about.
+    final class Child {
+        let pid: pid_t
+        let port: Int
+        let log: String
+        /// The managed PostgreSQL of this child (`EXOSPHERE_DATA_DIR`), removed with it.
+        let dataDirectory: String
+        private var status: Int32?
+
+        init(executable: String, arguments: [String], environment: [String: String], port: Int) throws {
+            self.port = port
+            log = FileManager.default.temporaryDirectory.appendingPathComponent("exosphere-\(UUID().uuidString).log").path
+            dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("exosphere-\(UUID().uuidString)").path
+            var environment = environment
+            environment["EXOSPHERE_DATA_DIR"] = dataDirectory + "/pg"
+            environment["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+            environment["EXOSPHERE_MIGRATIONS_DIR"] = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("migrations").path
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            var attributes = posix_spawnattr_t()
+            posix_spawnattr_init(&attributes)
+            defer { posix_spawnattr_destroy(&attributes) }
+            var empty = sigset_t()
+            sigemptyset(&empty)
+            posix_spawnattr_setsigmask(&attributes, &empty)
+            var defaults = sigset_t()
+            sigemptyset(&defaults)
+            for signal in [SIGTERM, SIGINT, SIGPIPE] { sigaddset(&defaults, signal) }
+            posix_spawnattr_setsigdefault(&attributes, &defaults)
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+            let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+            let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+            defer { (argv + envp).forEach { free($0) } }
+            var pid: pid_t = 0
+            let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+            guard result == 0 else { throw HTTPGetError("posix_spawn: \(String(cString: strerror(result)))") }
+            self.pid = pid
+        }
+
+        deinit {
+            if isRunning {
+                kill(pid, SIGKILL)
+                _ = waitForExit(timeout: 5)
+            }
+            unlink(log)
+            try? FileManager.default.removeItem(atPath: dataDirectory)
+        }
+
+        var stderr: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+
+        var isRunning: Bool {
+            if status != nil { return false }
+            var raw: Int32 = 0
+            if waitpid(pid, &raw, WNOHANG) == pid { status = raw }
+            return status == nil
+        }
+
+        /// The exit code, if the process exited (rather than being killed by a signal).
+        var exitCode: Int32? { status.flatMap { $0 & 0x7F == 0 ? ($0 >> 8) & 0xFF : nil } }
+        /// The signal that killed the process, if one did.
+        var killedBy: Int32? { status.flatMap { $0 & 0x7F != 0 ? $0 & 0x7F : nil } }
+
+        /// Waits for the process to end; false if it is still running after `timeout` seconds.
+        func waitForExit(timeout: Double) -> Bool {
+            let deadline = Date().addingTimeInterval(timeout)
+            while isRunning {
+                if Date() > deadline { return false }
+                usleep(10_000)
+            }
+            return true
+        }
+
+        func signal(_ signal: Int32) { kill(pid, signal) }
+    }
+
+    static func run(_ arguments: [String]) throws -> Child {
+        let binary = try #require(executable(), "exosphere binary not found next to \(Bundle.main.bundleURL.path)")
+        return try Child(executable: binary.path, arguments: arguments, environment: [:], port: 0)
+    }
+
+    /// Starts `exosphere serve` on a free port and waits until it accepts connections.
+    static func serve(_ extra: [String] = []) throws -> Child {
+        let binary = try #require(executable(), "exosphere binary not found next to \(Bundle.main.bundleURL.path)")
+        let port = try freePort()
+        let child = try Child(executable: binary.path,
+                              arguments: ["serve", "--host", "127.0.0.1", "--port", String(port), "--drain-timeout", "2",
+                                          "--log-level", "notice"] + extra,
+                              environment: ["LOG_FORMAT": "logfmt"], port: port)
+        // The first start of a managed cluster runs initdb: allow for a loaded machine.
+        let deadline = Date().addingTimeInterval(60)
+        while (try? httpGet(port: port, path: "/healthz")) == nil {
+            guard child.isRunning, Date() < deadline else {
+                throw HTTPGetError("exosphere did not start listening: \(child.stderr)")
+            }
+            usleep(20_000)
+        }
+        return child
+    }
+
+    @Test func servesHealthzAndExitsCleanlyOnSIGTERM() throws {
+        let child = try Self.serve()
+        let health = try httpGet(port: child.port, path: "/healthz")
+        #expect(health.status == 200)
+        #expect(health.body == #"{"status":"ok"}"#)
+        #expect(health.head.lowercased().contains("content-type: application/json"))
+        #expect(try httpGet(port: child.port, path: "/nope").status == 404)
+
+        child.signal(SIGTERM)
+        #expect(child.waitForExit(timeout: 10), "exosphere still running 10 s after SIGTERM (drain timeout 2 s)")
+        #expect(child.killedBy == nil, "killed by signal \(child.killedBy ?? 0); stderr: \(child.stderr)")
+        #expect(child.exitCode == 0)
+        #expect(child.stderr.contains("msg=stopped"))
+    }
+
+    @Test func exitsCleanlyOnSIGINT() throws {
+        let child = try Self.serve()
+        child.signal(SIGINT)
+        #expect(child.waitForExit(timeout: 10))
+        #expect(child.killedBy == nil)
+        #expect(child.exitCode == 0)
+    }
+
+    @Test func secondSignalDuringDrainDoesNotKillTheProcess() throws {
+        let child = try Self.serve()
+        // A rejected request leaves its connection lingering (2 s) while this client keeps it open,
+        // so the drain takes a while: long enough to send another signal in the middle of it.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(child.port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        try #require(connected == 0)
+        _ = "garbage\r\n\r\n".withCString { send(fd, $0, 11, Int32(MSG_NOSIGNAL)) }
+        var byte: UInt8 = 0
+        try #require(recv(fd, &byte, 1, 0) == 1)  // the 400 has been written: the connection lingers
+
+        child.signal(SIGTERM)
+        usleep(300_000)
+        #expect(child.isRunning, "exosphere did not wait for the lingering connection")
+        child.signal(SIGTERM)
+        #expect(child.waitForExit(timeout: 5))
+        #expect(child.killedBy == nil, "killed by signal \(child.killedBy ?? 0) in the middle of the drain")
+        #expect(child.exitCode == 0)
+    }
+
+    @Test(arguments: [(["serve", "--port", "nope"], 2), (["frobnicate"], 2), (["--version"], 0),
+                      (["serve", "--host", "not an address", "--port", "0"], 1)] as [([String], Int32)])
+    func exitStatus(_ arguments: [String], _ status: Int32) throws {
+        let child = try Self.run(arguments)
+        #expect(child.waitForExit(timeout: 60))
+        #expect(child.exitCode == status)
+    }
+}

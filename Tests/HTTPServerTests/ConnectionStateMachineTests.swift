@@ -1,0 +1,502 @@
+import HTTP
+@testable import HTTPServer
+import Testing
+
+/// One second of the monotonic clock, in nanoseconds.
+private let second: UInt64 = 1_000_000_000
+
+/// A fixed date so that written bytes can be compared exactly.
+private let epoch = HTTPDate.format(secondsSinceEpoch: 0)
+
+/// Timeouts chosen so that every deadline in these tests is easy to compute by hand.
+private func configuration(_ adjust: (inout ServerConfiguration) -> Void = { _ in }) -> ConnectionConfiguration {
+    var server = ServerConfiguration()
+    server.headerTimeout = .seconds(10)
+    server.idleTimeout = .seconds(75)
+    server.bodyTimeoutGrace = .seconds(5)
+    server.minBodyBytesPerSecond = 1000
+    server.writeTimeout = .seconds(60)
+    server.lingerTimeout = .seconds(2)
+    adjust(&server)
+    return ConnectionConfiguration(server)
+}
+
+private func machine(now: UInt64 = 0, bodyLimit: Int = 1 << 20,
+                     _ adjust: (inout ServerConfiguration) -> Void = { _ in }) -> ConnectionStateMachine {
+    ConnectionStateMachine(configuration: configuration(adjust), now: now, bodyLimit: { _ in bodyLimit })
+}
+
+extension ConnectionStateMachine {
+    mutating func receive(_ text: String, at now: UInt64) -> Action {
+        receive(Array(text.utf8), at: now)
+    }
+
+    mutating func receive(_ bytes: [UInt8], at now: UInt64) -> Action {
+        bytes.withUnsafeBytes { received($0, now: now) }
+    }
+
+    mutating func respond(_ text: String = "ok", status: HTTPStatus = .ok, at now: UInt64) -> Action {
+        respond(Response(status: status, contentType: "text/plain", body: Array(text.utf8)), date: epoch, now: now)
+    }
+}
+
+/// The request carried by a `.dispatch`, or a recorded failure.
+private func dispatched(_ action: ConnectionStateMachine.Action, sourceLocation: SourceLocation = #_sourceLocation) -> Request? {
+    guard case .dispatch(let request) = action else {
+        Issue.record("expected .dispatch, got \(action)", sourceLocation: sourceLocation)
+        return nil
+    }
+    return request
+}
+
+/// The bytes of a `.write` as text, and whether the connection closes after them.
+private func written(_ action: ConnectionStateMachine.Action,
+                     sourceLocation: SourceLocation = #_sourceLocation) -> (text: String, close: Bool)? {
+    guard case .write(let bytes, let close) = action else {
+        Issue.record("expected .write, got \(action)", sourceLocation: sourceLocation)
+        return nil
+    }
+    return (String(decoding: bytes, as: UTF8.self), close)
+}
+
+private func get(_ path: String, _ extra: String = "") -> String {
+    "GET \(path) HTTP/1.1\r\nHost: example.com\r\n\(extra)\r\n"
+}
+
+@Suite struct ConnectionStateMachineTests {
+    // MARK: - Requests and responses
+
+    @Test func simpleGetIsDispatched() {
+        var m = machine()
+        let request = dispatched(m.receive(get("/hello?x=1"), at: 1 * second))
+        #expect(request?.method == .get)
+        #expect(request?.path == "/hello")
+        #expect(request?.query == "x=1")
+        #expect(request?.body == [])
+        #expect(request?.headers["host"] == "example.com")
+        // The handler runs now: no timer, and a little more input is still welcome.
+        #expect(m.deadline == nil)
+        #expect(m.wantsRead)
+    }
+
+    @Test func keepAliveResponseIsWrittenExactlyThenConnectionIsIdle() {
+        var m = machine()
+        _ = m.receive(get("/"), at: 1 * second)
+        let action = m.respond("ok", at: 2 * second)
+        let expected = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
+            + "Content-Type: text/plain\r\n\r\nok"
+        #expect(action == .write(Array(expected.utf8), close: false))
+        #expect(m.deadline == 2 * second + 60 * second)  // write timeout
+        #expect(m.writeCompleted(now: 3 * second) == .none)
+        #expect(!m.isClosed)
+        #expect(m.deadline == 3 * second + 75 * second)  // idle timeout from the end of the write
+        // And the next request on the same connection is served.
+        #expect(dispatched(m.receive(get("/again"), at: 4 * second))?.path == "/again")
+    }
+
+    @Test func respondWithoutPendingRequestDoesNothing() {
+        var m = machine()
+        #expect(m.respond(at: 1) == .none)
+        #expect(m.writeCompleted(now: 1) == .none)
+    }
+
+    @Test func pipelinedRequestsAreDispatchedOneAtATimeInOrder() {
+        var m = machine()
+        let three = get("/1") + get("/2") + get("/3")
+        #expect(dispatched(m.receive(three, at: 1))?.path == "/1")
+        // Nothing more until the first response is completely written.
+        #expect(written(m.respond("one", at: 2))?.close == false)
+        #expect(m.receive(get("/4"), at: 3) == .none)
+        #expect(dispatched(m.writeCompleted(now: 4))?.path == "/2")
+        #expect(m.writeCompleted(now: 4) == .none)  // not writing: ignored
+        _ = m.respond("two", at: 5)
+        #expect(dispatched(m.writeCompleted(now: 6))?.path == "/3")
+        _ = m.respond("three", at: 7)
+        #expect(dispatched(m.writeCompleted(now: 8))?.path == "/4")
+        _ = m.respond("four", at: 9)
+        #expect(m.writeCompleted(now: 10) == .none)
+        #expect(m.deadline == 10 + 75 * second)
+    }
+
+    @Test func pipelinedRequestWithBodyFollowedByAnother() {
+        var m = machine()
+        let input = "POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello" + get("/b")
+        let first = dispatched(m.receive(input, at: 1))
+        #expect(first?.path == "/a")
+        #expect(first?.body == Array("hello".utf8))
+        _ = m.respond(at: 2)
+        #expect(dispatched(m.writeCompleted(now: 3))?.path == "/b")
+    }
+
+    @Test func requestSplitOverManyReads() {
+        var m = machine()
+        let bytes = Array(get("/split", "X-Long: \(String(repeating: "v", count: 300))\r\n").utf8)
+        var now = 5 * second
+        for byte in bytes.dropLast() {
+            #expect(m.receive([byte], at: now) == .none)
+            // The header deadline counts from the first byte, not the latest.
+            #expect(m.deadline == 5 * second + 10 * second)
+            now += 1_000
+        }
+        let request = dispatched(m.receive([bytes.last!], at: now))
+        #expect(request?.path == "/split")
+        #expect(request?.headers["x-long"]?.count == 300)
+    }
+
+    @Test func contentLengthBodyInPieces() {
+        var m = machine()
+        #expect(m.receive("POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\nhel", at: 10 * second) == .none)
+        #expect(m.receive("lo wo", at: 10 * second + 1) == .none)
+        let request = dispatched(m.receive("rld", at: 10 * second + 2))
+        #expect(request?.body == Array("hello world".utf8))
+        #expect(request?.method == .post)
+    }
+
+    @Test func chunkedBodyInPiecesThenNextRequest() {
+        var m = machine()
+        let head = "POST /up HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+        #expect(m.receive(head + "5\r\nhel", at: 1) == .none)
+        #expect(m.receive("lo\r\n6;ext=1\r\n wor", at: 2) == .none)
+        #expect(m.receive("ld\r\n0\r\nTrailer: x\r\n", at: 3) == .none)
+        let request = dispatched(m.receive("\r\n" + get("/next"), at: 4))
+        #expect(request?.body == Array("hello world".utf8))
+        _ = m.respond(at: 5)
+        #expect(dispatched(m.writeCompleted(now: 6))?.path == "/next")
+    }
+
+    @Test func malformedChunkedBodyIsRejected() {
+        var m = machine()
+        let head = "POST /up HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+        #expect(m.receive(head + "zz\r\n", at: 1) == .reject(.invalidChunkSize))
+        #expect(written(m.respond(status: .badRequest, at: 2))?.close == true)
+    }
+
+    @Test func headResponseHasNoBody() {
+        var m = machine()
+        _ = m.receive("HEAD / HTTP/1.1\r\nHost: h\r\n\r\n", at: 1)
+        let text = written(m.respond("hello", at: 2))?.text
+        #expect(text == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
+            + "Content-Type: text/plain\r\n\r\n")
+    }
+
+    // MARK: - Expect: 100-continue
+
+    @Test func expectContinueWhenBodyHasNotArrived() {
+        var m = machine()
+        let head = "POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"
+        #expect(m.receive(head, at: 1) == .sendContinue)
+        #expect(dispatched(m.receive("hello", at: 2))?.body == Array("hello".utf8))
+    }
+
+    @Test func noContinueWhenBodyArrivedWithHead() {
+        var m = machine()
+        let head = "POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"
+        #expect(dispatched(m.receive(head + "hello", at: 1))?.body == Array("hello".utf8))
+    }
+
+    @Test func noContinueWhenPartOfBodyArrivedWithHead() {
+        var m = machine()
+        let head = "POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"
+        #expect(m.receive(head + "he", at: 1) == .none)
+        #expect(dispatched(m.receive("llo", at: 2))?.body == Array("hello".utf8))
+    }
+
+    @Test func noContinueForChunkedBodyThatArrivedWithHead() {
+        var m = machine()
+        let head = "POST /up HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n"
+        #expect(dispatched(m.receive(head + "2\r\nhi\r\n0\r\n\r\n", at: 1))?.body == Array("hi".utf8))
+    }
+
+    @Test func continueForChunkedHeadAlone() {
+        var m = machine()
+        let head = "POST /up HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n"
+        #expect(m.receive(head, at: 1) == .sendContinue)
+        #expect(dispatched(m.receive("2\r\nhi\r\n0\r\n\r\n", at: 2))?.body == Array("hi".utf8))
+    }
+
+    @Test func noContinueForHTTP10() {
+        var m = machine()
+        let head = "POST /up HTTP/1.0\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"
+        #expect(m.receive(head, at: 1) == .none)
+    }
+
+    // MARK: - Limits
+
+    @Test func contentLengthOverLimitIsRejectedBeforeTheBody() {
+        var m = machine(bodyLimit: 10)
+        let head = "POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\nExpect: 100-continue\r\n\r\n"
+        #expect(m.receive(head, at: 1) == .reject(.bodyTooLarge))
+        let response = written(m.respond(Response(status: .contentTooLarge), date: epoch, now: 2))
+        #expect(response?.close == true)
+        #expect(response?.text.hasPrefix("HTTP/1.1 413 Content Too Large\r\n") == true)
+        #expect(response?.text.contains("Connection: close\r\n") == true)
+        #expect(m.writeCompleted(now: 3) == .closeWrite)
+        // The body the client sends anyway is read and discarded while lingering.
+        #expect(m.receive("hello world", at: 4) == .none)
+        #expect(m.wantsRead)
+    }
+
+    @Test func contentLengthAtLimitIsAccepted() {
+        var m = machine(bodyLimit: 5)
+        #expect(dispatched(m.receive("POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello", at: 1)) != nil)
+    }
+
+    @Test func bodyLimitIsAskedWithTheRequestHead() {
+        var m = ConnectionStateMachine(configuration: configuration(), now: 0) { head in
+            head.path == "/big" ? 100 : 3
+        }
+        #expect(m.receive("POST /small HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\n", at: 1) == .reject(.bodyTooLarge))
+        var n = ConnectionStateMachine(configuration: configuration(), now: 0) { head in
+            head.path == "/big" ? 100 : 3
+        }
+        #expect(n.receive("POST /big HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\n", at: 1) == .none)
+    }
+
+    @Test func chunkedBodyOverLimitIsRejected() {
+        var m = machine(bodyLimit: 4)
+        let head = "POST /up HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+        #expect(m.receive(head + "3\r\nabc\r\n", at: 1) == .none)
+        #expect(m.receive("2\r\n", at: 2) == .reject(.bodyTooLarge))
+    }
+
+    @Test func parseErrorIsAnsweredWithCloseThenLingers() {
+        var m = machine()
+        #expect(m.receive("GET / HTTP/1.1\nHost: h\r\n\r\n", at: 1 * second) == .reject(.bareLF))
+        // More input after the error is not parsed.
+        #expect(m.receive(get("/ignored"), at: 1 * second) == .none)
+        let response = written(m.respond(Problem(.bareLF).response(), date: epoch, now: 2 * second))
+        #expect(response?.close == true)
+        #expect(response?.text.hasPrefix("HTTP/1.1 400 Bad Request\r\n") == true)
+        #expect(response?.text.contains("Connection: close\r\n") == true)
+        #expect(response?.text.contains("\"code\":\"bare_lf\"") == true)
+        #expect(m.writeCompleted(now: 3 * second) == .closeWrite)
+        #expect(m.deadline == 3 * second + 2 * second)
+        #expect(m.receive("junk", at: 4 * second) == .none)
+        #expect(m.timeout(now: 5 * second - 1) == .none)
+        #expect(!m.isClosed)
+        #expect(m.timeout(now: 5 * second) == .close)
+        #expect(m.isClosed)
+        #expect(!m.wantsRead)
+    }
+
+    @Test func peerEOFWhileLingeringCloses() {
+        var m = machine()
+        _ = m.receive("BAD\r\n\r\n", at: 1)
+        _ = m.respond(status: .badRequest, at: 2)
+        #expect(m.writeCompleted(now: 3) == .closeWrite)
+        #expect(m.peerClosed() == .close)
+        #expect(m.isClosed)
+    }
+
+    @Test func headerTooLargeIsRejected() {
+        var m = machine { $0.limits.maxHeaderBytes = 256 }
+        let head = "GET / HTTP/1.1\r\nHost: h\r\n" + String(repeating: "X-A: b\r\n", count: 40)
+        #expect(m.receive(head, at: 1) == .reject(.headersTooLarge))
+    }
+
+    // MARK: - Timeouts
+
+    @Test func headerTimeoutCountsFromTheFirstByte() {
+        var m = machine(now: 0)
+        #expect(m.deadline == 75 * second)  // idle until a byte arrives
+        #expect(m.receive("GET / HT", at: 3 * second) == .none)
+        #expect(m.receive("TP/1.1\r\n", at: 9 * second) == .none)
+        #expect(m.deadline == 13 * second)
+        #expect(m.timeout(now: 13 * second - 1) == .none)
+        let action = m.timeout(now: 13 * second)
+        #expect(action == .reject(.headerTimeout))
+        if case .reject(let error) = action {
+            #expect(error.code == "header_timeout")
+            #expect(error.status.code == 408)
+        }
+        let response = written(m.respond(Problem(.headerTimeout).response(), date: epoch, now: 13 * second))
+        #expect(response?.text.hasPrefix("HTTP/1.1 408 Request Timeout\r\n") == true)
+        #expect(response?.close == true)
+    }
+
+    @Test func headerTimeoutOfPipelinedPartialHeadCountsFromEndOfPreviousResponse() {
+        var m = machine()
+        _ = m.receive(get("/1") + "GET /2 HTTP/1.1\r\n", at: 1 * second)
+        _ = m.respond(at: 2 * second)
+        #expect(m.writeCompleted(now: 3 * second) == .none)
+        #expect(m.deadline == 13 * second)
+    }
+
+    @Test func idleKeepAliveTimeoutClosesWithoutResponse() {
+        var m = machine()
+        _ = m.receive(get("/"), at: 1 * second)
+        _ = m.respond(at: 1 * second)
+        _ = m.writeCompleted(now: 2 * second)
+        #expect(m.timeout(now: 77 * second - 1) == .none)
+        #expect(m.timeout(now: 77 * second) == .close)
+        #expect(m.isClosed)
+    }
+
+    @Test func freshConnectionWithoutBytesTimesOutIdle() {
+        var m = machine(now: 10 * second)
+        #expect(m.timeout(now: 85 * second) == .close)
+    }
+
+    @Test func slowBodyIsRejectedWith408() {
+        var m = machine()
+        // Grace 5 s, then 1000 bytes per second.
+        #expect(m.receive("POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 10000\r\n\r\n", at: 1 * second) == .none)
+        #expect(m.deadline == 6 * second)
+        #expect(m.receive([UInt8](repeating: 0x61, count: 2000), at: 2 * second) == .none)
+        #expect(m.deadline == 8 * second)
+        #expect(m.timeout(now: 8 * second - 1) == .none)
+        let action = m.timeout(now: 8 * second)
+        #expect(action == .reject(.bodyTimeout))
+        if case .reject(let error) = action { #expect(error.status.code == 408) }
+        #expect(written(m.respond(Problem(.bodyTimeout).response(), date: epoch, now: 8 * second))?.close == true)
+    }
+
+    @Test func writeTimeoutClosesAndProgressMovesIt() {
+        var m = machine()
+        _ = m.receive(get("/"), at: 0)
+        _ = m.respond(at: 1 * second)
+        #expect(m.deadline == 61 * second)
+        m.writeProgressed(now: 30 * second)
+        #expect(m.deadline == 90 * second)
+        #expect(m.timeout(now: 61 * second) == .none)
+        #expect(m.timeout(now: 90 * second) == .close)
+    }
+
+    @Test func timeoutWhileHandlerRunsDoesNothing() {
+        var m = machine()
+        _ = m.receive(get("/"), at: 0)
+        #expect(m.timeout(now: 1_000 * second) == .none)
+        #expect(written(m.respond(at: 1_000 * second)) != nil)
+    }
+
+    // MARK: - Closing
+
+    @Test func peerEOFWhileIdleCloses() {
+        var m = machine()
+        #expect(m.peerClosed() == .close)
+        #expect(m.isClosed)
+    }
+
+    @Test func peerEOFWithPartialHeadCloses() {
+        var m = machine()
+        _ = m.receive("GET / HTTP/1.1\r\n", at: 1)
+        #expect(m.peerClosed() == .close)
+    }
+
+    @Test func peerEOFWhileResponsePendingStillWritesResponseWithClose() {
+        var m = machine()
+        _ = m.receive(get("/"), at: 1)
+        #expect(m.peerClosed() == .none)
+        #expect(!m.wantsRead)
+        let response = written(m.respond(at: 2))
+        #expect(response?.close == true)
+        #expect(response?.text.contains("Connection: close\r\n") == true)
+        // The peer already sent its FIN: nothing to linger for.
+        #expect(m.writeCompleted(now: 3) == .close)
+        #expect(m.isClosed)
+    }
+
+    @Test func peerEOFWhileWritingClosesAfterTheWrite() {
+        var m = machine()
+        _ = m.receive(get("/"), at: 1)
+        #expect(written(m.respond(at: 2))?.close == false)
+        #expect(m.peerClosed() == .none)
+        #expect(m.writeCompleted(now: 3) == .close)
+    }
+
+    @Test func http10WithoutKeepAliveClosesAfterResponse() {
+        var m = machine()
+        _ = m.receive("GET / HTTP/1.0\r\n\r\n", at: 1)
+        let response = written(m.respond(at: 2))
+        #expect(response?.close == true)
+        #expect(response?.text.contains("Connection: close\r\n") == true)
+        #expect(m.writeCompleted(now: 3) == .closeWrite)
+    }
+
+    @Test func http10WithKeepAliveStaysOpen() {
+        var m = machine()
+        _ = m.receive("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", at: 1)
+        let response = written(m.respond(at: 2))
+        #expect(response?.close == false)
+        #expect(response?.text.contains("Connection: keep-alive\r\n") == true)
+        #expect(m.writeCompleted(now: 3) == .none)
+        #expect(!m.isClosed)
+    }
+
+    @Test func connectionCloseFromClientIsHonoured() {
+        var m = machine()
+        _ = m.receive(get("/", "Connection: close\r\n") + get("/never"), at: 1)
+        let response = written(m.respond(at: 2))
+        #expect(response?.close == true)
+        #expect(response?.text.contains("Connection: close\r\n") == true)
+        // The pipelined request after `Connection: close` is never dispatched.
+        #expect(m.writeCompleted(now: 3) == .closeWrite)
+        #expect(m.receive(get("/late"), at: 4) == .none)
+    }
+
+    // MARK: - Draining
+
+    @Test func drainingClosesIdleConnection() {
+        var m = machine()
+        #expect(m.beginDraining() == .close)
+        #expect(m.isClosed)
+    }
+
+    @Test func drainingClosesConnectionWithPartialHead() {
+        var m = machine()
+        _ = m.receive("GET / HTTP/1.1\r\n", at: 1)
+        #expect(m.beginDraining() == .close)
+    }
+
+    @Test func drainingLetsInFlightRequestFinishWithClose() {
+        var m = machine()
+        _ = m.receive(get("/"), at: 1)
+        #expect(m.beginDraining() == .none)
+        let response = written(m.respond(at: 2))
+        #expect(response?.close == true)
+        #expect(response?.text.contains("Connection: close\r\n") == true)
+        #expect(m.writeCompleted(now: 3) == .closeWrite)
+    }
+
+    @Test func drainingLetsBodyArriveThenAnswersWithClose() {
+        var m = machine()
+        _ = m.receive("POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n", at: 1)
+        #expect(m.beginDraining() == .none)
+        #expect(dispatched(m.receive("hi", at: 2))?.body == Array("hi".utf8))
+        #expect(written(m.respond(at: 3))?.close == true)
+    }
+
+    @Test func drainingWhileKeepAliveResponseIsWrittenClosesAfterIt() {
+        var m = machine()
+        _ = m.receive(get("/"), at: 1)
+        #expect(written(m.respond(at: 2))?.close == false)
+        #expect(m.beginDraining() == .none)
+        // The response was already serialised for keep-alive; once it is out the connection is idle
+        // and must not wait for another request during a shutdown.
+        #expect(m.writeCompleted(now: 3) == .close)
+        #expect(m.isClosed)
+    }
+
+    @Test func drainingAnswersPipelinedRequestWithClose() {
+        var m = machine()
+        _ = m.receive(get("/1") + get("/2"), at: 1)
+        _ = m.respond(at: 2)
+        #expect(m.beginDraining() == .none)
+        #expect(dispatched(m.writeCompleted(now: 3))?.path == "/2")
+        #expect(written(m.respond(at: 4))?.close == true)
+    }
+
+    // MARK: - Back-pressure
+
+    @Test func wantsReadStopsWhenResponsePendingAndBufferFull() {
+        var m = machine { $0.limits.maxHeaderBytes = 1024 }
+        _ = m.receive(get("/"), at: 1)
+        #expect(m.wantsRead)
+        _ = m.receive([UInt8](repeating: 0x41, count: 1023), at: 2)
+        #expect(m.wantsRead)
+        _ = m.receive([0x41], at: 3)
+        #expect(!m.wantsRead)
+        _ = m.respond(at: 4)
+        #expect(!m.wantsRead)  // still writing, still full
+    }
+}

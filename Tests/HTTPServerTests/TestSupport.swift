@@ -1,0 +1,266 @@
+import Foundation
+import Glibc
+import HTTP
+import HTTPServer
+import Logging
+import Synchronization
+
+/// A failure of the raw test client, with the errno or the reason.
+struct ClientError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// One response as read off the wire.
+struct WireResponse {
+    var status: Int
+    var reason: String
+    var headers: [(name: String, value: String)]
+    var body: [UInt8]
+
+    subscript(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+
+    var text: String { String(decoding: body, as: UTF8.self) }
+    var closes: Bool { self["Connection"]?.lowercased() == "close" }
+}
+
+/// A blocking TCP client that sends exactly the bytes it is given and parses responses itself.
+final class RawClient {
+    let fd: Int32
+    private var buffer: [UInt8] = []
+
+    /// Connects to 127.0.0.1:port; reads time out after `timeout` seconds.
+    init(port: Int, timeout: Double = 5) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ClientError("socket: errno \(errno)") }
+        var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1_000_000))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let status = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard status == 0 else {
+            let error = errno
+            Glibc.close(fd)
+            throw ClientError("connect: \(String(cString: strerror(error))) (errno \(error))")
+        }
+    }
+
+    deinit { Glibc.close(fd) }
+
+    func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+    func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ClientError("send: \(String(cString: strerror(errno)))")
+            }
+            offset += n
+        }
+    }
+
+    func shutdownWrite() { _ = Glibc.shutdown(fd, Int32(SHUT_WR)) }
+
+    /// Reads more bytes into the buffer; false on EOF.
+    private func fill() throws -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n > 0 {
+                buffer.append(contentsOf: chunk[0..<n])
+                return true
+            }
+            if n == 0 { return false }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { throw ClientError("timed out waiting for the server") }
+            throw ClientError("recv: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Reads one response; `head` is true when the request was `HEAD` (no body follows).
+    func readResponse(head: Bool = false) throws -> WireResponse {
+        let separator: [UInt8] = [13, 10, 13, 10]
+        var headEnd: Int?
+        while headEnd == nil {
+            if buffer.count >= 4 {
+                headEnd = (0...(buffer.count - 4)).first { buffer[$0..<($0 + 4)].elementsEqual(separator) }
+            }
+            if headEnd == nil, try !fill() {
+                throw ClientError("connection closed before a response head (got \(buffer.count) bytes)")
+            }
+        }
+        let headText = String(decoding: buffer[0..<headEnd!], as: UTF8.self)
+        var lines = headText.components(separatedBy: "\r\n")
+        let statusLine = lines.removeFirst().split(separator: " ", maxSplits: 2).map(String.init)
+        guard statusLine.count >= 2, statusLine[0] == "HTTP/1.1", let status = Int(statusLine[1]) else {
+            throw ClientError("bad status line in \(headText.debugDescription)")
+        }
+        var response = WireResponse(status: status, reason: statusLine.count > 2 ? statusLine[2] : "", headers: [], body: [])
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { throw ClientError("bad header line \(line.debugDescription)") }
+            response.headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+        }
+        buffer.removeFirst(headEnd! + 4)
+        let length = head || (100..<200).contains(status) || status == 204 || status == 304 ? 0 : Int(response["Content-Length"] ?? "0") ?? 0
+        while buffer.count < length {
+            if try !fill() { throw ClientError("connection closed inside a body") }
+        }
+        response.body = Array(buffer[0..<length])
+        buffer.removeFirst(length)
+        return response
+    }
+
+    /// Sends a simple request and reads its response.
+    func request(_ method: String = "GET", _ path: String, headers: [String] = [], body: String? = nil) throws -> WireResponse {
+        var text = "\(method) \(path) HTTP/1.1\r\nHost: test\r\n"
+        for header in headers { text += header + "\r\n" }
+        if let body { text += "Content-Length: \(body.utf8.count)\r\n" }
+        text += "\r\n" + (body ?? "")
+        try send(text)
+        return try readResponse(head: method == "HEAD")
+    }
+
+    /// Whether the server ends the connection (EOF or reset) with no further bytes.
+    func readsEOF() -> Bool {
+        guard buffer.isEmpty else { return false }
+        do { return try !fill() } catch let error as ClientError { return error.description.hasPrefix("recv") } catch { return false }
+    }
+}
+
+/// The outcome of a connect attempt, for "refused" checks.
+func connectErrno(port: Int) -> Int32 {
+    do {
+        _ = try RawClient(port: port, timeout: 1)
+        return 0
+    } catch {
+        return (error as? ClientError)?.description.contains("errno \(ECONNREFUSED)") == true ? ECONNREFUSED : -1
+    }
+}
+
+/// A one-shot latch for handlers and test threads.
+final class Gate: Sendable {
+    private let isOpen = Atomic<Bool>(false)
+    func open() { isOpen.store(true, ordering: .releasing) }
+    var opened: Bool { isOpen.load(ordering: .acquiring) }
+    /// Waits up to `timeout` seconds; true when opened.
+    @discardableResult
+    func wait(timeout: Double = 5) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !opened {
+            if Date() > deadline { return false }
+            usleep(1_000)
+        }
+        return true
+    }
+}
+
+/// Work on a real thread (never the cooperative pool: the clients block), joined with a timeout.
+final class Background<T: Sendable>: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var value: T?
+
+    init(_ body: @escaping @Sendable () -> T) {
+        Thread.detachNewThread { [self] in
+            let result = body()
+            lock.withLock { value = result }
+            done.signal()
+        }
+    }
+
+    /// The result, or nil if it did not finish within `timeout` seconds.
+    func wait(timeout: Double = 10) -> T? {
+        guard done.wait(timeout: .now() + timeout) == .success else { return nil }
+        return lock.withLock { value }
+    }
+}
+
+/// Seconds since `start`.
+func elapsed(since start: DispatchTime) -> Double {
+    Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+}
+
+/// An error whose text must never reach a client.
+struct SecretError: Error, CustomStringConvertible {
+    var description: String { "secret-detail: password=hunter2" }
+}
+
+/// Routes that every live test can use.
+func testRouter(_ extra: (inout Router) -> Void = { _ in }) -> Router {
+    var router = Router()
+    router.get("/hello", execution: .inline) { _, _ in
+        Response(status: .ok, contentType: "text/plain", body: Array("hello".utf8))
+    }
+    router.get("/healthz", execution: .inline) { _, _ in
+        Response(status: .ok, contentType: "application/json", body: Array(#"{"status":"ok"}"#.utf8))
+    }
+    router.get("/slow") { _, _ in
+        usleep(300_000)
+        return Response(status: .ok, contentType: "text/plain", body: Array("slow".utf8))
+    }
+    router.post("/echo") { request, _ in
+        Response(status: .ok, contentType: "application/octet-stream", body: request.body)
+    }
+    router.post("/small", maxBodyBytes: 4) { request, _ in
+        Response(status: .ok, contentType: "application/octet-stream", body: request.body)
+    }
+    router.get("/boom") { _, _ in throw SecretError() }
+    router.get("/conflict", execution: .inline) { _, _ in
+        throw Problem(status: .conflict, code: "email_taken", detail: "That email is taken.")
+    }
+    router.get("/id", execution: .inline) { _, context in
+        Response(status: .ok, contentType: "text/plain", body: Array(context.requestID.utf8))
+    }
+    router.get("/items/{id}", execution: .inline) { _, context in
+        Response(status: .ok, contentType: "text/plain", body: Array((context.parameters["id"] ?? "-").utf8))
+    }
+    extra(&router)
+    return router
+}
+
+/// Starts a server on 127.0.0.1 and an ephemeral port, with timeouts short enough for tests.
+func startServer(router: Router = testRouter(), _ adjust: (inout ServerConfiguration) -> Void = { _ in }) throws -> HTTPServer {
+    var configuration = ServerConfiguration()
+    configuration.host = "127.0.0.1"
+    configuration.port = 0
+    configuration.eventLoops = 1
+    configuration.workerThreads = 4
+    configuration.headerTimeout = .seconds(1)
+    configuration.idleTimeout = .seconds(5)
+    configuration.bodyTimeoutGrace = .seconds(2)
+    configuration.lingerTimeout = .milliseconds(500)
+    configuration.drainTimeout = .seconds(3)
+    adjust(&configuration)
+    let server = HTTPServer(configuration: configuration, router: router, logger: .silent)
+    try server.start()
+    return server
+}
+
+/// CPU seconds used so far by this process's threads whose name starts with `prefix`.
+func cpuSeconds(ofThreadsNamed prefix: String) -> Double {
+    let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+    var total = 0.0
+    guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return 0 }
+    for task in tasks {
+        guard let comm = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8),
+              comm.hasPrefix(prefix),
+              let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")")
+        else { continue }
+        // Fields after "(comm)": state is field 3; utime and stime are fields 14 and 15.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        if fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) {
+            total += (user + system) / ticks
+        }
+    }
+    return total
+}
