@@ -32,6 +32,8 @@ let package = Package(
         // Routes, DTOs, error mapping, configuration.
         .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres", "Security", "Accounts", "Threads"]),
         .executableTarget(name: "exosphere", dependencies: ["API"]),
+        // Benchmark of the Postgres module against pgbench (bench/postgres.sh).
+        .executableTarget(name: "exosphere-dbbench", dependencies: ["Postgres"]),
 
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP"]),

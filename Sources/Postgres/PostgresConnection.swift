@@ -12,6 +12,10 @@ public final class PostgresConnection {
     var statements: [String: [PreparedStatement]] = [:]
     var cachedStatementCount = 0
     var isClosed = false
+    /// Set when an error showed the connection to be unusable.
+    var isBroken = false
+    /// When the pool last took it back (the pool decides from it whether to check liveness).
+    var releasedAt = ContinuousClock.Instant.now
 
     /// Connects synchronously; throws `connectionFailed` with libpq's message in `debugDescription`.
     public init(configuration: PostgresConfiguration) throws {
@@ -58,7 +62,7 @@ public final class PostgresConnection {
     }
 
     /// False once the connection is closed or libpq has seen it break.
-    public var isUsable: Bool { !isClosed && PQstatus(handle) == CONNECTION_OK }
+    public var isUsable: Bool { !isClosed && !isBroken && PQstatus(handle) == CONNECTION_OK }
 
     /// True between BEGIN and COMMIT/ROLLBACK (also when the transaction has failed).
     public var isInTransaction: Bool {
@@ -166,6 +170,7 @@ public final class PostgresConnection {
     @inline(__always)
     func check(_ result: OpaquePointer?) throws -> PostgresResult {
         guard let result else {
+            isBroken = true
             throw PostgresError(code: .connectionFailed, context: errorMessage)
         }
         let status = PQresultStatus(result)
@@ -183,7 +188,10 @@ public final class PostgresConnection {
             return String(cString: value)
         }
         let sqlState = field("C").map(SQLState.init(rawValue:))
-        let broken = PQstatus(handle) != CONNECTION_OK || sqlState?.isConnectionError == true
+        // No SQLSTATE means libpq itself failed (EOF, EPIPE, protocol): the connection is gone
+        // even if PQstatus has not caught up yet.
+        let broken = PQstatus(handle) != CONNECTION_OK || sqlState == nil || sqlState?.isConnectionError == true
+        if broken { isBroken = true }
         var error = PostgresError(code: broken ? .connectionFailed : .queryFailed, sqlState: sqlState)
         if let primary = field("M") {
             error.serverMessage = primary

@@ -47,6 +47,9 @@ public final class PostgresPool: @unchecked Sendable {
     private var timedOut = 0
     private var closed = false
 
+    /// Idle connections older than this are checked (one `poll`) before they are lent.
+    static let idleCheckThreshold: Duration = .milliseconds(50)
+
     /// The default size: two connections per core.
     public static var defaultSize: Int { max(2, 2 * Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
@@ -164,7 +167,12 @@ public final class PostgresPool: @unchecked Sendable {
             }
             switch step {
             case .reuse(let connection):
-                if connection.isAliveWhileIdle() { return connection }
+                // Under load a connection comes back within microseconds and the check (a poll
+                // syscall) would cost a tenth of a round trip; only connections that sat idle
+                // long enough for the server to have gone away and come back are checked.
+                if ContinuousClock.now - connection.releasedAt < Self.idleCheckThreshold || connection.isAliveWhileIdle() {
+                    return connection
+                }
                 connection.close()
                 locked {
                     inUse -= 1
@@ -200,6 +208,7 @@ public final class PostgresPool: @unchecked Sendable {
             inUse -= 1
             var toClose: [PostgresConnection] = []
             if healthy, !closed {
+                connection.releasedAt = ContinuousClock.now
                 idle.append(connection)
             } else {
                 toClose.append(connection)
@@ -216,7 +225,7 @@ public final class PostgresPool: @unchecked Sendable {
                     }
                 }
             }
-            if closed { pthread_cond_broadcast(condition) } else { pthread_cond_signal(condition) }
+            if closed { pthread_cond_broadcast(condition) } else if waiting > 0 { pthread_cond_signal(condition) }
             return toClose
         }
         toClose.forEach { $0.close() }
