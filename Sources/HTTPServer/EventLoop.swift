@@ -373,7 +373,8 @@ final class EventLoop: @unchecked Sendable {
 
     private func logAccess(_ connection: Connection) {
         let elapsed = System.now() &- connection.requestStart
-        shared.observe(route: connection.route?.index ?? -1, status: connection.status, nanoseconds: elapsed)
+        shared.observe(route: connection.route?.index ?? -1, unmatchedMethod: connection.route == nil ? connection.method : nil,
+                       status: connection.status, nanoseconds: elapsed)
         guard shared.accessLog.isEnabled(.info) else { return }
         shared.accessLog.render(.info, "request", [
             "request.id": connection.requestID,

@@ -25,6 +25,8 @@ public final class HTTPMetrics: Sendable {
 
     private struct Key: Hashable {
         let route: Int
+        /// Only for requests no route matched; a route implies its method.
+        let unmatchedMethod: String?
         let status: Int
     }
 
@@ -43,11 +45,11 @@ public final class HTTPMetrics: Sendable {
         }
     }
 
-    /// Records one answered request; `route` is the route's position, or -1 when none matched.
-    func observe(route: Int, status: Int, nanoseconds: UInt64) {
+    /// Records one answered request; `route` is the route's position, or -1 with the method when none matched.
+    func observe(route: Int, unmatchedMethod: String?, status: Int, nanoseconds: UInt64) {
         let seconds = Double(nanoseconds) / 1e9
         series.withLock { all in
-            let key = Key(route: route, status: status)
+            let key = Key(route: route, unmatchedMethod: route < 0 ? unmatchedMethod : nil, status: status)
             var histogram = all.removeValue(forKey: key) ?? Histogram()
             histogram.count += 1
             histogram.sumSeconds += seconds
@@ -72,7 +74,7 @@ public final class HTTPMetrics: Sendable {
         let all = series.withLock { $0 }
         var named: [Series: Histogram] = [:]
         for (key, histogram) in all {
-            let label = labels.indices.contains(key.route) ? labels[key.route] : (pattern: "-", method: "-")
+            let label = labels.indices.contains(key.route) ? labels[key.route] : (pattern: "-", method: key.unmatchedMethod ?? "-")
             named[Series(route: label.pattern, method: label.method, status: key.status)] = histogram
         }
         return named

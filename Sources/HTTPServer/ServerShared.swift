@@ -72,7 +72,7 @@ final class ServerShared: Sendable {
         }
     }
 
-    func observe(route: Int, status: Int, nanoseconds: UInt64) {
-        metrics.observe(route: route, status: status, nanoseconds: nanoseconds)
+    func observe(route: Int, unmatchedMethod: String?, status: Int, nanoseconds: UInt64) {
+        metrics.observe(route: route, unmatchedMethod: unmatchedMethod, status: status, nanoseconds: nanoseconds)
     }
 }
