@@ -9,6 +9,8 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <pthread.h>
+#include <sys/types.h>
+#include <sys/resource.h>
 #include <sys/random.h>
 
 #ifndef SOCK_NONBLOCK
@@ -20,6 +22,7 @@
 
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
 extern int pthread_setname_np(pthread_t thread, const char *name);
+extern pid_t gettid(void);
 
 static inline int clinux_sock_nonblock_cloexec(void) { return SOCK_NONBLOCK | SOCK_CLOEXEC; }
 #endif

@@ -23,7 +23,9 @@ public final class HashingPool: Sendable {
     /// `queueCapacity` jobs (default: twice the workers).
     public init(workers: Int = HashingPool.defaultWorkerCount, queueCapacity: Int? = nil) {
         precondition(workers > 0, "a hashing pool needs at least one worker")
-        pool = BoundedThreadPool(name: "hashing", threads: workers, queueLimit: queueCapacity ?? 2 * workers)
+        // Nice 10: hashing takes whatever CPU is left over, so a storm of sign-ins cannot starve
+        // the event loops and the database of the cores other requests need.
+        pool = BoundedThreadPool(name: "hashing", threads: workers, queueLimit: queueCapacity ?? 2 * workers, niceness: 10)
     }
 
     /// Queues `work` and returns at once; throws `overloaded` when full, `shutDown` after `shutdown()`.
