@@ -11,6 +11,7 @@ public enum Exosphere {
         Usage:
           exosphere serve [options]   run the HTTP server (see exosphere serve --help)
           exosphere migrate [options] apply pending database migrations and exit
+          exosphere openapi           print the OpenAPI 3.1 document of the HTTP API
           exosphere --help            show this text
           exosphere --version         print the version
         """
@@ -27,6 +28,9 @@ public enum Exosphere {
             return 0
         case "--version", "-V", "version":
             print("exosphere \(version)")
+            return 0
+        case "openapi":
+            print(OpenAPIDocument.json)
             return 0
         case "serve", "migrate":
             let rest = Array(arguments.dropFirst())
