@@ -44,6 +44,7 @@ public final class Application: Sendable {
         HealthController(database: database).register(in: &router)
         AccountsController(accounts: accounts, authenticator: authenticator).register(in: &router)
         ProfileController(accounts: accounts, authenticator: authenticator).register(in: &router)
+        OpenAPIController().register(in: &router)
         return router
     }
 

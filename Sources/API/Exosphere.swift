@@ -14,6 +14,7 @@ public enum Exosphere {
         Usage:
           exosphere serve [options]   run the HTTP server (see exosphere serve --help)
           exosphere migrate [options] apply pending database migrations and exit
+          exosphere openapi           print the OpenAPI 3.1 document of the HTTP API
           exosphere hash-benchmark [--seconds N]
                                       scrypt hashes per second on every core, at the production cost
           exosphere --help            show this text
@@ -32,6 +33,9 @@ public enum Exosphere {
             return 0
         case "--version", "-V", "version":
             print("exosphere \(version)")
+            return 0
+        case "openapi":
+            print(OpenAPIDocument.json)
             return 0
         case "serve", "migrate":
             let rest = Array(arguments.dropFirst())

@@ -1,0 +1,1150 @@
+/// The OpenAPI 3.1 document of the HTTP API: the contract of API.md plus the decisions it leaves to
+/// the implementation, written into `description` fields. Served at `GET /openapi.json` and printed
+/// by `exosphere openapi`. `OpenAPIDocumentTests` checks that its paths are exactly the route table's.
+enum OpenAPIDocument {
+    static let json = #"""
+    {
+      "openapi": "3.1.0",
+      "info": {
+        "title": "Exosphere",
+        "version": "0.1.0",
+        "summary": "A self-hosted backend for the user accounts and profiles of a mobile app.",
+        "description": "Accounts, sessions and profiles with typed custom fields, over JSON. This document is the\ncontract of `API.md` plus every decision that page leaves open; where they differ, the contract wins\nand the difference is a bug.\n\n## Conventions\n\n- HTTP/1.1 (HTTP/1.0 is also accepted). JSON bodies are UTF-8; every JSON response has\n  `Content-Type: application/json`. Request bodies are read as JSON only when their media type is\n  one the operation lists; the media type is compared case-insensitively and parameters such as\n  `charset` are ignored. Any other (or a missing) `Content-Type` is `415 unsupported_media_type`.\n- Every `GET` operation also answers `HEAD` (same status and headers, no body).\n- Authentication: `Authorization: Bearer <accessToken>`, the only place a token is read (never a\n  URL, a cookie or a body). See the `bearer` security scheme.\n- Timestamps are RFC 3339 UTC with milliseconds (`2026-11-29T17:39:01.123Z`). Ids are opaque\n  strings (today lowercase UUIDs); clients must not parse them.\n- Response objects may gain members in later versions; clients ignore members they do not know.\n  Request bodies, on the contrary, refuse unknown top-level keys (`422 unknown_field`), so a typo\n  such as `firstName` never silently does nothing.\n- Read-only keys of the user (`id`, `createdAt`, `updatedAt`, `emailVerified`) are ignored when a\n  client echoes them back in `PUT`/`PATCH /users/me`. In bodies that are not a user representation\n  (registration, sign-in, …) they are unknown keys like any other.\n- **Request ids.** A request's `X-Request-Id` is echoed on its response when it is 1–128 characters\n  of `[A-Za-z0-9-_.:]`; otherwise (absent, too long, other characters) the server generates an\n  opaque one. Every response carries `X-Request-Id`, and every log line of the request names it.\n\n## Errors\n\nEvery error is an RFC 9457 problem document, `Content-Type: application/problem+json`, with\n`type` (`about:blank`), `title` (the status's reason phrase), `status`, a stable machine-readable\n`code`, a `detail` for people, and for validation failures `errors`, one entry per offending\nfield (`field` is a JSON path such as `data.height`). When several fields are wrong the top-level\n`code` is the first entry's code. No stack trace, SQL, hash, token or password ever appears in a\nresponse or a log line. Clients switch on `status` and `code`, never on `detail`.\n\n| status | codes |\n|---|---|\n| 400 | `invalid_json` (malformed JSON, duplicate keys, number literals over 100 characters), and malformed HTTP: `invalid_request_line`, `invalid_method`, `invalid_target`, `invalid_version`, `bare_lf`, `bare_cr`, `obs_fold`, `whitespace_before_colon`, `invalid_field_name`, `invalid_field_value`, `missing_host`, `duplicate_host`, `invalid_host`, `duplicate_content_length`, `invalid_content_length`, `content_length_with_transfer_encoding`, `chunked_not_final`, `transfer_encoding_http10`, `invalid_chunk_size`, `chunk_size_overflow`, `invalid_chunk_extension`, `chunk_extension_too_long`, `invalid_chunk_terminator`, `invalid_trailer` |\n| 401 | `missing_token` (no `Authorization` header), `invalid_token` (malformed, unknown, expired or revoked token), `invalid_credentials` (sign-in only); always with `WWW-Authenticate` |\n| 403 | `invalid_password` (the current password is wrong) |\n| 404 | `not_found` (unknown path, or a resource that does not exist or belongs to another user) |\n| 405 | `method_not_allowed`, with `Allow` (a path that has `GET` also allows `HEAD`) |\n| 408 | `header_timeout` (the head did not arrive within 10 s), `body_timeout` (the body took longer than 10 s plus one second per KiB received) |\n| 409 | `email_taken` |\n| 412 | `precondition_failed` (stale `If-Match`) |\n| 413 | `body_too_large` (a request body over the server's limit, 1 MiB by default, `--max-body-bytes`; JSON bodies are limited to 1 MiB in any case) |\n| 414 | `request_line_too_long` (over 8 KiB) |\n| 415 | `unsupported_media_type` |\n| 417 | `unsupported_expectation` (only `Expect: 100-continue` is supported) |\n| 422 | `unknown_field`, `invalid_type`, `invalid_value`, `invalid_email`, `weak_password`, `password_not_allowed`, `password_unchanged`, `password_mismatch`, `too_deep` (JSON nested more than 32 levels) |\n| 429 | `too_many_attempts`, with `Retry-After` |\n| 431 | `header_field_too_large` (a field line over 8 KiB), `headers_too_large` (head over 32 KiB), `too_many_headers` (over 100) |\n| 500 | `internal_error` (logged in full on the server, never detailed to the client) |\n| 501 | `method_not_implemented` (a method the server does not know), `unsupported_transfer_coding` |\n| 503 | `overloaded` (too many open connections, requests or password hashes at once), `database_busy` (no database connection free within the acquire timeout), `database_unavailable`, `not_ready` (`/readyz` only); always with `Retry-After` |\n| 505 | `unsupported_version` |\n\nAn answer to malformed or oversized HTTP (the HTTP-level codes above, including `body_too_large` for a\nbody over the server's limit) closes the connection: the server cannot know where a next request would\nstart.\nA `422` for an invalid body leaves nothing changed.\n\n## Sessions\n\nA session starts at registration, sign-in and password change, and its bearer token (at least 256\nbits from a CSPRNG, today 43 base64url characters; opaque) is shown once; the database stores only\nits SHA-256. A session ends at the earlier of its absolute end (`createdAt` + 1 year by default,\n`--session-lifetime`) and its idle end (`lastSeenAt` + 30 days by default,\n`--session-idle-timeout`); `expiresAt` in responses is that earlier instant as of the response.\nEvery authenticated request refreshes `lastSeenAt`, which is written at most once a minute, so it\n(and the idle end) may lag by up to 60 seconds. An ended or revoked session's token is\n`401 invalid_token`.\n\n## Throttles\n\nCounters live in PostgreSQL, shared by every instance. A window opens at the first failure and\nlasts 15 minutes; reaching the limit within it locks the key until the window ends, and while it is\nlocked every attempt, right or wrong, is `429 too_many_attempts` with `Retry-After` (whole seconds\nuntil the window ends, at least 1).\n\n- Sign-in: 10 failures per email address (trimmed and ASCII-lowercased, counted whether or not an\n  account has it, so the lock reveals nothing) and 100 per client address (the TCP peer's IP\n  address; behind a reverse proxy, the proxy's). A successful sign-in clears the email address's\n  counter. Throttling never touches sessions: a locked-out owner keeps the sessions already signed in.\n- Current-password checks: 5 wrong passwords per user, shared by `POST /users/me/password` and\n  `DELETE /users/me`.\n\n## Conditional requests\n\n`GET`, `PUT` and `PATCH /users/me` answer with an `ETag`: an opaque, strong entity tag (a quoted\nstring; do not parse it) that changes with every write to the account, including a password\nchange, and differs between users. `If-None-Match` on `GET` answers `304` when it names the current\ntag (or is `*`); `If-Match` on `PUT`/`PATCH` makes the write conditional: when it names no current\ntag the answer is `412 precondition_failed` and nothing changes. Both take a comma-separated list.\nWithout `If-Match` the last write wins.\n"
+      },
+      "servers": [{"url": "http://127.0.0.1:8080", "description": "`exosphere serve` with its default address"}],
+      "tags": [
+        {"name": "accounts", "description": "Registration, sign-in and sign-out."},
+        {"name": "sessions", "description": "The signed-in user's sessions."},
+        {"name": "profile", "description": "The signed-in user's profile, password, account and the field schema."},
+        {"name": "operations", "description": "Health, readiness and this document."}
+      ],
+      "paths": {
+        "/healthz": {
+          "parameters": [{"$ref": "#/components/parameters/X-Request-Id"}],
+          "get": {
+            "tags": ["operations"],
+            "operationId": "health",
+            "summary": "Liveness: the process serves HTTP",
+            "description": "Answered on the event loop without touching the database; use `/readyz` for readiness.",
+            "responses": {
+              "200": {
+                "description": "The process is up.",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Health"}}}
+              },
+              "503": {"$ref": "#/components/responses/Overloaded"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          }
+        },
+        "/readyz": {
+          "parameters": [{"$ref": "#/components/parameters/X-Request-Id"}],
+          "get": {
+            "tags": ["operations"],
+            "operationId": "ready",
+            "summary": "Readiness: the database answers and every migration is applied",
+            "responses": {
+              "200": {
+                "description": "Ready to serve.",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Ready"}}}
+              },
+              "503": {
+                "description": "Not ready. `not_ready` (`Retry-After: 5`): the database is unreachable or has pending migrations; `overloaded` (`Retry-After: 1`): too many requests or connections at once.",
+                "headers": {
+                  "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+                  "Retry-After": {"$ref": "#/components/headers/Retry-After"}
+                },
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                      "properties": {"code": {"enum": ["not_ready", "overloaded"]}}
+                    }
+                  }
+                }
+              },
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          }
+        },
+        "/openapi.json": {
+          "parameters": [{"$ref": "#/components/parameters/X-Request-Id"}],
+          "get": {
+            "tags": ["operations"],
+            "operationId": "openAPIDocument",
+            "summary": "This OpenAPI 3.1 document",
+            "description": "A constant, also printed by `exosphere openapi`.",
+            "responses": {
+              "200": {
+                "description": "The OpenAPI document.",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {"application/json": {"schema": {"type": "object"}}}
+              },
+              "503": {"$ref": "#/components/responses/Overloaded"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          }
+        },
+        "/users": {
+          "parameters": [{"$ref": "#/components/parameters/X-Request-Id"}],
+          "post": {
+            "tags": ["accounts"],
+            "operationId": "register",
+            "summary": "Register a user and sign them in",
+            "description": "Creates the user (with `emailVerified: false`) and a session for it, in one transaction. The password is checked against the policy before any hashing and stored as an scrypt PHC string. `User-Agent` (at most 256 characters kept) is recorded on the session.",
+            "requestBody": {
+              "required": true,
+              "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RegisterRequest"}}}
+            },
+            "responses": {
+              "201": {
+                "description": "Registered and signed in.",
+                "headers": {
+                  "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+                  "Location": {"$ref": "#/components/headers/Location"},
+                  "Cache-Control": {"$ref": "#/components/headers/Cache-Control-No-Store"}
+                },
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SessionBody"}}}
+              },
+              "400": {"$ref": "#/components/responses/BadRequest"},
+              "409": {"$ref": "#/components/responses/EmailTaken"},
+              "413": {"$ref": "#/components/responses/ContentTooLarge"},
+              "415": {"$ref": "#/components/responses/UnsupportedMediaType"},
+              "422": {
+                "description": "Well-formed but invalid; nothing changed. `invalid_value`: a required key missing or `null`, a name over 100 characters, a bad custom field name, too many custom fields, a string over 4096 bytes, a user over 64 KiB. `too_deep`: the JSON nests more than 32 levels; `invalid_type` also when the body is not a JSON object.",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                      "properties": {
+                        "code": {
+                          "enum": [
+                            "unknown_field",
+                            "invalid_type",
+                            "invalid_value",
+                            "invalid_email",
+                            "weak_password",
+                            "too_deep"
+                          ]
+                        }
+                      }
+                    }
+                  }
+                }
+              },
+              "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          }
+        },
+        "/users/signin": {
+          "parameters": [{"$ref": "#/components/parameters/X-Request-Id"}],
+          "post": {
+            "tags": ["accounts"],
+            "operationId": "signIn",
+            "summary": "Sign in with email and password",
+            "description": "Starts a new session; other sessions of the user are untouched. An email address that is not syntactically valid or has no account gets the same `401` (same status, body and timing) as a wrong password, after the same hashing work. A stored hash with parameters weaker than the current ones is upgraded on success. See *Throttles* for the `429` rules.",
+            "requestBody": {
+              "required": true,
+              "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SignInRequest"}}}
+            },
+            "responses": {
+              "200": {
+                "description": "Signed in.",
+                "headers": {
+                  "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+                  "Cache-Control": {"$ref": "#/components/headers/Cache-Control-No-Store"}
+                },
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SessionBody"}}}
+              },
+              "400": {"$ref": "#/components/responses/BadRequest"},
+              "401": {
+                "description": "Wrong email or password.",
+                "headers": {
+                  "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+                  "WWW-Authenticate": {"$ref": "#/components/headers/WWW-Authenticate"}
+                },
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                      "properties": {"code": {"enum": ["invalid_credentials"]}}
+                    }
+                  }
+                }
+              },
+              "413": {"$ref": "#/components/responses/ContentTooLarge"},
+              "415": {"$ref": "#/components/responses/UnsupportedMediaType"},
+              "422": {
+                "description": "Well-formed but invalid; nothing changed. `invalid_value`: `email` or `password` missing or `null`. `too_deep`: the JSON nests more than 32 levels; `invalid_type` also when the body is not a JSON object.",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                      "properties": {"code": {"enum": ["unknown_field", "invalid_type", "invalid_value", "too_deep"]}}
+                    }
+                  }
+                }
+              },
+              "429": {"$ref": "#/components/responses/TooManyAttempts"},
+              "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          }
+        },
+        "/users/signout": {
+          "parameters": [{"$ref": "#/components/parameters/X-Request-Id"}],
+          "post": {
+            "tags": ["accounts"],
+            "operationId": "signOut",
+            "summary": "End the calling session, the others, or all",
+            "description": "The body is optional: an empty body (with any or no `Content-Type`) means `{\"scope\": \"current\"}`. A non-empty body must be `application/json`.",
+            "security": [{"bearer": []}],
+            "requestBody": {
+              "required": false,
+              "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SignOutRequest"}}}
+            },
+            "responses": {
+              "204": {
+                "description": "Signed out of the sessions the scope names.",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}}
+              },
+              "400": {"$ref": "#/components/responses/BadRequest"},
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "413": {"$ref": "#/components/responses/ContentTooLarge"},
+              "415": {"$ref": "#/components/responses/UnsupportedMediaType"},
+              "422": {
+                "description": "Well-formed but invalid; nothing changed. `invalid_value`: `scope` is not one of `current`, `others`, `all`. `too_deep`: the JSON nests more than 32 levels; `invalid_type` also when the body is not a JSON object.",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                      "properties": {"code": {"enum": ["unknown_field", "invalid_type", "invalid_value", "too_deep"]}}
+                    }
+                  }
+                }
+              },
+              "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          }
+        },
+        "/users/me": {
+          "parameters": [{"$ref": "#/components/parameters/X-Request-Id"}],
+          "get": {
+            "tags": ["profile"],
+            "operationId": "getMe",
+            "summary": "The signed-in user",
+            "security": [{"bearer": []}],
+            "parameters": [{"$ref": "#/components/parameters/If-None-Match"}],
+            "responses": {
+              "200": {
+                "description": "The user.",
+                "headers": {
+                  "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+                  "ETag": {"$ref": "#/components/headers/ETag"},
+                  "Cache-Control": {"$ref": "#/components/headers/Cache-Control-Private"}
+                },
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/User"}}}
+              },
+              "304": {
+                "description": "`If-None-Match` names the current ETag; no body.",
+                "headers": {
+                  "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+                  "ETag": {"$ref": "#/components/headers/ETag"},
+                  "Cache-Control": {"$ref": "#/components/headers/Cache-Control-Private"}
+                }
+              },
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          },
+          "put": {
+            "tags": ["profile"],
+            "operationId": "replaceMe",
+            "summary": "Replace the editable representation of the user",
+            "description": "`email` is required; an omitted or `null` `firstname`/`lastname` becomes `\"\"`; `data` replaces all custom fields (omitted or `null`: none; `null` members are dropped). The read-only keys `id`, `createdAt`, `updatedAt` and `emailVerified` are ignored, so a client may send back the user it read; a `password` key is `422 password_not_allowed` (use `POST /users/me/password`). Changing `email` (other than in letter case) resets `emailVerified` to `false`. Every write bumps `updatedAt` and the ETag.",
+            "security": [{"bearer": []}],
+            "parameters": [{"$ref": "#/components/parameters/If-Match"}],
+            "requestBody": {
+              "required": true,
+              "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ProfileReplacement"}}}
+            },
+            "responses": {
+              "200": {
+                "description": "The updated user.",
+                "headers": {
+                  "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+                  "ETag": {"$ref": "#/components/headers/ETag"},
+                  "Cache-Control": {"$ref": "#/components/headers/Cache-Control-Private"}
+                },
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/User"}}}
+              },
+              "400": {"$ref": "#/components/responses/BadRequest"},
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "409": {"$ref": "#/components/responses/EmailTaken"},
+              "412": {"$ref": "#/components/responses/PreconditionFailed"},
+              "413": {"$ref": "#/components/responses/ContentTooLarge"},
+              "415": {"$ref": "#/components/responses/UnsupportedMediaType"},
+              "422": {
+                "description": "Well-formed but invalid; nothing changed. `invalid_value`: `email` missing or `null`, a name over 100 characters, a bad custom field name, too many custom fields, a string over 4096 bytes, a user over 64 KiB. `too_deep`: the JSON nests more than 32 levels; `invalid_type` also when the body is not a JSON object.",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                      "properties": {
+                        "code": {
+                          "enum": [
+                            "unknown_field",
+                            "password_not_allowed",
+                            "invalid_type",
+                            "invalid_value",
+                            "invalid_email",
+                            "too_deep"
+                          ]
+                        }
+                      }
+                    }
+                  }
+                }
+              },
+              "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          },
+          "patch": {
+            "tags": ["profile"],
+            "operationId": "patchMe",
+            "summary": "Change what the patch names (JSON Merge Patch, RFC 7396)",
+            "description": "Accepts `application/merge-patch+json` and `application/json`. Keys left out are unchanged. `firstname`/`lastname`: `null` means `\"\"`. `email` cannot be removed (`null` is `422 invalid_type`). `data`: an object merges member by member (a `null` member removes that custom field); `data: null` removes every custom field. The limits (64 fields, 64 KiB) apply to the result. Read-only keys are ignored and `password` is `422 password_not_allowed`, as for `PUT`. Changing `email` (other than in letter case) resets `emailVerified` to `false`. Every write, even an empty patch, bumps `updatedAt` and the ETag.",
+            "security": [{"bearer": []}],
+            "parameters": [{"$ref": "#/components/parameters/If-Match"}],
+            "requestBody": {
+              "required": true,
+              "content": {
+                "application/merge-patch+json": {"schema": {"$ref": "#/components/schemas/ProfilePatch"}},
+                "application/json": {"schema": {"$ref": "#/components/schemas/ProfilePatch"}}
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "The updated user.",
+                "headers": {
+                  "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+                  "ETag": {"$ref": "#/components/headers/ETag"},
+                  "Cache-Control": {"$ref": "#/components/headers/Cache-Control-Private"}
+                },
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/User"}}}
+              },
+              "400": {"$ref": "#/components/responses/BadRequest"},
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "409": {"$ref": "#/components/responses/EmailTaken"},
+              "412": {"$ref": "#/components/responses/PreconditionFailed"},
+              "413": {"$ref": "#/components/responses/ContentTooLarge"},
+              "415": {"$ref": "#/components/responses/UnsupportedMediaType"},
+              "422": {
+                "description": "Well-formed but invalid; nothing changed. `invalid_value`: a name over 100 characters, a bad custom field name, too many custom fields, a string over 4096 bytes, a user over 64 KiB. `too_deep`: the JSON nests more than 32 levels; `invalid_type` also when the body is not a JSON object.",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                      "properties": {
+                        "code": {
+                          "enum": [
+                            "unknown_field",
+                            "password_not_allowed",
+                            "invalid_type",
+                            "invalid_value",
+                            "invalid_email",
+                            "too_deep"
+                          ]
+                        }
+                      }
+                    }
+                  }
+                }
+              },
+              "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          },
+          "delete": {
+            "tags": ["profile"],
+            "operationId": "deleteMe",
+            "summary": "Delete the account",
+            "description": "Needs the current password in the body (`application/json`). Deletes the user and, with it, every session and the custom field values; the custom field types stay. Wrong passwords count towards the per-user password throttle shared with `POST /users/me/password` (see *Throttles*).",
+            "security": [{"bearer": []}],
+            "requestBody": {
+              "required": true,
+              "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DeleteAccountRequest"}}}
+            },
+            "responses": {
+              "204": {
+                "description": "The account and its sessions are gone.",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}}
+              },
+              "400": {"$ref": "#/components/responses/BadRequest"},
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "403": {"$ref": "#/components/responses/InvalidPassword"},
+              "413": {"$ref": "#/components/responses/ContentTooLarge"},
+              "415": {"$ref": "#/components/responses/UnsupportedMediaType"},
+              "422": {
+                "description": "Well-formed but invalid; nothing changed. `invalid_value`: `password` missing or `null`. `too_deep`: the JSON nests more than 32 levels; `invalid_type` also when the body is not a JSON object.",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                      "properties": {"code": {"enum": ["unknown_field", "invalid_type", "invalid_value", "too_deep"]}}
+                    }
+                  }
+                }
+              },
+              "429": {"$ref": "#/components/responses/TooManyAttempts"},
+              "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          }
+        },
+        "/users/me/password": {
+          "parameters": [{"$ref": "#/components/parameters/X-Request-Id"}],
+          "post": {
+            "tags": ["profile"],
+            "operationId": "changePassword",
+            "summary": "Change the password",
+            "description": "The old password must verify; the new one must differ from it and meet the policy (at least 8 characters, at most 1024 bytes, checked before any hashing); `confirmPassword`, when sent, must equal `newPassword`. In one transaction the hash is replaced, every other session of the user is revoked and the calling session is replaced by a new one, returned here with `revokedSessions`, the number of other sessions revoked (the replaced calling session is not counted). The old token is `401` afterwards. Five wrong old passwords within 15 minutes lock this endpoint and `DELETE /users/me` for the user until 15 minutes after the first of them: every attempt, right or wrong, is `429` with `Retry-After`; a correct password does not reset the count.",
+            "security": [{"bearer": []}],
+            "requestBody": {
+              "required": true,
+              "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PasswordChangeRequest"}}}
+            },
+            "responses": {
+              "200": {
+                "description": "Changed; the new session.",
+                "headers": {
+                  "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+                  "Cache-Control": {"$ref": "#/components/headers/Cache-Control-No-Store"}
+                },
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PasswordChanged"}}}
+              },
+              "400": {"$ref": "#/components/responses/BadRequest"},
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "403": {"$ref": "#/components/responses/InvalidPassword"},
+              "413": {"$ref": "#/components/responses/ContentTooLarge"},
+              "415": {"$ref": "#/components/responses/UnsupportedMediaType"},
+              "422": {
+                "description": "Well-formed but invalid; nothing changed. `invalid_value`: `oldPassword` or `newPassword` missing or `null`; `password_mismatch`: `confirmPassword` differs from `newPassword`; `weak_password`: the new password breaks the policy; `password_unchanged`: the new password equals the old one. `too_deep`: the JSON nests more than 32 levels; `invalid_type` also when the body is not a JSON object.",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                      "properties": {
+                        "code": {
+                          "enum": [
+                            "unknown_field",
+                            "invalid_type",
+                            "invalid_value",
+                            "password_mismatch",
+                            "weak_password",
+                            "password_unchanged",
+                            "too_deep"
+                          ]
+                        }
+                      }
+                    }
+                  }
+                }
+              },
+              "429": {"$ref": "#/components/responses/TooManyAttempts"},
+              "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          }
+        },
+        "/users/me/sessions": {
+          "parameters": [{"$ref": "#/components/parameters/X-Request-Id"}],
+          "get": {
+            "tags": ["sessions"],
+            "operationId": "listSessions",
+            "summary": "The user's live sessions",
+            "description": "Oldest first; ended sessions are not listed. `current` marks the calling session.",
+            "security": [{"bearer": []}],
+            "responses": {
+              "200": {
+                "description": "The sessions.",
+                "headers": {
+                  "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+                  "Cache-Control": {"$ref": "#/components/headers/Cache-Control-No-Store"}
+                },
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SessionList"}}}
+              },
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          }
+        },
+        "/users/me/sessions/{id}": {
+          "parameters": [{"$ref": "#/components/parameters/X-Request-Id"}],
+          "delete": {
+            "tags": ["sessions"],
+            "operationId": "revokeSession",
+            "summary": "Revoke one of the user's sessions",
+            "description": "Revoking the calling session's own id signs this client out, like `POST /users/signout`. A request body is ignored.",
+            "security": [{"bearer": []}],
+            "parameters": [{"$ref": "#/components/parameters/SessionID"}],
+            "responses": {
+              "204": {"description": "Revoked.", "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}}},
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "404": {
+                "description": "No session of this user has this id (also for another user's session and for an id that is not well-formed).",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                      "properties": {"code": {"enum": ["not_found"]}}
+                    }
+                  }
+                }
+              },
+              "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          }
+        },
+        "/users/schema": {
+          "parameters": [{"$ref": "#/components/parameters/X-Request-Id"}],
+          "get": {
+            "tags": ["profile"],
+            "operationId": "fieldTypes",
+            "summary": "The deployment's custom field types",
+            "description": "Needs a session (any signed-in user). Every field name the deployment has typed, sorted by name: pinned ones, and ones fixed by a first write, even when no user holds a value any more (a type never changes once set).",
+            "security": [{"bearer": []}],
+            "responses": {
+              "200": {
+                "description": "The field types.",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FieldTypes"}}}
+              },
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          }
+        }
+      },
+      "components": {
+        "schemas": {
+          "User": {
+            "type": "object",
+            "description": "A user as the API shows it.",
+            "required": ["id", "email", "firstname", "lastname", "emailVerified", "createdAt", "updatedAt", "data"],
+            "properties": {
+              "id": {"type": "string", "readOnly": true, "description": "Opaque; do not parse."},
+              "email": {
+                "type": "string",
+                "format": "email",
+                "maxLength": 254,
+                "description": "The login identity. Leading and trailing whitespace is trimmed; the rest must be at most 254 bytes, `local@domain` (split at the last `@`): an ASCII dot-atom local part of at most 64 bytes (letters, digits, ``!#$%&'*+-/=?^_`{|}~`` and dots between them) and a DNS host name of at most 253 bytes with at least two labels, each 1–63 letters, digits or hyphens, not starting or ending with a hyphen, the last one not all digits. Quoted local parts, IP literals and internationalised addresses are refused. Anything else is `422 invalid_email`. Stored as sent (trimmed); compared case-insensitively (ASCII), so it is unique regardless of case (`409 email_taken`)."
+              },
+              "firstname": {
+                "type": "string",
+                "maxLength": 100,
+                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`); may be empty. `null` is stored as the empty string."
+              },
+              "lastname": {
+                "type": "string",
+                "maxLength": 100,
+                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`); may be empty. `null` is stored as the empty string."
+              },
+              "emailVerified": {
+                "type": "boolean",
+                "readOnly": true,
+                "description": "Whether the email address is verified; `false` at registration and after every change of `email` other than in letter case."
+              },
+              "createdAt": {
+                "type": "string",
+                "format": "date-time",
+                "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$",
+                "description": "When the user registered. RFC 3339 UTC with milliseconds.",
+                "examples": ["2026-11-29T17:39:01.123Z"],
+                "readOnly": true
+              },
+              "updatedAt": {
+                "type": "string",
+                "format": "date-time",
+                "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$",
+                "description": "The last write to the account (profile, email or password). RFC 3339 UTC with milliseconds.",
+                "examples": ["2026-11-29T17:39:01.123Z"],
+                "readOnly": true
+              },
+              "data": {"$ref": "#/components/schemas/CustomFields"}
+            },
+            "examples": [
+              {
+                "id": "5f0c1a52-6f3e-4c1e-9a55-0b7d2e8f4a10",
+                "email": "ayu@example.com",
+                "firstname": "Ayu",
+                "lastname": "Lestari",
+                "emailVerified": false,
+                "createdAt": "2026-11-29T17:39:01.123Z",
+                "updatedAt": "2026-11-29T17:40:12.456Z",
+                "data": {"dateOfBirth": "1994-05-17", "height": 177.5, "weight": 78, "isMarried": true}
+              }
+            ]
+          },
+          "CustomFields": {
+            "type": "object",
+            "description": "The app's custom profile fields. Names match `^[A-Za-z][A-Za-z0-9_]{0,63}$` (else `422 invalid_value` on `data.<name>`); at most 64 fields per user (`422 invalid_value` on `data`); values are JSON scalars (an array or object is `422 invalid_type`).\n\nEach name has one type for the whole deployment (see `GET /users/schema`): pinned by the deployment's field configuration (`--field-config`), or else fixed by the literal of the first accepted write: `true`/`false` → `boolean`; a number without fraction or exponent → `integer`, any other number → `double` (`2.0` and `1e2` are doubles); a string that is exactly a valid calendar date `YYYY-MM-DD` → `date`; an RFC 3339 date-time (`YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`) → `datetime`; any other string → `string`. A rejected write fixes no type. A later value of another type is `422 invalid_type` naming the field and both types (`detail` \"data.height must be a double\", `errors[].detail` \"expected double, got string\").\n\nAn integer literal is accepted for a `double` field and stored in canonical double form, so `180` comes back as `180.0`; doubles come back in their shortest round-trip form, always with a fraction or an exponent (`1e400` and other non-finite values are refused). A fraction or exponent for an `integer` field is refused, as is an integer outside the signed 64-bit range; a numeric string is a string, never a number. Strings are at most 4096 UTF-8 bytes (`422 invalid_value`). A `date` is a calendar date no time zone shifts; a `datetime` is kept as written, offset included. Because the first write decides, a free-text field whose first value looks like a date becomes a `date` field: deployments pin such fields in the field configuration.\n\nThe whole user (email, names and the JSON text of `data`) is at most 64 KiB (`422 invalid_value` on `data`).",
+            "maxProperties": 64,
+            "propertyNames": {"pattern": "^[A-Za-z][A-Za-z0-9_]{0,63}$"},
+            "additionalProperties": {
+              "description": "A custom field value: string, integer, double, boolean, date (`YYYY-MM-DD`) or datetime (RFC 3339).",
+              "type": ["string", "number", "boolean"]
+            },
+            "examples": [{"dateOfBirth": "1994-05-17", "height": 177.5, "weight": 78, "isMarried": true}]
+          },
+          "CustomFieldsPatch": {
+            "type": "object",
+            "description": "Custom fields to set, each by the rules of `CustomFields`; a `null` member removes that field.",
+            "propertyNames": {"pattern": "^[A-Za-z][A-Za-z0-9_]{0,63}$"},
+            "additionalProperties": {
+              "description": "A custom field value, or `null` to remove the field.",
+              "type": ["string", "number", "boolean", "null"]
+            }
+          },
+          "FieldType": {
+            "type": "string",
+            "enum": ["string", "integer", "double", "boolean", "date", "datetime"],
+            "description": "The type of a custom field, one for the whole deployment."
+          },
+          "FieldTypes": {
+            "type": "object",
+            "required": ["fields"],
+            "properties": {
+              "fields": {
+                "type": "object",
+                "propertyNames": {"pattern": "^[A-Za-z][A-Za-z0-9_]{0,63}$"},
+                "additionalProperties": {"$ref": "#/components/schemas/FieldType"}
+              }
+            },
+            "examples": [{"fields": {"dateOfBirth": "date", "height": "double", "isMarried": "boolean", "weight": "integer"}}]
+          },
+          "SessionBody": {
+            "type": "object",
+            "description": "A new session: the bearer token (shown only here) and the user.",
+            "required": ["accessToken", "tokenType", "expiresAt", "user"],
+            "properties": {
+              "accessToken": {"type": "string", "description": "Send as `Authorization: Bearer <accessToken>`. Opaque."},
+              "tokenType": {"const": "Bearer"},
+              "expiresAt": {
+                "type": "string",
+                "format": "date-time",
+                "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$",
+                "description": "When the session ends if unused: the earlier of its absolute end and its idle end. RFC 3339 UTC with milliseconds.",
+                "examples": ["2026-11-29T17:39:01.123Z"]
+              },
+              "user": {"$ref": "#/components/schemas/User"}
+            }
+          },
+          "PasswordChanged": {
+            "type": "object",
+            "description": "The session that replaced the calling one, and how many other sessions were revoked.",
+            "required": ["accessToken", "tokenType", "expiresAt", "user", "revokedSessions"],
+            "properties": {
+              "accessToken": {"type": "string", "description": "The new token; the old one no longer works."},
+              "tokenType": {"const": "Bearer"},
+              "expiresAt": {
+                "type": "string",
+                "format": "date-time",
+                "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$",
+                "description": "When the new session ends if unused. RFC 3339 UTC with milliseconds.",
+                "examples": ["2026-11-29T17:39:01.123Z"]
+              },
+              "user": {"$ref": "#/components/schemas/User"},
+              "revokedSessions": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "The user's other sessions revoked; the replaced calling session is not counted."
+              }
+            }
+          },
+          "SessionEntry": {
+            "type": "object",
+            "required": ["id", "createdAt", "lastSeenAt", "expiresAt", "userAgent", "current"],
+            "properties": {
+              "id": {"type": "string", "description": "Opaque; for `DELETE /users/me/sessions/{id}`."},
+              "createdAt": {
+                "type": "string",
+                "format": "date-time",
+                "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$",
+                "description": "When the session started. RFC 3339 UTC with milliseconds.",
+                "examples": ["2026-11-29T17:39:01.123Z"]
+              },
+              "lastSeenAt": {
+                "type": "string",
+                "format": "date-time",
+                "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$",
+                "description": "The session's last authenticated request, written at most once a minute. RFC 3339 UTC with milliseconds.",
+                "examples": ["2026-11-29T17:39:01.123Z"]
+              },
+              "expiresAt": {
+                "type": "string",
+                "format": "date-time",
+                "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$",
+                "description": "The earlier of the absolute end (`createdAt` + lifetime) and `lastSeenAt` + the idle timeout. RFC 3339 UTC with milliseconds.",
+                "examples": ["2026-11-29T17:39:01.123Z"]
+              },
+              "userAgent": {
+                "type": ["string", "null"],
+                "maxLength": 256,
+                "description": "The `User-Agent` of the request that started the session (first 256 characters), or `null`."
+              },
+              "current": {"type": "boolean", "description": "Whether this is the session of the calling token."}
+            }
+          },
+          "SessionList": {
+            "type": "object",
+            "required": ["sessions"],
+            "properties": {"sessions": {"type": "array", "items": {"$ref": "#/components/schemas/SessionEntry"}}}
+          },
+          "Health": {"type": "object", "required": ["status"], "properties": {"status": {"const": "ok"}}},
+          "Ready": {"type": "object", "required": ["status"], "properties": {"status": {"const": "ready"}}},
+          "RegisterRequest": {
+            "type": "object",
+            "required": ["email", "password"],
+            "additionalProperties": false,
+            "properties": {
+              "email": {
+                "type": "string",
+                "description": "The login identity. Leading and trailing whitespace is trimmed; the rest must be at most 254 bytes, `local@domain` (split at the last `@`): an ASCII dot-atom local part of at most 64 bytes (letters, digits, ``!#$%&'*+-/=?^_`{|}~`` and dots between them) and a DNS host name of at most 253 bytes with at least two labels, each 1–63 letters, digits or hyphens, not starting or ending with a hyphen, the last one not all digits. Quoted local parts, IP literals and internationalised addresses are refused. Anything else is `422 invalid_email`. Stored as sent (trimmed); compared case-insensitively (ASCII), so it is unique regardless of case (`409 email_taken`)."
+              },
+              "password": {
+                "type": "string",
+                "minLength": 8,
+                "format": "password",
+                "description": "At least 8 characters (Unicode scalar values) and at most 1024 UTF-8 bytes, else `422 weak_password`; checked before any hashing."
+              },
+              "firstname": {
+                "type": ["string", "null"],
+                "maxLength": 100,
+                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`); may be empty. `null` is stored as the empty string. Omitted: `\"\"`."
+              },
+              "lastname": {
+                "type": ["string", "null"],
+                "maxLength": 100,
+                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`); may be empty. `null` is stored as the empty string. Omitted: `\"\"`."
+              },
+              "data": {
+                "oneOf": [{"allOf": [{"$ref": "#/components/schemas/CustomFieldsPatch"}], "maxProperties": 64}, {"type": "null"}],
+                "description": "Initial custom fields (see `CustomFields`); `null` members and `data: null` set nothing."
+              }
+            }
+          },
+          "SignInRequest": {
+            "type": "object",
+            "required": ["email", "password"],
+            "additionalProperties": false,
+            "properties": {
+              "email": {"type": "string", "description": "Trimmed and compared case-insensitively."},
+              "password": {"type": "string", "format": "password"}
+            }
+          },
+          "SignOutRequest": {
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+              "scope": {
+                "type": "string",
+                "enum": ["current", "others", "all"],
+                "default": "current",
+                "description": "`current`: the calling session; `others`: every other session of the user; `all`: every session of the user, the calling one included."
+              }
+            }
+          },
+          "ProfileReplacement": {
+            "type": "object",
+            "required": ["email"],
+            "additionalProperties": false,
+            "properties": {
+              "email": {
+                "type": "string",
+                "description": "The login identity. Leading and trailing whitespace is trimmed; the rest must be at most 254 bytes, `local@domain` (split at the last `@`): an ASCII dot-atom local part of at most 64 bytes (letters, digits, ``!#$%&'*+-/=?^_`{|}~`` and dots between them) and a DNS host name of at most 253 bytes with at least two labels, each 1–63 letters, digits or hyphens, not starting or ending with a hyphen, the last one not all digits. Quoted local parts, IP literals and internationalised addresses are refused. Anything else is `422 invalid_email`. Stored as sent (trimmed); compared case-insensitively (ASCII), so it is unique regardless of case (`409 email_taken`)."
+              },
+              "firstname": {
+                "type": ["string", "null"],
+                "maxLength": 100,
+                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`); may be empty. `null` is stored as the empty string. Omitted: `\"\"`."
+              },
+              "lastname": {
+                "type": ["string", "null"],
+                "maxLength": 100,
+                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`); may be empty. `null` is stored as the empty string. Omitted: `\"\"`."
+              },
+              "data": {
+                "oneOf": [{"allOf": [{"$ref": "#/components/schemas/CustomFieldsPatch"}], "maxProperties": 64}, {"type": "null"}],
+                "description": "Replaces every custom field; omitted or `null`: none."
+              },
+              "id": {"description": "Read-only: ignored."},
+              "createdAt": {"description": "Read-only: ignored."},
+              "updatedAt": {"description": "Read-only: ignored."},
+              "emailVerified": {"description": "Read-only: ignored."}
+            }
+          },
+          "ProfilePatch": {
+            "type": "object",
+            "description": "A JSON Merge Patch (RFC 7396) of the editable representation.",
+            "additionalProperties": false,
+            "properties": {
+              "email": {
+                "type": "string",
+                "description": "The login identity. Leading and trailing whitespace is trimmed; the rest must be at most 254 bytes, `local@domain` (split at the last `@`): an ASCII dot-atom local part of at most 64 bytes (letters, digits, ``!#$%&'*+-/=?^_`{|}~`` and dots between them) and a DNS host name of at most 253 bytes with at least two labels, each 1–63 letters, digits or hyphens, not starting or ending with a hyphen, the last one not all digits. Quoted local parts, IP literals and internationalised addresses are refused. Anything else is `422 invalid_email`. Stored as sent (trimmed); compared case-insensitively (ASCII), so it is unique regardless of case (`409 email_taken`)."
+              },
+              "firstname": {
+                "type": ["string", "null"],
+                "maxLength": 100,
+                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`); may be empty. `null` is stored as the empty string."
+              },
+              "lastname": {
+                "type": ["string", "null"],
+                "maxLength": 100,
+                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`); may be empty. `null` is stored as the empty string."
+              },
+              "data": {
+                "oneOf": [{"$ref": "#/components/schemas/CustomFieldsPatch"}, {"type": "null"}],
+                "description": "Merged into the custom fields; `null` removes them all."
+              },
+              "id": {"description": "Read-only: ignored."},
+              "createdAt": {"description": "Read-only: ignored."},
+              "updatedAt": {"description": "Read-only: ignored."},
+              "emailVerified": {"description": "Read-only: ignored."}
+            }
+          },
+          "PasswordChangeRequest": {
+            "type": "object",
+            "required": ["oldPassword", "newPassword"],
+            "additionalProperties": false,
+            "properties": {
+              "oldPassword": {"type": "string", "format": "password"},
+              "newPassword": {
+                "type": "string",
+                "format": "password",
+                "minLength": 8,
+                "description": "At least 8 characters, at most 1024 UTF-8 bytes, different from `oldPassword`."
+              },
+              "confirmPassword": {
+                "type": "string",
+                "format": "password",
+                "description": "Optional; when sent it must equal `newPassword` (`422 password_mismatch`)."
+              }
+            }
+          },
+          "DeleteAccountRequest": {
+            "type": "object",
+            "required": ["password"],
+            "additionalProperties": false,
+            "properties": {"password": {"type": "string", "format": "password", "description": "The current password."}}
+          },
+          "Problem": {
+            "type": "object",
+            "description": "An RFC 9457 problem document (`application/problem+json`).",
+            "required": ["type", "title", "status", "code", "detail"],
+            "properties": {
+              "type": {"type": "string", "const": "about:blank"},
+              "title": {"type": "string", "description": "The reason phrase of the status."},
+              "status": {"type": "integer", "minimum": 400, "maximum": 599},
+              "code": {
+                "type": "string",
+                "pattern": "^[a-z0-9_]+$",
+                "description": "Stable and machine-readable; the codes of each status are listed in the API description and on each response."
+              },
+              "detail": {"type": "string", "description": "For people; may change between versions."},
+              "errors": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"$ref": "#/components/schemas/FieldProblem"},
+                "description": "Present only for validation failures: one entry per offending field."
+              }
+            },
+            "examples": [
+              {
+                "type": "about:blank",
+                "title": "Unprocessable Content",
+                "status": 422,
+                "code": "invalid_type",
+                "detail": "data.height must be a double",
+                "errors": [{"field": "data.height", "code": "invalid_type", "detail": "expected double, got string"}]
+              }
+            ]
+          },
+          "FieldProblem": {
+            "type": "object",
+            "required": ["field", "code", "detail"],
+            "properties": {
+              "field": {"type": "string", "description": "A JSON path into the request body: `email`, `data.height`."},
+              "code": {
+                "type": "string",
+                "enum": [
+                  "unknown_field",
+                  "password_not_allowed",
+                  "invalid_type",
+                  "invalid_value",
+                  "invalid_email",
+                  "weak_password",
+                  "password_mismatch",
+                  "password_unchanged",
+                  "email_taken"
+                ]
+              },
+              "detail": {"type": "string"}
+            }
+          }
+        },
+        "responses": {
+          "BadRequest": {
+            "description": "Malformed: `invalid_json` (not JSON, duplicate keys, a number literal over 100 characters), or malformed HTTP (the connection closes after the answer).",
+            "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+            "content": {
+              "application/problem+json": {
+                "schema": {
+                  "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                  "properties": {
+                    "code": {
+                      "enum": [
+                        "invalid_json",
+                        "invalid_request_line",
+                        "invalid_method",
+                        "invalid_target",
+                        "invalid_version",
+                        "bare_lf",
+                        "bare_cr",
+                        "obs_fold",
+                        "whitespace_before_colon",
+                        "invalid_field_name",
+                        "invalid_field_value",
+                        "missing_host",
+                        "duplicate_host",
+                        "invalid_host",
+                        "duplicate_content_length",
+                        "invalid_content_length",
+                        "content_length_with_transfer_encoding",
+                        "chunked_not_final",
+                        "transfer_encoding_http10",
+                        "invalid_chunk_size",
+                        "chunk_size_overflow",
+                        "invalid_chunk_extension",
+                        "chunk_extension_too_long",
+                        "invalid_chunk_terminator",
+                        "invalid_trailer"
+                      ]
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "Unauthorized": {
+            "description": "No valid session: `missing_token` (no `Authorization` header) or `invalid_token` (not `Bearer <token>`, or a token that is unknown, expired or revoked).",
+            "headers": {
+              "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+              "WWW-Authenticate": {"$ref": "#/components/headers/WWW-Authenticate"}
+            },
+            "content": {
+              "application/problem+json": {
+                "schema": {
+                  "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                  "properties": {"code": {"enum": ["missing_token", "invalid_token"]}}
+                }
+              }
+            }
+          },
+          "InvalidPassword": {
+            "description": "The current password is wrong; counted by the password throttle.",
+            "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+            "content": {
+              "application/problem+json": {
+                "schema": {
+                  "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                  "properties": {"code": {"enum": ["invalid_password"]}}
+                }
+              }
+            }
+          },
+          "EmailTaken": {
+            "description": "Another user has this email address (compared case-insensitively).",
+            "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+            "content": {
+              "application/problem+json": {
+                "schema": {"allOf": [{"$ref": "#/components/schemas/Problem"}], "properties": {"code": {"enum": ["email_taken"]}}}
+              }
+            }
+          },
+          "PreconditionFailed": {
+            "description": "`If-Match` names no current ETag: the user changed since it was read. Nothing changed.",
+            "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+            "content": {
+              "application/problem+json": {
+                "schema": {
+                  "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                  "properties": {"code": {"enum": ["precondition_failed"]}}
+                }
+              }
+            }
+          },
+          "ContentTooLarge": {
+            "description": "The body is larger than the server's limit (1 MiB by default, `--max-body-bytes`; JSON bodies are limited to 1 MiB in any case).",
+            "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+            "content": {
+              "application/problem+json": {
+                "schema": {
+                  "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                  "properties": {"code": {"enum": ["body_too_large"]}}
+                }
+              }
+            }
+          },
+          "UnsupportedMediaType": {
+            "description": "The `Content-Type` is missing or not one this operation accepts.",
+            "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+            "content": {
+              "application/problem+json": {
+                "schema": {
+                  "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                  "properties": {"code": {"enum": ["unsupported_media_type"]}}
+                }
+              }
+            }
+          },
+          "TooManyAttempts": {
+            "description": "Throttled (see *Throttles* in the API description): retry after `Retry-After` seconds.",
+            "headers": {
+              "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+              "Retry-After": {"$ref": "#/components/headers/Retry-After"}
+            },
+            "content": {
+              "application/problem+json": {
+                "schema": {
+                  "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                  "properties": {"code": {"enum": ["too_many_attempts"]}}
+                }
+              }
+            }
+          },
+          "ServiceUnavailable": {
+            "description": "Try again after `Retry-After` seconds: `overloaded` (too many open connections, queued requests or password hashes at once; `Retry-After: 1`), `database_busy` (no database connection free within the acquire timeout; `Retry-After: 1`), `database_unavailable` (the database cannot be reached; `Retry-After: 2`).",
+            "headers": {
+              "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+              "Retry-After": {"$ref": "#/components/headers/Retry-After"}
+            },
+            "content": {
+              "application/problem+json": {
+                "schema": {
+                  "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                  "properties": {"code": {"enum": ["overloaded", "database_busy", "database_unavailable"]}}
+                }
+              }
+            }
+          },
+          "Overloaded": {
+            "description": "`overloaded`: too many open connections; try again after `Retry-After` (1) seconds.",
+            "headers": {
+              "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+              "Retry-After": {"$ref": "#/components/headers/Retry-After"}
+            },
+            "content": {
+              "application/problem+json": {
+                "schema": {"allOf": [{"$ref": "#/components/schemas/Problem"}], "properties": {"code": {"enum": ["overloaded"]}}}
+              }
+            }
+          },
+          "HTTPError": {
+            "description": "Answers of the HTTP layer, for any operation: `400` malformed HTTP, `404 not_found` (unknown path), `405 method_not_allowed` (with `Allow`), `408 header_timeout`/`body_timeout`, `413 body_too_large`, `414 request_line_too_long`, `417 unsupported_expectation`, `431 header_field_too_large`/`headers_too_large`/`too_many_headers`, `500 internal_error`, `501 method_not_implemented`/`unsupported_transfer_coding`, `505 unsupported_version`. See the table in the API description.",
+            "headers": {
+              "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+              "Allow": {"$ref": "#/components/headers/Allow"}
+            },
+            "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+          }
+        },
+        "parameters": {
+          "X-Request-Id": {
+            "name": "X-Request-Id",
+            "in": "header",
+            "required": false,
+            "description": "The client's id for this request, echoed on the response and logged when it is 1–128 characters of `[A-Za-z0-9-_.:]`; otherwise ignored and replaced by a generated one (no error).",
+            "schema": {"type": "string"}
+          },
+          "If-Match": {
+            "name": "If-Match",
+            "in": "header",
+            "required": false,
+            "description": "Makes the write conditional: one or more ETags (comma-separated) or `*`. When none is the user's current ETag the answer is `412 precondition_failed` and nothing changes.",
+            "schema": {"type": "string"}
+          },
+          "If-None-Match": {
+            "name": "If-None-Match",
+            "in": "header",
+            "required": false,
+            "description": "One or more ETags (comma-separated, weak comparison) or `*`: when one is the current ETag the answer is `304 Not Modified` without a body.",
+            "schema": {"type": "string"}
+          },
+          "SessionID": {
+            "name": "id",
+            "in": "path",
+            "required": true,
+            "description": "A session id from `GET /users/me/sessions`.",
+            "schema": {"type": "string"}
+          }
+        },
+        "headers": {
+          "X-Request-Id": {
+            "description": "The request's id: the client's `X-Request-Id` when it is 1–128 characters of `[A-Za-z0-9-_.:]`, else one the server generates (opaque). On every response.",
+            "schema": {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,128}$"}
+          },
+          "ETag": {
+            "description": "An opaque strong entity tag (a quoted string) of the user: it changes with every write to the account and differs between users. Send it back as is in `If-Match` or `If-None-Match`.",
+            "schema": {"type": "string"}
+          },
+          "Location": {"description": "The new user's resource: `/users/me`.", "schema": {"type": "string", "const": "/users/me"}},
+          "Retry-After": {
+            "description": "Whole seconds to wait before trying again (at least 1).",
+            "schema": {"type": "integer", "minimum": 1}
+          },
+          "WWW-Authenticate": {
+            "description": "`Bearer` when no `Authorization` header was sent (and on `invalid_credentials`); `Bearer error=\"invalid_token\"` when the token is malformed, unknown, expired or revoked (RFC 6750).",
+            "schema": {"type": "string"}
+          },
+          "Allow": {
+            "description": "The methods the path supports, e.g. `GET, PUT, PATCH, DELETE, HEAD`.",
+            "schema": {"type": "string"}
+          },
+          "Cache-Control-No-Store": {
+            "description": "`no-store`: no cache may keep the answer (it holds a token or session details).",
+            "schema": {"type": "string", "const": "no-store"}
+          },
+          "Cache-Control-Private": {
+            "description": "`private, no-cache`: caches must revalidate (with the ETag).",
+            "schema": {"type": "string", "const": "private, no-cache"}
+          }
+        },
+        "securitySchemes": {
+          "bearer": {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "opaque",
+            "description": "`Authorization: Bearer <accessToken>` with a token from registration, sign-in or password change. Accepted in this header only, never in a URL, cookie or body. The scheme name is case-insensitive. No header: `401 missing_token`; anything else that is not a live session's token: `401 invalid_token`."
+          }
+        }
+      }
+    }
+    """#
+}
