@@ -2,7 +2,6 @@ import Accounts
 import FoundationEssentials
 import HTTP
 import HTTPServer
-import JSON
 
 /// Registration, sign-in, sign-out and sessions.
 struct AccountsController: Sendable {
@@ -35,17 +34,7 @@ struct AccountsController: Sendable {
 
     @Sendable func signOut(_ request: Request, _ context: RequestContext) throws -> Response {
         let (session, _) = try authenticator.authenticate(request)
-        let body = try JSONBody.object(request, optional: true)
-        try RequestFields.check(body, allowed: ["scope"])
-        var scope = AccountService.SignOutScope.current
-        if let value = body["scope"] {
-            guard let text = value.stringValue, let parsed = AccountService.SignOutScope(rawValue: text) else {
-                throw AccountsError(.invalidValue, "scope must be \"current\", \"others\" or \"all\".",
-                                    fields: [.init(field: "scope", code: .invalidValue, detail: "expected current, others or all")])
-            }
-            scope = parsed
-        }
-        try accounts.signOut(session, scope: scope)
+        try accounts.signOut(try JSONBody.object(request, optional: true), session: session)
         return Response(status: .noContent)
     }
 
@@ -71,16 +60,5 @@ struct AccountsController: Sendable {
         }
         try accounts.revokeSession(id: id, userID: user.id)
         return Response(status: .noContent)
-    }
-}
-
-/// Unknown-key checks for bodies the controllers read themselves.
-enum RequestFields {
-    static func check(_ body: JSONObject, allowed: Set<String>) throws {
-        let unknown = body.keys.filter { !allowed.contains($0) }
-        guard unknown.isEmpty else {
-            throw AccountsError(.unknownField, "\(unknown[0]) is not a known field",
-                                fields: unknown.map { .init(field: $0, code: .unknownField, detail: "is not a known field") })
-        }
     }
 }

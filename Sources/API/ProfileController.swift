@@ -19,7 +19,7 @@ struct ProfileController: Sendable {
 
     @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Response {
         let (_, user) = try authenticator.authenticate(request)
-        if let tags = request.headers["If-None-Match"], ETag.matches(tags, user.etag) {
+        if let tags = request.headers["If-None-Match"], ETag.matches(tags, user.etag, weak: true) {
             return notModified(user)
         }
         return userResponse(user)
@@ -27,7 +27,7 @@ struct ProfileController: Sendable {
 
     @Sendable func replace(_ request: Request, _ context: RequestContext) throws -> Response {
         let (_, user) = try authenticator.authenticate(request)
-        let updated = try accounts.replaceProfile(try JSONBody.object(request), userID: user.id, ifMatch: request.headers["If-Match"])
+        let updated = try accounts.replaceProfile(try JSONBody.object(request), user: user, ifMatch: request.headers["If-Match"])
         return userResponse(updated)
     }
 

@@ -147,6 +147,20 @@ public final class AccountService: Sendable {
         case current, others, all
     }
 
+    /// `POST /users/signout` with an optional body `{"scope": "current" | "others" | "all"}`.
+    public func signOut(_ body: JSONObject, session: Session) throws {
+        let reader = RequestBody(object: body)
+        try reader.checkKeys(allowed: ["scope"])
+        var scope = SignOutScope.current
+        if let text = try reader.string("scope") {
+            guard let parsed = SignOutScope(rawValue: text) else {
+                throw AccountsError.field("scope", .invalidValue, "expected current, others or all")
+            }
+            scope = parsed
+        }
+        try signOut(session, scope: scope)
+    }
+
     public func signOut(_ session: Session, scope: SignOutScope) throws {
         try pool.withConnection { connection in
             switch scope {
@@ -172,6 +186,8 @@ public final class AccountService: Sendable {
     /// `POST /users/me/password`: verifies the old password, stores the new hash, revokes every
     /// other session and replaces the calling one, all in one transaction.
     public func changePassword(_ body: JSONObject, session: Session, userAgent: String?) throws -> (IssuedSession, revokedSessions: Int) {
+        // While locked, every attempt gets 429, whatever the body says.
+        try checkPasswordLock(userID: session.userID)
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["oldPassword", "newPassword", "confirmPassword"])
         let old = try reader.string("oldPassword", required: true)!
@@ -206,6 +222,7 @@ public final class AccountService: Sendable {
 
     /// `DELETE /users/me`: the user and, by cascade, their sessions.
     public func deleteAccount(_ body: JSONObject, userID: UUID) throws {
+        try checkPasswordLock(userID: userID)
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["password"])
         let password = try reader.string("password", required: true)!
@@ -219,16 +236,21 @@ public final class AccountService: Sendable {
         }
     }
 
-    /// Checks a user's current password under the per-user throttle; returns the verified hash.
-    private func verifyCurrentPassword(_ password: String, userID: UUID) throws -> String {
-        let key = passwordKey(userID)
-        let rule = configuration.passwordChecks
-        let (locked, stored) = try pool.withConnection { connection in
-            (try ThrottleRepository.lockedFor(connection, key: key, rule: rule), try UserRepository.passwordHash(connection, id: userID))
+    /// Throws `too_many_attempts` while the user's password checks are locked.
+    private func checkPasswordLock(userID: UUID) throws {
+        let locked = try pool.withConnection {
+            try ThrottleRepository.lockedFor($0, key: passwordKey(userID), rule: configuration.passwordChecks)
         }
         if let locked {
             throw AccountsError(.tooManyAttempts, "Too many wrong passwords; try again later.", retryAfterSeconds: locked)
         }
+    }
+
+    /// Checks a user's current password (after `checkPasswordLock`), counting failures; returns the verified hash.
+    private func verifyCurrentPassword(_ password: String, userID: UUID) throws -> String {
+        let key = passwordKey(userID)
+        let rule = configuration.passwordChecks
+        let stored = try pool.withConnection { try UserRepository.passwordHash($0, id: userID) }
         guard let stored else { throw AccountsError(.invalidToken, "The user no longer exists.") }
         let tooLong = password.utf8.count > configuration.passwordPolicy.maxBytes
         let valid = try onHashingPool { [hasher] in
@@ -246,7 +268,11 @@ public final class AccountService: Sendable {
     // MARK: - Profile
 
     /// `PUT /users/me`: replaces the editable representation.
-    public func replaceProfile(_ body: JSONObject, userID: UUID, ifMatch: String?) throws -> User {
+    ///
+    /// When every custom field's type is already known and `If-Match` is absent, `*` or one tag of
+    /// this user, the write is a single conditional `UPDATE`; otherwise a transaction locks the row.
+    public func replaceProfile(_ body: JSONObject, user current: User, ifMatch: String?) throws -> User {
+        let userID = current.id
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["email", "firstname", "lastname", "data"], ignoringReadOnly: true)
         let email = try validEmail(try reader.string("email", required: true)!)
@@ -254,6 +280,28 @@ public final class AccountService: Sendable {
         let lastname = try reader.name("lastname") ?? ""
         let data = try reader.data() ?? JSONObject()
         try checkFieldCount(data.count)
+        if let condition = ETag.condition(ifMatch, of: current), let fields = try schema.validateCached(Array(data)) {
+            var replaced = current
+            replaced.email = email.value
+            replaced.firstname = firstname
+            replaced.lastname = lastname
+            replaced.data = JSONObject()
+            apply(fields, to: &replaced.data)
+            try checkDocumentSize(replaced)
+            let updated: User?
+            do {
+                updated = try pool.withConnection {
+                    try UserRepository.replace($0, id: userID, email: email, firstname: firstname, lastname: lastname,
+                                               data: replaced.data, expectedVersion: condition.version)
+                }
+            } catch let error as PostgresError where error.sqlState == .uniqueViolation {
+                throw AccountsError.field("email", .emailTaken, "is already registered")
+            }
+            guard let updated else {
+                throw AccountsError(.preconditionFailed, "The user changed since it was read (If-Match is stale).")
+            }
+            return updated
+        }
         return try updateProfile(userID: userID, ifMatch: ifMatch) { user, connection in
             user.firstname = firstname
             user.lastname = lastname
@@ -296,7 +344,7 @@ public final class AccountService: Sendable {
             guard var user = try UserRepository.find(connection, id: userID, forUpdate: true) else {
                 throw AccountsError(.invalidToken, "The user no longer exists.")
             }
-            if let ifMatch, !ETag.matches(ifMatch, user.etag) {
+            if let ifMatch, !ETag.matches(ifMatch, user.etag, weak: false) {
                 throw AccountsError(.preconditionFailed, "The user changed since it was read (If-Match is stale).")
             }
             let email = try change(&user, connection)
@@ -347,13 +395,33 @@ public final class AccountService: Sendable {
 
 /// Entity-tag comparison for `If-Match` / `If-None-Match` lists (RFC 9110 §13.1).
 public enum ETag {
-    /// Whether a header value (`*`, or a comma-separated list of tags) names `etag`.
-    public static func matches(_ header: String, _ etag: String) -> Bool {
+    /// What a single-statement write must check: no version for no header or `*`, the version
+    /// named by one strong tag of this user; nil when the header needs the general comparison.
+    struct Condition {
+        let version: Int64?
+    }
+
+    static func condition(_ header: String?, of user: User) -> Condition? {
+        guard let header else { return Condition(version: nil) }
+        let tag = header.trimmingASCIIWhitespace()
+        if tag == "*" { return Condition(version: nil) }
+        let prefix = "\"" + user.id.uuidString.lowercased().prefix(8) + "-"
+        guard tag.hasPrefix(prefix), tag.hasSuffix("\""), tag.count > prefix.count + 1,
+              let version = Int64(tag.dropFirst(prefix.count).dropLast()) else { return nil }
+        return Condition(version: version)
+    }
+
+    /// Whether a header value (`*`, or a comma-separated list of tags) names `etag`: weakly for
+    /// `If-None-Match` (a `W/` prefix is ignored), strongly for `If-Match` (a weak tag never matches).
+    public static func matches(_ header: String, _ etag: String, weak: Bool) -> Bool {
         let trimmed = header.trimmingASCIIWhitespace()
         if trimmed == "*" { return true }
         return trimmed.split(separator: ",").contains { (candidate: Substring) -> Bool in
             var tag = String(candidate).trimmingASCIIWhitespace()
-            if tag.hasPrefix("W/") { tag.removeFirst(2) }  // weak comparison for If-None-Match
+            if tag.hasPrefix("W/") {
+                guard weak else { return false }
+                tag.removeFirst(2)
+            }
             return tag == etag
         }
     }

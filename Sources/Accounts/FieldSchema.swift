@@ -38,6 +38,22 @@ public final class FieldSchema: Sendable {
     /// canonical form; fields new to the deployment get their type from this write, inside the
     /// caller's transaction, so a rejected write fixes no type.
     func validate(_ changes: [(String, JSONValue)], _ connection: PostgresConnection) throws -> [(String, JSONValue)] {
+        try validate(changes) { name, given in
+            if let known = cache.withLock({ $0[name] }) { return known }
+            let type = try FieldTypeRepository.claim(connection, name: name, type: given)
+            cache.withLock { $0[name] = type }
+            return type
+        }!
+    }
+
+    /// The same checks with cached types only: nil when a field's type is not cached yet, so that
+    /// a write of known fields needs no query to validate.
+    func validateCached(_ changes: [(String, JSONValue)]) throws -> [(String, JSONValue)]? {
+        try validate(changes) { name, _ in cache.withLock { $0[name] } }
+    }
+
+    private func validate(_ changes: [(String, JSONValue)],
+                          type resolve: (String, FieldType) throws -> FieldType?) throws -> [(String, JSONValue)]? {
         var errors: [AccountsError.FieldError] = []
         var result: [(String, JSONValue)] = []
         for (name, value) in changes {
@@ -54,16 +70,12 @@ public final class FieldSchema: Sendable {
                 errors.append(.init(field: path, code: .invalidType, detail: "expected string, integer, double, boolean, date or datetime, got \(FieldType.describe(value))"))
                 continue
             }
-            let type: FieldType
-            if let known = cache.withLock({ $0[name] }) {
-                type = known
-            } else {
-                type = try FieldTypeRepository.claim(connection, name: name, type: given)
-                cache.withLock { $0[name] = type }
-            }
+            guard let type = try resolve(name, given) else { return nil }
             guard let canonical = type.canonical(value, limits: limits) else {
                 if type == .string, case .string = value {
                     errors.append(.init(field: path, code: .invalidValue, detail: "strings are at most \(limits.maxStringBytes) bytes"))
+                } else if type == given, case .number = value {
+                    errors.append(.init(field: path, code: .invalidValue, detail: "the number is out of range for \(type.rawValue)"))
                 } else {
                     errors.append(.init(field: path, code: .invalidType, detail: "expected \(type.rawValue), got \(FieldType.describe(value))"))
                 }

@@ -60,6 +60,21 @@ enum UserRepository {
         return try decode(rows[0])
     }
 
+    /// Replaces the editable fields in one statement, if the version is still `expectedVersion`
+    /// (when given); nil when no row matched.
+    static func replace(_ connection: PostgresConnection, id: UUID, email: EmailAddress, firstname: String, lastname: String,
+                        data: JSONObject, expectedVersion: Int64?) throws -> User? {
+        let rows = try connection.query("""
+            UPDATE users AS u SET email = \(email.value), email_normalized = \(email.normalized),
+                email_verified = CASE WHEN u.email_normalized = \(email.normalized) THEN u.email_verified ELSE false END,
+                firstname = \(firstname), lastname = \(lastname), data = \(PostgresJSON(data.jsonText))::jsonb,
+                version = u.version + 1, updated_at = now()
+            WHERE u.id = \(id) AND (\(expectedVersion)::bigint IS NULL OR u.version = \(expectedVersion))
+            RETURNING \(unsafeRaw: columns)
+            """)
+        return try rows.first.map { try decode($0) }
+    }
+
     static func setPasswordHash(_ connection: PostgresConnection, id: UUID, hash: String) throws {
         try connection.execute("UPDATE users SET password_hash = \(hash), version = version + 1, updated_at = now() WHERE id = \(id)")
     }
