@@ -6,7 +6,7 @@ import JSON
 enum UserJSON {
     static func write(_ user: User, into writer: inout JSONWriter) {
         writer.beginObject()
-        writer.key("id"); writer.string(user.id.uuidString.lowercased())
+        writer.key("id"); writer.string(user.id.lowercasedText)
         writer.key("email"); writer.string(user.email)
         writer.key("firstname"); writer.string(user.firstname)
         writer.key("lastname"); writer.string(user.lastname)
@@ -30,7 +30,7 @@ enum UserJSON {
 
     static func writeSessionEntry(_ session: Session, current: Bool, into writer: inout JSONWriter) {
         writer.beginObject()
-        writer.key("id"); writer.string(session.id.uuidString.lowercased())
+        writer.key("id"); writer.string(session.id.lowercasedText)
         writer.key("createdAt"); writer.string(timestamp(session.createdAt))
         writer.key("lastSeenAt"); writer.string(timestamp(session.lastSeenAt))
         writer.key("expiresAt"); writer.string(timestamp(session.expiresAt))

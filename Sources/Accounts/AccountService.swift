@@ -101,7 +101,7 @@ public final class AccountService: Sendable {
             do {
                 return try hasher.verify(password: password, phc: credentials.passwordHash)
             } catch {
-                logger.error("stored password hash is unusable", ["user.id": credentials.id.uuidString.lowercased()])
+                logger.error("stored password hash is unusable", ["user.id": credentials.id.lowercasedText])
                 return .invalid
             }
         }
@@ -263,7 +263,7 @@ public final class AccountService: Sendable {
         return stored
     }
 
-    private func passwordKey(_ userID: UUID) -> String { "password:" + userID.uuidString.lowercased() }
+    private func passwordKey(_ userID: UUID) -> String { "password:" + userID.lowercasedText }
 
     // MARK: - Profile
 
@@ -405,7 +405,7 @@ public enum ETag {
         guard let header else { return Condition(version: nil) }
         let tag = header.trimmingASCIIWhitespace()
         if tag == "*" { return Condition(version: nil) }
-        let prefix = "\"" + user.id.uuidString.lowercased().prefix(8) + "-"
+        let prefix = "\"" + user.id.lowercasedText.prefix(8) + "-"
         guard tag.hasPrefix(prefix), tag.hasSuffix("\""), tag.count > prefix.count + 1,
               let version = Int64(tag.dropFirst(prefix.count).dropLast()) else { return nil }
         return Condition(version: version)

@@ -81,7 +81,7 @@ public enum RFC3339 {
         }
     }
 
-    /// `2026-11-29T17:39:01.123Z` for milliseconds since the Unix epoch.
+    /// `2026-11-29T17:39:01.123Z` for milliseconds since the Unix epoch (years 0–9999).
     public static func format(millisecondsSinceEpoch milliseconds: Int64) -> String {
         let ms = Int(milliseconds)
         let seconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
@@ -89,10 +89,30 @@ public enum RFC3339 {
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = CalendarDate.civil(daysSinceEpoch: days)
-        func pad(_ value: Int, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
+        // Written into the string's own storage: this runs several times per response.
+        return String(unsafeUninitializedCapacity: 24) { buffer in
+            func put(_ value: Int, at offset: Int, digits: Int) {
+                var rest = value
+                for i in stride(from: offset + digits - 1, through: offset, by: -1) {
+                    buffer[i] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+            }
+            put(year, at: 0, digits: 4)
+            buffer[4] = UInt8(ascii: "-")
+            put(month, at: 5, digits: 2)
+            buffer[7] = UInt8(ascii: "-")
+            put(day, at: 8, digits: 2)
+            buffer[10] = UInt8(ascii: "T")
+            put(secondOfDay / 3600, at: 11, digits: 2)
+            buffer[13] = UInt8(ascii: ":")
+            put(secondOfDay / 60 % 60, at: 14, digits: 2)
+            buffer[16] = UInt8(ascii: ":")
+            put(secondOfDay % 60, at: 17, digits: 2)
+            buffer[19] = UInt8(ascii: ".")
+            put(millis, at: 20, digits: 3)
+            buffer[23] = UInt8(ascii: "Z")
+            return 24
         }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(millis, 3))Z"
     }
 }

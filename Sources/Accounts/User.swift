@@ -15,7 +15,7 @@ public struct User: Sendable, Equatable {
     public var version: Int64
 
     /// A strong validator that changes with every write and differs between users.
-    public var etag: String { "\"\(id.uuidString.lowercased().prefix(8))-\(version)\"" }
+    public var etag: String { "\"\(id.lowercasedText.prefix(8))-\(version)\"" }
 }
 
 /// One sign-in of a user: the row behind a bearer token.

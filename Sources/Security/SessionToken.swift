@@ -39,8 +39,21 @@ public struct SessionToken: Sendable, Hashable, CustomStringConvertible,
     /// A cheap syntactic check to reject malformed bearer tokens before any database work:
     /// exactly 43 characters of the base64url alphabet that decode canonically to 32 bytes.
     public static func isWellFormed(_ text: some StringProtocol) -> Bool {
+        // Checked on every authenticated request, so without decoding: 43 characters of the
+        // base64url alphabet, the last of which carries 2 unused bits that must be zero.
         guard text.utf8.count == textLength else { return false }
-        return Base64URL.decode(text)?.count == byteCount
+        var last: UInt8 = 0
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): last = byte - UInt8(ascii: "A")
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): last = byte - UInt8(ascii: "a") + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): last = byte - UInt8(ascii: "0") + 52
+            case UInt8(ascii: "-"): last = 62
+            case UInt8(ascii: "_"): last = 63
+            default: return false
+            }
+        }
+        return last & 0b11 == 0
     }
 
     public var description: String { "SessionToken(<redacted>)" }
