@@ -229,7 +229,7 @@ public final class PostgresConnection {
     // MARK: - Liveness
 
     /// For an idle connection: false if the server has closed it or sent a FATAL since its last use.
-    /// Costs one `poll` with a zero timeout; reads only when the socket is readable.
+    /// Costs one `poll` with a zero timeout.
     func isAliveWhileIdle() -> Bool {
         guard isUsable else { return false }
         var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
@@ -237,11 +237,10 @@ public final class PostgresConnection {
         let ready = poll(&descriptor, 1, 0)
         if ready == 0 { return true }
         if ready < 0 { return errno == EINTR }
-        if descriptor.revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 { return false }
-        // Readable while idle: a notice, a notification, or a termination message before EOF.
-        guard PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK else { return false }
-        while let notify = PQnotifies(handle) { PQfreemem(notify) }
-        return PQtransactionStatus(handle) == PQTRANS_IDLE
+        // Readable while idle: EOF, or a message the server sends on its way out (an immediate
+        // shutdown sends FATAL 57P01 before closing, and the close may not have arrived yet).
+        // Nothing this layer asks for arrives unsolicited, so a readable idle connection is retired.
+        return false
     }
 }
 
