@@ -45,6 +45,8 @@ public struct RequestHeadParser: Sendable {
         while i < end {
             let byte = bytes[i]
             if byte == ASCII.lf {
+                // A limit crossed before this LF wins, as it would have if the bytes came one at a time.
+                if let error = limitFailure(end: i) { return .failed(error) }
                 guard i > lineStart, bytes[i - 1] == ASCII.cr else { return .failed(.bareLF) }
                 let lineLength = i - 1 - lineStart
                 if lineCount == 0 {
@@ -56,7 +58,6 @@ public struct RequestHeadParser: Sendable {
                         i += 1
                         continue
                     }
-                    if lineLength > limits.maxRequestLineBytes { return .failed(.requestLineTooLong) }
                 } else if lineLength == 0 {
                     let consumed = i + 1
                     let result = RequestHeadParser.parseHead(UnsafeBufferPointer(rebasing: bytes[headStart..<consumed]), limits: limits)
@@ -65,9 +66,8 @@ public struct RequestHeadParser: Sendable {
                     case .success(let head): return .complete(head, consumed: consumed)
                     case .failure(let error): return .failed(error)
                     }
-                } else {
-                    if lineLength > limits.maxFieldBytes { return .failed(.fieldTooLarge) }
-                    if lineCount > limits.maxHeaderCount { return .failed(.tooManyHeaders) }
+                } else if lineCount > limits.maxHeaderCount {
+                    return .failed(.tooManyHeaders)
                 }
                 lineCount += 1
                 lineStart = i + 1
@@ -75,15 +75,21 @@ public struct RequestHeadParser: Sendable {
             i += 1
         }
         scanned = end
-        // Fail early on a line that can no longer fit, rather than waiting for its end.
-        let pending = end - lineStart
-        if lineCount == 0 {
-            if pending > limits.maxRequestLineBytes + 1 { return .failed(.requestLineTooLong) }
-        } else if pending > limits.maxFieldBytes + 1 {
-            return .failed(.fieldTooLarge)
-        }
-        if end - headStart > limits.maxHeaderBytes { return .failed(.headersTooLarge) }
+        // Fail early on a line or head that can no longer fit, rather than waiting for its end.
+        if let error = limitFailure(end: end) { return .failed(error) }
         return .needMore
+    }
+
+    /// The limit that the first `end` bytes have crossed, if any. The line being scanned may hold
+    /// one byte more than its limit (its CR), the head exactly `maxHeaderBytes`. When both are
+    /// crossed, the one crossed first wins, so the answer never depends on how the bytes arrived.
+    private func limitFailure(end: Int) -> HTTPParseError? {
+        let lineLimit = lineCount == 0 ? limits.maxRequestLineBytes : limits.maxFieldBytes
+        let lineOver = lineStart + lineLimit + 2  // the shortest buffer in which the line is too long
+        let headOver = headStart + limits.maxHeaderBytes + 1
+        guard end >= min(lineOver, headOver) else { return nil }
+        if lineOver <= headOver { return lineCount == 0 ? .requestLineTooLong : .fieldTooLarge }
+        return .headersTooLarge
     }
 
     // MARK: - Whole-head validation
