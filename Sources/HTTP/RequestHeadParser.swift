@@ -98,7 +98,7 @@ public struct RequestHeadParser: Sendable {
     static func parseHead(_ head: UnsafeBufferPointer<UInt8>, limits: HTTPLimits) -> Swift.Result<RequestHead, HTTPParseError> {
         if head.count > limits.maxHeaderBytes { return .failure(.headersTooLarge) }
         // Request line.
-        guard let requestLineEnd = lineEnd(head, from: 0) else { return .failure(.invalidRequestLine) }
+        guard let requestLineEnd = lineEnd(head, from: 0) else { return .failure(.bareCR) }
         var pos = 0
         while pos < requestLineEnd, ASCII.isToken(head[pos]) { pos += 1 }
         guard pos > 0 else { return .failure(.invalidMethod) }
@@ -129,7 +129,7 @@ public struct RequestHeadParser: Sendable {
         fields.reserveCapacity(8)
         var lineStart = requestLineEnd + 2
         while true {
-            guard let end = lineEnd(head, from: lineStart) else { return .failure(.invalidRequestLine) }
+            guard let end = lineEnd(head, from: lineStart) else { return .failure(.bareCR) }
             if end == lineStart { break }
             if fields.count >= limits.maxHeaderCount { return .failure(.tooManyHeaders) }
             switch parseField(head, start: lineStart, end: end) {
@@ -142,7 +142,8 @@ public struct RequestHeadParser: Sendable {
         return interpret(method: method, target: String(decoding: targetBytes, as: UTF8.self), version: version, headers: headers)
     }
 
-    /// Index of the CR of the CRLF ending the line that starts at `start`; rejects a bare CR.
+    /// Index of the CR of the CRLF ending the line that starts at `start`; nil for a bare CR (the
+    /// head ends in CRLF, so a line without its CRLF cannot be the reason).
     private static func lineEnd(_ head: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
         var i = start
         while i + 1 < head.count {
