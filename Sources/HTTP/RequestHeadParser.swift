@@ -173,7 +173,10 @@ public struct RequestHeadParser: Sendable {
         if target.count == 1, target[0] == UInt8(ascii: "*") { return method == .options }
         // absolute-form: scheme "://" authority ...
         let lowered = target.prefix(8).map(ASCII.lower)
-        return lowered.starts(with: "http://".utf8) || lowered.starts(with: "https://".utf8)
+        let schemeEnd = lowered.starts(with: "http://".utf8) ? 7 : lowered.starts(with: "https://".utf8) ? 8 : 0
+        // An http(s) URI with an empty host is invalid and must be rejected (RFC 9110 §4.2.1).
+        guard schemeEnd > 0, target.count > schemeEnd else { return false }
+        return !"/?#:".utf8.contains(target[schemeEnd])
     }
 
     private static func parseField(_ head: UnsafeBufferPointer<UInt8>, start: Int, end: Int) -> Swift.Result<HTTPHeaders.Field, HTTPParseError> {
