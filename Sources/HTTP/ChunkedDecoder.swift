@@ -77,6 +77,8 @@ public struct ChunkedDecoder: Sendable {
                     extensionBytes = 0
                     state = .sizeExtension
                 } else if ASCII.isWhitespace(byte) {
+                    // BWS counts toward the extension limit, or the size line would have no bound.
+                    extensionBytes = 1
                     state = .sizeWhitespace
                 } else {
                     return .failed(.invalidChunkSize)
@@ -84,9 +86,11 @@ public struct ChunkedDecoder: Sendable {
             case .sizeWhitespace:
                 // BWS is allowed only before a chunk extension.
                 if byte == UInt8(ascii: ";") {
-                    extensionBytes = 0
                     state = .sizeExtension
-                } else if !ASCII.isWhitespace(byte) {
+                } else if ASCII.isWhitespace(byte) {
+                    extensionBytes += 1
+                    if extensionBytes > limits.maxChunkExtensionBytes { return .failed(.chunkExtensionTooLong) }
+                } else {
                     return .failed(.invalidChunkSize)
                 }
             case .sizeExtension:

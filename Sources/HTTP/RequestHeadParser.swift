@@ -45,6 +45,8 @@ public struct RequestHeadParser: Sendable {
         while i < end {
             let byte = bytes[i]
             if byte == ASCII.lf {
+                // A limit crossed before this LF wins, as it would have if the bytes came one at a time.
+                if let error = limitFailure(end: i) { return .failed(error) }
                 guard i > lineStart, bytes[i - 1] == ASCII.cr else { return .failed(.bareLF) }
                 let lineLength = i - 1 - lineStart
                 if lineCount == 0 {
@@ -56,7 +58,6 @@ public struct RequestHeadParser: Sendable {
                         i += 1
                         continue
                     }
-                    if lineLength > limits.maxRequestLineBytes { return .failed(.requestLineTooLong) }
                 } else if lineLength == 0 {
                     let consumed = i + 1
                     let result = RequestHeadParser.parseHead(UnsafeBufferPointer(rebasing: bytes[headStart..<consumed]), limits: limits)
@@ -65,9 +66,8 @@ public struct RequestHeadParser: Sendable {
                     case .success(let head): return .complete(head, consumed: consumed)
                     case .failure(let error): return .failed(error)
                     }
-                } else {
-                    if lineLength > limits.maxFieldBytes { return .failed(.fieldTooLarge) }
-                    if lineCount > limits.maxHeaderCount { return .failed(.tooManyHeaders) }
+                } else if lineCount > limits.maxHeaderCount {
+                    return .failed(.tooManyHeaders)
                 }
                 lineCount += 1
                 lineStart = i + 1
@@ -75,15 +75,21 @@ public struct RequestHeadParser: Sendable {
             i += 1
         }
         scanned = end
-        // Fail early on a line that can no longer fit, rather than waiting for its end.
-        let pending = end - lineStart
-        if lineCount == 0 {
-            if pending > limits.maxRequestLineBytes + 1 { return .failed(.requestLineTooLong) }
-        } else if pending > limits.maxFieldBytes + 1 {
-            return .failed(.fieldTooLarge)
-        }
-        if end - headStart > limits.maxHeaderBytes { return .failed(.headersTooLarge) }
+        // Fail early on a line or head that can no longer fit, rather than waiting for its end.
+        if let error = limitFailure(end: end) { return .failed(error) }
         return .needMore
+    }
+
+    /// The limit that the first `end` bytes have crossed, if any. The line being scanned may hold
+    /// one byte more than its limit (its CR), the head exactly `maxHeaderBytes`. When both are
+    /// crossed, the one crossed first wins, so the answer never depends on how the bytes arrived.
+    private func limitFailure(end: Int) -> HTTPParseError? {
+        let lineLimit = lineCount == 0 ? limits.maxRequestLineBytes : limits.maxFieldBytes
+        let lineOver = lineStart + lineLimit + 2  // the shortest buffer in which the line is too long
+        let headOver = headStart + limits.maxHeaderBytes + 1
+        guard end >= min(lineOver, headOver) else { return nil }
+        if lineOver <= headOver { return lineCount == 0 ? .requestLineTooLong : .fieldTooLarge }
+        return .headersTooLarge
     }
 
     // MARK: - Whole-head validation
@@ -92,7 +98,7 @@ public struct RequestHeadParser: Sendable {
     static func parseHead(_ head: UnsafeBufferPointer<UInt8>, limits: HTTPLimits) -> Swift.Result<RequestHead, HTTPParseError> {
         if head.count > limits.maxHeaderBytes { return .failure(.headersTooLarge) }
         // Request line.
-        guard let requestLineEnd = lineEnd(head, from: 0) else { return .failure(.invalidRequestLine) }
+        guard let requestLineEnd = lineEnd(head, from: 0) else { return .failure(.bareCR) }
         var pos = 0
         while pos < requestLineEnd, ASCII.isToken(head[pos]) { pos += 1 }
         guard pos > 0 else { return .failure(.invalidMethod) }
@@ -123,7 +129,7 @@ public struct RequestHeadParser: Sendable {
         fields.reserveCapacity(8)
         var lineStart = requestLineEnd + 2
         while true {
-            guard let end = lineEnd(head, from: lineStart) else { return .failure(.invalidRequestLine) }
+            guard let end = lineEnd(head, from: lineStart) else { return .failure(.bareCR) }
             if end == lineStart { break }
             if fields.count >= limits.maxHeaderCount { return .failure(.tooManyHeaders) }
             switch parseField(head, start: lineStart, end: end) {
@@ -137,7 +143,8 @@ public struct RequestHeadParser: Sendable {
                          headers: headers, storage: head)
     }
 
-    /// Index of the CR of the CRLF ending the line that starts at `start`; rejects a bare CR.
+    /// Index of the CR of the CRLF ending the line that starts at `start`; nil for a bare CR (the
+    /// head ends in CRLF, so a line without its CRLF cannot be the reason).
     private static func lineEnd(_ head: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
         var i = start
         while i + 1 < head.count {
@@ -167,7 +174,10 @@ public struct RequestHeadParser: Sendable {
         if target.count == 1, target[0] == UInt8(ascii: "*") { return method == .options }
         // absolute-form: scheme "://" authority ...
         let lowered = target.prefix(8).map(ASCII.lower)
-        return lowered.starts(with: "http://".utf8) || lowered.starts(with: "https://".utf8)
+        let schemeEnd = lowered.starts(with: "http://".utf8) ? 7 : lowered.starts(with: "https://".utf8) ? 8 : 0
+        // An http(s) URI with an empty host is invalid and must be rejected (RFC 9110 §4.2.1).
+        guard schemeEnd > 0, target.count > schemeEnd else { return false }
+        return !"/?#:".utf8.contains(target[schemeEnd])
     }
 
     private static func parseField(_ head: UnsafeBufferPointer<UInt8>, start: Int, end: Int) -> Swift.Result<HTTPHeaders.Field, HTTPParseError> {
