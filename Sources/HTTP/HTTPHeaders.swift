@@ -32,7 +32,8 @@ public struct HTTPHeaders: Sendable, Sequence {
     public var count: Int { fields.count }
     public var isEmpty: Bool { fields.isEmpty }
 
-    /// Appends a field; the caller guarantees name and value hold no CR, LF or NUL.
+    /// Appends a field. A CR, LF or NUL in it becomes a space, so no value, wherever it came
+    /// from, can split a response.
     public mutating func add(name: String, value: String) {
         var name = name
         var value = value
@@ -40,6 +41,9 @@ public struct HTTPHeaders: Sendable, Sequence {
         name.withUTF8 { storage.append(contentsOf: $0) }
         let valueStart = storage.count
         value.withUTF8 { storage.append(contentsOf: $0) }
+        for index in nameStart..<storage.count where storage[index] == ASCII.cr || storage[index] == ASCII.lf || storage[index] == 0 {
+            storage[index] = ASCII.space
+        }
         fields.append(Field(nameStart: Int32(nameStart), nameLength: Int32(valueStart - nameStart),
                             valueStart: Int32(valueStart), valueLength: Int32(storage.count - valueStart)))
     }
