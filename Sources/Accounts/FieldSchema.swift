@@ -26,7 +26,7 @@ public final class FieldSchema: Sendable {
             guard FieldSchema.isValidName(name) else {
                 throw AccountsError(.invalidValue, "field configuration: '\(name)' is not a valid field name")
             }
-            let stored = try FieldTypeRepository.claim(connection, name: name, type: type, pinned: true)
+            let stored = try FieldTypeRepository.claim(connection, name: name, type: type, pinned: true).type
             guard stored == type else {
                 throw AccountsError(.invalidType, "field configuration: '\(name)' is \(type.rawValue), but the database already has it as \(stored.rawValue)")
             }
@@ -58,12 +58,18 @@ public final class FieldSchema: Sendable {
             if let known = cache.withLock({ $0[name] }) {
                 type = known
             } else {
-                type = try FieldTypeRepository.claim(connection, name: name, type: given)
-                cache.withLock { $0[name] = type }
+                let claimed = try FieldTypeRepository.claim(connection, name: name, type: given)
+                type = claimed.type
+                // A type this transaction inserted is not settled until it commits: a refused write
+                // (another field invalid, email taken, If-Match stale) rolls it back, so only a type
+                // that was already committed may enter the cache.
+                if !claimed.inserted { cache.withLock { $0[name] = type } }
             }
             guard let canonical = type.canonical(value, limits: limits) else {
                 if type == .string, case .string = value {
                     errors.append(.init(field: path, code: .invalidValue, detail: "strings are at most \(limits.maxStringBytes) bytes"))
+                } else if type == .integer, case .number(let number) = value, number.isInteger {
+                    errors.append(.init(field: path, code: .invalidValue, detail: "integers must fit in 64 bits"))
                 } else {
                     errors.append(.init(field: path, code: .invalidType, detail: "expected \(type.rawValue), got \(FieldType.describe(value))"))
                 }
