@@ -50,6 +50,11 @@ public final class FieldSchema: Sendable {
                 result.append((name, value))
                 continue
             }
+            // PostgreSQL cannot store U+0000 in text or jsonb: refuse it here rather than fail there (500).
+            if case .string(let text) = value, text.utf8.contains(0) {
+                errors.append(.init(field: path, code: .invalidValue, detail: "strings must not contain U+0000"))
+                continue
+            }
             guard let given = FieldType.inferred(from: value) else {
                 errors.append(.init(field: path, code: .invalidType, detail: "expected string, integer, double, boolean, date or datetime, got \(FieldType.describe(value))"))
                 continue
