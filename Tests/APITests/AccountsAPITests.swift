@@ -4,6 +4,7 @@ import Glibc
 import JSON
 import Postgres
 import Security
+import Synchronization
 import Testing
 
 /// `POST /users` and `POST /users/signin` over real HTTP against a real PostgreSQL.
@@ -208,6 +209,24 @@ struct AccountsAPITests {
             """)
         #expect(nul.status == 422)
         #expect(nul.firstError.field == "firstname")
+    }
+
+    @Test func concurrentRegistrationsOfOneEmailGiveOneAccount() throws {
+        let server = self.server
+        for round in 0..<3 {
+            let email = server.uniqueEmail("race\(round)")
+            let statuses = Mutex<[Int]>([])
+            let barrier = Barrier(4)
+            onThreads(4) { index in
+                let password = server.uniquePassword()
+                barrier.arrive()
+                let reply = try? server.call("POST", "/users", json: #"{"email": "\#(email)", "password": "\#(password)"}"#)
+                if let token = reply?.json["accessToken"]?.stringValue { server.remember(token: token) }
+                statuses.withLock { $0.append(reply?.status ?? -1) }
+            }
+            let results = statuses.withLock { $0 }.sorted()
+            #expect(results == [201, 409, 409, 409], "round \(round)")
+        }
     }
 
     // MARK: - Sign-in

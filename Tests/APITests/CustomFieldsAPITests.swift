@@ -1,5 +1,6 @@
 import API
 import JSON
+import Synchronization
 import Testing
 
 /// Custom profile fields: type inference from the first write, type checks, names and limits.
@@ -248,6 +249,26 @@ struct CustomFieldsAPITests {
         #expect(taken.status == 409)
         #expect(try schema()["rReg"] == nil)
         #expect(try patch(#"{"rReg": 1.5}"#).status == 200)
+    }
+
+    @Test func concurrentFirstWritesAgreeOnOneType() throws {
+        let server = self.server
+        let users = [account, try server.register()]
+        for round in 0..<5 {
+            let name = "race\(round)"
+            let statuses = Mutex<[Int]>([0, 0])
+            let barrier = Barrier(2)
+            onThreads(2) { index in
+                barrier.arrive()
+                let value = index == 0 ? "1" : #""one""#
+                let reply = try? server.call("PATCH", "/users/me", token: users[index].token, json: #"{"data": {"\#(name)": \#(value)}}"#)
+                statuses.withLock { $0[index] = reply?.status ?? -1 }
+            }
+            let results = statuses.withLock { $0 }
+            #expect(results.sorted() == [200, 422], "round \(round): \(results)")
+            let type = try schema()[name]
+            #expect(type == (results[0] == 200 ? "integer" : "string"), "round \(round): \(results) \(String(describing: type))")
+        }
     }
 
     @Test func errorsNameEveryBadField() throws {
