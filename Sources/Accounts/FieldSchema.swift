@@ -26,7 +26,7 @@ public final class FieldSchema: Sendable {
             guard FieldSchema.isValidName(name) else {
                 throw AccountsError(.invalidValue, "field configuration: '\(name)' is not a valid field name")
             }
-            let stored = try FieldTypeRepository.claim(connection, name: name, type: type, pinned: true)
+            let stored = try FieldTypeRepository.claim(connection, name: name, type: type, pinned: true).type
             guard stored == type else {
                 throw AccountsError(.invalidType, "field configuration: '\(name)' is \(type.rawValue), but the database already has it as \(stored.rawValue)")
             }
@@ -40,9 +40,12 @@ public final class FieldSchema: Sendable {
     func validate(_ changes: [(String, JSONValue)], _ connection: PostgresConnection) throws -> [(String, JSONValue)] {
         try validate(changes) { name, given in
             if let known = cache.withLock({ $0[name] }) { return known }
-            let type = try FieldTypeRepository.claim(connection, name: name, type: given)
-            cache.withLock { $0[name] = type }
-            return type
+            let claimed = try FieldTypeRepository.claim(connection, name: name, type: given)
+            // A type this transaction inserted is not settled until it commits: a refused write
+            // (another field invalid, email taken, If-Match stale) rolls it back, so only a type
+            // that was already committed may enter the cache.
+            if !claimed.inserted { cache.withLock { $0[name] = claimed.type } }
+            return claimed.type
         }!
     }
 
@@ -66,6 +69,11 @@ public final class FieldSchema: Sendable {
                 result.append((name, value))
                 continue
             }
+            // PostgreSQL cannot store U+0000 in text or jsonb: refuse it here rather than fail there (500).
+            if case .string(let text) = value, text.utf8.contains(0) {
+                errors.append(.init(field: path, code: .invalidValue, detail: "strings must not contain U+0000"))
+                continue
+            }
             guard let given = FieldType.inferred(from: value) else {
                 errors.append(.init(field: path, code: .invalidType, detail: "expected string, integer, double, boolean, date or datetime, got \(FieldType.describe(value))"))
                 continue
@@ -74,8 +82,10 @@ public final class FieldSchema: Sendable {
             guard let canonical = type.canonical(value, limits: limits) else {
                 if type == .string, case .string = value {
                     errors.append(.init(field: path, code: .invalidValue, detail: "strings are at most \(limits.maxStringBytes) bytes"))
-                } else if type == given, case .number = value {
-                    errors.append(.init(field: path, code: .invalidValue, detail: "the number is out of range for \(type.rawValue)"))
+                } else if type == .integer, case .number(let number) = value, number.isInteger {
+                    errors.append(.init(field: path, code: .invalidValue, detail: "integers must fit in 64 bits"))
+                } else if type == .double, case .number = value {
+                    errors.append(.init(field: path, code: .invalidValue, detail: "the number is out of range for double"))
                 } else {
                     errors.append(.init(field: path, code: .invalidType, detail: "expected \(type.rawValue), got \(FieldType.describe(value))"))
                 }

@@ -19,21 +19,29 @@ public enum FieldType: String, Sendable, CaseIterable, Equatable {
 
     /// The value in its canonical form for this type (a double is always written with a fraction
     /// or an exponent), or nil when the literal does not fit.
+    ///
+    /// Every refusal is a `return nil` statement: `JSONValue` is `ExpressibleByNilLiteral`, so in
+    /// `condition ? value : nil` the `nil` becomes `JSONValue.null`, which callers read as "remove
+    /// the field" — a mistyped write would silently delete data.
     public func canonical(_ value: JSONValue, limits: CustomFieldLimits) -> JSONValue? {
         switch (self, value) {
         case (.string, .string(let text)):
-            return text.utf8.count <= limits.maxStringBytes ? value : nil
+            guard text.utf8.count <= limits.maxStringBytes else { return nil }
+            return value
         case (.integer, .number(let number)):
-            return number.isInteger && number.int64Value != nil ? value : nil
+            guard number.isInteger, number.int64Value != nil else { return nil }
+            return value
         case (.double, .number(let number)):
             guard let double = number.doubleValue, let canonical = JSONNumber(double) else { return nil }
             return .number(canonical)
         case (.boolean, .bool):
             return value
         case (.date, .string(let text)):
-            return CalendarDate.isValid(text) ? value : nil
+            guard CalendarDate.isValid(text) else { return nil }
+            return value
         case (.datetime, .string(let text)):
-            return RFC3339.isValidDateTime(text) ? value : nil
+            guard RFC3339.isValidDateTime(text) else { return nil }
+            return value
         default:
             return nil
         }

@@ -44,6 +44,8 @@ struct RequestBody {
     func name(_ key: String) throws(AccountsError) -> String? {
         guard let value = try string(key, nullAllowed: true) else { return has(key) ? "" : nil }
         guard value.unicodeScalars.count <= 100 else { throw .field(key, .invalidValue, "must be at most 100 characters") }
+        // PostgreSQL text cannot hold U+0000; refused here, it is a 422 instead of a failed INSERT (500).
+        guard !value.utf8.contains(0) else { throw .field(key, .invalidValue, "must not contain U+0000") }
         return value
     }
 

@@ -29,7 +29,7 @@ enum SessionRepository {
             SELECT s.id, s.user_id, s.created_at, s.last_seen_at,
                 LEAST(s.expires_at, s.last_seen_at + make_interval(secs => \(lifetime.idleSeconds))), s.user_agent,
                 \(unsafeRaw: UserRepository.columns),
-                s.last_seen_at < now() - make_interval(secs => \(lifetime.lastSeenResolutionSeconds))
+                s.last_seen_at < now() - make_interval(secs => \(lifetime.refreshAfterSeconds))
             FROM sessions s JOIN users u ON u.id = s.user_id
             WHERE s.token_hash = \(tokenHash) AND s.expires_at > now()
               AND s.last_seen_at > now() - make_interval(secs => \(lifetime.idleSeconds))
@@ -83,4 +83,9 @@ public struct SessionLifetime: Sendable {
     public var lastSeenResolutionSeconds: Double = 60
 
     public init() {}
+
+    /// How old `lastSeenAt` may get before a request refreshes it: the resolution, but never more
+    /// than half the idle timeout, or a session in constant use would still idle out (with
+    /// `--session-idle-timeout 60` every session ended after a minute).
+    var refreshAfterSeconds: Double { min(lastSeenResolutionSeconds, idleSeconds / 2) }
 }

@@ -11,7 +11,9 @@ enum UserRepository {
         let dataText = try row.decode(String.self, at: offset + 7)
         let data: JSONObject
         do {
-            data = try JSONParser.parse(Array(dataText.utf8), limits: JSONLimits(maxDepth: 4, maxBytes: 1 << 22)).objectValue ?? JSONObject()
+            // Doubles are stored as plain decimals (see `storageText`), up to ~330 characters long.
+            let stored = try JSONParser.parse(Array(dataText.utf8), limits: JSONLimits(maxDepth: 4, maxBytes: 1 << 22, maxNumberLength: 400))
+            data = (stored.objectValue ?? JSONObject()).withShortestDoubles
         } catch {
             throw PostgresError(code: .decodingFailed, columnName: "data", context: "stored data is not a JSON object")
         }
@@ -25,7 +27,7 @@ enum UserRepository {
                        lastname: String, data: JSONObject) throws -> User {
         let rows = try connection.query("""
             INSERT INTO users AS u (email, email_normalized, password_hash, firstname, lastname, data)
-            VALUES (\(email.value), \(email.normalized), \(passwordHash), \(firstname), \(lastname), \(PostgresJSON(data.jsonText))::jsonb)
+            VALUES (\(email.value), \(email.normalized), \(passwordHash), \(firstname), \(lastname), \(PostgresJSON(data.storageText))::jsonb)
             RETURNING \(unsafeRaw: columns)
             """)
         return try decode(rows[0])
@@ -52,7 +54,7 @@ enum UserRepository {
         let rows = try connection.query("""
             UPDATE users AS u SET email = \(email.value), email_normalized = \(email.normalized),
                 email_verified = CASE WHEN u.email_normalized = \(email.normalized) THEN u.email_verified ELSE false END,
-                firstname = \(user.firstname), lastname = \(user.lastname), data = \(PostgresJSON(user.data.jsonText))::jsonb,
+                firstname = \(user.firstname), lastname = \(user.lastname), data = \(PostgresJSON(user.data.storageText))::jsonb,
                 version = u.version + 1, updated_at = now()
             WHERE u.id = \(user.id)
             RETURNING \(unsafeRaw: columns)
@@ -92,4 +94,57 @@ enum UserRepository {
 extension JSONObject {
     /// Compact JSON text.
     var jsonText: String { JSONValue.object(self).serializedString() }
+
+    /// JSON text for the `jsonb` column. jsonb keeps numbers as `numeric` and prints them without an
+    /// exponent, so the double `1e+16` would come back as the integer literal `10000000000000000`
+    /// (and `1e+300` as 301 digits). Writing every double as a plain decimal with a fraction keeps
+    /// its scale, hence its type, through the round trip.
+    var storageText: String {
+        var copy = self
+        for (key, value) in self {
+            if case .number(let number) = value, !number.isInteger, let plain = JSONNumber(literal: number.plainDecimalText) {
+                copy[key] = .number(plain)
+            }
+        }
+        return copy.jsonText
+    }
+
+    /// The object with every non-integer number in its shortest form again (`1e+16`, `2.5`).
+    var withShortestDoubles: JSONObject {
+        var copy = self
+        for (key, value) in self {
+            if case .number(let number) = value, !number.isInteger, let double = number.doubleValue, let shortest = JSONNumber(double) {
+                copy[key] = .number(shortest)
+            }
+        }
+        return copy
+    }
+}
+
+extension JSONNumber {
+    /// The literal without an exponent and with a fraction: `1.5e+3` → `1500.0`, `2e-3` → `0.002`.
+    var plainDecimalText: String {
+        var text = Substring(self.text)
+        guard let e = text.firstIndex(where: { $0 == "e" || $0 == "E" }) else { return self.text }
+        guard let exponent = Int(text[text.index(after: e)...].drop { $0 == "+" }) else { return self.text }
+        text = text[..<e]
+        let negative = text.first == "-"
+        if negative { text = text.dropFirst() }
+        let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        var digits = String(parts[0]) + (parts.count > 1 ? String(parts[1]) : "")
+        var point = parts[0].count + exponent
+        while digits.count > 1, digits.first == "0" {  // leading zeros move the point
+            digits.removeFirst()
+            point -= 1
+        }
+        let result: String
+        if point <= 0 {
+            result = "0." + String(repeating: "0", count: -point) + digits
+        } else if point >= digits.count {
+            result = digits + String(repeating: "0", count: point - digits.count) + ".0"
+        } else {
+            result = String(digits.prefix(point)) + "." + String(digits.dropFirst(point))
+        }
+        return (negative ? "-" : "") + result
+    }
 }

@@ -1,0 +1,502 @@
+import API
+import Accounts
+import Glibc
+import JSON
+import Logging
+import Postgres
+import Security
+import Synchronization
+import Testing
+
+/// The one throwaway PostgreSQL of this test process: started on first use, stopped at exit
+/// (LocalCluster's atexit handler, or its watchdog if the run is killed).
+enum TestCluster {
+    static let started: Result<LocalCluster, any Error> = Result { try LocalCluster.startTemporary() }
+    static func cluster() throws -> LocalCluster { try started.get() }
+}
+
+/// A running `Application` on its own fresh database, spoken to over real sockets; one per suite.
+///
+/// It remembers every password and token the tests used and every response body it received,
+/// so that the suite can check at the end that none of them leaked into a response or the log.
+final class TestServer: Sendable {
+    /// The server of the suite being run (set by the `.liveServer` trait).
+    @TaskLocal static var current: TestServer?
+
+    let app: Application
+    let databaseURL: String
+    let logPath: String
+    let port: Int
+    private let logFD: Int32
+    private let seen = Mutex(Seen())
+    private let counter = Atomic<Int>(0)
+    private let name: String
+
+    struct Seen {
+        var passwords: Set<String> = []
+        var tokens: Set<String> = []
+        var bodies: [[UInt8]] = []
+        var serverErrors: [String] = []
+    }
+
+    /// The repository root, found from this file's path (`<root>/Tests/APITests/TestServer.swift`).
+    static let repositoryRoot: String = {
+        var parts = String(#filePath).split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast(3)
+        return parts.joined(separator: "/")
+    }()
+
+    init(_ name: String, _ adjust: (inout Configuration) -> Void = { _ in }) throws {
+        self.name = name
+        let cluster = try TestCluster.cluster()
+        let database = "api_\(name)_\(getpid())"
+        databaseURL = try cluster.createDatabase(database)
+        var configuration = Configuration()
+        configuration.databaseURL = databaseURL
+        configuration.migrationsDirectory = TestServer.repositoryRoot + "/migrations"
+        configuration.server.port = 0
+        configuration.server.eventLoops = 1
+        configuration.server.workerThreads = 16
+        configuration.server.lingerTimeout = .milliseconds(500)
+        configuration.passwordHashing = .testing
+        configuration.hashingThreads = 2
+        configuration.hashingQueue = 64
+        configuration.databasePoolSize = 6
+        configuration.accounts.signInPerAddress = ThrottleRule(limit: 1_000_000, windowSeconds: 900)
+        adjust(&configuration)
+        logPath = "/tmp/exo-apitests-\(name)-\(getpid()).log"
+        logFD = open(logPath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o600)
+        guard logFD >= 0 else { throw TestFailure("cannot open \(logPath)") }
+        let logger = Logger(label: "apitests.\(name)", level: .debug, format: .json, fd: logFD)
+        app = try Application(configuration: configuration, logger: logger)
+        port = app.server.port
+    }
+
+    func shutdown() {
+        app.shutdown()
+        close(logFD)
+    }
+
+    // MARK: - Requests
+
+    /// Sends one request on a new connection and returns the whole response.
+    @discardableResult
+    func send(_ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8]? = nil) throws -> Reply {
+        let reply = try HTTPClient.send(port: port, method: method, target: target, headers: headers, body: body)
+        seen.withLock {
+            $0.bodies.append(reply.body)
+            if reply.status >= 500 { $0.serverErrors.append("\(method) \(target.prefix(40)) → \(reply.status)") }
+        }
+        return reply
+    }
+
+    /// A request with an optional bearer token and an optional JSON body (sent as `application/json`
+    /// unless `contentType` says otherwise).
+    @discardableResult
+    func call(_ method: String, _ target: String, token: String? = nil, json: String? = nil,
+              contentType: String? = "application/json", headers: [(String, String)] = []) throws -> Reply {
+        var all = headers
+        if let token { all.append(("Authorization", "Bearer \(token)")) }
+        if json != nil, let contentType { all.append(("Content-Type", contentType)) }
+        return try send(method, target, headers: all, body: json.map { Array($0.utf8) })
+    }
+
+    // MARK: - Accounts
+
+    /// An email address no other test of this suite uses.
+    func uniqueEmail(_ prefix: String = "user") -> String {
+        "\(prefix)-\(counter.add(1, ordering: .relaxed).newValue)@example.com"
+    }
+
+    /// A password no other test uses, long enough to pass the policy; remembered as a secret.
+    func uniquePassword(_ prefix: String = "pw") -> String {
+        let password = "\(prefix)-\(counter.add(1, ordering: .relaxed).newValue)-S3cret!\(UInt32.random(in: 100_000...999_999))"
+        remember(password: password)
+        return password
+    }
+
+    func remember(password: String) { seen.withLock { _ = $0.passwords.insert(password) } }
+    func remember(token: String) { seen.withLock { _ = $0.tokens.insert(token) } }
+
+    /// A registered user with one session.
+    struct Account {
+        var email: String
+        var password: String
+        var token: String
+        var id: String
+        var user: JSONValue
+    }
+
+    /// Registers a user (201 expected) and returns their first session.
+    func register(email: String? = nil, password: String? = nil, extra: String = "",
+                  sourceLocation: SourceLocation = #_sourceLocation) throws -> Account {
+        let email = email ?? uniqueEmail()
+        let password = password ?? uniquePassword()
+        remember(password: password)
+        let reply = try call("POST", "/users", json: #"{"email": \#(jsonString(email)), "password": \#(jsonString(password))\#(extra)}"#)
+        try #require(reply.status == 201, "register: \(reply.status) \(reply.text)", sourceLocation: sourceLocation)
+        let token = try #require(reply.json["accessToken"]?.stringValue, sourceLocation: sourceLocation)
+        remember(token: token)
+        let id = try #require(reply.json["user"]?["id"]?.stringValue, sourceLocation: sourceLocation)
+        return Account(email: email, password: password, token: token, id: id, user: reply.json["user"] ?? .null)
+    }
+
+    /// `POST /users/signin`; remembers the token it returns.
+    @discardableResult
+    func signIn(_ email: String, _ password: String, userAgent: String? = nil) throws -> Reply {
+        remember(password: password)
+        let reply = try call("POST", "/users/signin", json: #"{"email": \#(jsonString(email)), "password": \#(jsonString(password))}"#,
+                             headers: userAgent.map { [("User-Agent", $0)] } ?? [])
+        if let token = reply.json["accessToken"]?.stringValue { remember(token: token) }
+        return reply
+    }
+
+    /// Signs in and returns the new token (200 expected).
+    func newSession(_ account: Account, userAgent: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+        let reply = try signIn(account.email, account.password, userAgent: userAgent)
+        try #require(reply.status == 200, "sign-in: \(reply.status) \(reply.text)", sourceLocation: sourceLocation)
+        return try #require(reply.json["accessToken"]?.stringValue, sourceLocation: sourceLocation)
+    }
+
+    /// `GET /users/me` with `token`.
+    func me(_ token: String) throws -> Reply { try call("GET", "/users/me", token: token) }
+
+    // MARK: - Database
+
+    /// Runs `body` on a new connection to this suite's database.
+    func withDatabase<R>(_ body: (PostgresConnection) throws -> R) throws -> R {
+        let connection = try PostgresConnection(configuration: try PostgresConfiguration(connectionString: databaseURL))
+        defer { connection.close() }
+        return try body(connection)
+    }
+
+    // MARK: - Secrets
+
+    /// Every place a secret must not be: the log file, and every response body (a token only in
+    /// the one response that issued it). Also: no request of the suite may have got a 5xx.
+    /// Returns the problems found.
+    func leaks() -> [String] {
+        let log = (try? readFile(logPath)) ?? []
+        let seen = seen.withLock { $0 }
+        var problems: [String] = seen.serverErrors.map { "server error: \($0)" }
+        if log.isEmpty { problems.append("the log file \(logPath) is empty") }
+        if contains(log, "$scrypt$") { problems.append("a scrypt hash is in the log") }
+        for (index, body) in seen.bodies.enumerated() where contains(body, "$scrypt$") {
+            problems.append("response #\(index) holds a scrypt hash")
+        }
+        // Named by a short prefix and the length only, so the report itself stays harmless.
+        func hint(_ secret: String) -> String { "\(secret.prefix(4))…(\(secret.utf8.count) bytes)" }
+        for password in seen.passwords {
+            if contains(log, password) { problems.append("password \(hint(password)) is in the log") }
+            if seen.bodies.contains(where: { contains($0, password) }) { problems.append("password \(hint(password)) is in a response") }
+        }
+        for token in seen.tokens {
+            if contains(log, token) { problems.append("token \(hint(token)) is in the log") }
+            let holders = seen.bodies.filter { contains($0, token) }.count
+            if holders > 1 { problems.append("token \(hint(token)) is in \(holders) responses") }
+        }
+        return problems
+    }
+
+    /// How many responses the suite received (to show the leak check looked at something).
+    var responseCount: Int { seen.withLock { $0.bodies.count } }
+}
+
+/// Starts a `TestServer` (fresh database, migrations, real socket) around a whole suite, shuts it
+/// down after the suite, and then checks that no secret leaked.
+struct LiveServerTrait: SuiteTrait, TestScoping {
+    let name: String
+    let adjust: @Sendable (inout Configuration) -> Void
+
+    var isRecursive: Bool { false }
+
+    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        let server = try TestServer(name, adjust)
+        do {
+            try await TestServer.$current.withValue(server) { try await function() }
+        } catch {
+            server.shutdown()
+            throw error
+        }
+        server.shutdown()
+        let problems = server.leaks()
+        if !problems.isEmpty {
+            throw TestFailure("suite \(name) (log kept at \(server.logPath)): \(Set(problems).sorted().joined(separator: "; "))")
+        }
+        unlink(server.logPath)
+    }
+}
+
+extension Trait where Self == LiveServerTrait {
+    /// Runs the suite against its own live server; `adjust` tunes the configuration.
+    static func liveServer(_ name: String, _ adjust: @escaping @Sendable (inout Configuration) -> Void = { _ in }) -> Self {
+        LiveServerTrait(name: name, adjust: adjust)
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+// MARK: - HTTP client
+
+/// A received HTTP response.
+struct Reply: Sendable {
+    var status: Int
+    var headers: [(name: String, value: String)]
+    var body: [UInt8]
+
+    /// The first header of that name (case-insensitive).
+    func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+
+    func headers(named name: String) -> [String] {
+        headers.filter { $0.name.lowercased() == name.lowercased() }.map(\.value)
+    }
+
+    /// The body parsed as JSON, or `.null` when it is not JSON.
+    var json: JSONValue { (try? JSONParser.parse(body)) ?? .null }
+
+    var text: String { String(decoding: body, as: UTF8.self) }
+
+    /// The problem code of an error response.
+    var code: String? { json["code"]?.stringValue }
+
+    /// The first field error's field and code.
+    var firstError: (field: String?, code: String?, detail: String?) {
+        let first = json["errors"]?[0]
+        return (first?["field"]?.stringValue, first?["code"]?.stringValue, first?["detail"]?.stringValue)
+    }
+}
+
+/// A deliberately small HTTP/1.1 client over a blocking socket: one request per connection,
+/// arbitrary headers and raw bodies, so tests can send what no well-behaved client would.
+enum HTTPClient {
+    static func send(port: Int, method: String, target: String, headers: [(String, String)], body: [UInt8]?) throws -> Reply {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = in_addr_t(UInt32(0x7F00_0001).bigEndian)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw TestFailure("connect to port \(port): errno \(errno)") }
+
+        var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if let body, !headers.contains(where: { $0.0.lowercased() == "content-length" }) {
+            head += "Content-Length: \(body.count)\r\n"
+        }
+        head += "\r\n"
+        // A server may answer (413) before reading the whole body; it then discards the rest.
+        _ = writeAll(fd, Array(head.utf8) + (body ?? []))
+
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var parsed: (status: Int, headers: [(name: String, value: String)], bodyStart: Int)?
+        while true {
+            if parsed == nil, let end = find(received, Array("\r\n\r\n".utf8)) {
+                parsed = try parseHead(Array(received[..<end]), bodyStart: end + 4)
+            }
+            if let (status, headers, bodyStart) = parsed {
+                let length = headers.first { $0.name.lowercased() == "content-length" }.flatMap { Int($0.value) }
+                if status == 204 || status == 304 || method == "HEAD" {
+                    return Reply(status: status, headers: headers, body: Array(received[bodyStart...]))
+                }
+                if let length, received.count - bodyStart >= length {
+                    return Reply(status: status, headers: headers, body: Array(received[bodyStart..<(bodyStart + length)]))
+                }
+            }
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                received += buffer[..<count]
+                continue
+            }
+            if count < 0, errno == EINTR { continue }
+            // EOF (or reset): whatever arrived is the response.
+            guard let (status, headers, bodyStart) = parsed else {
+                throw TestFailure("connection closed before a response head (\(received.count) bytes, errno \(errno))")
+            }
+            return Reply(status: status, headers: headers, body: Array(received[bodyStart...]))
+        }
+    }
+
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += written
+            }
+            return true
+        }
+    }
+
+    private static func parseHead(_ bytes: [UInt8], bodyStart: Int) throws -> (Int, [(name: String, value: String)], Int) {
+        let lines = String(decoding: bytes, as: UTF8.self).components(separatedBy: "\r\n")
+        let statusParts = lines[0].split(separator: " ", maxSplits: 2)
+        guard statusParts.count >= 2, statusParts[0] == "HTTP/1.1", let status = Int(statusParts[1]) else {
+            throw TestFailure("bad status line: \(lines[0])")
+        }
+        var headers: [(name: String, value: String)] = []
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { throw TestFailure("bad header line: \(line)") }
+            headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingSpaces()))
+        }
+        return (status, headers, bodyStart)
+    }
+}
+
+// MARK: - Small helpers
+
+/// Where `needle` starts in `haystack`, or nil.
+func find(_ haystack: [UInt8], _ needle: [UInt8]) -> Int? {
+    guard !needle.isEmpty, haystack.count >= needle.count else { return nil }
+    let first = needle[0]
+    var index = 0
+    while index <= haystack.count - needle.count {
+        if haystack[index] == first, haystack[index..<(index + needle.count)].elementsEqual(needle) { return index }
+        index += 1
+    }
+    return nil
+}
+
+func contains(_ haystack: [UInt8], _ needle: String) -> Bool { find(haystack, Array(needle.utf8)) != nil }
+
+func readFile(_ path: String) throws -> [UInt8] {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw TestFailure("cannot open \(path)") }
+    defer { close(fd) }
+    var result: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count < 0, errno == EINTR { continue }
+        guard count > 0 else { return result }
+        result += buffer[..<count]
+    }
+}
+
+/// A JSON string literal for `text`.
+func jsonString(_ text: String) -> String { JSONValue.string(text).serializedString() }
+
+/// Runs `body(index)` on `count` new threads at once (real threads, not the cooperative pool, so
+/// requests really overlap) and waits for all of them.
+func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    final class Box: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    let threads = (0..<count).map { index -> pthread_t in
+        var thread = pthread_t()
+        let box = Unmanaged.passRetained(Box { body(index) }).toOpaque()
+        let status = pthread_create(&thread, nil, { raw in
+            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+            return nil
+        }, box)
+        precondition(status == 0)
+        return thread
+    }
+    threads.forEach { pthread_join($0, nil) }
+}
+
+/// All threads wait in `arrive()` until `count` have arrived, so their requests start together.
+final class Barrier: Sendable {
+    let count: Int
+    let arrived = Atomic<Int>(0)
+    init(_ count: Int) { self.count = count }
+
+    func arrive(timeout: Duration = .seconds(10)) {
+        arrived.add(1, ordering: .sequentiallyConsistent)
+        let start = ContinuousClock.now
+        while arrived.load(ordering: .sequentiallyConsistent) < count, ContinuousClock.now - start < timeout {
+            usleep(100)
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch of an RFC 3339 UTC timestamp with milliseconds
+/// (`2026-11-29T17:39:01.123Z`), or nil when `text` is not exactly that form.
+func epochMilliseconds(_ text: String) -> Int64? {
+    let bytes = Array(text.utf8)
+    guard bytes.count == 24, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"),
+          bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"), bytes[19] == UInt8(ascii: "."),
+          bytes[23] == UInt8(ascii: "Z") else { return nil }
+    func number(_ from: Int, _ count: Int) -> Int64? {
+        var value: Int64 = 0
+        for byte in bytes[from..<(from + count)] {
+            guard byte >= 0x30, byte <= 0x39 else { return nil }
+            value = value * 10 + Int64(byte - 0x30)
+        }
+        return value
+    }
+    guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
+          let minute = number(14, 2), let second = number(17, 2), let millis = number(20, 3),
+          (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
+    // Days from civil (Howard Hinnant).
+    let y = month <= 2 ? year - 1 : year
+    let era = y / 400
+    let yoe = y - era * 400
+    let mp = (month + 9) % 12
+    let doy = (153 * mp + 2) / 5 + day - 1
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+    let days = era * 146_097 + doe - 719_468
+    return ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis
+}
+
+/// Milliseconds since the Unix epoch, now.
+func nowMilliseconds() -> Int64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+}
+
+/// The keys of a JSON object, sorted.
+func keys(_ value: JSONValue?) -> [String] { value?.objectValue?.keys.sorted() ?? [] }
+
+/// Whether a token looks like ours: 43 base64url characters.
+func isBase64URLToken(_ text: String) -> Bool {
+    text.utf8.count == 43 && text.utf8.allSatisfy { byte in
+        (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
+            || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+    }
+}
+
+/// Lowercase hex of bytes.
+func hex(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] }, as: UTF8.self)
+}
+
+extension String {
+    func trimmingSpaces() -> String {
+        var slice = Substring(self)
+        while slice.first == " " || slice.first == "\t" { slice.removeFirst() }
+        while slice.last == " " || slice.last == "\t" { slice.removeLast() }
+        return String(slice)
+    }
+
+    /// Splits on a separator string (no Foundation here).
+    func components(separatedBy separator: String) -> [String] {
+        var parts: [String] = []
+        var rest = Substring(self)
+        while let range = rest.firstRange(of: separator) {
+            parts.append(String(rest[..<range.lowerBound]))
+            rest = rest[range.upperBound...]
+        }
+        parts.append(String(rest))
+        return parts
+    }
+}
