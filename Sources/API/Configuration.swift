@@ -25,7 +25,7 @@ public struct Configuration: Sendable {
     public var passwordHashing = ScryptParameters.owasp
     /// Threads that hash passwords (default: one per core) and how many hashes may wait.
     public var hashingThreads = HashingPool.defaultWorkerCount
-    public var hashingQueue = 2 * HashingPool.defaultWorkerCount
+    public var hashingQueue = 4 * HashingPool.defaultWorkerCount
     /// A JSON file `{"fields": {"name": "type", …}}` that pins custom field types.
     public var fieldConfigPath: String?
 
@@ -163,7 +163,9 @@ public struct Configuration: Sendable {
     /// Reads flags (`--port 8080` or `--port=8080`) over environment variables over defaults.
     public static func parse(arguments: [String], environment: [String: String]) throws(ConfigurationError) -> Configuration {
         var configuration = Configuration()
-        for option in options {
+        // A flag overrides its variable, so a variable is not even read when its flag is given.
+        let flagsGiven = Set(arguments.filter { $0.hasPrefix("--") }.map { splitFlag($0).0 })
+        for option in options where !flagsGiven.contains(option.flag) {
             if let value = environment[option.environment], !value.isEmpty || option.flag != "--database-url" {
                 try option.apply(&configuration, value)
             }

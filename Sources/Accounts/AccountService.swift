@@ -207,6 +207,7 @@ public final class AccountService: Sendable {
                 throw AccountsError(.invalidPassword, "The current password is wrong.")
             }
             try UserRepository.setPasswordHash(connection, id: session.userID, hash: hash)
+            try ThrottleRepository.clear(connection, key: passwordKey(session.userID))
             let revoked = try SessionRepository.deleteAll(connection, userID: session.userID, except: session.id)
             guard try SessionRepository.delete(connection, id: session.id, userID: session.userID) else {
                 throw AccountsError(.invalidToken, "The session ended during the password change.")

@@ -366,7 +366,7 @@ final class EventLoop: @unchecked Sendable {
 
     private func finish(_ response: Response, on connection: Connection) -> ConnectionStateMachine.Action {
         var response = response
-        response.headers.add(name: "X-Request-Id", value: connection.requestID)
+        response.headers.replaceOrAdd(name: "X-Request-Id", value: connection.requestID)
         connection.status = response.status.code
         return connection.machine.respond(response, date: date, now: System.now())
     }

@@ -21,7 +21,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// Binds the listening sockets and starts the event loops; returns once the server accepts.
     public func start() throws {
         // The first socket fixes the port (0 picks one); the others join it through SO_REUSEPORT.
-        let first = try System.listen(host: configuration.host, port: configuration.port)
+        let first = try System.listen(host: configuration.host, port: configuration.port, probeFirst: true)
         port = System.boundPort(first)
         var sockets = [first]
         for _ in 1..<max(1, configuration.eventLoops) {

@@ -85,16 +85,15 @@ public struct Router: Sendable {
 
     /// Finds the route for a method and a (percent-encoded) path.
     public func match(method: HTTPMethod, path: String) -> Match {
-        var candidates: [Route]
+        var candidates: [Route] = staticRoutes[path] ?? []
         var parameters: [String: String] = [:]
-        if let routes = staticRoutes[path] {
-            candidates = routes
-        } else {
+        // A literal route wins for its methods; parameterized ones still answer the others
+        // (`DELETE /users/{id}` beside `GET /users/me`).
+        if !candidates.contains(where: { $0.method == method || ($0.method == .get && method == .head) }) {
             let parts = Router.segments(of: path)
-            candidates = []
             for route in parameterizedRoutes {
                 if let found = Router.bind(route.segments, to: parts) {
-                    if candidates.isEmpty { parameters = found }
+                    if parameters.isEmpty { parameters = found }
                     candidates.append(route)
                 }
             }
@@ -132,7 +131,7 @@ public struct Router: Sendable {
         return parameters
     }
 
-    /// Decodes `%XX` escapes; nil for a malformed escape or invalid UTF-8.
+    /// Decodes `%XX` escapes; nil for a malformed escape, invalid UTF-8 or a NUL.
     static func percentDecode(_ text: Substring) -> String? {
         guard text.contains("%") else { return String(text) }
         var bytes: [UInt8] = []
@@ -140,6 +139,7 @@ public struct Router: Sendable {
         while let byte = iterator.next() {
             if byte == UInt8(ascii: "%") {
                 guard let high = iterator.next().flatMap(hexDigit), let low = iterator.next().flatMap(hexDigit) else { return nil }
+                guard high << 4 | low != 0 else { return nil }
                 bytes.append(high << 4 | low)
             } else {
                 bytes.append(byte)

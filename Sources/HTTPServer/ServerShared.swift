@@ -65,7 +65,12 @@ final class ServerShared: Sendable {
         do {
             return try route.handler(request, context)
         } catch let error as HTTPResponseError {
-            return error.problem.response()
+            let problem = error.problem
+            if problem.status.code >= 500, problem.status != .serviceUnavailable {
+                // A 500 says nothing to the client; the operator needs the error itself.
+                context.logger.error("handler failed", ["http.route": route.pattern, "error": String(reflecting: error)])
+            }
+            return problem.response()
         } catch {
             context.logger.error("handler failed", ["http.route": route.pattern, "error": String(reflecting: error)])
             return Problem.internalError.response()

@@ -82,7 +82,11 @@ public enum System {
     }
 
     /// A non-blocking listening TCP socket with `SO_REUSEPORT`, bound to host and port.
-    static func listen(host: String, port: Int, backlog: Int32 = 4096) throws(SystemError) -> Int32 {
+    ///
+    /// `SO_REUSEPORT` lets the event loops share one port, but it would also let a second
+    /// server of the same user join silently and take half the traffic; `probeFirst` binds a
+    /// plain socket first, so a port already in use is an error.
+    static func listen(host: String, port: Int, probeFirst: Bool = false, backlog: Int32 = 4096) throws(SystemError) -> Int32 {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -95,6 +99,17 @@ public enum System {
         guard fd >= 0 else { throw SystemError(function: "socket", errno: Glibc.errno) }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if probeFirst, port != 0 {
+            let probe = socket(first.pointee.ai_family, first.pointee.ai_socktype | clinux_sock_nonblock_cloexec(), 0)
+            setsockopt(probe, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            let status = bind(probe, first.pointee.ai_addr, first.pointee.ai_addrlen)
+            let error = Glibc.errno
+            Glibc.close(probe)
+            if status != 0 {
+                Glibc.close(fd)
+                throw SystemError(function: "bind(\(host):\(port))", errno: error)
+            }
+        }
         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size))
         guard bind(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else {
             let error = Glibc.errno
