@@ -161,33 +161,43 @@ public struct Configuration: Sendable {
     ]
 
     /// Reads flags (`--port 8080` or `--port=8080`) over environment variables over defaults.
+    /// Every problem is reported, one line each, not just the first.
     public static func parse(arguments: [String], environment: [String: String]) throws(ConfigurationError) -> Configuration {
         var configuration = Configuration()
+        var problems: [String] = []
+        func apply(_ option: Option, _ value: String) {
+            do {
+                try option.apply(&configuration, value)
+            } catch {
+                problems.append(error.description)
+            }
+        }
         // A flag overrides its variable, so a variable is not even read when its flag is given.
         let flagsGiven = Set(arguments.filter { $0.hasPrefix("--") }.map { splitFlag($0).0 })
         for option in options where !flagsGiven.contains(option.flag) {
             if let value = environment[option.environment], !value.isEmpty || option.flag != "--database-url" {
-                try option.apply(&configuration, value)
+                apply(option, value)
             }
         }
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
             let (flag, inlineValue) = splitFlag(argument)
-            guard let option = options.first(where: { $0.flag == flag }) else {
-                throw ConfigurationError("unknown option '\(shown(argument))' (see exosphere serve --help)")
-            }
-            let value: String
-            if let inlineValue {
-                value = inlineValue
-            } else {
-                index += 1
-                guard index < arguments.count else { throw ConfigurationError("\(flag) needs a value") }
-                value = arguments[index]
-            }
-            try option.apply(&configuration, value)
             index += 1
+            guard let option = options.first(where: { $0.flag == flag }) else {
+                problems.append("unknown option '\(shown(argument))' (see exosphere serve --help)")
+                continue
+            }
+            if let inlineValue {
+                apply(option, inlineValue)
+            } else if index < arguments.count {
+                apply(option, arguments[index])
+                index += 1
+            } else {
+                problems.append("\(flag) needs a value")
+            }
         }
+        guard problems.isEmpty else { throw ConfigurationError(problems) }
         return configuration
     }
 
@@ -236,8 +246,11 @@ public struct Configuration: Sendable {
 
 /// A configuration problem, reported as one line before exiting non-zero.
 public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
-    public let description: String
-    init(_ description: String) { self.description = description }
+    /// One line per problem.
+    public let problems: [String]
+    init(_ problem: String) { problems = [problem] }
+    init(_ problems: [String]) { self.problems = problems }
+    public var description: String { problems.joined(separator: "\n") }
 }
 
 extension String {

@@ -47,7 +47,7 @@ public enum Exosphere {
             do {
                 configuration = try Configuration.parse(arguments: rest, environment: environment)
             } catch {
-                printError("exosphere: invalid configuration: \(error)")
+                for problem in error.problems { printError("exosphere: invalid configuration: \(problem)") }
                 return 2
             }
             let logger = Logger(label: "exosphere", level: configuration.logLevel, format: configuration.logFormat)
