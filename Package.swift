@@ -27,6 +27,7 @@ let package = Package(
         // libpq client, pool, bound queries, migrations, a managed local cluster.
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
         .target(name: "Security", dependencies: ["COpenSSL", "Threads"]),
+        .target(name: "Images"),
         // Users, custom fields, sessions, throttles: rules and their SQL.
         .target(name: "Accounts", dependencies: ["Postgres", "Security", "JSON", "Logging"]),
         // Routes, DTOs, error mapping, configuration.
@@ -40,6 +41,7 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "Threads"]),
+        .testTarget(name: "ImagesTests", dependencies: ["Images"]),
         .testTarget(name: "APITests", dependencies: ["API"]),
     ],
     swiftLanguageModes: [.v6]
