@@ -186,6 +186,8 @@ public struct Configuration: Sendable {
             index += 1
             guard let option = options.first(where: { $0.flag == flag }) else {
                 problems.append("unknown option '\(shown(argument))' (see exosphere serve --help)")
+                // Its value, if it looks like one, is not a second problem.
+                if inlineValue == nil, argument.hasPrefix("-"), index < arguments.count, !arguments[index].hasPrefix("-") { index += 1 }
                 continue
             }
             if let inlineValue {
