@@ -22,8 +22,11 @@ public final class Application: Sendable {
         database = try Database.start(configuration, logger: logger)
         hashing = HashingPool(workers: configuration.hashingThreads, queueCapacity: configuration.hashingQueue)
         accounts = AccountService(pool: database.pool, hasher: hasher, hashing: hashing, configuration: configuration.accounts, logger: logger)
-        server = HTTPServer(configuration: configuration.server, router: Application.routes(database: database, accounts: accounts),
-                            logger: logger)
+        // The metrics exist before the server so that the route serving them can be in its table.
+        let metrics = HTTPMetrics()
+        server = HTTPServer(configuration: configuration.server,
+                            router: Application.routes(database: database, accounts: accounts, hashing: hashing, metrics: metrics),
+                            logger: logger, metrics: metrics)
         do {
             if !pinned.isEmpty {
                 try database.pool.withConnection { try accounts.schema.pin(pinned, $0) }
@@ -37,14 +40,17 @@ public final class Application: Sendable {
         logger.notice("listening", ["http.host": configuration.server.host, "http.port": String(server.port)])
     }
 
-    /// The route table, in one place.
-    static func routes(database: Database, accounts: AccountService) -> Router {
+    /// The route table, in one place. Without a hashing pool and the server's metrics (a table built
+    /// only to be read) `/metrics` is still routed, and serves what it has.
+    static func routes(database: Database, accounts: AccountService, hashing: HashingPool? = nil,
+                       metrics: HTTPMetrics = HTTPMetrics()) -> Router {
         var router = Router()
         let authenticator = Authenticator(accounts: accounts)
         HealthController(database: database).register(in: &router)
         AccountsController(accounts: accounts, authenticator: authenticator).register(in: &router)
         ProfileController(accounts: accounts, authenticator: authenticator).register(in: &router)
         OpenAPIController().register(in: &router)
+        MetricsController(http: metrics, database: database.pool, hashing: hashing).register(in: &router)
         return router
     }
 

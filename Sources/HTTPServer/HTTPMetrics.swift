@@ -1,4 +1,5 @@
 import Synchronization
+import Threads
 
 /// Request counters and latency histograms by route and status, for `/metrics`.
 ///
@@ -35,6 +36,7 @@ public final class HTTPMetrics: Sendable {
     private let inFlight = Atomic<Int>(0)
     private let openConnections = Atomic<Int>(0)
     private let acceptedConnections = Atomic<Int>(0)
+    private let workerPool = Mutex<BoundedThreadPool?>(nil)
 
     public init() {}
 
@@ -43,6 +45,12 @@ public final class HTTPMetrics: Sendable {
         routeLabels.withLock { labels in
             labels = routes.map { ($0.pattern, $0.method.rawValue) }
         }
+    }
+
+    /// Names the worker pool whose figures `workerStatistics` reads: the application builds these
+    /// metrics (and the route that serves them) before the server creates its pool.
+    func attach(workers: BoundedThreadPool) {
+        workerPool.withLock { $0 = workers }
     }
 
     /// Records one answered request; `route` is the route's position, or -1 with the method when none matched.
@@ -83,4 +91,6 @@ public final class HTTPMetrics: Sendable {
     public var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
     public var connectionsOpen: Int { openConnections.load(ordering: .relaxed) }
     public var connectionsAccepted: Int { acceptedConnections.load(ordering: .relaxed) }
+    /// The figures of the worker pool of the server recording here; nil until a server uses these metrics.
+    public var workerStatistics: BoundedThreadPool.Statistics? { workerPool.withLock { $0 }?.statistics }
 }

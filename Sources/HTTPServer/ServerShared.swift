@@ -23,6 +23,7 @@ final class ServerShared: Sendable {
         metrics.label(routes: router.routes)
         self.workers = BoundedThreadPool(name: "http-worker", threads: configuration.workerThreads,
                                          queueLimit: configuration.workerQueueLimit)
+        metrics.attach(workers: workers)
         var bytes: [UInt8] = []
         var response = Problem.serviceUnavailable(detail: "The server has too many open connections.").response()
         response.headers.add(name: "X-Request-Id", value: "-")

@@ -1,0 +1,212 @@
+import Glibc
+import HTTP
+import HTTPServer
+import Postgres
+import Security
+
+/// `GET /metrics`: the HTTP server's, the pools' and the process's figures in the Prometheus text format.
+struct MetricsController {
+    /// The server's request figures, and its worker pool's once the server exists.
+    let http: HTTPMetrics
+    let database: PostgresPool
+    /// Nil only where a route table is built without a running application; its families are then left out.
+    let hashing: HashingPool?
+
+    func register(in router: inout Router) {
+        // Blocking: it takes the pools' locks and reads /proc.
+        router.get("/metrics") { [self] _, _ in
+            Response(status: .ok, contentType: PrometheusText.contentType, body: exposition().bytes)
+        }
+    }
+
+    /// Every family, in a stable order; series within a family are sorted by their labels.
+    func exposition() -> PrometheusText {
+        var text = PrometheusText()
+        writeHTTP(into: &text)
+        writeDatabase(database.statistics, into: &text)
+        if let hashing { writeHashing(hashing.statistics, into: &text) }
+        text.family("exosphere_build_info", type: .gauge, help: "Always 1; the labels describe the running build.")
+        text.sample("exosphere_build_info", ["version": Exosphere.version], 1)
+        ProcessFigures.read().write(into: &text)
+        return text
+    }
+
+    private func writeHTTP(into text: inout PrometheusText) {
+        let snapshot = http.snapshot.sorted { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }
+        text.family("exosphere_http_requests_total", type: .counter,
+                    help: "HTTP requests answered, by route pattern (\"-\" when no route matched), method and status.")
+        for (series, histogram) in snapshot {
+            text.sample("exosphere_http_requests_total",
+                        ["route": series.route, "method": series.method, "status": String(series.status)], histogram.count)
+        }
+
+        // The histogram is per route and method: statuses are summed, which the sorted order makes adjacent.
+        var byRoute: [(route: String, method: String, histogram: HTTPMetrics.Histogram)] = []
+        for (series, histogram) in snapshot {
+            if let last = byRoute.last, last.route == series.route, last.method == series.method {
+                byRoute[byRoute.count - 1].histogram = Self.merge(last.histogram, histogram)
+            } else {
+                byRoute.append((series.route, series.method, histogram))
+            }
+        }
+        text.family("exosphere_http_request_duration_seconds", type: .histogram,
+                    help: "Time from a request's head being read to the last byte of its response being written, by route pattern and method.")
+        for (route, method, histogram) in byRoute {
+            text.histogram("exosphere_http_request_duration_seconds", ["route": route, "method": method],
+                           bounds: HTTPMetrics.bucketBounds, cumulativeCounts: histogram.buckets,
+                           count: histogram.count, sum: histogram.sumSeconds)
+        }
+
+        text.family("exosphere_http_requests_in_flight", type: .gauge, help: "Requests whose handler is running.")
+        text.sample("exosphere_http_requests_in_flight", http.requestsInFlight)
+        text.family("exosphere_http_connections_open", type: .gauge, help: "Open client connections.")
+        text.sample("exosphere_http_connections_open", http.connectionsOpen)
+        text.family("exosphere_http_connections_accepted_total", type: .counter, help: "Client connections accepted.")
+        text.sample("exosphere_http_connections_accepted_total", http.connectionsAccepted)
+
+        guard let workers = http.workerStatistics else { return }
+        text.family("exosphere_http_workers", type: .gauge, help: "Threads of the HTTP worker pool, by state.")
+        text.sample("exosphere_http_workers", ["state": "busy"], workers.busy)
+        text.sample("exosphere_http_workers", ["state": "idle"], workers.threads - workers.busy)
+        text.family("exosphere_http_worker_queue_length", type: .gauge, help: "Requests waiting for an HTTP worker.")
+        text.sample("exosphere_http_worker_queue_length", workers.queued)
+        text.family("exosphere_http_worker_rejected_total", type: .counter,
+                    help: "Requests refused with 503 because the HTTP worker queue was full.")
+        text.sample("exosphere_http_worker_rejected_total", workers.rejected)
+    }
+
+    private func writeDatabase(_ pool: PostgresPool.Statistics, into text: inout PrometheusText) {
+        text.family("exosphere_db_pool_connections", type: .gauge, help: "Database connections of the pool, by state.")
+        text.sample("exosphere_db_pool_connections", ["state": "in_use"], pool.inUse)
+        text.sample("exosphere_db_pool_connections", ["state": "idle"], pool.idle)
+        text.family("exosphere_db_pool_size", type: .gauge, help: "The most database connections the pool opens.")
+        text.sample("exosphere_db_pool_size", pool.size)
+        text.family("exosphere_db_pool_waiting", type: .gauge, help: "Threads waiting for a database connection.")
+        text.sample("exosphere_db_pool_waiting", pool.waiting)
+        text.family("exosphere_db_pool_connections_created_total", type: .counter, help: "Database connections opened.")
+        text.sample("exosphere_db_pool_connections_created_total", pool.created)
+        text.family("exosphere_db_pool_connections_failed_total", type: .counter, help: "Failed attempts to open a database connection.")
+        text.sample("exosphere_db_pool_connections_failed_total", pool.failed)
+        text.family("exosphere_db_pool_connections_discarded_total", type: .counter,
+                    help: "Database connections closed because they broke or were returned mid-transaction.")
+        text.sample("exosphere_db_pool_connections_discarded_total", pool.discarded)
+        text.family("exosphere_db_pool_connections_timeouts_total", type: .counter,
+                    help: "Waits for a free database connection that gave up after the acquire timeout.")
+        text.sample("exosphere_db_pool_connections_timeouts_total", pool.timedOut)
+    }
+
+    private func writeHashing(_ hashing: HashingPool.Statistics, into text: inout PrometheusText) {
+        text.family("exosphere_hashing_queue_length", type: .gauge, help: "Password hashes waiting for a hashing thread.")
+        text.sample("exosphere_hashing_queue_length", hashing.queued)
+        text.family("exosphere_hashing_busy", type: .gauge, help: "Hashing threads computing a password hash.")
+        text.sample("exosphere_hashing_busy", hashing.busy)
+        text.family("exosphere_hashing_rejected_total", type: .counter,
+                    help: "Password hashes refused because the hashing queue was full (answered with 503).")
+        text.sample("exosphere_hashing_rejected_total", hashing.rejected)
+        text.family("exosphere_hashing_completed_total", type: .counter, help: "Password hashes computed.")
+        text.sample("exosphere_hashing_completed_total", hashing.completed)
+    }
+
+    private static func merge(_ a: HTTPMetrics.Histogram, _ b: HTTPMetrics.Histogram) -> HTTPMetrics.Histogram {
+        var merged = a
+        merged.count += b.count
+        merged.sumSeconds += b.sumSeconds
+        merged.buckets = zip(a.buckets, b.buckets).map { $0 + $1 }
+        return merged
+    }
+}
+
+/// The process's own figures, as the standard `process_*` families name them, read from /proc.
+///
+/// A figure that cannot be read (no /proc) is left out rather than written as a misleading 0.
+struct ProcessFigures {
+    var residentBytes: Int?
+    var cpuSeconds: Double?
+    var openFileDescriptors: Int?
+    var startTimeSeconds: Double?
+
+    static func read() -> ProcessFigures {
+        var figures = ProcessFigures()
+        figures.openFileDescriptors = countOpenFileDescriptors()
+        guard let stat = readFile("/proc/self/stat") else { return figures }
+        // The command name (field 2) is in parentheses and may hold spaces and parentheses itself,
+        // so fields are counted from the last ')': field 3 (state) comes first.
+        guard let commandEnd = stat.utf8.lastIndex(of: UInt8(ascii: ")")) else { return figures }
+        let fields = stat[stat.utf8.index(after: commandEnd)...].split(separator: " ")
+        func field(_ number: Int) -> Double? {
+            fields.indices.contains(number - 3) ? Double(fields[number - 3]) : nil
+        }
+        let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+        if let user = field(14), let system = field(15) {
+            figures.cpuSeconds = (user + system) / ticksPerSecond
+        }
+        if let pages = field(24) {
+            figures.residentBytes = Int(pages) * sysconf(Int32(_SC_PAGESIZE))
+        }
+        if let startTicks = field(22), let bootTime = bootTimeSeconds() {
+            figures.startTimeSeconds = bootTime + startTicks / ticksPerSecond
+        }
+        return figures
+    }
+
+    func write(into text: inout PrometheusText) {
+        if let residentBytes {
+            text.family("process_resident_memory_bytes", type: .gauge, help: "Resident memory size in bytes.")
+            text.sample("process_resident_memory_bytes", residentBytes)
+        }
+        if let cpuSeconds {
+            text.family("process_cpu_seconds_total", type: .counter, help: "Total user and system CPU time spent in seconds.")
+            text.sample("process_cpu_seconds_total", cpuSeconds)
+        }
+        if let openFileDescriptors {
+            text.family("process_open_fds", type: .gauge, help: "Number of open file descriptors.")
+            text.sample("process_open_fds", openFileDescriptors)
+        }
+        if let startTimeSeconds {
+            text.family("process_start_time_seconds", type: .gauge, help: "Start time of the process since unix epoch in seconds.")
+            text.sample("process_start_time_seconds", startTimeSeconds)
+        }
+    }
+
+    /// `btime` of /proc/stat: when the system booted, in seconds since the epoch.
+    private static func bootTimeSeconds() -> Double? {
+        guard let stat = readFile("/proc/stat") else { return nil }
+        for line in stat.split(separator: "\n") where line.hasPrefix("btime ") {
+            return line.split(separator: " ").last.flatMap { Double($0) }
+        }
+        return nil
+    }
+
+    /// Entries of /proc/self/fd, not counting the descriptor that reads the directory.
+    private static func countOpenFileDescriptors() -> Int? {
+        guard let directory = opendir("/proc/self/fd") else { return nil }
+        defer { closedir(directory) }
+        let own = dirfd(directory)
+        var count = 0
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let fd = Int32(name), fd != own else { continue }
+            count += 1
+        }
+        return count
+    }
+
+    /// The whole of a small /proc file; their size is reported as 0, so it is read to the end.
+    private static func readFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { Glibc.close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n == 0 { break }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return nil
+            }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
