@@ -18,6 +18,8 @@ let package = Package(
         .target(name: "HTTP"),
         // Threads, a condition lock and a bounded thread pool for blocking work.
         .target(name: "Threads", dependencies: ["CLinux"]),
+        // Reading whole small files with plain system calls.
+        .target(name: "Files"),
         // Structured JSON / logfmt log lines.
         .target(name: "Logging", dependencies: ["JSON"]),
         // Sockets, event loops, connections, routing, graceful shutdown.
@@ -25,13 +27,13 @@ let package = Package(
         // A strict JSON value type with limits: no Foundation.
         .target(name: "JSON"),
         // libpq client, pool, bound queries, migrations, a managed local cluster.
-        .target(name: "Postgres", dependencies: ["CLibPQ"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ", "Files"]),
         .target(name: "Security", dependencies: ["COpenSSL", "Threads"]),
         .target(name: "Images"),
         // Users, custom fields, sessions, throttles: rules and their SQL.
         .target(name: "Accounts", dependencies: ["Postgres", "Security", "JSON", "Logging"]),
         // Routes, DTOs, error mapping, configuration.
-        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres", "Security", "Accounts", "Threads"]),
+        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres", "Security", "Accounts", "Threads", "Files"]),
         .executableTarget(name: "exosphere", dependencies: ["API"]),
         // Benchmark of the Postgres module against pgbench (bench/postgres.sh).
         .executableTarget(name: "exosphere-dbbench", dependencies: ["Postgres"]),

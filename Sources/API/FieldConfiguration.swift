@@ -1,21 +1,15 @@
 import Accounts
-import Glibc
+import Files
 import JSON
 
 /// The optional file that pins custom field types: `{"fields": {"dateOfBirth": "date", …}}`.
 enum FieldConfiguration {
     static func load(path: String) throws -> [String: FieldType] {
-        guard let file = fopen(path, "rb") else {
-            throw ConfigurationError("--field-config: cannot open \(path): \(String(cString: strerror(errno)))")
-        }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = fread(&chunk, 1, chunk.count, file)
-            if count <= 0 { break }
-            bytes.append(contentsOf: chunk[0..<count])
-            if bytes.count > 1 << 20 { throw ConfigurationError("--field-config: \(path) is larger than 1 MiB") }
+        let bytes: [UInt8]
+        do {
+            bytes = try FileReader.bytes(path, limit: 1 << 20)
+        } catch {
+            throw ConfigurationError("--field-config: \(error)")
         }
         let value: JSONValue
         do {

@@ -1,3 +1,4 @@
+import Files
 import Glibc
 import HTTP
 import HTTPServer
@@ -191,22 +192,8 @@ struct ProcessFigures {
         return count
     }
 
-    /// The whole of a small /proc file; their size is reported as 0, so it is read to the end.
+    /// The whole of a small /proc file (their size is reported as 0, so it is read to the end).
     private static func readFile(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { Glibc.close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n == 0 { break }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return nil
-            }
-            bytes.append(contentsOf: chunk[0..<n])
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        (try? FileReader.bytes(path, limit: 1 << 20)).map { String(decoding: $0, as: UTF8.self) }
     }
 }

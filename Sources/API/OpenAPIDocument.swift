@@ -37,6 +37,24 @@ enum OpenAPIDocument {
             }
           }
         },
+        "/metrics": {
+          "parameters": [{"$ref": "#/components/parameters/X-Request-Id"}],
+          "get": {
+            "tags": ["operations"],
+            "operationId": "metrics",
+            "summary": "Prometheus metrics",
+            "description": "The Prometheus text exposition format 0.0.4: requests by route pattern, method and status; a latency histogram per route; requests in flight; open and accepted connections; the HTTP worker pool, the database pool and the hashing pool; build and process figures. Route labels are patterns (`/users/me/sessions/{id}`), and requests no route matched are labelled `-` with their method (`other` for methods the server does not know), so the number of series is bounded. Serve it only to your monitoring network: it needs no authentication.",
+            "responses": {
+              "200": {
+                "description": "The metrics.",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {"text/plain; version=0.0.4; charset=utf-8": {"schema": {"type": "string"}}}
+              },
+              "503": {"$ref": "#/components/responses/Overloaded"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          }
+        },
         "/readyz": {
           "parameters": [{"$ref": "#/components/parameters/X-Request-Id"}],
           "get": {

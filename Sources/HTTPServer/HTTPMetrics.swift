@@ -1,3 +1,4 @@
+import HTTP
 import Synchronization
 import Threads
 
@@ -57,7 +58,10 @@ public final class HTTPMetrics: Sendable {
     func observe(route: Int, unmatchedMethod: String?, status: Int, nanoseconds: UInt64) {
         let seconds = Double(nanoseconds) / 1e9
         series.withLock { all in
-            let key = Key(route: route, unmatchedMethod: route < 0 ? unmatchedMethod : nil, status: status)
+            // A client may send any token as a method: only known ones become labels, so the
+            // number of series stays bounded.
+            let method = unmatchedMethod.map { name in HTTPMethod.known.contains { $0.rawValue == name } ? name : "other" }
+            let key = Key(route: route, unmatchedMethod: route < 0 ? method : nil, status: status)
             var histogram = all.removeValue(forKey: key) ?? Histogram()
             histogram.count += 1
             histogram.sumSeconds += seconds

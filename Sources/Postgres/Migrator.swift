@@ -1,3 +1,4 @@
+import Files
 import Glibc
 
 /// Applies `NNNN_name.sql` files from a directory in order, once each, recorded in `schema_migrations`.
@@ -139,25 +140,10 @@ public struct Migrator: Sendable {
     }
 
     static func readFile(_ path: String) throws -> String {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw PostgresError(code: .migrationFailed, context: "cannot open \(path): \(String(cString: strerror(errno)))")
+        do {
+            return try FileReader.text(path)
+        } catch {
+            throw PostgresError(code: .migrationFailed, context: error.description)
         }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            guard count >= 0 else {
-                throw PostgresError(code: .migrationFailed, context: "cannot read \(path): \(String(cString: strerror(errno)))")
-            }
-            if count == 0 { break }
-            bytes += chunk[0..<count]
-        }
-        guard let text = String(validating: bytes, as: UTF8.self), !bytes.contains(0) else {
-            throw PostgresError(code: .migrationFailed, context: "\(path) is not UTF-8 text")
-        }
-        return text
     }
 }

@@ -67,7 +67,7 @@ import Testing
             #expect(unauthorized?["$ref"]?.stringValue == "#/components/responses/Unauthorized", "\(method) \(path)")
         }
         let unauthenticated = Set(operations().filter { $0.operation["security"] == nil }.map { "\($0.method) \($0.path)" })
-        #expect(unauthenticated == ["GET /healthz", "GET /readyz", "GET /openapi.json", "POST /users", "POST /users/signin"])
+        #expect(unauthenticated == ["GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json", "POST /users", "POST /users/signin"])
     }
 
     /// Each code the domain, the JSON body reader and the database mapping can answer with is
@@ -124,6 +124,8 @@ import Testing
                 let content = resolved?["content"]?.objectValue
                 if status.hasPrefix("4") || status.hasPrefix("5") || status == "default" {
                     #expect(content?.keys == ["application/problem+json"], "\(method) \(path) \(status)")
+                } else if let content, path == "/metrics" {
+                    #expect(content.keys == ["text/plain; version=0.0.4; charset=utf-8"], "\(method) \(path) \(status)")
                 } else if let content {
                     #expect(content.keys == ["application/json"], "\(method) \(path) \(status)")
                 }
