@@ -7,13 +7,15 @@ public enum SHA256 {
 
     /// The 32-byte SHA-256 digest of `bytes`.
     public static func hash(_ bytes: [UInt8]) -> [UInt8] {
+        bytes.withUnsafeBytes { hash($0) }
+    }
+
+    /// The 32-byte SHA-256 digest of the bytes in `input`.
+    public static func hash(_ input: UnsafeRawBufferPointer) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: digestLength)
         var length: UInt32 = 0
-        let ok = bytes.withUnsafeBytes { input in
-            digest.withUnsafeMutableBufferPointer { output in
-                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length,
-                           EVP_sha256(), nil)
-            }
+        let ok = digest.withUnsafeMutableBufferPointer { output in
+            EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, EVP_sha256(), nil)
         }
         // SHA-256 over memory we own cannot fail short of a broken libcrypto; a wrong digest
         // would silently corrupt token lookups, so stop rather than continue.

@@ -36,14 +36,31 @@ public struct SessionToken: Sendable, Hashable, CustomStringConvertible,
         SHA256.hash(tokenText.utf8)
     }
 
+    /// The same for a `String`, hashing its contiguous UTF-8 in place (this runs on every
+    /// authenticated request; the generic version walks the string through witness tables).
+    public static func hash(of tokenText: String) -> [UInt8] {
+        var text = tokenText
+        return text.withUTF8 { SHA256.hash(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// `isWellFormed` for a `String`, over its contiguous UTF-8.
+    public static func isWellFormed(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { isWellFormed(bytes: $0) }
+    }
+
     /// A cheap syntactic check to reject malformed bearer tokens before any database work:
     /// exactly 43 characters of the base64url alphabet that decode canonically to 32 bytes.
     public static func isWellFormed(_ text: some StringProtocol) -> Bool {
         // Checked on every authenticated request, so without decoding: 43 characters of the
         // base64url alphabet, the last of which carries 2 unused bits that must be zero.
-        guard text.utf8.count == textLength else { return false }
+        Array(text.utf8).withUnsafeBufferPointer { isWellFormed(bytes: $0) }
+    }
+
+    private static func isWellFormed(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard bytes.count == textLength else { return false }
         var last: UInt8 = 0
-        for byte in text.utf8 {
+        for byte in bytes {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"): last = byte - UInt8(ascii: "A")
             case UInt8(ascii: "a")...UInt8(ascii: "z"): last = byte - UInt8(ascii: "a") + 26
