@@ -27,7 +27,7 @@ let package = Package(
         // A strict JSON value type with limits: no Foundation.
         .target(name: "JSON"),
         // libpq client, pool, bound queries, migrations, a managed local cluster.
-        .target(name: "Postgres", dependencies: ["CLibPQ", "Files"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ", "Files", "Threads"]),
         .target(name: "Security", dependencies: ["COpenSSL", "Threads"]),
         .target(name: "Images"),
         // Users, custom fields, sessions, throttles: rules and their SQL.

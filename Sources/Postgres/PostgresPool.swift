@@ -1,3 +1,4 @@
+import Threads
 import Glibc
 
 /// A bounded, thread-safe pool of blocking connections, lent to one thread at a time.
@@ -34,8 +35,7 @@ public final class PostgresPool: @unchecked Sendable {
     /// How long `withConnection` waits for a free connection before throwing `poolTimeout`.
     public let acquireTimeout: Duration
 
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let lock = ConditionLock()
     private var idle: [PostgresConnection] = []
     /// Open plus opening connections, lent or idle.
     private var total = 0
@@ -60,20 +60,10 @@ public final class PostgresPool: @unchecked Sendable {
         self.configuration = configuration
         self.size = size
         self.acquireTimeout = acquireTimeout
-        pthread_mutex_init(mutex, nil)
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(condition, &attributes)
-        pthread_condattr_destroy(&attributes)
     }
 
     deinit {
         idle.forEach { $0.close() }
-        pthread_cond_destroy(condition)
-        pthread_mutex_destroy(mutex)
-        condition.deallocate()
-        mutex.deallocate()
     }
 
     /// Lends a connection to `body` on the calling thread and takes it back afterwards.
@@ -120,19 +110,19 @@ public final class PostgresPool: @unchecked Sendable {
     /// those are closed when returned.
     @discardableResult
     public func close(timeout: Duration = .seconds(10)) -> Bool {
-        var deadline = Self.deadline(after: timeout)
+        let deadline = Self.deadline(after: timeout)
         let toClose: [PostgresConnection] = locked {
             closed = true
             let connections = idle
             total -= idle.count
             idle.removeAll()
-            pthread_cond_broadcast(condition)
+            lock.broadcast()
             return connections
         }
         toClose.forEach { $0.close() }
         return locked {
             while inUse > 0 {
-                if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { return inUse == 0 }
+                if !lock.wait(untilMonotonicNanoseconds: deadline) { return inUse == 0 }
             }
             return true
         }
@@ -141,7 +131,7 @@ public final class PostgresPool: @unchecked Sendable {
     // MARK: - Lending
 
     func acquire() throws -> PostgresConnection {
-        var deadline = Self.deadline(after: acquireTimeout)
+        let deadline = Self.deadline(after: acquireTimeout)
         while true {
             enum Step { case reuse(PostgresConnection), open }
             let step: Step = try locked {
@@ -157,9 +147,9 @@ public final class PostgresPool: @unchecked Sendable {
                         return .open
                     }
                     waiting += 1
-                    let status = pthread_cond_timedwait(condition, mutex, &deadline)
+                    let signalled = lock.wait(untilMonotonicNanoseconds: deadline)
                     waiting -= 1
-                    if status == ETIMEDOUT, !closed, idle.isEmpty, total >= size {
+                    if !signalled, !closed, idle.isEmpty, total >= size {
                         timedOut += 1
                         throw PostgresError(code: .poolTimeout, context: "no connection free within \(acquireTimeout) (size \(size))")
                     }
@@ -178,7 +168,7 @@ public final class PostgresPool: @unchecked Sendable {
                     inUse -= 1
                     total -= 1
                     discarded += 1
-                    pthread_cond_signal(condition)
+                    lock.signal()
                 }
             case .open:
                 do {
@@ -190,7 +180,7 @@ public final class PostgresPool: @unchecked Sendable {
                         inUse -= 1
                         total -= 1
                         failed += 1
-                        pthread_cond_signal(condition)
+                        lock.signal()
                     }
                     throw error
                 }
@@ -225,7 +215,7 @@ public final class PostgresPool: @unchecked Sendable {
                     }
                 }
             }
-            if closed { pthread_cond_broadcast(condition) } else if waiting > 0 { pthread_cond_signal(condition) }
+            if closed { lock.broadcast() } else if waiting > 0 { lock.signal() }
             return toClose
         }
         toClose.forEach { $0.close() }
@@ -235,21 +225,11 @@ public final class PostgresPool: @unchecked Sendable {
 
     @inline(__always)
     private func locked<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
+        try lock.withLock(body)
     }
 
-    static func deadline(after duration: Duration) -> timespec {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
+    static func deadline(after duration: Duration) -> UInt64 {
         let (seconds, attoseconds) = duration.components
-        var nanoseconds = Int(now.tv_nsec) + Int(attoseconds / 1_000_000_000)
-        var wholeSeconds = Int(now.tv_sec) + Int(seconds)
-        if nanoseconds >= 1_000_000_000 {
-            wholeSeconds += 1
-            nanoseconds -= 1_000_000_000
-        }
-        return timespec(tv_sec: wholeSeconds, tv_nsec: nanoseconds)
+        return monotonicNanoseconds() + UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000
     }
 }
