@@ -44,7 +44,7 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "Threads"]),
         .testTarget(name: "ImagesTests", dependencies: ["Images"]),
-        .testTarget(name: "APITests", dependencies: ["API"]),
+        .testTarget(name: "APITests", dependencies: ["API", "Files"]),
     ],
     swiftLanguageModes: [.v6]
 )

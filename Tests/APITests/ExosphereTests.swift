@@ -46,7 +46,7 @@ import Testing
                 bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
             }
         }
-        guard ok else { throw HTTPGetError("bind: errno \(errno)") }
+        guard ok else { throw TestFailure("bind: errno \(errno)") }
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
@@ -92,7 +92,7 @@ import Testing
             defer { (argv + envp).forEach { free($0) } }
             var pid: pid_t = 0
             let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-            guard result == 0 else { throw HTTPGetError("posix_spawn: \(String(cString: strerror(result)))") }
+            guard result == 0 else { throw TestFailure("posix_spawn: \(String(cString: strerror(result)))") }
             self.pid = pid
         }
 
@@ -149,7 +149,7 @@ import Testing
         let deadline = Date().addingTimeInterval(60)
         while (try? httpGet(port: port, path: "/healthz")) == nil {
             guard child.isRunning, Date() < deadline else {
-                throw HTTPGetError("exosphere did not start listening: \(child.stderr)")
+                throw TestFailure("exosphere did not start listening: \(child.stderr)")
             }
             usleep(20_000)
         }

@@ -155,18 +155,10 @@ import Testing
 
     /// A running application on port 0: requests of several kinds, then a scrape over a real socket.
     @Test func scrapeCountsRequestsByRoutePattern() throws {
-        let cluster = try LocalCluster.startTemporary()
-        defer { cluster.stop() }
-        var configuration = try Configuration.parse(arguments: ["--port", "0", "--event-loops", "1", "--worker-threads", "2",
-                                                                "--drain-timeout", "1"], environment: [:])
-        configuration.server.host = "127.0.0.1"
-        configuration.databaseURL = cluster.connectionString
-        configuration.migrationsDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("migrations").path
-        configuration.passwordHashing = ScryptParameters.testing
-        let application = try Application(configuration: configuration, logger: .silent)
-        defer { application.shutdown() }
-        let port = application.server.port
+        let server = try TestServer("metrics") { $0.server.workerThreads = 2 }
+        defer { server.shutdown() }
+        let configuration = server.app.configuration
+        let port = server.port
 
         #expect(try Self.exchange(port: port, "GET", "/healthz").status == 200)
         #expect(try Self.exchange(port: port, "GET", "/healthz").status == 200)
@@ -255,47 +247,16 @@ import Testing
     /// The `le` bounds every histogram series has: the configured ones, then `+Inf`.
     private static let allBounds: [Double] = HTTPMetrics.bucketBounds + [Double.infinity]
 
-    /// One request over a fresh connection with `Connection: close`; the answer split into head and body.
+    /// One request over a fresh connection with `Connection: close`.
     private static func exchange(port: Int, _ method: String, _ path: String, body: String? = nil,
                                  token: String? = nil) throws -> (status: Int, head: String, body: String) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ScrapeError("socket: errno \(errno)") }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw ScrapeError("connect: errno \(errno)") }
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
-        if let token { head += "Authorization: Bearer \(token)\r\n" }
-        if let body { head += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n" }
-        let request = Array((head + "\r\n" + (body ?? "")).utf8)
-        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
-            throw ScrapeError("send: errno \(errno)")
-        }
-        var received: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n == 0 { break }
-            guard n > 0 else { throw ScrapeError("recv: errno \(errno)") }
-            received.append(contentsOf: chunk[0..<n])
-        }
-        let text = String(decoding: received, as: UTF8.self)
-        guard let split = text.range(of: "\r\n\r\n"), text.hasPrefix("HTTP/1.1 "),
-              let status = Int(text.dropFirst(9).prefix(3)) else { throw ScrapeError("not an HTTP response: \(text.debugDescription)") }
-        return (status, String(text[..<split.lowerBound]), String(text[split.upperBound...]))
+        var headers: [(String, String)] = []
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        if body != nil { headers.append(("Content-Type", "application/json")) }
+        let reply = try HTTPClient.send(port: port, method: method, target: path, headers: headers, body: body.map { Array($0.utf8) })
+        return (reply.status, reply.headers.map { "\($0.name): \($0.value)" }.joined(separator: "\r\n"),
+                String(decoding: reply.body, as: UTF8.self))
     }
-}
-
-private struct ScrapeError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// A scrape read line by line: enough of the format to look samples up by their exact series text.
@@ -331,9 +292,9 @@ private struct Scrape {
 
     /// Every sample belongs to a family with `# HELP` and `# TYPE` written before it.
     func checkEveryFamilyIsDeclared() throws {
-        if !undeclared.isEmpty { throw ScrapeError("samples without # TYPE: \(undeclared)") }
+        if !undeclared.isEmpty { throw TestFailure("samples without # TYPE: \(undeclared)") }
         let withoutHelp = Set(types.keys).subtracting(helps)
-        if !withoutHelp.isEmpty { throw ScrapeError("families without # HELP: \(withoutHelp)") }
+        if !withoutHelp.isEmpty { throw TestFailure("families without # HELP: \(withoutHelp)") }
     }
 
     /// The `le` values of a histogram series, in the order written.

@@ -1,3 +1,4 @@
+import Files
 import API
 import Accounts
 import Glibc
@@ -375,19 +376,7 @@ func find(_ haystack: [UInt8], _ needle: [UInt8]) -> Int? {
 
 func contains(_ haystack: [UInt8], _ needle: String) -> Bool { find(haystack, Array(needle.utf8)) != nil }
 
-func readFile(_ path: String) throws -> [UInt8] {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { throw TestFailure("cannot open \(path)") }
-    defer { close(fd) }
-    var result: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65_536)
-    while true {
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if count < 0, errno == EINTR { continue }
-        guard count > 0 else { return result }
-        result += buffer[..<count]
-    }
-}
+func readFile(_ path: String) throws -> [UInt8] { try FileReader.bytes(path, limit: 1 << 30) }
 
 /// A JSON string literal for `text`.
 func jsonString(_ text: String) -> String { JSONValue.string(text).serializedString() }
