@@ -116,8 +116,8 @@ public struct Configuration: Sendable {
             config.accounts.lifetime.absoluteSeconds = Double(try integer(value, "--session-lifetime", 60...(10 * 365 * 86_400)))
         },
         Option(flag: "--scrypt-ln", environment: "EXOSPHERE_SCRYPT_LN", placeholder: "LOG2N",
-               help: "scrypt cost: log2 of N (at least 17)", defaultValue: { String($0.passwordHashing.logN) }) { config, value throws(ConfigurationError) in
-            config.passwordHashing = try scrypt(logN: integer(value, "--scrypt-ln", 17...20), config.passwordHashing.r, config.passwordHashing.p)
+               help: "scrypt cost: log2 of N (17; OWASP's equivalents 16/p=2, 15/p=3, 14/p=5, 13/p=10 use less memory)", defaultValue: { String($0.passwordHashing.logN) }) { config, value throws(ConfigurationError) in
+            config.passwordHashing = try scrypt(logN: integer(value, "--scrypt-ln", 13...20), config.passwordHashing.r, config.passwordHashing.p)
         },
         Option(flag: "--scrypt-r", environment: "EXOSPHERE_SCRYPT_R", placeholder: "R",
                help: "scrypt block size (at least 8)", defaultValue: { String($0.passwordHashing.r) }) { config, value throws(ConfigurationError) in
@@ -198,6 +198,10 @@ public struct Configuration: Sendable {
             } else {
                 problems.append("\(flag) needs a value")
             }
+        }
+        if !configuration.passwordHashing.isAtLeastOWASP {
+            let floors = ScryptParameters.owaspConfigurations.map(\.description).joined(separator: "; ")
+            problems.append("scrypt \(configuration.passwordHashing) is below OWASP's minimum (reach one of: \(floors))")
         }
         guard problems.isEmpty else { throw ConfigurationError(problems) }
         return configuration

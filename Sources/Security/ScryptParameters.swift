@@ -57,10 +57,20 @@ public struct ScryptParameters: Sendable, Hashable, CustomStringConvertible {
     /// (134,220,800 for OWASP's parameters). The bounds keep it far from overflow.
     public var maxMemory: Int { 128 * r * (n + 2) + 128 * r * p }
 
-    /// Whether these parameters are at least OWASP's in every component, the floor for new
-    /// hashes.
+    /// OWASP's scrypt configurations of equal strength: each step down halves the memory
+    /// (128·N·r bytes per hash) and raises the parallelism to keep the work.
+    public static let owaspConfigurations: [ScryptParameters] = [
+        .owasp,
+        ScryptParameters(unchecked: 16, 8, 2),
+        ScryptParameters(unchecked: 15, 8, 3),
+        ScryptParameters(unchecked: 14, 8, 5),
+        ScryptParameters(unchecked: 13, 8, 10),
+    ]
+
+    /// Whether these parameters reach one of OWASP's configurations in every component, the
+    /// floor for new hashes.
     public var isAtLeastOWASP: Bool {
-        logN >= Self.owasp.logN && r >= Self.owasp.r && p >= Self.owasp.p
+        Self.owaspConfigurations.contains { logN >= $0.logN && r >= $0.r && p >= $0.p }
     }
 
     /// The PHC parameter text, e.g. `ln=17,r=8,p=1`.

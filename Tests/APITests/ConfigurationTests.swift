@@ -137,4 +137,14 @@ private func failure(_ arguments: [String], _ environment: [String: String] = [:
         }
         #expect(help.contains("default: 8080"))
     }
+
+    @Test func scryptAcceptsOWASPsEquivalentsAndNothingWeaker() throws {
+        let lowMemory = try Configuration.parse(arguments: ["--scrypt-ln", "14", "--scrypt-p", "5"], environment: [:])
+        #expect(lowMemory.passwordHashing.description == "ln=14,r=8,p=5")
+        let stronger = try Configuration.parse(arguments: ["--scrypt-ln", "18"], environment: [:])
+        #expect(stronger.passwordHashing.description == "ln=18,r=8,p=1")
+        #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--scrypt-ln", "14"], environment: [:]) }
+        #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--scrypt-ln", "12", "--scrypt-p", "16"], environment: [:]) }
+        #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--scrypt-r", "4"], environment: [:]) }
+    }
 }
