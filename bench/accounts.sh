@@ -20,8 +20,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-swift build -c release --product exosphere 2>&1 | tail -1
-BIN=$(swift build -c release --show-bin-path)/exosphere
+# The same release build as the README, the Dockerfile and CI.
+scripts/build-release.sh "$DIR/dist" | tail -1
+BIN="$DIR/dist/exosphere"
 chmod 755 "$DIR"
 
 # Eight database connections, like pgbench's eight clients (the default is 2 × cores).

@@ -18,8 +18,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-swift build -c release --product exosphere 2>&1 | tail -1
-BIN=$(swift build -c release --show-bin-path)/exosphere
+# The same release build as the README, the Dockerfile and CI.
+scripts/build-release.sh "$DIR/dist" | tail -1
+BIN="$DIR/dist/exosphere"
 
 printf '{"status":"ok"}' > "$DIR/healthz.json"
 ACCESS_LOG=${ACCESS_LOG:-off}

@@ -15,6 +15,8 @@ public enum Exosphere {
           exosphere serve [options]   run the HTTP server (see exosphere serve --help)
           exosphere migrate [options] apply pending database migrations and exit
           exosphere openapi           print the OpenAPI 3.1 document of the HTTP API
+          exosphere healthcheck [--port N] [--host H]
+                                      exit 0 if GET /healthz answers 200 within 2 s (HOST, PORT as for serve)
           exosphere hash-benchmark [--seconds N]
                                       scrypt hashes per second on every core, at the production cost
           exosphere --help            show this text
@@ -52,6 +54,8 @@ public enum Exosphere {
             }
             let logger = Logger(label: "exosphere", level: configuration.logLevel, format: configuration.logFormat)
             return command == "serve" ? serve(configuration, logger: logger) : migrate(configuration, logger: logger)
+        case "healthcheck":
+            return healthcheck(Array(arguments.dropFirst()), environment: environment)
         case "hash-benchmark":
             return hashBenchmark(Array(arguments.dropFirst()))
         default:
@@ -116,6 +120,137 @@ public enum Exosphere {
         let p = hasher.parameters
         print("\(rate) hashes/s (\(total) hashes, \(threads) threads, \((elapsed * 10).rounded() / 10) s, scrypt ln=\(p.logN) r=\(p.r) p=\(p.p))")
         return 0
+    }
+
+    /// `GET /healthz` on a plain blocking socket, for a container's `HEALTHCHECK` (the runtime
+    /// image has no curl). Exit status 0 on `200` within `timeout`, 1 on anything else, usage
+    /// errors included: Docker reserves status 2.
+    static func healthcheck(_ arguments: [String], environment: [String: String], timeout: Duration = .seconds(2)) -> Int32 {
+        let usage = "usage: exosphere healthcheck [--port N] [--host H]"
+        var index = 0
+        while index < arguments.count {
+            let flag = arguments[index].split(separator: "=", maxSplits: 1).first ?? ""
+            guard flag == "--host" || flag == "--port" else {
+                printError(usage)
+                return 1
+            }
+            index += arguments[index].contains("=") ? 1 : 2
+        }
+        // The host and port rules of `serve`, and none of its other settings: an unrelated
+        // variable must not make a healthy server look unhealthy.
+        let configuration: Configuration
+        do {
+            configuration = try Configuration.parse(arguments: arguments, environment: environment.filter { $0.key == "HOST" || $0.key == "PORT" })
+        } catch {
+            printError("exosphere healthcheck: \(error)")
+            return 1
+        }
+        guard configuration.server.port != 0 else {
+            printError("exosphere healthcheck: port 0 is not a server's port")
+            return 1
+        }
+        // A server listening on every address answers on loopback.
+        let host = switch configuration.server.host {
+        case "0.0.0.0": "127.0.0.1"
+        case "::": "::1"
+        case let host: host
+        }
+        switch healthStatus(host: host, port: configuration.server.port, timeout: timeout) {
+        case .success(200):
+            return 0
+        case .success(let status):
+            printError("exosphere healthcheck: GET /healthz answered \(status)")
+            return 1
+        case .failure(let error):
+            printError("exosphere healthcheck: \(host) port \(configuration.server.port): \(error.description)")
+            return 1
+        }
+    }
+
+    /// Why a health probe got no status.
+    struct HealthProbeError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Sends `GET /healthz` and returns the status code of the answer, all within `timeout`.
+    static func healthStatus(host: String, port: Int, timeout: Duration) -> Result<Int, HealthProbeError> {
+        let deadline = ContinuousClock.now + timeout
+        func failure(_ what: String, _ error: Int32) -> Result<Int, HealthProbeError> {
+            let reason = error == EAGAIN || error == EINPROGRESS ? "no answer within \(timeout)" : String(cString: strerror(error))
+            return .failure(HealthProbeError(description: "\(what): \(reason)"))
+        }
+        // Blocking calls bounded by what is left of the deadline (zero would mean "no limit").
+        func armTimeouts(_ fd: Int32) -> Bool {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return false }
+            let (seconds, attoseconds) = left.components
+            var value = timeval(tv_sec: Int(seconds), tv_usec: max(1, Int(attoseconds / 1_000_000_000_000)))
+            let size = socklen_t(MemoryLayout<timeval>.size)
+            return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, size) == 0 && setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, size) == 0
+        }
+
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_NUMERICSERV
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0 else { return .failure(HealthProbeError(description: "cannot resolve: \(String(cString: gai_strerror(status)))")) }
+        defer { freeaddrinfo(list) }
+
+        var fd: Int32 = -1
+        var result = failure("connect", ECONNREFUSED)
+        var address = list
+        while let entry = address, fd < 0 {
+            address = entry.pointee.ai_next
+            let candidate = socket(entry.pointee.ai_family, entry.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard candidate >= 0 else { result = failure("socket", errno); continue }
+            // Linux bounds a blocking connect by SO_SNDTIMEO.
+            if armTimeouts(candidate), connect(candidate, entry.pointee.ai_addr, entry.pointee.ai_addrlen) == 0 {
+                fd = candidate
+            } else {
+                let error = errno
+                result = failure("connect", ContinuousClock.now < deadline ? error : EAGAIN)
+                close(candidate)
+            }
+        }
+        guard fd >= 0 else { return result }
+        defer { close(fd) }
+
+        let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        let request = Array("GET /healthz HTTP/1.1\r\nHost: \(authority)\r\nUser-Agent: exosphere-healthcheck\r\nConnection: close\r\n\r\n".utf8)
+        var sent = 0
+        while sent < request.count {
+            guard armTimeouts(fd) else { return failure("send", EAGAIN) }
+            let count = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return failure("send", errno)
+            }
+            sent += count
+        }
+
+        // Only the status line matters: read until it is complete.
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1024)
+        while !received.contains(UInt8(ascii: "\n")) {
+            guard received.count < 8192, armTimeouts(fd) else { return failure("receive", EAGAIN) }
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return failure("receive", errno)
+            }
+            if count == 0 { return .failure(HealthProbeError(description: "connection closed before a status line")) }
+            received += chunk[..<count]
+        }
+        // "HTTP/1.1 200 OK": the three digits after the first space.
+        let line = received.prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }
+        let parts = line.split(separator: UInt8(ascii: " "), maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count >= 2, parts[0].starts(with: Array("HTTP/".utf8)), parts[1].count == 3,
+              let code = Int(String(decoding: parts[1], as: UTF8.self)) else {
+            return .failure(HealthProbeError(description: "not an HTTP status line"))
+        }
+        return .success(code)
     }
 
     static func printError(_ line: String) {

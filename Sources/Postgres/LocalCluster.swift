@@ -403,7 +403,10 @@ public final class LocalCluster: Sendable {
             let directory = String(initdb[..<initdb.lastIndex(of: "/")!])
             if hasServer(directory) { return directory }
         }
-        throw PostgresError(code: .clusterFailed, context: "no PostgreSQL server binaries (initdb, postgres) found")
+        // Says what to do: a container image without the server package lands here when DATABASE_URL is unset.
+        throw PostgresError(code: .clusterFailed, context: "no PostgreSQL server binaries (initdb and postgres) in pg_config --bindir, "
+            + "/usr/lib/postgresql/*/bin or PATH: install the PostgreSQL server to run a managed cluster, "
+            + "or set DATABASE_URL to use an existing PostgreSQL")
     }
 
     static func which(_ name: String) -> String? {

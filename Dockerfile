@@ -1,0 +1,41 @@
+# Exosphere in a container: `docker build -t exosphere .`, or `docker compose up --build` with
+# compose.yaml. The runtime image needs DATABASE_URL: it has no PostgreSQL server binaries, so
+# the managed local cluster of `exosphere serve` is not available in it.
+#
+# scripts/check-container-runtime.sh simulates the runtime stage on a machine without a container
+# engine; it reads the runtime packages from this file, so keep them in the one `apt-get install`.
+
+# Build stage: the official Swift image for Debian 12, the same system as the runtime stage.
+FROM swift:6.3-bookworm AS build
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends pkg-config libpq-dev libssl-dev \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+# The whole package (tests too: the manifest names their directories); .dockerignore keeps out
+# build products and local state.
+COPY . .
+# Exactly the release build of the README and CI.
+RUN scripts/build-release.sh /out
+
+# Runtime stage. The Swift runtime is linked statically, so the binary needs only glibc,
+# libstdc++, libpq and OpenSSL; ca-certificates is for DATABASE_URLs with sslmode=verify-full.
+FROM debian:bookworm-slim
+# Unpinned on purpose: Debian stable only takes security and bug fixes.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libpq5 libssl3 libstdc++6 ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
+    && groupadd --system --gid 10001 exosphere \
+    && useradd --system --uid 10001 --gid exosphere --no-create-home --home-dir /app --shell /usr/sbin/nologin exosphere
+WORKDIR /app
+# Owned by root: the server cannot modify its own binary or migrations.
+COPY --from=build /out/ /app/
+# Numeric, so that Kubernetes' runAsNonRoot can verify it.
+USER 10001:10001
+ENV HOST=0.0.0.0 PORT=8080
+EXPOSE 8080
+# GET /healthz over a plain socket (no curl in the image); reads the same HOST and PORT.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 CMD ["/app/exosphere", "healthcheck"]
+ENTRYPOINT ["/app/exosphere"]
+CMD ["serve"]

@@ -1,0 +1,106 @@
+@testable import API
+import Glibc
+import HTTP
+import HTTPServer
+import Logging
+import Testing
+
+/// `exosphere healthcheck` against real sockets: a closed port, bare servers answering 200 or
+/// 503 or nothing, and a whole `Application`.
+@Suite struct HealthcheckCommandTests {
+    /// A bare HTTP server on a free loopback port whose `GET /healthz` answers `status`.
+    static func server(status: HTTPStatus, host: String = "127.0.0.1") throws -> HTTPServer {
+        var router = Router()
+        router.get("/healthz", execution: .inline) { _, _ in
+            Response(status: status, contentType: "application/json", body: Array(#"{"status":"ok"}"#.utf8))
+        }
+        var configuration = ServerConfiguration()
+        configuration.host = host
+        configuration.port = 0
+        configuration.eventLoops = 1
+        configuration.workerThreads = 1
+        configuration.accessLog = false
+        configuration.drainTimeout = .seconds(1)
+        let server = HTTPServer(configuration: configuration, router: router, logger: Logger(label: "healthcheck-tests", level: .critical))
+        try server.start()
+        return server
+    }
+
+    @Test func closedPortIsUnhealthy() throws {
+        let port = try ExosphereProcessTests.freePort()
+        #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(port)], environment: [:]) == 1)
+    }
+
+    @Test func okIsHealthy() throws {
+        let server = try Self.server(status: .ok)
+        defer { server.shutdown() }
+        #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(server.port)], environment: [:]) == 0)
+        #expect(Exosphere.main(arguments: ["healthcheck", "--port=\(server.port)", "--host=127.0.0.1"], environment: [:]) == 0)
+    }
+
+    @Test func readsPortAndHostLikeServe() throws {
+        let server = try Self.server(status: .ok)
+        defer { server.shutdown() }
+        let closed = try ExosphereProcessTests.freePort()
+        #expect(Exosphere.main(arguments: ["healthcheck"], environment: ["PORT": String(server.port), "HOST": "127.0.0.1"]) == 0)
+        // A flag wins over its variable.
+        #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(server.port)], environment: ["PORT": String(closed)]) == 0)
+        #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(closed)], environment: ["PORT": String(server.port)]) == 1)
+        // Serve's other settings are not its business, even when invalid.
+        #expect(Exosphere.main(arguments: ["healthcheck"], environment: ["PORT": String(server.port), "LOG_LEVEL": "loud"]) == 0)
+    }
+
+    @Test func wildcardHostIsProbedOnLoopback() throws {
+        // In the container HOST=0.0.0.0 is where serve listens; the probe goes to 127.0.0.1.
+        let server = try Self.server(status: .ok, host: "0.0.0.0")
+        defer { server.shutdown() }
+        #expect(Exosphere.main(arguments: ["healthcheck"], environment: ["PORT": String(server.port), "HOST": "0.0.0.0"]) == 0)
+    }
+
+    @Test func otherStatusIsUnhealthy() throws {
+        let server = try Self.server(status: .serviceUnavailable)
+        defer { server.shutdown() }
+        #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(server.port)], environment: [:]) == 1)
+        #expect(Exosphere.healthStatus(host: "127.0.0.1", port: server.port, timeout: .seconds(2)).status == 503)
+    }
+
+    @Test func silentServerTimesOut() throws {
+        // A listening socket that never accepts: connect succeeds through the backlog, no answer comes.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        try #require(bound && listen(fd, 8) == 0)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+
+        let start = ContinuousClock.now
+        let result = Exosphere.healthStatus(host: "127.0.0.1", port: port, timeout: .milliseconds(300))
+        let elapsed = ContinuousClock.now - start
+        #expect(result.status == nil)
+        #expect(elapsed >= .milliseconds(250) && elapsed < .seconds(2), "took \(elapsed)")
+        #expect(Exosphere.healthcheck(["--port", String(port)], environment: [:], timeout: .milliseconds(200)) == 1)
+    }
+
+    @Test(arguments: [["--bogus"], ["--port"], ["--port", "abc"], ["--port", "0"], ["--database-url", "x"], ["8080"]])
+    func usageErrorsAreUnhealthyNotReserved(_ arguments: [String]) {
+        // Docker reserves exit status 2: every failure is 1.
+        #expect(Exosphere.main(arguments: ["healthcheck"] + arguments, environment: [:]) == 1)
+    }
+
+    @Test func runningApplicationIsHealthy() throws {
+        let server = try TestServer("healthcheck")
+        #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(server.port)], environment: [:]) == 0)
+        server.shutdown()
+        #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(server.port)], environment: [:]) == 1)
+    }
+}
+
+extension Result<Int, Exosphere.HealthProbeError> {
+    fileprivate var status: Int? { try? get() }
+}

@@ -1,0 +1,33 @@
+#!/bin/sh
+# The release build, and the only one: the README, the Dockerfile and CI all run this script.
+#
+#   scripts/build-release.sh [OUTPUT_DIR]     (default: dist/ in the repository)
+#
+# Builds the `exosphere` product in release mode with the Swift runtime linked statically (the
+# binary then needs only glibc, libstdc++, libpq and OpenSSL at run time), copies it and the
+# migrations into OUTPUT_DIR, and prints the binary's version. Works as root and as a normal user.
+# It takes no build lock itself; on a shared machine run it under one:
+#   flock /tmp/exo-build.lock scripts/build-release.sh /tmp/out
+set -eu
+
+# Resolve the output directory against the caller's working directory before moving to the root.
+case "${1:-}" in
+    "") out="" ;;
+    /*) out=$1 ;;
+    *) out="$(pwd)/$1" ;;
+esac
+cd "$(dirname "$0")/.."
+out=${out:-$(pwd)/dist}
+
+set -- -c release --product exosphere --static-swift-stdlib
+swift build "$@"
+bin=$(swift build "$@" --show-bin-path)
+
+mkdir -p "$out"
+# Replace, not overwrite in place: a running copy of the old binary keeps its inode.
+cp "$bin/exosphere" "$out/exosphere.new"
+mv -f "$out/exosphere.new" "$out/exosphere"
+rm -rf "$out/migrations"
+cp -R migrations "$out/migrations"
+
+"$out/exosphere" --version
