@@ -22,7 +22,8 @@ public final class Application: Sendable {
         database = try Database.start(configuration, logger: logger)
         hashing = HashingPool(workers: configuration.hashingThreads, queueCapacity: configuration.hashingQueue)
         accounts = AccountService(pool: database.pool, hasher: hasher, hashing: hashing, configuration: configuration.accounts, logger: logger)
-        server = HTTPServer(configuration: configuration.server, router: Application.routes(database: database, accounts: accounts),
+        server = HTTPServer(configuration: configuration.server, router: Application.routes(database: database, accounts: accounts,
+                                                                                 trustedProxies: configuration.trustedProxies),
                             logger: logger)
         do {
             if !pinned.isEmpty {
@@ -38,11 +39,11 @@ public final class Application: Sendable {
     }
 
     /// The route table, in one place.
-    static func routes(database: Database, accounts: AccountService) -> Router {
+    static func routes(database: Database, accounts: AccountService, trustedProxies: Set<String> = []) -> Router {
         var router = Router()
         let authenticator = Authenticator(accounts: accounts)
         HealthController(database: database).register(in: &router)
-        AccountsController(accounts: accounts, authenticator: authenticator).register(in: &router)
+        AccountsController(accounts: accounts, authenticator: authenticator, trustedProxies: trustedProxies).register(in: &router)
         ProfileController(accounts: accounts, authenticator: authenticator).register(in: &router)
         OpenAPIController().register(in: &router)
         return router

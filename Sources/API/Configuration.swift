@@ -28,6 +28,8 @@ public struct Configuration: Sendable {
     public var hashingQueue = 4 * HashingPool.defaultWorkerCount
     /// A JSON file `{"fields": {"name": "type", …}}` that pins custom field types.
     public var fieldConfigPath: String?
+    /// Reverse proxies whose `X-Forwarded-For` names the client, in `ClientAddress.canonical` form; none by default.
+    public var trustedProxies: Set<String> = []
 
     public init() {}
 
@@ -114,6 +116,20 @@ public struct Configuration: Sendable {
         Option(flag: "--session-lifetime", environment: "EXOSPHERE_SESSION_LIFETIME", placeholder: "SECONDS",
                help: "a session ends this long after sign-in", defaultValue: { String(Int($0.accounts.lifetime.absoluteSeconds)) }) { config, value throws(ConfigurationError) in
             config.accounts.lifetime.absoluteSeconds = Double(try integer(value, "--session-lifetime", 60...(10 * 365 * 86_400)))
+        },
+        Option(flag: "--trusted-proxies", environment: "EXOSPHERE_TRUSTED_PROXIES", placeholder: "ADDRESSES",
+               help: "comma-separated IPs of proxies whose X-Forwarded-For names the client",
+               defaultValue: { $0.trustedProxies.isEmpty ? "(none)" : $0.trustedProxies.sorted().joined(separator: ",") }) { config, value throws(ConfigurationError) in
+            var proxies: Set<String> = []
+            for item in value.split(separator: ",") {
+                let text = ClientAddress.trimmed(item)
+                if text.isEmpty { continue }
+                guard let address = ClientAddress.canonical(text) else {
+                    throw ConfigurationError("--trusted-proxies/EXOSPHERE_TRUSTED_PROXIES: '\(shown(String(item)))' is not an IPv4 or IPv6 address")
+                }
+                proxies.insert(address)
+            }
+            config.trustedProxies = proxies
         },
         Option(flag: "--scrypt-ln", environment: "EXOSPHERE_SCRYPT_LN", placeholder: "LOG2N",
                help: "scrypt cost: log2 of N (at least 17)", defaultValue: { String($0.passwordHashing.logN) }) { config, value throws(ConfigurationError) in
