@@ -117,6 +117,14 @@ public struct Configuration: Sendable {
                help: "a session ends this long after sign-in", defaultValue: { String(Int($0.accounts.lifetime.absoluteSeconds)) }) { config, value throws(ConfigurationError) in
             config.accounts.lifetime.absoluteSeconds = Double(try integer(value, "--session-lifetime", 60...(10 * 365 * 86_400)))
         },
+        Option(flag: "--signin-email-limit", environment: "EXOSPHERE_SIGNIN_EMAIL_LIMIT", placeholder: "N",
+               help: "failed sign-ins per email in 15 minutes before 429", defaultValue: { String($0.accounts.signInPerEmail.limit) }) { config, value throws(ConfigurationError) in
+            config.accounts.signInPerEmail.limit = try integer(value, "--signin-email-limit", 1...1_000_000)
+        },
+        Option(flag: "--signin-address-limit", environment: "EXOSPHERE_SIGNIN_ADDRESS_LIMIT", placeholder: "N",
+               help: "failed sign-ins per client address in 15 minutes before 429", defaultValue: { String($0.accounts.signInPerAddress.limit) }) { config, value throws(ConfigurationError) in
+            config.accounts.signInPerAddress.limit = try integer(value, "--signin-address-limit", 1...1_000_000)
+        },
         Option(flag: "--trusted-proxies", environment: "EXOSPHERE_TRUSTED_PROXIES", placeholder: "ADDRESSES",
                help: "comma-separated IPs of proxies whose X-Forwarded-For names the client",
                defaultValue: { $0.trustedProxies.isEmpty ? "(none)" : $0.trustedProxies.sorted().joined(separator: ",") }) { config, value throws(ConfigurationError) in

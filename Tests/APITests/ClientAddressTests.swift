@@ -98,4 +98,13 @@ import Testing
         #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--trusted-proxies", value], environment: [:]) }
     }
 
+    @Test func signInLimitsFromFlags() throws {
+        let configuration = try Configuration.parse(arguments: ["--signin-email-limit", "3", "--signin-address-limit=4"], environment: [:])
+        #expect(configuration.accounts.signInPerEmail.limit == 3)
+        #expect(configuration.accounts.signInPerAddress.limit == 4)
+        let defaults = Configuration()
+        #expect(defaults.accounts.signInPerEmail.limit == 10)
+        #expect(defaults.accounts.signInPerAddress.limit == 100)
+        #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--signin-email-limit", "0"], environment: [:]) }
+    }
 }
