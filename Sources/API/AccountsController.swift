@@ -7,6 +7,8 @@ import HTTPServer
 struct AccountsController: Sendable {
     let accounts: AccountService
     let authenticator: Authenticator
+    /// Proxies whose `X-Forwarded-For` decides the client address of the sign-in throttle.
+    let trustedProxies: Set<String>
 
     func register(in router: inout Router) {
         router.post("/users", use: register)
@@ -25,7 +27,9 @@ struct AccountsController: Sendable {
     }
 
     @Sendable func signIn(_ request: Request, _ context: RequestContext) throws -> Response {
-        let issued = try accounts.signIn(try JSONBody.object(request), clientAddress: context.remoteAddress,
+        let clientAddress = ClientAddress.resolve(peer: context.remoteAddress, forwardedFor: request.headers.values("X-Forwarded-For"),
+                                                  trusted: trustedProxies)
+        let issued = try accounts.signIn(try JSONBody.object(request), clientAddress: clientAddress,
                                          userAgent: Authenticator.userAgent(request))
         var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")

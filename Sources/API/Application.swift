@@ -25,7 +25,8 @@ public final class Application: Sendable {
         // The metrics exist before the server so that the route serving them can be in its table.
         let metrics = HTTPMetrics()
         server = HTTPServer(configuration: configuration.server,
-                            router: Application.routes(database: database, accounts: accounts, hashing: hashing, metrics: metrics),
+                            router: Application.routes(database: database, accounts: accounts, hashing: hashing, metrics: metrics,
+                                                       trustedProxies: configuration.trustedProxies),
                             logger: logger, metrics: metrics)
         do {
             if !pinned.isEmpty {
@@ -43,11 +44,11 @@ public final class Application: Sendable {
     /// The route table, in one place. Without a hashing pool and the server's metrics (a table built
     /// only to be read) `/metrics` is still routed, and serves what it has.
     static func routes(database: Database, accounts: AccountService, hashing: HashingPool? = nil,
-                       metrics: HTTPMetrics = HTTPMetrics()) -> Router {
+                       metrics: HTTPMetrics = HTTPMetrics(), trustedProxies: Set<String> = []) -> Router {
         var router = Router()
         let authenticator = Authenticator(accounts: accounts)
         HealthController(database: database).register(in: &router)
-        AccountsController(accounts: accounts, authenticator: authenticator).register(in: &router)
+        AccountsController(accounts: accounts, authenticator: authenticator, trustedProxies: trustedProxies).register(in: &router)
         ProfileController(accounts: accounts, authenticator: authenticator).register(in: &router)
         OpenAPIController().register(in: &router)
         MetricsController(http: metrics, database: database.pool, hashing: hashing).register(in: &router)

@@ -28,6 +28,8 @@ public struct Configuration: Sendable {
     public var hashingQueue = 4 * HashingPool.defaultWorkerCount
     /// A JSON file `{"fields": {"name": "type", …}}` that pins custom field types.
     public var fieldConfigPath: String?
+    /// Reverse proxies whose `X-Forwarded-For` names the client, in `ClientAddress.canonical` form; none by default.
+    public var trustedProxies: Set<String> = []
 
     public init() {}
 
@@ -114,6 +116,28 @@ public struct Configuration: Sendable {
         Option(flag: "--session-lifetime", environment: "EXOSPHERE_SESSION_LIFETIME", placeholder: "SECONDS",
                help: "a session ends this long after sign-in", defaultValue: { String(Int($0.accounts.lifetime.absoluteSeconds)) }) { config, value throws(ConfigurationError) in
             config.accounts.lifetime.absoluteSeconds = Double(try integer(value, "--session-lifetime", 60...(10 * 365 * 86_400)))
+        },
+        Option(flag: "--signin-email-limit", environment: "EXOSPHERE_SIGNIN_EMAIL_LIMIT", placeholder: "N",
+               help: "failed sign-ins per email in 15 minutes before 429", defaultValue: { String($0.accounts.signInPerEmail.limit) }) { config, value throws(ConfigurationError) in
+            config.accounts.signInPerEmail.limit = try integer(value, "--signin-email-limit", 1...1_000_000)
+        },
+        Option(flag: "--signin-address-limit", environment: "EXOSPHERE_SIGNIN_ADDRESS_LIMIT", placeholder: "N",
+               help: "failed sign-ins per client address in 15 minutes before 429", defaultValue: { String($0.accounts.signInPerAddress.limit) }) { config, value throws(ConfigurationError) in
+            config.accounts.signInPerAddress.limit = try integer(value, "--signin-address-limit", 1...1_000_000)
+        },
+        Option(flag: "--trusted-proxies", environment: "EXOSPHERE_TRUSTED_PROXIES", placeholder: "ADDRESSES",
+               help: "comma-separated IPs of proxies whose X-Forwarded-For names the client",
+               defaultValue: { $0.trustedProxies.isEmpty ? "(none)" : $0.trustedProxies.sorted().joined(separator: ",") }) { config, value throws(ConfigurationError) in
+            var proxies: Set<String> = []
+            for item in value.split(separator: ",") {
+                let text = ClientAddress.trimmed(item)
+                if text.isEmpty { continue }
+                guard let address = ClientAddress.canonical(text) else {
+                    throw ConfigurationError("--trusted-proxies/EXOSPHERE_TRUSTED_PROXIES: '\(shown(String(item)))' is not an IPv4 or IPv6 address")
+                }
+                proxies.insert(address)
+            }
+            config.trustedProxies = proxies
         },
         Option(flag: "--scrypt-ln", environment: "EXOSPHERE_SCRYPT_LN", placeholder: "LOG2N",
                help: "scrypt cost: log2 of N (17; OWASP's equivalents 16/p=2, 15/p=3, 14/p=5, 13/p=10 use less memory)", defaultValue: { String($0.passwordHashing.logN) }) { config, value throws(ConfigurationError) in

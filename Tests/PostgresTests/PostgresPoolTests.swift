@@ -162,12 +162,22 @@ import Testing
         #expect(pool.statistics.failed >= 1)
 
         try cluster.startServer() // crash recovery on the same data directory
-        let survivors = try pool.query("SELECT n FROM survivors")[0].decode(Int.self, at: 0)
+        let survivors = try stage("first query after the restart") { try pool.query("SELECT n FROM survivors")[0].decode(Int.self, at: 0) }
         #expect(survivors == 42)
         #expect(pool.statistics.idle + pool.statistics.inUse <= 3)
 
         // A crash while connections are idle, then an immediate restart: the next request succeeds.
         try cluster.restart(mode: .immediate)
-        #expect(try pool.query("SELECT count(*) FROM survivors")[0].decode(Int.self, at: 0) == 1)
+        #expect(try stage("first query after the second restart") { try pool.query("SELECT count(*) FROM survivors")[0].decode(Int.self, at: 0) } == 1)
+    }
+}
+
+/// Runs `body`, naming the stage and the full error (SQLSTATE, server message) if it throws.
+private func stage<T>(_ name: String, _ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch {
+        Issue.record("\(name): \(String(reflecting: error))")
+        throw error
     }
 }
