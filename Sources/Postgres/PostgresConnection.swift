@@ -14,8 +14,6 @@ public final class PostgresConnection {
     var isClosed = false
     /// Set when an error showed the connection to be unusable.
     var isBroken = false
-    /// When the pool last took it back (the pool decides from it whether to check liveness).
-    var releasedAt = ContinuousClock.Instant.now
 
     /// Connects synchronously; throws `connectionFailed` with libpq's message in `debugDescription`.
     public init(configuration: PostgresConfiguration) throws {

@@ -47,9 +47,6 @@ public final class PostgresPool: @unchecked Sendable {
     private var timedOut = 0
     private var closed = false
 
-    /// Idle connections older than this are checked (one `poll`) before they are lent.
-    static let idleCheckThreshold: Duration = .milliseconds(50)
-
     /// The default size: two connections per core.
     public static var defaultSize: Int { max(2, 2 * Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
@@ -157,10 +154,10 @@ public final class PostgresPool: @unchecked Sendable {
             }
             switch step {
             case .reuse(let connection):
-                // Under load a connection comes back within microseconds and the check (a poll
-                // syscall) would cost a tenth of a round trip; only connections that sat idle
-                // long enough for the server to have gone away and come back are checked.
-                if ContinuousClock.now - connection.releasedAt < Self.idleCheckThreshold || connection.isAliveWhileIdle() {
+                // Every lend costs one `poll`: a server that restarted or failed over closes its
+                // end at any moment, even microseconds after the connection came back, and a
+                // request must not be the one that finds out.
+                if connection.isAliveWhileIdle() {
                     return connection
                 }
                 connection.close()
@@ -198,7 +195,6 @@ public final class PostgresPool: @unchecked Sendable {
             inUse -= 1
             var toClose: [PostgresConnection] = []
             if healthy, !closed {
-                connection.releasedAt = ContinuousClock.now
                 idle.append(connection)
             } else {
                 toClose.append(connection)
