@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "Security", dependencies: ["COpenSSL", "Threads"]),
         .target(name: "Images"),
         // Users, custom fields, sessions, throttles: rules and their SQL.
-        .target(name: "Accounts", dependencies: ["Postgres", "Security", "JSON", "Logging"]),
+        .target(name: "Accounts", dependencies: ["Postgres", "Security", "JSON", "Logging", "Threads"]),
         // Routes, DTOs, error mapping, configuration.
         .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres", "Security", "Accounts", "Threads", "Files"]),
         .executableTarget(name: "exosphere", dependencies: ["API"]),

@@ -35,6 +35,7 @@ public final class Application: Sendable {
             try server.start()
         } catch {
             hashing.shutdown()
+            accounts.shutdown()
             database.shutdown()
             throw error
         }
@@ -51,7 +52,7 @@ public final class Application: Sendable {
         AccountsController(accounts: accounts, authenticator: authenticator, trustedProxies: trustedProxies).register(in: &router)
         ProfileController(accounts: accounts, authenticator: authenticator).register(in: &router)
         OpenAPIController().register(in: &router)
-        MetricsController(http: metrics, database: database.pool, hashing: hashing).register(in: &router)
+        MetricsController(http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics).register(in: &router)
         return router
     }
 
@@ -60,6 +61,7 @@ public final class Application: Sendable {
         logger.notice("shutting down", ["drain.seconds": String(configuration.server.drainTimeout.components.seconds)])
         server.shutdown()
         hashing.shutdown()
+        accounts.shutdown()
         database.shutdown()
         logger.notice("stopped")
     }

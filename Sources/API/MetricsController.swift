@@ -1,3 +1,4 @@
+import Accounts
 import Files
 import Glibc
 import HTTP
@@ -12,6 +13,7 @@ struct MetricsController {
     let database: PostgresPool
     /// Nil only where a route table is built without a running application; its families are then left out.
     let hashing: HashingPool?
+    let accounts: AccountService.Statistics?
 
     func register(in router: inout Router) {
         // Blocking: it takes the pools' locks and reads /proc.
@@ -26,6 +28,7 @@ struct MetricsController {
         writeHTTP(into: &text)
         writeDatabase(database.statistics, into: &text)
         if let hashing { writeHashing(hashing.statistics, into: &text) }
+        if let accounts { writeThrottles(accounts, into: &text) }
         text.family("exosphere_build_info", type: .gauge, help: "Always 1; the labels describe the running build.")
         text.sample("exosphere_build_info", ["version": Exosphere.version], 1)
         ProcessFigures.read().write(into: &text)
@@ -94,6 +97,15 @@ struct MetricsController {
         text.family("exosphere_db_pool_connections_timeouts_total", type: .counter,
                     help: "Waits for a free database connection that gave up after the acquire timeout.")
         text.sample("exosphere_db_pool_connections_timeouts_total", pool.timedOut)
+    }
+
+    private func writeThrottles(_ accounts: AccountService.Statistics, into text: inout PrometheusText) {
+        text.family("exosphere_signin_failures_total", type: .counter, help: "Sign-ins refused for a wrong email or password.")
+        text.sample("exosphere_signin_failures_total", accounts.signInFailures.load(ordering: .relaxed))
+        text.family("exosphere_throttled_total", type: .counter,
+                    help: "Attempts refused with 429 by a throttle: sign-in (per email or client address) or password check (per user).")
+        text.sample("exosphere_throttled_total", ["throttle": "signin"], accounts.signInThrottled.load(ordering: .relaxed))
+        text.sample("exosphere_throttled_total", ["throttle": "password"], accounts.passwordChecksThrottled.load(ordering: .relaxed))
     }
 
     private func writeHashing(_ hashing: HashingPool.Statistics, into text: inout PrometheusText) {

@@ -3,6 +3,7 @@ import JSON
 import Logging
 import Postgres
 import Security
+import Synchronization
 
 /// The rules of accounts, sessions and profiles; the only place that decides what a request may do.
 ///
@@ -26,7 +27,10 @@ public final class AccountService: Sendable {
 
     public let configuration: Configuration
     public let schema: FieldSchema
+    /// Counters for metrics: sign-ins refused as wrong, and attempts refused by a throttle.
+    public let statistics = Statistics()
     private let pool: PostgresPool
+    private let toucher: SessionToucher
     private let hasher: PasswordHasher
     private let hashing: HashingPool
     private let logger: Logger
@@ -39,6 +43,12 @@ public final class AccountService: Sendable {
         self.configuration = configuration
         self.schema = FieldSchema(limits: configuration.fieldLimits)
         self.logger = logger
+        self.toucher = SessionToucher(pool: pool, lifetime: configuration.lifetime, logger: logger)
+    }
+
+    /// Writes pending session use and stops the background writer; call before closing the pool.
+    public func shutdown() {
+        toucher.shutdown()
     }
 
     // MARK: - Accounts and sessions
@@ -81,6 +91,10 @@ public final class AccountService: Sendable {
         let emailText = try reader.string("email", required: true)!
         let password = try reader.string("password", required: true)!
         let invalid = AccountsError(.invalidCredentials, "The email or password is wrong.")
+        // In a storm, refuse before any database work what the hashing pool would refuse anyway.
+        guard hashing.hasCapacity else {
+            throw AccountsError(.overloaded, "Too many password operations at once; try again shortly.", retryAfterSeconds: 1)
+        }
         let email = EmailAddress(emailText)
         let emailKey = "signin:email:" + (email?.normalized ?? emailText.lowercased())
         let addressKey = "signin:address:" + clientAddress
@@ -90,6 +104,7 @@ public final class AccountService: Sendable {
              try email.flatMap { try UserRepository.credentials(connection, email: $0) })
         }
         if let retry = [retryEmail, retryAddress].compactMap({ $0 }).max() {
+            statistics.signInThrottled.add(1, ordering: .relaxed)
             throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: retry)
         }
         let tooLong = password.utf8.count > configuration.passwordPolicy.maxBytes
@@ -106,6 +121,7 @@ public final class AccountService: Sendable {
             }
         }
         guard let credentials, verdict.isValid else {
+            statistics.signInFailures.add(1, ordering: .relaxed)
             try pool.withConnection { connection in
                 _ = try ThrottleRepository.recordFailure(connection, key: emailKey, rule: configuration.signInPerEmail)
                 _ = try ThrottleRepository.recordFailure(connection, key: addressKey, rule: configuration.signInPerAddress)
@@ -137,7 +153,7 @@ public final class AccountService: Sendable {
         return try pool.withConnection { connection in
             guard let (session, user, stale) = try SessionRepository.authenticate(connection, tokenHash: hash,
                                                                                   lifetime: configuration.lifetime) else { throw invalid }
-            if stale { try SessionRepository.touch(connection, id: session.id) }
+            if stale { toucher.note(session.id) }
             return (session, user)
         }
     }
@@ -243,6 +259,7 @@ public final class AccountService: Sendable {
             try ThrottleRepository.lockedFor($0, key: passwordKey(userID), rule: configuration.passwordChecks)
         }
         if let locked {
+            statistics.passwordChecksThrottled.add(1, ordering: .relaxed)
             throw AccountsError(.tooManyAttempts, "Too many wrong passwords; try again later.", retryAfterSeconds: locked)
         }
     }
@@ -391,6 +408,15 @@ public final class AccountService: Sendable {
         } catch let error as SecurityError where error.code == .overloaded || error.code == .shutDown {
             throw AccountsError(.overloaded, "Too many password operations at once; try again shortly.", retryAfterSeconds: 1)
         }
+    }
+}
+
+extension AccountService {
+    /// Counts of this instance since it started (the throttles themselves live in PostgreSQL).
+    public final class Statistics: Sendable {
+        public let signInFailures = Atomic<Int>(0)
+        public let signInThrottled = Atomic<Int>(0)
+        public let passwordChecksThrottled = Atomic<Int>(0)
     }
 }
 

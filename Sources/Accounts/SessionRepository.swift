@@ -38,10 +38,6 @@ enum SessionRepository {
         return (try decode(row), try UserRepository.decode(row, offset: 6), try row.decode(Bool.self, at: 15))
     }
 
-    static func touch(_ connection: PostgresConnection, id: UUID) throws {
-        try connection.execute("UPDATE sessions SET last_seen_at = now() WHERE id = \(id)")
-    }
-
     static func list(_ connection: PostgresConnection, userID: UUID, lifetime: SessionLifetime) throws -> [Session] {
         try connection.query("""
             SELECT s.id, s.user_id, s.created_at, s.last_seen_at,

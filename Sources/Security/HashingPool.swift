@@ -47,6 +47,12 @@ public final class HashingPool: Sendable {
         }
     }
 
+    /// Whether new work would be queued now (a hint: another caller may take the last place first).
+    public var hasCapacity: Bool {
+        let figures = pool.statistics
+        return figures.busy + figures.queued < figures.threads + figures.queueLimit
+    }
+
     /// Current figures for metrics.
     public var statistics: Statistics {
         let figures = pool.statistics

@@ -117,7 +117,7 @@ import Testing
         let pool = PostgresPool(configuration: try PostgresConfiguration(connectionString: "host=/nonexistent port=1 dbname=metrics_tests"),
                                 size: 3)
         defer { pool.close() }
-        let scrape = Scrape(MetricsController(http: metrics, database: pool, hashing: nil).exposition().bytes)
+        let scrape = Scrape(MetricsController(http: metrics, database: pool, hashing: nil, accounts: nil).exposition().bytes)
 
         #expect(scrape[#"exosphere_http_requests_total{route="/items/{id}",method="GET",status="200"}"#] == "1")
         #expect(scrape[#"exosphere_http_requests_total{route="/items/{id}",method="GET",status="404"}"#] == "1")
@@ -215,6 +215,8 @@ import Testing
         #expect(busy + idle == configuration.server.workerThreads)
         #expect(scrape["exosphere_http_worker_queue_length"] == "0")
         #expect(scrape["exosphere_http_worker_rejected_total"] == "0")
+        #expect(scrape["exosphere_signin_failures_total"] == "0")
+        #expect(scrape[#"exosphere_throttled_total{throttle="signin"}"#] == "0")
 
         #expect(scrape["exosphere_db_pool_size"] == String(configuration.databasePoolSize))
         #expect(scrape[#"exosphere_db_pool_connections{state="in_use"}"#] == "0")

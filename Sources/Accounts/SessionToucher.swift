@@ -1,0 +1,79 @@
+import FoundationEssentials
+import Logging
+import Postgres
+import Synchronization
+import Threads
+
+/// Writes `lastSeenAt` in the background. Requests only note a session whose `lastSeenAt` is
+/// stale; a thread writes the noted ones together, in one statement with asynchronous commit
+/// (a crash may lose a second of `lastSeenAt`, which harms nobody), so an authenticated read
+/// never waits for a write, let alone a disk flush.
+final class SessionToucher: Sendable {
+    private let pool: PostgresPool
+    private let logger: Logger
+    /// How often the noted sessions are written.
+    let intervalNanoseconds: UInt64
+    private let pending = Mutex<Set<UUID>>([])
+    private let lock = ConditionLock()
+    private let state = Mutex<(stopping: Bool, thread: OSThread?)>((false, nil))
+
+    init(pool: PostgresPool, lifetime: SessionLifetime, logger: Logger) {
+        self.pool = pool
+        self.logger = logger
+        // Often enough that a session in use never idles out between its refreshes.
+        let seconds = min(1, lifetime.refreshAfterSeconds / 2)
+        intervalNanoseconds = UInt64(max(0.01, seconds) * 1e9)
+        let thread = OSThread(name: "session-touch") { [self] in run() }
+        state.withLock { $0.thread = thread }
+    }
+
+    /// Notes that `id` was used; written within `intervalNanoseconds`.
+    func note(_ id: UUID) {
+        _ = pending.withLock { $0.insert(id) }
+    }
+
+    /// Writes what is noted now.
+    func flush() {
+        let ids = pending.withLock { ids -> Set<UUID> in
+            defer { ids.removeAll(keepingCapacity: true) }
+            return ids
+        }
+        guard !ids.isEmpty else { return }
+        let list = ids.map(\.lowercasedText).joined(separator: ",")
+        do {
+            try pool.withTransaction { connection in
+                try connection.execute("SET LOCAL synchronous_commit TO OFF")
+                try connection.execute("""
+                    UPDATE sessions SET last_seen_at = now() WHERE id = ANY(string_to_array(\(list), ',')::uuid[])
+                    """)
+            }
+        } catch {
+            // Not worth a retry: the next use of the session notes it again.
+            logger.warning("could not record session use", ["sessions": String(ids.count), "error": String(describing: error)])
+        }
+    }
+
+    /// Writes what is noted and stops the thread.
+    func shutdown() {
+        let thread = state.withLock { state -> OSThread? in
+            state.stopping = true
+            defer { state.thread = nil }
+            return state.thread
+        }
+        lock.withLock { lock.signal() }
+        thread?.join()
+        flush()
+    }
+
+    private func run() {
+        while true {
+            let stopping = lock.withLock { () -> Bool in
+                if state.withLock({ $0.stopping }) { return true }
+                lock.wait(untilMonotonicNanoseconds: monotonicNanoseconds() + intervalNanoseconds)
+                return state.withLock { $0.stopping }
+            }
+            if stopping { return }
+            flush()
+        }
+    }
+}
