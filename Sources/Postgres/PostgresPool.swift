@@ -132,10 +132,16 @@ public final class PostgresPool: @unchecked Sendable {
         while true {
             enum Step { case reuse(PostgresConnection), open }
             let step: Step = try locked {
+                // A thread that has waited takes a returned connection before a newcomer does:
+                // without that, newcomers barging in while a woken waiter reacquires the lock can
+                // starve it for seconds, which shows as a long latency tail under load.
+                var hasWaited = false
                 while true {
                     if closed { throw PostgresError(code: .poolClosed) }
-                    if let connection = idle.popLast() {
+                    if idle.count > (hasWaited ? 0 : waiting), let connection = idle.popLast() {
                         inUse += 1
+                        // More returned than this waiter needs: pass the turn on.
+                        if !idle.isEmpty, waiting > 0 { lock.signal() }
                         return .reuse(connection)
                     }
                     if total < size {
@@ -146,6 +152,7 @@ public final class PostgresPool: @unchecked Sendable {
                     waiting += 1
                     let signalled = lock.wait(untilMonotonicNanoseconds: deadline)
                     waiting -= 1
+                    hasWaited = true
                     if !signalled, !closed, idle.isEmpty, total >= size {
                         timedOut += 1
                         throw PostgresError(code: .poolTimeout, context: "no connection free within \(acquireTimeout) (size \(size))")
