@@ -342,7 +342,7 @@ final class EventLoop: @unchecked Sendable {
             if connection.remoteAddress == nil { connection.remoteAddress = System.peerAddress(connection.fd) }
             let context = RequestContext(requestID: requestID, parameters: parameters,
                                          remoteAddress: connection.remoteAddress ?? "unknown",
-                                         logger: shared.logger.with("request.id", requestID))
+                                         logger: shared.logger)
             switch route.execution {
             case .inline:
                 return finish(shared.run(route, request, context), on: connection)
