@@ -4,10 +4,15 @@
 #
 #   scripts/conformance.sh [seconds=180] [--skip-build]
 #
-# Environment: SEED (default 1; any integer, the run is reproducible for a given seed and build),
-# WORKERS (1 or 2, default 1), CONFORMANCE_VENV (default /tmp/exosphere-conformance-venv-<version>,
-# reused when it already holds the pinned schemathesis), CONFORMANCE_KEEP_LOG (a path: keep the
-# server's log, access log included, there).
+# Environment:
+#   SEED                 default 1: the same seed draws the same cases in the same order (the time box
+#                        cuts the run wherever the time runs out);
+#   WORKERS              default 1: with 2, schemathesis 4.32.5 once failed a run with a "Runtime Error"
+#                        of its own (a Hypothesis FlakyFailure from a cache its coverage phase shares
+#                        between threads); one worker also keeps the hashing pool far from its 503;
+#   CONFORMANCE_VENV     default /tmp/exosphere-conformance-venv-<version>, reused when it already
+#                        holds the pinned schemathesis;
+#   CONFORMANCE_KEEP_LOG a path: keep the server's log (access log included) there.
 #
 # Needs python3 with the venv module (as root on Debian the script installs python3-venv when it
 # is missing), curl, and whatever `swift build` and `exosphere serve` need (README). Builds
