@@ -15,7 +15,7 @@
 #   CONFORMANCE_KEEP_LOG a path: keep the server's log (access log included) there.
 #
 # Needs python3 with the venv module (as root on Debian the script installs python3-venv when it
-# is missing), curl, and whatever `swift build` and `exosphere serve` need (README). Builds
+# is missing) and whatever `swift build` and `exosphere serve` need (README). Builds
 # `exosphere` in release mode first (the caller serializes builds; this script takes no lock).
 # Exits non-zero when schemathesis reports any failure or error; always stops the server.
 set -euo pipefail
@@ -111,15 +111,22 @@ for _ in $(seq 1 600); do
 done
 [ -n "$port" ] || { log "exosphere serve did not start listening within 60 s"; exit 1; }
 api=http://127.0.0.1:$port
-curl -fsS "$api/readyz" >/dev/null
+python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + "/readyz", timeout=10)' "$api"
 log "exosphere listening on $api"
 
 # --- a signed-in user ---------------------------------------------------------------------------
 password=conformance-password-1  # a throwaway server: fixed, for reproducible runs
 email=conformance-main@example.com
-token=$(curl -fsS -X POST "$api/users" -H 'Content-Type: application/json' \
-        -d "{\"email\":\"$email\",\"password\":\"$password\",\"firstname\":\"Con\",\"lastname\":\"Formance\"}" |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["accessToken"])')
+# (python3 rather than curl, which a fresh Debian may lack.)
+token=$(python3 - "$api" "$email" "$password" <<'PYTHON'
+import json, sys, urllib.request
+api, email, password = sys.argv[1:]
+body = json.dumps({"email": email, "password": password, "firstname": "Con", "lastname": "Formance"}).encode()
+request = urllib.request.Request(api + "/users", data=body, method="POST", headers={"Content-Type": "application/json"})
+with urllib.request.urlopen(request, timeout=60) as response:
+    print(json.load(response)["accessToken"])
+PYTHON
+)
 [ -n "$token" ] || { log "registration returned no accessToken"; exit 1; }
 
 # --- schemathesis -------------------------------------------------------------------------------
