@@ -622,12 +622,14 @@ enum OpenAPIDocument {
           },
           "CustomFields": {
             "type": "object",
-            "description": "The app's custom profile fields. Names match `^[A-Za-z][A-Za-z0-9_]{0,63}$` (else `422 invalid_value` on `data.<name>`); at most 64 fields per user (`422 invalid_value` on `data`); values are JSON scalars (an array or object is `422 invalid_type`).\n\nEach name has one type for the whole deployment (see `GET /users/schema`): pinned by the deployment's field configuration (`--field-config`), or else fixed by the literal of the first accepted write: `true`/`false` → `boolean`; a number without fraction or exponent → `integer`, any other number → `double` (`2.0` and `1e2` are doubles); a string that is exactly a valid calendar date `YYYY-MM-DD` → `date`; an RFC 3339 date-time (`YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`) → `datetime`; any other string → `string`. A rejected write fixes no type. A later value of another type is `422 invalid_type` naming the field and both types (`detail` \"data.height must be a double\", `errors[].detail` \"expected double, got string\").\n\nAn integer literal is accepted for a `double` field and stored in canonical double form, so `180` comes back as `180.0`; doubles come back in their shortest round-trip form, always with a fraction or an exponent (`1e400` and other non-finite values are refused). A fraction or exponent for an `integer` field is refused, as is an integer outside the signed 64-bit range; a numeric string is a string, never a number. Strings are at most 4096 UTF-8 bytes (`422 invalid_value`). A `date` is a calendar date no time zone shifts; a `datetime` is kept as written, offset included. Because the first write decides, a free-text field whose first value looks like a date becomes a `date` field: deployments pin such fields in the field configuration.\n\nThe whole user (email, names and the JSON text of `data`) is at most 64 KiB (`422 invalid_value` on `data`).",
+            "description": "The app's custom profile fields. Names match `^[A-Za-z][A-Za-z0-9_]{0,63}$` (else `422 invalid_value` on `data.<name>`); at most 64 fields per user (`422 invalid_value` on `data`); values are JSON scalars (an array or object is `422 invalid_type`).\n\nEach name has one type for the whole deployment (see `GET /users/schema`): pinned by the deployment's field configuration (`--field-config`), or else fixed by the literal of the first accepted write: `true`/`false` → `boolean`; a number without fraction or exponent → `integer`, any other number → `double` (`2.0` and `1e2` are doubles); a string that is exactly a valid calendar date `YYYY-MM-DD` → `date`; an RFC 3339 date-time (`YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`) → `datetime`; any other string → `string`. A rejected write fixes no type. A later value of another type is `422 invalid_type` naming the field and both types (`detail` \"data.height must be a double\", `errors[].detail` \"expected double, got string\").\n\nAn integer literal is accepted for a `double` field and stored in canonical double form, so `180` comes back as `180.0`; doubles come back in their shortest round-trip form, always with a fraction or an exponent (`1e400` and other non-finite values are refused). A fraction or exponent for an `integer` field is refused, as is an integer outside the signed 64-bit range; a numeric string is a string, never a number. Strings are at most 4096 UTF-8 bytes and may not contain U+0000 (`422 invalid_value`). A `date` is a calendar date no time zone shifts; a `datetime` is kept as written, offset included. Because the first write decides, a free-text field whose first value looks like a date becomes a `date` field: deployments pin such fields in the field configuration.\n\nThe whole user (email, names and the JSON text of `data`) is at most 64 KiB (`422 invalid_value` on `data`).",
             "maxProperties": 64,
             "propertyNames": {"pattern": "^[A-Za-z][A-Za-z0-9_]{0,63}$"},
             "additionalProperties": {
-              "description": "A custom field value: string, integer, double, boolean, date (`YYYY-MM-DD`) or datetime (RFC 3339).",
-              "type": ["string", "number", "boolean"]
+              "description": "A custom field value: string, integer, double, boolean, date (`YYYY-MM-DD`) or datetime (RFC 3339). Strings are at most 4096 UTF-8 bytes (so at most 4096 characters) without U+0000.",
+              "type": ["string", "number", "boolean"],
+              "maxLength": 4096,
+              "pattern": "^[^\\u0000]*$"
             },
             "examples": [{"dateOfBirth": "1994-05-17", "height": 177.5, "weight": 78, "isMarried": true}]
           },
@@ -636,8 +638,10 @@ enum OpenAPIDocument {
             "description": "Custom fields to set, each by the rules of `CustomFields`; a `null` member removes that field.",
             "propertyNames": {"pattern": "^[A-Za-z][A-Za-z0-9_]{0,63}$"},
             "additionalProperties": {
-              "description": "A custom field value, or `null` to remove the field.",
-              "type": ["string", "number", "boolean", "null"]
+              "description": "A custom field value, or `null` to remove the field. Strings are at most 4096 UTF-8 bytes (so at most 4096 characters) without U+0000 (`422 invalid_value`).",
+              "type": ["string", "number", "boolean", "null"],
+              "maxLength": 4096,
+              "pattern": "^[^\\u0000]*$"
             }
           },
           "FieldType": {
@@ -744,23 +748,27 @@ enum OpenAPIDocument {
             "properties": {
               "email": {
                 "type": "string",
+                "format": "email",
                 "description": "The login identity. Leading and trailing whitespace is trimmed; the rest must be at most 254 bytes, `local@domain` (split at the last `@`): an ASCII dot-atom local part of at most 64 bytes (letters, digits, ``!#$%&'*+-/=?^_`{|}~`` and dots between them) and a DNS host name of at most 253 bytes with at least two labels, each 1–63 letters, digits or hyphens, not starting or ending with a hyphen, the last one not all digits. Quoted local parts, IP literals and internationalised addresses are refused. Anything else is `422 invalid_email`. Stored as sent (trimmed); compared case-insensitively (ASCII), so it is unique regardless of case (`409 email_taken`)."
               },
               "password": {
                 "type": "string",
                 "minLength": 8,
+                "maxLength": 1024,
                 "format": "password",
                 "description": "At least 8 characters (Unicode scalar values) and at most 1024 UTF-8 bytes, else `422 weak_password`; checked before any hashing."
               },
               "firstname": {
                 "type": ["string", "null"],
                 "maxLength": 100,
-                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`); may be empty. `null` is stored as the empty string. Omitted: `\"\"`."
+                "pattern": "^[^\\u0000]*$",
+                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`) without U+0000 (`422 invalid_value`: PostgreSQL text cannot hold it); may be empty. `null` is stored as the empty string. Omitted: `\"\"`."
               },
               "lastname": {
                 "type": ["string", "null"],
                 "maxLength": 100,
-                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`); may be empty. `null` is stored as the empty string. Omitted: `\"\"`."
+                "pattern": "^[^\\u0000]*$",
+                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`) without U+0000 (`422 invalid_value`: PostgreSQL text cannot hold it); may be empty. `null` is stored as the empty string. Omitted: `\"\"`."
               },
               "data": {
                 "oneOf": [{"allOf": [{"$ref": "#/components/schemas/CustomFieldsPatch"}], "maxProperties": 64}, {"type": "null"}],
@@ -796,17 +804,20 @@ enum OpenAPIDocument {
             "properties": {
               "email": {
                 "type": "string",
+                "format": "email",
                 "description": "The login identity. Leading and trailing whitespace is trimmed; the rest must be at most 254 bytes, `local@domain` (split at the last `@`): an ASCII dot-atom local part of at most 64 bytes (letters, digits, ``!#$%&'*+-/=?^_`{|}~`` and dots between them) and a DNS host name of at most 253 bytes with at least two labels, each 1–63 letters, digits or hyphens, not starting or ending with a hyphen, the last one not all digits. Quoted local parts, IP literals and internationalised addresses are refused. Anything else is `422 invalid_email`. Stored as sent (trimmed); compared case-insensitively (ASCII), so it is unique regardless of case (`409 email_taken`)."
               },
               "firstname": {
                 "type": ["string", "null"],
                 "maxLength": 100,
-                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`); may be empty. `null` is stored as the empty string. Omitted: `\"\"`."
+                "pattern": "^[^\\u0000]*$",
+                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`) without U+0000 (`422 invalid_value`: PostgreSQL text cannot hold it); may be empty. `null` is stored as the empty string. Omitted: `\"\"`."
               },
               "lastname": {
                 "type": ["string", "null"],
                 "maxLength": 100,
-                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`); may be empty. `null` is stored as the empty string. Omitted: `\"\"`."
+                "pattern": "^[^\\u0000]*$",
+                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`) without U+0000 (`422 invalid_value`: PostgreSQL text cannot hold it); may be empty. `null` is stored as the empty string. Omitted: `\"\"`."
               },
               "data": {
                 "oneOf": [{"allOf": [{"$ref": "#/components/schemas/CustomFieldsPatch"}], "maxProperties": 64}, {"type": "null"}],
@@ -825,17 +836,20 @@ enum OpenAPIDocument {
             "properties": {
               "email": {
                 "type": "string",
+                "format": "email",
                 "description": "The login identity. Leading and trailing whitespace is trimmed; the rest must be at most 254 bytes, `local@domain` (split at the last `@`): an ASCII dot-atom local part of at most 64 bytes (letters, digits, ``!#$%&'*+-/=?^_`{|}~`` and dots between them) and a DNS host name of at most 253 bytes with at least two labels, each 1–63 letters, digits or hyphens, not starting or ending with a hyphen, the last one not all digits. Quoted local parts, IP literals and internationalised addresses are refused. Anything else is `422 invalid_email`. Stored as sent (trimmed); compared case-insensitively (ASCII), so it is unique regardless of case (`409 email_taken`)."
               },
               "firstname": {
                 "type": ["string", "null"],
                 "maxLength": 100,
-                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`); may be empty. `null` is stored as the empty string."
+                "pattern": "^[^\\u0000]*$",
+                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`) without U+0000 (`422 invalid_value`: PostgreSQL text cannot hold it); may be empty. `null` is stored as the empty string."
               },
               "lastname": {
                 "type": ["string", "null"],
                 "maxLength": 100,
-                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`); may be empty. `null` is stored as the empty string."
+                "pattern": "^[^\\u0000]*$",
+                "description": "A string of at most 100 characters (Unicode scalar values; more is `422 invalid_value`) without U+0000 (`422 invalid_value`: PostgreSQL text cannot hold it); may be empty. `null` is stored as the empty string."
               },
               "data": {
                 "oneOf": [{"$ref": "#/components/schemas/CustomFieldsPatch"}, {"type": "null"}],
@@ -857,6 +871,7 @@ enum OpenAPIDocument {
                 "type": "string",
                 "format": "password",
                 "minLength": 8,
+                "maxLength": 1024,
                 "description": "At least 8 characters, at most 1024 UTF-8 bytes, different from `oldPassword`."
               },
               "confirmPassword": {

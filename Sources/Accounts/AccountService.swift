@@ -96,7 +96,9 @@ public final class AccountService: Sendable {
             throw AccountsError(.overloaded, "Too many password operations at once; try again shortly.", retryAfterSeconds: 1)
         }
         let email = EmailAddress(emailText)
-        let emailKey = "signin:email:" + (email?.normalized ?? emailText.lowercased())
+        // A text that is no valid address can hold anything (U+0000, which PostgreSQL text refuses;
+        // kilobytes, past the key index's row limit): it is counted under its digest instead.
+        let emailKey = "signin:email:" + (email?.normalized ?? "sha256:" + SHA256.hexDigest(emailText.lowercased().utf8))
         let addressKey = "signin:address:" + clientAddress
         let (retryEmail, retryAddress, credentials) = try pool.withConnection { connection in
             (try ThrottleRepository.lockedFor(connection, key: emailKey, rule: configuration.signInPerEmail),
