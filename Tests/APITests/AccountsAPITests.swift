@@ -172,6 +172,15 @@ struct AccountsAPITests {
         #expect(hashed - before <= 1)
     }
 
+    /// Found by schemathesis: a NUL or a very long email once reached the throttle table and gave 500.
+    @Test func signInWithAnImpossibleEmailIsAPlainInvalidCredentials() throws {
+        for email in ["a\\u0000b@example.com", String(repeating: "x", count: 5000) + "@example.com"] {
+            let reply = try server.call("POST", "/users/signin", json: #"{"email": "\#(email)", "password": "whatever123"}"#)
+            #expect(reply.status == 401, "\(email.prefix(20))")
+            #expect(reply.code == "invalid_credentials")
+        }
+    }
+
     @Test func unknownFieldsAreRefused() throws {
         let reply = try server.call("POST", "/users", json: """
             {"email": "\(server.uniqueEmail())", "password": "\(server.uniquePassword())", "firstName": "Ayu"}
