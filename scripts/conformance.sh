@@ -23,6 +23,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 SCHEMATHESIS_VERSION=4.32.5
+PROMETHEUS_CLIENT_VERSION=0.26.0
 seconds=180
 skip_build=false
 for argument in "$@"; do
@@ -56,12 +57,16 @@ if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -qF "version $SCHEMAT
     "$venv/bin/pip" install --disable-pip-version-check -q "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 "$venv/bin/schemathesis" --version >&2
+# The real Prometheus parser, for the /metrics check after the run.
+"$venv/bin/python" -c 'import prometheus_client' 2>/dev/null \
+    || "$venv/bin/pip" install --disable-pip-version-check -q "prometheus-client==$PROMETHEUS_CLIENT_VERSION"
 
 # --- the server -----------------------------------------------------------------------------------
 if ! $skip_build; then
-    swift build -c release --product exosphere >&2
+    # The README's, the Dockerfile's and CI's release build.
+    scripts/build-release.sh dist >&2
 fi
-exosphere=$(swift build -c release --product exosphere --show-bin-path)/exosphere
+exosphere=$root/dist/exosphere
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/exosphere-conformance.XXXXXX")
 # As root the managed PostgreSQL runs as `postgres`, which must reach its data directory in here.
@@ -340,3 +345,9 @@ if [ "$status" != 0 ]; then
     exit "$status"
 fi
 log "schemathesis found nothing"
+
+# After thousands of requests of every kind, /metrics must still parse with a real parser.
+"$venv/bin/python" -c "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())" \
+    "$api/metrics" > "$work/metrics.txt"
+"$venv/bin/python" scripts/check-metrics.py < "$work/metrics.txt" >&2
+log "/metrics parses with prometheus_client"
