@@ -25,4 +25,6 @@ extern int pthread_setname_np(pthread_t thread, const char *name);
 extern pid_t gettid(void);
 
 static inline int clinux_sock_nonblock_cloexec(void) { return SOCK_NONBLOCK | SOCK_CLOEXEC; }
+/* SCHED_IDLE (Linux): run only when no other thread wants the CPU. */
+static inline int clinux_sched_idle(void) { return 5; }
 #endif

@@ -23,9 +23,10 @@ public final class HashingPool: Sendable {
     /// `queueCapacity` jobs (default: twice the workers).
     public init(workers: Int = HashingPool.defaultWorkerCount, queueCapacity: Int? = nil) {
         precondition(workers > 0, "a hashing pool needs at least one worker")
-        // Nice 10: hashing takes whatever CPU is left over, so a storm of sign-ins cannot starve
-        // the event loops and the database of the cores other requests need.
-        pool = BoundedThreadPool(name: "hashing", threads: workers, queueLimit: queueCapacity ?? 2 * workers, niceness: 10)
+        // The idle scheduling class: hashing takes whatever CPU is left over, and every other
+        // thread preempts it at once, so a storm of sign-ins cannot delay other requests.
+        pool = BoundedThreadPool(name: "hashing", threads: workers, queueLimit: queueCapacity ?? 2 * workers,
+                                 priority: .idle)
     }
 
     /// Queues `work` and returns at once; throws `overloaded` when full, `shutDown` after `shutdown()`.

@@ -39,13 +39,13 @@ public final class BoundedThreadPool: @unchecked Sendable {
     private var stopping = false
     private var threads: [OSThread] = []
 
-    public init(name: String, threads: Int, queueLimit: Int, stackSize: Int = 1 << 20, niceness: Int32 = 0) {
+    public init(name: String, threads: Int, queueLimit: Int, stackSize: Int = 1 << 20, priority: OSThread.Priority = .normal) {
         precondition(threads > 0 && queueLimit >= 0)
         self.name = name
         self.threadCount = threads
         self.queueLimit = queueLimit
         let started = (0..<threads).map { index in
-            OSThread(name: "\(name)-\(index)", stackSize: stackSize, niceness: niceness) { [self] in workLoop() }
+            OSThread(name: "\(name)-\(index)", stackSize: stackSize, priority: priority) { [self] in workLoop() }
         }
         lock.withLock { self.threads = started }
     }

@@ -8,27 +8,42 @@ public final class OSThread: @unchecked Sendable {
     private final class Box {
         let body: @Sendable () -> Void
         let name: String
-        let niceness: Int32
-        init(_ body: @escaping @Sendable () -> Void, name: String, niceness: Int32) {
+        let priority: Priority
+        init(_ body: @escaping @Sendable () -> Void, name: String, priority: Priority) {
             self.body = body
             self.name = name
-            self.niceness = niceness
+            self.priority = priority
         }
     }
 
+    /// How the scheduler treats a thread.
+    public enum Priority: Sendable, Equatable {
+        case normal
+        /// A positive nice value (Linux keeps one per thread): a smaller share of a busy CPU.
+        case nice(Int32)
+        /// The idle scheduling class: it runs only when no other thread wants the CPU, and any
+        /// thread that wakes up preempts it at once, so background work cannot delay requests.
+        case idle
+    }
+
     /// Starts a thread; the name (15 bytes at most are kept) shows in `top -H` and debuggers.
-    /// A positive `niceness` lowers its CPU priority (Linux keeps a nice value per thread), so
-    /// background work such as password hashing yields the cores to latency-sensitive threads.
-    public init(name: String, stackSize: Int = 512 * 1024, niceness: Int32 = 0, _ body: @escaping @Sendable () -> Void) {
+    public init(name: String, stackSize: Int = 512 * 1024, priority: Priority = .normal, _ body: @escaping @Sendable () -> Void) {
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
         pthread_attr_setstacksize(&attributes, stackSize)
-        let box = Unmanaged.passRetained(Box(body, name: name, niceness: niceness)).toOpaque()
+        let box = Unmanaged.passRetained(Box(body, name: name, priority: priority)).toOpaque()
         let status = pthread_create(&handle, &attributes, { raw in
             let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
             _ = pthread_setname_np(pthread_self(), String(box.name.prefix(15)))
-            if box.niceness != 0 {
-                _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(gettid()), box.niceness)
+            switch box.priority {
+            case .normal:
+                break
+            case .nice(let value):
+                _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(gettid()), value)
+            case .idle:
+                var parameters = sched_param()
+                parameters.sched_priority = 0
+                _ = pthread_setschedparam(pthread_self(), clinux_sched_idle(), &parameters)
             }
             box.body()
             return nil
