@@ -61,47 +61,42 @@ struct MetricsController {
                            count: histogram.count, sum: histogram.sumSeconds)
         }
 
-        text.family("exosphere_http_requests_in_flight", type: .gauge, help: "Requests whose handler is running.")
-        text.sample("exosphere_http_requests_in_flight", http.requestsInFlight)
-        text.family("exosphere_http_connections_open", type: .gauge, help: "Open client connections.")
-        text.sample("exosphere_http_connections_open", http.connectionsOpen)
-        text.family("exosphere_http_connections_accepted_total", type: .counter, help: "Client connections accepted.")
-        text.sample("exosphere_http_connections_accepted_total", http.connectionsAccepted)
+        text.metric("exosphere_http_requests_in_flight", type: .gauge,
+                    help: "Requests whose handler is running.", http.requestsInFlight)
+        text.metric("exosphere_http_connections_open", type: .gauge, help: "Open client connections.", http.connectionsOpen)
+        text.metric("exosphere_http_connections_accepted_total", type: .counter,
+                    help: "Client connections accepted.", http.connectionsAccepted)
 
         guard let workers = http.workerStatistics else { return }
         text.family("exosphere_http_workers", type: .gauge, help: "Threads of the HTTP worker pool, by state.")
         text.sample("exosphere_http_workers", ["state": "busy"], workers.busy)
         text.sample("exosphere_http_workers", ["state": "idle"], workers.threads - workers.busy)
-        text.family("exosphere_http_worker_queue_length", type: .gauge, help: "Requests waiting for an HTTP worker.")
-        text.sample("exosphere_http_worker_queue_length", workers.queued)
-        text.family("exosphere_http_worker_rejected_total", type: .counter,
-                    help: "Requests refused with 503 because the HTTP worker queue was full.")
-        text.sample("exosphere_http_worker_rejected_total", workers.rejected)
+        text.metric("exosphere_http_worker_queue_length", type: .gauge,
+                    help: "Requests waiting for an HTTP worker.", workers.queued)
+        text.metric("exosphere_http_worker_rejected_total", type: .counter,
+                    help: "Requests refused with 503 because the HTTP worker queue was full.", workers.rejected)
     }
 
     private func writeDatabase(_ pool: PostgresPool.Statistics, into text: inout PrometheusText) {
         text.family("exosphere_db_pool_connections", type: .gauge, help: "Database connections of the pool, by state.")
         text.sample("exosphere_db_pool_connections", ["state": "in_use"], pool.inUse)
         text.sample("exosphere_db_pool_connections", ["state": "idle"], pool.idle)
-        text.family("exosphere_db_pool_size", type: .gauge, help: "The most database connections the pool opens.")
-        text.sample("exosphere_db_pool_size", pool.size)
-        text.family("exosphere_db_pool_waiting", type: .gauge, help: "Threads waiting for a database connection.")
-        text.sample("exosphere_db_pool_waiting", pool.waiting)
-        text.family("exosphere_db_pool_connections_created_total", type: .counter, help: "Database connections opened.")
-        text.sample("exosphere_db_pool_connections_created_total", pool.created)
-        text.family("exosphere_db_pool_connections_failed_total", type: .counter, help: "Failed attempts to open a database connection.")
-        text.sample("exosphere_db_pool_connections_failed_total", pool.failed)
-        text.family("exosphere_db_pool_connections_discarded_total", type: .counter,
-                    help: "Database connections closed because they broke or were returned mid-transaction.")
-        text.sample("exosphere_db_pool_connections_discarded_total", pool.discarded)
-        text.family("exosphere_db_pool_connections_timeouts_total", type: .counter,
-                    help: "Waits for a free database connection that gave up after the acquire timeout.")
-        text.sample("exosphere_db_pool_connections_timeouts_total", pool.timedOut)
+        text.metric("exosphere_db_pool_size", type: .gauge, help: "The most database connections the pool opens.", pool.size)
+        text.metric("exosphere_db_pool_waiting", type: .gauge,
+                    help: "Threads waiting for a database connection.", pool.waiting)
+        text.metric("exosphere_db_pool_connections_created_total", type: .counter,
+                    help: "Database connections opened.", pool.created)
+        text.metric("exosphere_db_pool_connections_failed_total", type: .counter,
+                    help: "Failed attempts to open a database connection.", pool.failed)
+        text.metric("exosphere_db_pool_connections_discarded_total", type: .counter,
+                    help: "Database connections closed because they broke or were returned mid-transaction.", pool.discarded)
+        text.metric("exosphere_db_pool_connections_timeouts_total", type: .counter,
+                    help: "Waits for a free database connection that gave up after the acquire timeout.", pool.timedOut)
     }
 
     private func writeThrottles(_ accounts: AccountService.Statistics, into text: inout PrometheusText) {
-        text.family("exosphere_signin_failures_total", type: .counter, help: "Sign-ins refused for a wrong email or password.")
-        text.sample("exosphere_signin_failures_total", accounts.signInFailures.load(ordering: .relaxed))
+        text.metric("exosphere_signin_failures_total", type: .counter,
+                    help: "Sign-ins refused for a wrong email or password.", accounts.signInFailures.load(ordering: .relaxed))
         text.family("exosphere_throttled_total", type: .counter,
                     help: "Attempts refused with 429 by a throttle: sign-in (per email or client address) or password check (per user).")
         text.sample("exosphere_throttled_total", ["throttle": "signin"], accounts.signInThrottled.load(ordering: .relaxed))
@@ -109,15 +104,13 @@ struct MetricsController {
     }
 
     private func writeHashing(_ hashing: HashingPool.Statistics, into text: inout PrometheusText) {
-        text.family("exosphere_hashing_queue_length", type: .gauge, help: "Password hashes waiting for a hashing thread.")
-        text.sample("exosphere_hashing_queue_length", hashing.queued)
-        text.family("exosphere_hashing_busy", type: .gauge, help: "Hashing threads computing a password hash.")
-        text.sample("exosphere_hashing_busy", hashing.busy)
-        text.family("exosphere_hashing_rejected_total", type: .counter,
-                    help: "Password hashes refused because the hashing queue was full (answered with 503).")
-        text.sample("exosphere_hashing_rejected_total", hashing.rejected)
-        text.family("exosphere_hashing_completed_total", type: .counter, help: "Password hashes computed.")
-        text.sample("exosphere_hashing_completed_total", hashing.completed)
+        text.metric("exosphere_hashing_queue_length", type: .gauge,
+                    help: "Password hashes waiting for a hashing thread.", hashing.queued)
+        text.metric("exosphere_hashing_busy", type: .gauge, help: "Hashing threads computing a password hash.", hashing.busy)
+        text.metric("exosphere_hashing_rejected_total", type: .counter,
+                    help: "Password hashes refused because the hashing queue was full (answered with 503).", hashing.rejected)
+        text.metric("exosphere_hashing_completed_total", type: .counter,
+                    help: "Password hashes computed.", hashing.completed)
     }
 
     private static func merge(_ a: HTTPMetrics.Histogram, _ b: HTTPMetrics.Histogram) -> HTTPMetrics.Histogram {
@@ -164,20 +157,18 @@ struct ProcessFigures {
 
     func write(into text: inout PrometheusText) {
         if let residentBytes {
-            text.family("process_resident_memory_bytes", type: .gauge, help: "Resident memory size in bytes.")
-            text.sample("process_resident_memory_bytes", residentBytes)
+            text.metric("process_resident_memory_bytes", type: .gauge, help: "Resident memory size in bytes.", residentBytes)
         }
         if let cpuSeconds {
-            text.family("process_cpu_seconds_total", type: .counter, help: "Total user and system CPU time spent in seconds.")
-            text.sample("process_cpu_seconds_total", cpuSeconds)
+            text.metric("process_cpu_seconds_total", type: .counter,
+                        help: "Total user and system CPU time spent in seconds.", cpuSeconds)
         }
         if let openFileDescriptors {
-            text.family("process_open_fds", type: .gauge, help: "Number of open file descriptors.")
-            text.sample("process_open_fds", openFileDescriptors)
+            text.metric("process_open_fds", type: .gauge, help: "Number of open file descriptors.", openFileDescriptors)
         }
         if let startTimeSeconds {
-            text.family("process_start_time_seconds", type: .gauge, help: "Start time of the process since unix epoch in seconds.")
-            text.sample("process_start_time_seconds", startTimeSeconds)
+            text.metric("process_start_time_seconds", type: .gauge,
+                        help: "Start time of the process since unix epoch in seconds.", startTimeSeconds)
         }
     }
 

@@ -45,6 +45,18 @@ public struct PrometheusText: Sendable {
         append("\n")
     }
 
+    /// A family of one unlabelled sample: header and value.
+    public mutating func metric(_ name: String, type: MetricType, help: String, _ value: some BinaryInteger) {
+        family(name, type: type, help: help)
+        sample(name, value)
+    }
+
+    /// A family of one unlabelled sample with a double value.
+    public mutating func metric(_ name: String, type: MetricType, help: String, _ value: Double) {
+        family(name, type: type, help: help)
+        sample(name, value)
+    }
+
     /// One sample with an integer value, written without a fraction.
     public mutating func sample(_ name: String, _ labels: KeyValuePairs<String, String>, _ value: some BinaryInteger) {
         writeSample(name, Array(labels), String(value))
