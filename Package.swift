@@ -29,22 +29,25 @@ let package = Package(
         // libpq client, pool, bound queries, migrations, a managed local cluster.
         .target(name: "Postgres", dependencies: ["CLibPQ", "Files", "Threads"]),
         .target(name: "Security", dependencies: ["COpenSSL", "Threads"]),
-        .target(name: "Images"),
+        // Users' images: format inspection (pure), the two storages, their SQL and files.
+        .target(name: "Images", dependencies: ["Postgres", "Security", "Files", "Logging"]),
         // Users, custom fields, sessions, throttles: rules and their SQL.
         .target(name: "Accounts", dependencies: ["Postgres", "Security", "JSON", "Logging", "Threads"]),
         // Routes, DTOs, error mapping, configuration.
-        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres", "Security", "Accounts", "Threads", "Files"]),
+        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres", "Security", "Accounts", "Images", "Threads", "Files"]),
         .executableTarget(name: "exosphere", dependencies: ["API"]),
         // Benchmark of the Postgres module against pgbench (bench/postgres.sh).
         .executableTarget(name: "exosphere-dbbench", dependencies: ["Postgres"]),
 
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "Threads"]),
-        .testTarget(name: "ImagesTests", dependencies: ["Images"]),
-        .testTarget(name: "APITests", dependencies: ["API", "Files"]),
+        // What several test targets share: image builders, embedded real images, a seeded generator.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport"]),
+        .testTarget(name: "APITests", dependencies: ["API", "Files", "Images", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import HTTP
+import TestSupport
 import Testing
 
 @Suite struct ByteRangeTests {
