@@ -86,16 +86,18 @@ public final class PostgresConnection {
 
     // MARK: - Execution
 
-    func run(_ query: PostgresQuery) throws -> PostgresResult {
+    /// `binaryResults` asks for every column in PostgreSQL's binary format (only `fetchBytes` does).
+    func run(_ query: PostgresQuery, binaryResults: Bool = false) throws -> PostgresResult {
         if let problem = query.binds.encodingProblem {
             throw PostgresError(code: .encodingFailed, context: problem)
         }
         guard !isClosed else { throw PostgresError(code: .connectionFailed, context: "the connection is closed") }
         let binds = query.binds
         let count = binds.entries.count
+        let resultFormat: Int32 = binaryResults ? 1 : 0
         if let name = cachedStatement(query) {
             return try withParameters(binds) { values, lengths, formats in
-                try check(PQexecPrepared(handle, name, Int32(count), values, lengths, formats, 0))
+                try check(PQexecPrepared(handle, name, Int32(count), values, lengths, formats, resultFormat))
             }
         }
         if cachedStatementCount < statementCacheCapacity {
@@ -105,13 +107,13 @@ public final class PostgresConnection {
                 PreparedStatement(name: name, types: binds.entries.map(\.type)))
             cachedStatementCount += 1
             return try withParameters(binds) { values, lengths, formats in
-                try check(PQexecPrepared(handle, name, Int32(count), values, lengths, formats, 0))
+                try check(PQexecPrepared(handle, name, Int32(count), values, lengths, formats, resultFormat))
             }
         }
         // Cache full (likely SQL built with varying `unsafeRaw` parts): run as the unnamed statement.
         let types = binds.entries.map { Oid($0.type.rawValue) }
         return try withParameters(binds) { values, lengths, formats in
-            try check(PQexecParams(handle, query.sql, Int32(count), types, values, lengths, formats, 0))
+            try check(PQexecParams(handle, query.sql, Int32(count), types, values, lengths, formats, resultFormat))
         }
     }
 
