@@ -124,36 +124,10 @@ public struct Router: Sendable {
             case .literal(let literal):
                 guard part == literal else { return nil }
             case .parameter(let name):
-                guard !part.isEmpty, let decoded = percentDecode(part) else { return nil }
+                guard !part.isEmpty, let decoded = PercentDecoding.decode(part) else { return nil }
                 parameters[name] = decoded
             }
         }
         return parameters
-    }
-
-    /// Decodes `%XX` escapes; nil for a malformed escape, invalid UTF-8 or a NUL.
-    static func percentDecode(_ text: Substring) -> String? {
-        guard text.contains("%") else { return String(text) }
-        var bytes: [UInt8] = []
-        var iterator = text.utf8.makeIterator()
-        while let byte = iterator.next() {
-            if byte == UInt8(ascii: "%") {
-                guard let high = iterator.next().flatMap(hexDigit), let low = iterator.next().flatMap(hexDigit) else { return nil }
-                guard high << 4 | low != 0 else { return nil }
-                bytes.append(high << 4 | low)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexDigit(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

@@ -82,7 +82,7 @@ private func body(of match: Router.Match) throws -> String? {
     @Test(arguments: ["%", "%4", "a%G1", "%zz", "x%2", "%FF", "%C3", "%C3%28", "%ED%A0%80", "%C0%AF"])
     func malformedOrNonUTF8ParametersDoNotMatch(_ raw: String) {
         #expect(isNotFound(router().match(method: .get, path: "/users/me/images/\(raw)")))
-        #expect(Router.percentDecode(Substring(raw)) == nil)
+        #expect(PercentDecoding.decode(Substring(raw)) == nil)
     }
 
     @Test func emptyParameterDoesNotMatch() {
@@ -151,8 +151,8 @@ private func body(of match: Router.Match) throws -> String? {
     }
 
     @Test func percentDecode() {
-        #expect(Router.percentDecode("plain") == "plain")
-        #expect(Router.percentDecode("%41%62") == "Ab")
-        #expect(Router.percentDecode("") == "")
+        #expect(PercentDecoding.decode("plain") == "plain")
+        #expect(PercentDecoding.decode("%41%62") == "Ab")
+        #expect(PercentDecoding.decode("") == "")
     }
 }
