@@ -1,7 +1,7 @@
 /// Why bytes were refused as an image: a stable code and a detail safe to show to the client.
 ///
 /// The detail names formats and numbers only; it never echoes the uploaded bytes. The API maps
-/// codes to statuses (`content_mismatch` and the rest to `422`).
+/// codes to statuses (`image_not_found` to `404`, `image_too_large` to `413`, the rest to `422`).
 public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     /// A stable, machine-readable code; an open set of static members.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -19,6 +19,14 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible, Cu
         public static let tooManyPixels = Code("too_many_pixels")
         /// The header's structure is broken.
         public static let malformed = Code("malformed")
+        /// There are no bytes at all.
+        public static let empty = Code("empty_image")
+        /// The image is larger than the deployment allows.
+        public static let tooLarge = Code("image_too_large")
+        /// No image with this id belongs to the user (another user's image is not found either).
+        public static let notFound = Code("image_not_found")
+        /// A list cursor that this server did not issue.
+        public static let invalidCursor = Code("invalid_cursor")
     }
 
     public let code: Code

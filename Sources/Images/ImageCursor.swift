@@ -1,0 +1,39 @@
+import FoundationEssentials
+import Security
+
+/// A position in a user's list of images: the (createdAt, id) of the last image of a page.
+///
+/// Sent to clients as 32 base64url characters (8 bytes of microseconds, 16 of id): opaque to
+/// them, exact for the database (no floating-point timestamps), and checked when it comes back.
+public struct ImageCursor: Sendable, Hashable {
+    public let createdAtMicroseconds: Int64
+    public let id: UUID
+
+    public init(createdAtMicroseconds: Int64, id: UUID) {
+        self.createdAtMicroseconds = createdAtMicroseconds
+        self.id = id
+    }
+
+    public init(after image: StoredImage) {
+        self.init(createdAtMicroseconds: image.createdAtMicroseconds, id: image.id)
+    }
+
+    /// Parses a cursor a client sent back; nil if it is not one of ours.
+    public init?(text: String) {
+        guard text.utf8.count == 32, let bytes = Base64URL.decode(text), bytes.count == 24 else { return nil }
+        var micros: UInt64 = 0
+        for byte in bytes[0..<8] { micros = micros << 8 | UInt64(byte) }
+        let id = bytes[8..<24]
+        let uuid = id.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }
+        self.init(createdAtMicroseconds: Int64(bitPattern: micros), id: UUID(uuid: uuid))
+    }
+
+    public var text: String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        let micros = UInt64(bitPattern: createdAtMicroseconds)
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: micros >> UInt64(shift))) }
+        withUnsafeBytes(of: id.uuid) { bytes.append(contentsOf: $0) }
+        return Base64URL.encode(bytes)
+    }
+}

@@ -1,0 +1,144 @@
+import FoundationEssentials
+import Postgres
+
+/// The SQL of images; every value a bound parameter.
+enum ImageRepository {
+    static let columns = """
+        i.id, i.user_id, i.content_type, i.byte_size, i.sha256, i.width, i.height, i.storage,
+        (extract(epoch FROM i.created_at) * 1000000)::int8
+        """
+
+    static func decode(_ row: PostgresRow) throws -> StoredImage {
+        let contentType = try row.decode(String.self, at: 2)
+        let storage = try row.decode(String.self, at: 7)
+        guard let format = ImageFormat(mimeType: contentType), let place = ImageStorage(rawValue: storage) else {
+            throw PostgresError(code: .decodingFailed, context: "image row with content type \(contentType), storage \(storage)")
+        }
+        return StoredImage(id: try row.decode(UUID.self, at: 0), userID: try row.decode(UUID.self, at: 1), format: format,
+                           byteSize: try row.decode(Int.self, at: 3), sha256: try row.decode([UInt8].self, at: 4),
+                           width: try row.decode(Int.self, at: 5), height: try row.decode(Int.self, at: 6),
+                           storage: place, createdAtMicroseconds: try row.decode(Int64.self, at: 8))
+    }
+
+    static func insert(_ connection: PostgresConnection, id: UUID, userID: UUID, info: ImageInfo, byteSize: Int,
+                       sha256: [UInt8], storage: ImageStorage) throws -> StoredImage {
+        let rows = try connection.query("""
+            INSERT INTO images AS i (id, user_id, content_type, byte_size, sha256, width, height, storage)
+            VALUES (\(id), \(userID), \(info.format.mimeType), \(byteSize), \(sha256), \(info.width), \(info.height),
+                    \(storage.rawValue))
+            RETURNING \(unsafeRaw: columns)
+            """)
+        return try decode(rows[0])
+    }
+
+    /// `COPY` streams the bytes to the server without a second copy in this process.
+    static func insertData(_ connection: PostgresConnection, id: UUID, bytes: UnsafeRawBufferPointer) throws {
+        try connection.copyIn("COPY image_data (image_id, bytes) FROM STDIN (FORMAT binary)") { writer in
+            writer.beginRow(fields: 2)
+            writer.uuid(id)
+            try writer.bytes(bytes)
+        }
+    }
+
+    static func find(_ connection: PostgresConnection, id: UUID, userID: UUID) throws -> StoredImage? {
+        try connection.query("SELECT \(unsafeRaw: columns) FROM images i WHERE i.id = \(id) AND i.user_id = \(userID)")
+            .first.map(decode)
+    }
+
+    /// Locks the row for a move between storages; nil if the image is gone or no longer in `storage`.
+    static func lockForMove(_ connection: PostgresConnection, id: UUID, storage: ImageStorage) throws -> StoredImage? {
+        try connection.query("""
+            SELECT \(unsafeRaw: columns) FROM images i WHERE i.id = \(id) AND i.storage = \(storage.rawValue) FOR UPDATE
+            """).first.map(decode)
+    }
+
+    /// `length` bytes from `offset` (0-based) of a database-stored image; nil if it has no data row (any more).
+    static func data(_ connection: PostgresConnection, id: UUID, offset: Int, length: Int) throws -> [UInt8]? {
+        try connection.fetchBytes("""
+            SELECT substring(d.bytes FROM \(Int32(offset + 1)) FOR \(Int32(length))) FROM image_data d WHERE d.image_id = \(id)
+            """)
+    }
+
+    static func page(_ connection: PostgresConnection, userID: UUID, after cursor: ImageCursor?, limit: Int) throws -> [StoredImage] {
+        if let cursor {
+            // Microseconds are added as an integer interval: exact, unlike a float epoch.
+            return try connection.query("""
+                SELECT \(unsafeRaw: columns) FROM images i
+                WHERE i.user_id = \(userID)
+                  AND (i.created_at, i.id) > ('epoch'::timestamptz + \(cursor.createdAtMicroseconds) * interval '1 microsecond', \(cursor.id))
+                ORDER BY i.created_at, i.id
+                LIMIT \(limit)
+                """).map(decode)
+        }
+        return try connection.query("""
+            SELECT \(unsafeRaw: columns) FROM images i WHERE i.user_id = \(userID) ORDER BY i.created_at, i.id LIMIT \(limit)
+            """).map(decode)
+    }
+
+    /// Deletes one image; its storage if it existed (the caller removes a file after the commit).
+    static func delete(_ connection: PostgresConnection, id: UUID, userID: UUID) throws -> ImageStorage? {
+        try connection.query("DELETE FROM images WHERE id = \(id) AND user_id = \(userID) RETURNING storage")
+            .first.flatMap { ImageStorage(rawValue: try $0.decode(String.self, at: 0)) }
+    }
+
+    /// Deletes every image of a user; the ids of those kept as files.
+    static func deleteAll(_ connection: PostgresConnection, userID: UUID) throws -> [UUID] {
+        try connection.query("DELETE FROM images WHERE user_id = \(userID) RETURNING id, storage")
+            .compactMap { row in try row.decode(String.self, at: 1) == ImageStorage.filesystem.rawValue ? try row.decode(UUID.self, at: 0) : nil }
+    }
+
+    static func markMoved(_ connection: PostgresConnection, id: UUID, to storage: ImageStorage) throws {
+        try connection.execute("UPDATE images SET storage = \(storage.rawValue) WHERE id = \(id)")
+        if storage == .filesystem {
+            try connection.execute("DELETE FROM image_data WHERE image_id = \(id)")
+        }
+    }
+
+    /// The next images still in `storage`, oldest first.
+    static func pending(_ connection: PostgresConnection, in storage: ImageStorage, limit: Int) throws -> [UUID] {
+        try connection.query("""
+            SELECT id FROM images WHERE storage = \(storage.rawValue) ORDER BY created_at, id LIMIT \(limit)
+            """).map { try $0.decode(UUID.self, at: 0) }
+    }
+
+    static func count(_ connection: PostgresConnection, in storage: ImageStorage) throws -> Int {
+        try connection.query("SELECT count(*) FROM images WHERE storage = \(storage.rawValue)")[0].decode(Int.self, at: 0)
+    }
+
+    /// The ids of filesystem images whose id starts with the byte `prefix`.
+    static func filesystemIDs(_ connection: PostgresConnection, prefix: UInt8) throws -> Set<UUID> {
+        let low = UUID(uuid: (prefix, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+        let rows: PostgresRows
+        if prefix == 0xFF {
+            rows = try connection.query("SELECT id FROM images WHERE id >= \(low) AND storage = 'filesystem'")
+        } else {
+            let high = UUID(uuid: (prefix + 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+            rows = try connection.query("SELECT id FROM images WHERE id >= \(low) AND id < \(high) AND storage = 'filesystem'")
+        }
+        return Set(try rows.map { try $0.decode(UUID.self, at: 0) })
+    }
+
+    /// Serialises publishing a file (shared) with sweeping its directory (exclusive), across every
+    /// instance on the database, until the transaction ends.
+    static func lockDirectory(_ connection: PostgresConnection, prefix: UInt8, exclusive: Bool) throws {
+        if exclusive {
+            try connection.execute("SELECT pg_advisory_xact_lock(\(lockClass), \(Int32(prefix)))")
+        } else {
+            try connection.execute("SELECT pg_advisory_xact_lock_shared(\(lockClass), \(Int32(prefix)))")
+        }
+    }
+
+    /// The first key of the image directory locks ("EXOI").
+    static let lockClass: Int32 = 0x4558_4F49
+
+    /// Images and their bytes per storage, for `/metrics`.
+    static func totals(_ connection: PostgresConnection) throws -> [ImageStorage: (count: Int, bytes: Int)] {
+        var totals: [ImageStorage: (count: Int, bytes: Int)] = [:]
+        for row in try connection.query("SELECT storage, count(*), coalesce(sum(byte_size), 0)::int8 FROM images GROUP BY storage") {
+            if let storage = ImageStorage(rawValue: try row.decode(String.self, at: 0)) {
+                totals[storage] = (try row.decode(Int.self, at: 1), try row.decode(Int.self, at: 2))
+            }
+        }
+        return totals
+    }
+}

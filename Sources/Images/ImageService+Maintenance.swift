@@ -1,0 +1,100 @@
+import Files
+import FoundationEssentials
+import Glibc
+import Postgres
+import Security
+
+extension ImageService {
+    /// What a sweep removed.
+    public struct SweepReport: Sendable, Equatable {
+        /// Image files without a row (a crash between rename and commit, a failed removal).
+        public var orphanFiles = 0
+        /// Temporary files older than the grace period (a crash while writing).
+        public var temporaryFiles = 0
+    }
+
+    /// Removes files that no row refers to, directory by directory; each directory is locked
+    /// against publishing for the moment it is checked, so an upload in flight on another
+    /// instance sharing the database is never mistaken for an orphan.
+    public func sweep(now: Int = Int(Date().timeIntervalSince1970)) throws -> SweepReport {
+        var report = SweepReport()
+        for prefix in 0...UInt8.max {
+            let files = try directory.files(prefix: prefix)
+            guard !files.isEmpty else { continue }
+            try pool.withTransaction { connection in
+                try ImageRepository.lockDirectory(connection, prefix: prefix, exclusive: true)
+                let kept = try ImageRepository.filesystemIDs(connection, prefix: prefix)
+                // Listed again under the lock: a file published just before it is in `kept`.
+                for id in try directory.files(prefix: prefix) where !kept.contains(id) {
+                    if try directory.remove(id) { report.orphanFiles += 1 }
+                }
+            }
+        }
+        for name in try FileSystem.entries(of: directory.temporaryDirectory) where name.hasSuffix(".part") {
+            let path = directory.temporaryDirectory + "/" + name
+            if let modified = FileSystem.modificationTime(path), now - modified > configuration.temporaryFileGraceSeconds,
+               try FileSystem.remove(path) {
+                report.temporaryFiles += 1
+            }
+        }
+        return report
+    }
+
+    /// Moves every image kept in the other storage to `target`, oldest first, one transaction per
+    /// image: interrupting it leaves every image whole in one storage, and running it again goes on.
+    /// At most `limit` images are moved (to spread a large move over time); `progress(moved, total)`
+    /// is called after each image.
+    @discardableResult
+    public func migrate(to target: ImageStorage, limit: Int = .max, progress: (Int, Int) -> Void = { _, _ in }) throws -> Int {
+        let source: ImageStorage = target == .database ? .filesystem : .database
+        if target == .filesystem { try directory.prepare() }
+        let total = min(limit, try pool.withConnection { try ImageRepository.count($0, in: source) })
+        var moved = 0
+        while moved < limit {
+            let batch = try pool.withConnection { try ImageRepository.pending($0, in: source, limit: min(100, limit - moved)) }
+            if batch.isEmpty { break }
+            for id in batch {
+                if try move(id, from: source, to: target) { moved += 1 }
+                progress(moved, max(total, moved))
+            }
+        }
+        return moved
+    }
+
+    /// Moves one image; false if it was deleted or moved by someone else meanwhile.
+    func move(_ id: UUID, from source: ImageStorage, to target: ImageStorage) throws -> Bool {
+        switch target {
+        case .filesystem:
+            var temporary: String?
+            defer { if let temporary { _ = try? FileSystem.remove(temporary) } }
+            return try pool.withTransaction { connection in
+                guard let image = try ImageRepository.lockForMove(connection, id: id, storage: source) else { return false }
+                guard let bytes = try ImageRepository.data(connection, id: id, offset: 0, length: image.byteSize),
+                      bytes.count == image.byteSize, SHA256.hash(bytes) == image.sha256 else {
+                    throw ImageStoreCorruption("the stored bytes of image \(id) do not match its size and SHA-256")
+                }
+                let written = try bytes.withUnsafeBytes { try directory.writeTemporary($0, for: id) }
+                temporary = written
+                try ImageRepository.lockDirectory(connection, prefix: ImageDirectory.prefix(of: id), exclusive: false)
+                try directory.publish(written, as: id)
+                temporary = nil
+                try ImageRepository.markMoved(connection, id: id, to: .filesystem)
+                return true
+            }
+        case .database:
+            let moved = try pool.withTransaction { connection in
+                guard let image = try ImageRepository.lockForMove(connection, id: id, storage: source) else { return false }
+                let bytes = try ReadableFile(path: directory.path(of: id)).readAll()
+                guard bytes.count == image.byteSize, SHA256.hash(bytes) == image.sha256 else {
+                    throw ImageStoreCorruption("the file of image \(id) does not match its size and SHA-256")
+                }
+                try bytes.withUnsafeBytes { try ImageRepository.insertData(connection, id: id, bytes: $0) }
+                try ImageRepository.markMoved(connection, id: id, to: .database)
+                return true
+            }
+            // After the commit; a crash before this leaves an orphan file for the sweep.
+            if moved { removeFiles([id]) }
+            return moved
+        }
+    }
+}

@@ -1,0 +1,187 @@
+import Files
+import FoundationEssentials
+import Logging
+import Postgres
+import Security
+
+/// Users' images: validation, the two storages behind one interface, listing, deletion, the
+/// start-up sweep and the move between storages.
+///
+/// Filesystem writes follow one order so that a crash at any point leaves no row without its
+/// file: temporary file → fsync → rename to the final name → fsync of the directory → commit.
+/// A crash after the rename leaves a file without a row, which `sweep` removes. Deletion removes
+/// the row, then the file.
+public final class ImageService: Sendable {
+    public struct Configuration: Sendable {
+        /// Where new images go.
+        public var storage: ImageStorage = .database
+        /// The filesystem storage's directory.
+        public var directory = "./.exosphere/images"
+        /// The largest image, in bytes.
+        public var maxBytes = 10 << 20
+        /// Pixel limits, checked from the headers.
+        public var limits = ImageLimits()
+        /// Temporary files older than this are leftovers of a crash and are swept.
+        public var temporaryFileGraceSeconds = 3600
+
+        public init() {}
+    }
+
+    /// What a download sends: bytes in memory (database storage) or a region of an open file.
+    public enum Content: Sendable {
+        case bytes([UInt8])
+        case file(ReadableFile, offset: Int, length: Int)
+    }
+
+    public let configuration: Configuration
+    let pool: PostgresPool
+    let directory: ImageDirectory
+    let logger: Logger
+
+    public init(pool: PostgresPool, configuration: Configuration, logger: Logger) {
+        self.pool = pool
+        self.configuration = configuration
+        self.directory = ImageDirectory(root: configuration.directory)
+        self.logger = logger
+    }
+
+    /// Creates the directory layout when the filesystem storage is in use.
+    public func prepare() throws {
+        if configuration.storage == .filesystem { try directory.prepare() }
+    }
+
+    // MARK: - Upload
+
+    /// Validates and stores an upload; returns it once committed.
+    public func upload(_ bytes: UnsafeRawBufferPointer, declared: ImageFormat, userID: UUID) throws -> StoredImage {
+        guard !bytes.isEmpty else { throw ImageError(.empty, "The image has no bytes.") }
+        guard bytes.count <= configuration.maxBytes else {
+            throw ImageError(.tooLarge, "The image is \(bytes.count) bytes; at most \(configuration.maxBytes) are allowed.")
+        }
+        let info = try ImageInspector.inspect(bytes, declared: declared, limits: configuration.limits).get()
+        let digest = SHA256.hash(bytes)
+        let id = UUID()
+        switch configuration.storage {
+        case .database:
+            return try pool.withTransaction { connection in
+                let image = try ImageRepository.insert(connection, id: id, userID: userID, info: info, byteSize: bytes.count,
+                                                       sha256: digest, storage: .database)
+                try ImageRepository.insertData(connection, id: id, bytes: bytes)
+                return image
+            }
+        case .filesystem:
+            let temporary = try directory.writeTemporary(bytes, for: id)
+            var published = false
+            var rolledBack = false
+            defer {
+                if !published { _ = try? FileSystem.remove(temporary) }
+            }
+            do {
+                return try pool.withTransaction { connection in
+                    try ImageRepository.lockDirectory(connection, prefix: ImageDirectory.prefix(of: id), exclusive: false)
+                    if !published {
+                        try directory.publish(temporary, as: id)
+                        published = true
+                    }
+                    do {
+                        return try ImageRepository.insert(connection, id: id, userID: userID, info: info, byteSize: bytes.count,
+                                                          sha256: digest, storage: .filesystem)
+                    } catch {
+                        rolledBack = true
+                        throw error
+                    }
+                }
+            } catch {
+                // Only when the INSERT itself failed is the row surely absent; after a failed
+                // COMMIT it may exist, so the file stays (the sweep removes it if it is an orphan).
+                if published, rolledBack { _ = try? directory.remove(id) }
+                throw error
+            }
+        }
+    }
+
+    // MARK: - Reading
+
+    public func list(userID: UUID, after cursor: ImageCursor?, limit: Int) throws -> ImagePage {
+        let rows = try pool.withConnection { try ImageRepository.page($0, userID: userID, after: cursor, limit: limit + 1) }
+        let images = Array(rows.prefix(limit))
+        return ImagePage(images: images, next: rows.count > limit ? images.last.map(ImageCursor.init(after:)) : nil)
+    }
+
+    /// The metadata of one of the user's images; `image_not_found` for anyone else's.
+    public func find(_ id: UUID, userID: UUID) throws -> StoredImage {
+        guard let image = try pool.withConnection({ try ImageRepository.find($0, id: id, userID: userID) }) else {
+            throw ImageError(.notFound, "There is no image with this id.")
+        }
+        return image
+    }
+
+    /// The bytes `offset..<offset+length` of an image found by `find`. A move between storages
+    /// may happen in between: then the metadata is read again once.
+    public func content(of image: StoredImage, offset: Int, length: Int) throws -> Content {
+        var image = image
+        for attempt in 0..<2 {
+            switch image.storage {
+            case .database:
+                if let bytes = try pool.withConnection({ try ImageRepository.data($0, id: image.id, offset: offset, length: length) }) {
+                    guard bytes.count == length else {
+                        throw ImageStoreCorruption("image \(image.id) has \(bytes.count) bytes at \(offset), expected \(length)")
+                    }
+                    return .bytes(bytes)
+                }
+            case .filesystem:
+                do {
+                    let file = try ReadableFile(path: directory.path(of: image.id))
+                    guard file.size == image.byteSize else {
+                        throw ImageStoreCorruption("the file of image \(image.id) has \(file.size) bytes, expected \(image.byteSize)")
+                    }
+                    return .file(file, offset: offset, length: length)
+                } catch let error as FileSystemError where error.isNotFound && attempt == 0 {
+                    // Moved to the database, or deleted, since the metadata was read.
+                }
+            }
+            image = try find(image.id, userID: image.userID)
+        }
+        throw ImageStoreCorruption("image \(image.id) has no bytes in its storage (\(image.storage))")
+    }
+
+    // MARK: - Deletion
+
+    /// Deletes the row, then the file.
+    public func delete(_ id: UUID, userID: UUID) throws {
+        guard let storage = try pool.withConnection({ try ImageRepository.delete($0, id: id, userID: userID) }) else {
+            throw ImageError(.notFound, "There is no image with this id.")
+        }
+        if storage == .filesystem { removeFiles([id]) }
+    }
+
+    /// Deletes every image row of a user inside the caller's transaction (deleting the account);
+    /// pass the result to `removeFiles` after the commit.
+    public func deleteAll(userID: UUID, _ connection: PostgresConnection) throws -> [UUID] {
+        try ImageRepository.deleteAll(connection, userID: userID)
+    }
+
+    /// Removes the files of deleted images; a failure is logged, and the sweep retries at start-up.
+    public func removeFiles(_ ids: [UUID]) {
+        for id in ids {
+            do {
+                try directory.remove(id)
+            } catch {
+                logger.warning("could not remove an image file", ["image.id": id.uuidString.lowercased(), "error": error.description])
+            }
+        }
+    }
+
+    // MARK: - Operations
+
+    /// Images and bytes per storage, for `/metrics`.
+    public func totals() throws -> [ImageStorage: (count: Int, bytes: Int)] {
+        try pool.withConnection { try ImageRepository.totals($0) }
+    }
+}
+
+/// Stored bytes that do not match their metadata; a server-side fault (`500`), logged in full.
+public struct ImageStoreCorruption: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
