@@ -1,6 +1,7 @@
 import Accounts
 import Glibc
 import HTTPServer
+import Images
 import Logging
 import Security
 
@@ -11,6 +12,7 @@ public final class Application: Sendable {
     public let database: Database
     public let hashing: HashingPool
     public let accounts: AccountService
+    public let images: ImageService
     public let server: HTTPServer
 
     /// Starts the database (migrating it) and the HTTP server; returns once the socket accepts.
@@ -22,15 +24,22 @@ public final class Application: Sendable {
         database = try Database.start(configuration, logger: logger)
         hashing = HashingPool(workers: configuration.hashingThreads, queueCapacity: configuration.hashingQueue)
         accounts = AccountService(pool: database.pool, hasher: hasher, hashing: hashing, configuration: configuration.accounts, logger: logger)
+        images = ImageService(pool: database.pool, configuration: configuration.images, logger: logger)
         // The metrics exist before the server so that the route serving them can be in its table.
         let metrics = HTTPMetrics()
         server = HTTPServer(configuration: configuration.server,
-                            router: Application.routes(database: database, accounts: accounts, hashing: hashing, metrics: metrics,
+                            router: Application.routes(database: database, accounts: accounts, images: images, hashing: hashing, metrics: metrics,
                                                        trustedProxies: configuration.trustedProxies),
                             logger: logger, metrics: metrics)
         do {
             if !pinned.isEmpty {
                 try database.pool.withConnection { try accounts.schema.pin(pinned, $0) }
+            }
+            try images.prepare()
+            let swept = try images.sweep()
+            if swept.orphanFiles + swept.temporaryFiles > 0 {
+                logger.notice("image files swept", ["images.orphan_files": String(swept.orphanFiles),
+                                                    "images.temporary_files": String(swept.temporaryFiles)])
             }
             try server.start()
         } catch {
@@ -44,15 +53,16 @@ public final class Application: Sendable {
 
     /// The route table, in one place. Without a hashing pool and the server's metrics (a table built
     /// only to be read) `/metrics` is still routed, and serves what it has.
-    static func routes(database: Database, accounts: AccountService, hashing: HashingPool? = nil,
+    static func routes(database: Database, accounts: AccountService, images: ImageService, hashing: HashingPool? = nil,
                        metrics: HTTPMetrics = HTTPMetrics(), trustedProxies: Set<String> = []) -> Router {
         var router = Router()
         let authenticator = Authenticator(accounts: accounts)
         HealthController(database: database).register(in: &router)
         AccountsController(accounts: accounts, authenticator: authenticator, trustedProxies: trustedProxies).register(in: &router)
-        ProfileController(accounts: accounts, authenticator: authenticator).register(in: &router)
+        ProfileController(accounts: accounts, images: images, authenticator: authenticator).register(in: &router)
+        ImagesController(images: images, authenticator: authenticator).register(in: &router)
         OpenAPIController().register(in: &router)
-        MetricsController(http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics).register(in: &router)
+        MetricsController(http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics, images: images).register(in: &router)
         return router
     }
 

@@ -1,5 +1,6 @@
 import Accounts
 import HTTPServer
+import Images
 import Logging
 import Postgres
 import Security
@@ -28,6 +29,8 @@ public struct Configuration: Sendable {
     public var hashingQueue = 4 * HashingPool.defaultWorkerCount
     /// A JSON file `{"fields": {"name": "type", …}}` that pins custom field types.
     public var fieldConfigPath: String?
+    /// Where users' images are kept, their directory and size limit.
+    public var images = ImageService.Configuration()
     /// Reverse proxies whose `X-Forwarded-For` names the client, in `ClientAddress.canonical` form; none by default.
     public var trustedProxies: Set<String> = []
 
@@ -163,6 +166,22 @@ public struct Configuration: Sendable {
                help: "JSON file pinning custom field types", defaultValue: { $0.fieldConfigPath ?? "(none)" }) { config, value throws(ConfigurationError) in
             guard !value.isEmpty else { throw ConfigurationError("--field-config/EXOSPHERE_FIELD_CONFIG must not be empty") }
             config.fieldConfigPath = value
+        },
+        Option(flag: "--image-storage", environment: "EXOSPHERE_IMAGE_STORAGE", placeholder: "KIND",
+               help: "where new images go: database or filesystem", defaultValue: { $0.images.storage.rawValue }) { config, value throws(ConfigurationError) in
+            guard let storage = ImageStorage(rawValue: value) else {
+                throw ConfigurationError("--image-storage/EXOSPHERE_IMAGE_STORAGE: expected database or filesystem, got '\(shown(value))'")
+            }
+            config.images.storage = storage
+        },
+        Option(flag: "--image-dir", environment: "EXOSPHERE_IMAGE_DIR", placeholder: "DIR",
+               help: "directory of the filesystem image storage", defaultValue: { $0.images.directory }) { config, value throws(ConfigurationError) in
+            guard !value.isEmpty else { throw ConfigurationError("--image-dir/EXOSPHERE_IMAGE_DIR must not be empty") }
+            config.images.directory = value
+        },
+        Option(flag: "--image-max-bytes", environment: "EXOSPHERE_IMAGE_MAX_BYTES", placeholder: "BYTES",
+               help: "largest image upload", defaultValue: { String($0.images.maxBytes) }) { config, value throws(ConfigurationError) in
+            config.images.maxBytes = try integer(value, "--image-max-bytes", 1...(1 << 30))
         },
         Option(flag: "--access-log", environment: "EXOSPHERE_ACCESS_LOG", placeholder: "on|off",
                help: "one log line per request", defaultValue: { $0.server.accessLog ? "on" : "off" }) { config, value throws(ConfigurationError) in

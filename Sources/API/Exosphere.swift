@@ -1,4 +1,5 @@
 import Glibc
+import Images
 import Logging
 import Security
 import Synchronization
@@ -14,6 +15,8 @@ public enum Exosphere {
         Usage:
           exosphere serve [options]   run the HTTP server (see exosphere serve --help)
           exosphere migrate [options] apply pending database migrations and exit
+          exosphere images migrate --to database|filesystem [--limit N] [options]
+                                      move every image (or N) to one storage; resumable (options as for serve)
           exosphere openapi           print the OpenAPI 3.1 document of the HTTP API
           exosphere healthcheck [--port N] [--host H]
                                       exit 0 if GET /healthz answers 200 within 2 s (HOST, PORT as for serve)
@@ -39,8 +42,29 @@ public enum Exosphere {
         case "openapi":
             print(OpenAPIDocument.json)
             return 0
-        case "serve", "migrate":
-            let rest = Array(arguments.dropFirst())
+        case "serve", "migrate", "images":
+            var rest = Array(arguments.dropFirst())
+            var target: ImageStorage?
+            var limit = Int.max
+            if command == "images" {
+                let usage = "usage: exosphere images migrate --to database|filesystem [--limit N] [options as for serve]"
+                guard rest.first == "migrate", let to = rest.firstIndex(of: "--to"), to + 1 < rest.count,
+                      let storage = ImageStorage(rawValue: rest[to + 1]) else {
+                    printError(usage)
+                    return 2
+                }
+                target = storage
+                rest.removeSubrange(to...(to + 1))
+                if let flag = rest.firstIndex(of: "--limit") {
+                    guard flag + 1 < rest.count, let value = Int(rest[flag + 1]), value > 0 else {
+                        printError(usage)
+                        return 2
+                    }
+                    limit = value
+                    rest.removeSubrange(flag...(flag + 1))
+                }
+                rest.removeFirst()
+            }
             if rest.contains("--help") || rest.contains("-h") {
                 print(Configuration.help)
                 return 0
@@ -53,6 +77,7 @@ public enum Exosphere {
                 return 2
             }
             let logger = Logger(label: "exosphere", level: configuration.logLevel, format: configuration.logFormat)
+            if let target { return migrateImages(to: target, limit: limit, configuration, logger: logger) }
             return command == "serve" ? serve(configuration, logger: logger) : migrate(configuration, logger: logger)
         case "healthcheck":
             return healthcheck(Array(arguments.dropFirst()), environment: environment)
@@ -84,6 +109,34 @@ public enum Exosphere {
         do {
             let database = try Database.start(configuration, logger: logger)
             database.shutdown()
+            return 0
+        } catch {
+            printError("exosphere: \(String(reflecting: error))")
+            return 1
+        }
+    }
+
+    /// Moves every image to `target`, printing a progress line; safe to interrupt and run again.
+    static func migrateImages(to target: ImageStorage, limit: Int, _ configuration: Configuration, logger: Logger) -> Int32 {
+        Application.blockTerminationSignals()
+        // Interrupting is safe (one transaction per image), so the signals end the process at once.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        pthread_sigmask(SIG_UNBLOCK, &signals, nil)
+        do {
+            let database = try Database.start(configuration, logger: logger)
+            defer { database.shutdown() }
+            let images = ImageService(pool: database.pool, configuration: configuration.images, logger: logger)
+            var lastPrinted = 0
+            let moved = try images.migrate(to: target, limit: limit) { moved, total in
+                if moved == total || moved - lastPrinted >= 10 || moved == 1 {
+                    lastPrinted = moved
+                    printError("images migrate: \(moved)/\(total) moved to \(target)")
+                }
+            }
+            printError("images migrate: done, \(moved) moved to \(target)")
             return 0
         } catch {
             printError("exosphere: \(String(reflecting: error))")

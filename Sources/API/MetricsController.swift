@@ -3,6 +3,7 @@ import Files
 import Glibc
 import HTTP
 import HTTPServer
+import Images
 import Postgres
 import Security
 
@@ -14,6 +15,7 @@ struct MetricsController {
     /// Nil only where a route table is built without a running application; its families are then left out.
     let hashing: HashingPool?
     let accounts: AccountService.Statistics?
+    let images: ImageService?
 
     func register(in router: inout Router) {
         // Blocking: it takes the pools' locks and reads /proc.
@@ -29,6 +31,7 @@ struct MetricsController {
         writeDatabase(database.statistics, into: &text)
         if let hashing { writeHashing(hashing.statistics, into: &text) }
         if let accounts { writeThrottles(accounts, into: &text) }
+        if let images { writeImages(images, into: &text) }
         text.family("exosphere_build_info", type: .gauge, help: "Always 1; the labels describe the running build.")
         text.sample("exosphere_build_info", ["version": Exosphere.version], 1)
         ProcessFigures.read().write(into: &text)
@@ -75,6 +78,19 @@ struct MetricsController {
                     help: "Requests waiting for an HTTP worker.", workers.queued)
         text.metric("exosphere_http_worker_rejected_total", type: .counter,
                     help: "Requests refused with 503 because the HTTP worker queue was full.", workers.rejected)
+    }
+
+    /// Counted in the database at each scrape, so every instance reports the same totals.
+    private func writeImages(_ images: ImageService, into text: inout PrometheusText) {
+        guard let totals = try? images.totals() else { return }  // the database's own families show why
+        text.family("exosphere_images_stored", type: .gauge, help: "Images kept, by storage.")
+        for storage in ImageStorage.allCases {
+            text.sample("exosphere_images_stored", ["storage": storage.rawValue], totals[storage]?.count ?? 0)
+        }
+        text.family("exosphere_image_bytes_stored", type: .gauge, help: "Bytes of the images kept, by storage.")
+        for storage in ImageStorage.allCases {
+            text.sample("exosphere_image_bytes_stored", ["storage": storage.rawValue], totals[storage]?.bytes ?? 0)
+        }
     }
 
     private func writeDatabase(_ pool: PostgresPool.Statistics, into text: inout PrometheusText) {

@@ -1,11 +1,14 @@
 import Accounts
+import FoundationEssentials
 import HTTP
 import HTTPServer
+import Images
 import JSON
 
 /// The signed-in user's profile, password, account and the custom field schema.
 struct ProfileController: Sendable {
     let accounts: AccountService
+    let images: ImageService
     let authenticator: Authenticator
 
     func register(in router: inout Router) {
@@ -54,7 +57,12 @@ struct ProfileController: Sendable {
 
     @Sendable func deleteAccount(_ request: Request, _ context: RequestContext) throws -> Response {
         let (_, user) = try authenticator.authenticate(request)
-        try accounts.deleteAccount(try JSONBody.object(request), userID: user.id)
+        // The image rows go in the account's transaction; their files after it commits.
+        var files: [UUID] = []
+        try accounts.deleteAccount(try JSONBody.object(request), userID: user.id) { connection in
+            files = try images.deleteAll(userID: user.id, connection)
+        }
+        images.removeFiles(files)
         return Response(status: .noContent)
     }
 

@@ -240,7 +240,9 @@ public final class AccountService: Sendable {
     }
 
     /// `DELETE /users/me`: the user and, by cascade, their sessions.
-    public func deleteAccount(_ body: JSONObject, userID: UUID) throws {
+    /// `alsoDelete` runs in the same transaction, after the password check and before the user row goes:
+    /// what other modules keep for the user (images) is deleted with it or not at all.
+    public func deleteAccount(_ body: JSONObject, userID: UUID, alsoDelete: (PostgresConnection) throws -> Void = { _ in }) throws {
         try checkPasswordLock(userID: userID)
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["password"])
@@ -250,6 +252,7 @@ public final class AccountService: Sendable {
             guard try UserRepository.passwordHash(connection, id: userID, forUpdate: true) == verifiedHash else {
                 throw AccountsError(.invalidPassword, "The password is wrong.")
             }
+            try alsoDelete(connection)
             _ = try UserRepository.delete(connection, id: userID)
             try ThrottleRepository.clear(connection, key: passwordKey(userID))
         }

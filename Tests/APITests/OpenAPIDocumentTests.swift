@@ -6,6 +6,7 @@ import JSON
 import Logging
 import Postgres
 import Security
+import Images
 import Testing
 
 /// The OpenAPI document: JSON our parser accepts, OpenAPI 3.1, exactly the routes the server
@@ -216,6 +217,7 @@ import Testing
             database.shutdown()
         }
         let accounts = AccountService(pool: database.pool, hasher: PasswordHasher(), hashing: hashing, logger: .silent)
-        return try body(Application.routes(database: database, accounts: accounts))
+        let images = ImageService(pool: database.pool, configuration: configuration.images, logger: .silent)
+        return try body(Application.routes(database: database, accounts: accounts, images: images))
     }
 }

@@ -293,7 +293,7 @@ enum HTTPClient {
 
         var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        if let body, !headers.contains(where: { $0.0.lowercased() == "content-length" }) {
+        if let body, !headers.contains(where: { ["content-length", "transfer-encoding"].contains($0.0.lowercased()) }) {
             head += "Content-Length: \(body.count)\r\n"
         }
         head += "\r\n"

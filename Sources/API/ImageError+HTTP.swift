@@ -1,0 +1,22 @@
+import HTTP
+import HTTPServer
+import Images
+
+/// Image codes to statuses: not found `404`, too large `413`, every refusal of the bytes `422`.
+extension ImageError: HTTPResponseError {
+    public var problem: Problem {
+        let status: HTTPStatus
+        switch code {
+        case .notFound: status = .notFound
+        case .tooLarge: status = .contentTooLarge
+        default: status = .unprocessableContent
+        }
+        return Problem(status: status, code: code.rawValue, detail: detail)
+    }
+}
+
+extension MultipartError: HTTPResponseError {
+    public var problem: Problem {
+        Problem(status: status, code: code, detail: detail)
+    }
+}

@@ -1,0 +1,153 @@
+import Accounts
+import FoundationEssentials
+import HTTP
+import HTTPServer
+import Images
+import JSON
+
+/// The signed-in user's images: upload (raw or multipart), list, download with caching and ranges, delete.
+struct ImagesController: Sendable {
+    let images: ImageService
+    let authenticator: Authenticator
+
+    /// Room for the multipart framing around the largest image.
+    static let multipartOverhead = 64 * 1024
+
+    func register(in router: inout Router) {
+        router.post("/users/me/images", maxBodyBytes: images.configuration.maxBytes + ImagesController.multipartOverhead, use: upload)
+        router.get("/users/me/images", use: list)
+        router.get("/users/me/images/{id}", use: download)
+        router.delete("/users/me/images/{id}", use: delete)
+    }
+
+    @Sendable func upload(_ request: Request, _ context: RequestContext) throws -> Response {
+        let (_, user) = try authenticator.authenticate(request)
+        let contentType = request.headers["Content-Type"] ?? ""
+        let image: StoredImage
+        if let boundary = MultipartFormData.boundary(fromContentType: contentType) {
+            image = try request.body.withUnsafeBytes { body in
+                let part = try MultipartFormData.filePart(in: body, boundary: boundary)
+                let bytes = UnsafeRawBufferPointer(rebasing: body[part.range])
+                return try images.upload(bytes, declared: try format(of: part, bytes: bytes), userID: user.id)
+            }
+        } else {
+            guard let format = ImageFormat(mimeType: contentType) else { throw ImagesController.unsupportedType(contentType) }
+            if request.body.count > images.configuration.maxBytes { throw ImagesController.tooLarge(images.configuration.maxBytes) }
+            image = try request.body.withUnsafeBytes { try images.upload($0, declared: format, userID: user.id) }
+        }
+        var response = JSONBody.response(.created) { ImageJSON.write(image, into: &$0) }
+        response.headers.add(name: "Location", value: ImageJSON.url(of: image))
+        return response
+    }
+
+    @Sendable func list(_ request: Request, _ context: RequestContext) throws -> Response {
+        let (_, user) = try authenticator.authenticate(request)
+        let query = QueryParameters(request.query)
+        var limit = 50
+        if let text = query["limit"] {
+            guard let value = Int(text), (1...100).contains(value) else {
+                throw Problem(status: .unprocessableContent, code: "invalid_limit", detail: "limit must be an integer from 1 to 100.")
+            }
+            limit = value
+        }
+        var cursor: ImageCursor?
+        if let text = query["after"] {
+            guard let parsed = ImageCursor(text: text) else {
+                throw ImageError(.invalidCursor, "after must be a cursor from a previous page's next.")
+            }
+            cursor = parsed
+        }
+        let page = try images.list(userID: user.id, after: cursor, limit: limit)
+        var response = JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("images")
+            writer.beginArray()
+            for image in page.images { ImageJSON.write(image, into: &writer) }
+            writer.endArray()
+            writer.key("next")
+            if let next = page.next { writer.string(next.text) } else { writer.null() }
+            writer.endObject()
+        }
+        response.headers.add(name: "Cache-Control", value: "private, no-cache")
+        return response
+    }
+
+    @Sendable func download(_ request: Request, _ context: RequestContext) throws -> Response {
+        let (_, user) = try authenticator.authenticate(request)
+        let image = try images.find(try ImagesController.imageID(context), userID: user.id)
+        var headers = HTTPHeaders()
+        headers.add(name: "ETag", value: image.etag)
+        // The bytes behind an id never change: clients may keep them, privately, for a year.
+        headers.add(name: "Cache-Control", value: "private, max-age=31536000, immutable")
+        headers.add(name: "Last-Modified", value: HTTPDate.format(secondsSinceEpoch: Int(image.createdAtMicroseconds / 1_000_000)).string)
+        headers.add(name: "Accept-Ranges", value: "bytes")
+        if let tags = request.headers["If-None-Match"], ETag.matches(tags, image.etag, weak: true) {
+            return Response(status: .notModified, headers: headers)
+        }
+        headers.add(name: "Content-Type", value: image.format.mimeType)
+        headers.add(name: "X-Content-Type-Options", value: "nosniff")
+        var status = HTTPStatus.ok
+        var offset = 0
+        var length = image.byteSize
+        let rangeHeader = ByteRange.ifRangeAllows(request.headers["If-Range"], etag: image.etag) ? request.headers["Range"] : nil
+        switch ByteRange.evaluate(rangeHeader, size: image.byteSize) {
+        case .full:
+            break
+        case .partial(let range):
+            status = .partialContent
+            offset = range.offset
+            length = range.length
+            headers.add(name: "Content-Range", value: range.contentRange(size: image.byteSize))
+        case .unsatisfiable:
+            var response = Problem(status: .rangeNotSatisfiable, code: "range_not_satisfiable",
+                                   detail: "The image has \(image.byteSize) bytes; the range asked for none of them.").response()
+            response.headers.add(name: "Content-Range", value: ByteRange.unsatisfiedContentRange(size: image.byteSize))
+            return response
+        }
+        var response = Response(status: status, headers: headers)
+        switch try images.content(of: image, offset: offset, length: length) {
+        case .bytes(let bytes):
+            response.body = bytes
+        case .file(let file, let offset, let length):
+            response.body = Array(try file.readAll()[offset..<(offset + length)])  // TEMPORARY until sendfile lands
+        }
+        return response
+    }
+
+    @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Response {
+        let (_, user) = try authenticator.authenticate(request)
+        try images.delete(try ImagesController.imageID(context), userID: user.id)
+        return Response(status: .noContent)
+    }
+
+    // MARK: - Helpers
+
+    /// The declared format of a multipart file part; a part without a usable type is sniffed.
+    private func format(of part: MultipartFormData.FilePart, bytes: UnsafeRawBufferPointer) throws -> ImageFormat {
+        if let declared = part.contentType, !declared.lowercased().hasPrefix("application/octet-stream") {
+            guard let format = ImageFormat(mimeType: declared) else { throw ImagesController.unsupportedType(declared) }
+            return format
+        }
+        guard let sniffed = ImageFormat.sniff(bytes) else {
+            throw ImageError(.contentMismatch, "The file part has no image Content-Type and its bytes are not a supported image.")
+        }
+        return sniffed
+    }
+
+    /// An unknown or malformed id is not found, like another user's.
+    static func imageID(_ context: RequestContext) throws -> UUID {
+        guard let text = context.parameters["id"], let id = UUID(uuidString: text) else {
+            throw ImageError(.notFound, "There is no image with this id.")
+        }
+        return id
+    }
+
+    static func unsupportedType(_ contentType: String) -> Problem {
+        Problem(status: .unsupportedMediaType, code: "unsupported_media_type",
+                detail: "Send image/jpeg, image/png, image/gif, image/webp or image/heic, or multipart/form-data with one file part.")
+    }
+
+    static func tooLarge(_ limit: Int) -> ImageError {
+        ImageError(.tooLarge, "The image is larger than \(limit) bytes.")
+    }
+}
