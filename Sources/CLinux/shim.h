@@ -12,6 +12,9 @@
 #include <sys/types.h>
 #include <sys/resource.h>
 #include <sys/random.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 
 #ifndef SOCK_NONBLOCK
 #define SOCK_NONBLOCK 04000

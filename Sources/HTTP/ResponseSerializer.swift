@@ -5,14 +5,18 @@
 /// the connection.
 public enum ResponseSerializer {
     /// Appends the status line, headers and (unless `HEAD` or a status without content) the body.
+    ///
+    /// A `file` body is not appended: `Content-Length` announces its length and the caller sends
+    /// it after these bytes when `sendsBody` says so.
     public static func serialize(_ response: Response, requestMethod: HTTPMethod, keepAlive: Bool,
                                  date: HTTPDate.Text, version: HTTPVersion = .http1_1, into buffer: inout [UInt8]) {
-        buffer.reserveCapacity(buffer.count + 160 + response.headers.storage.count + response.body.count)
+        let inlineBody = response.file == nil ? response.body.count : 0
+        buffer.reserveCapacity(buffer.count + 160 + response.headers.storage.count + inlineBody)
         appendStatusLine(response.status, into: &buffer)
         let status = response.status
         if !status.forbidsBody {
             append("Content-Length: ", to: &buffer)
-            appendDecimal(response.body.count, into: &buffer)
+            appendDecimal(response.bodyLength, into: &buffer)
             appendCRLF(&buffer)
         }
         append("Date: ", to: &buffer)
@@ -31,9 +35,15 @@ public enum ResponseSerializer {
             appendCRLF(&buffer)
         }
         appendCRLF(&buffer)
-        if requestMethod != .head, !status.forbidsBody {
+        if response.file == nil, sendsBody(status: status, requestMethod: requestMethod) {
             buffer.append(contentsOf: response.body)
         }
+    }
+
+    /// Whether a body follows the head: not for `HEAD`, nor for 1xx, 204 and 304.
+    @inline(__always)
+    public static func sendsBody(status: HTTPStatus, requestMethod: HTTPMethod) -> Bool {
+        requestMethod != .head && !status.forbidsBody
     }
 
     @inline(__always)

@@ -15,8 +15,8 @@ struct ConnectionStateMachine {
         case dispatch(Request)
         /// Answer with this error (through `respond`), then close.
         case reject(HTTPParseError)
-        /// Write these bytes, then call `writeCompleted`.
-        case write([UInt8], close: Bool)
+        /// Write these bytes, then the file region if there is one, then call `writeCompleted`.
+        case write([UInt8], file: (any ResponseFile)?, close: Bool)
         /// Half-close (`shutdown(SHUT_WR)`) and keep reading and discarding until EOF or the linger deadline.
         case closeWrite
         /// Close the socket now.
@@ -28,7 +28,7 @@ struct ConnectionStateMachine {
             case (.dispatch(let a), .dispatch(let b)):
                 return a.head.method == b.head.method && a.head.target == b.head.target && a.body == b.body
             case (.reject(let a), .reject(let b)): return a == b
-            case (.write(let a, let c1), .write(let b, let c2)): return a == b && c1 == c2
+            case (.write(let a, let f1, let c1), .write(let b, let f2, let c2)): return a == b && f1 === f2 && c1 == c2
             default: return false
             }
         }
@@ -147,11 +147,17 @@ struct ConnectionStateMachine {
     mutating func respond(_ response: Response, date: HTTPDate.Text, now: UInt64) -> Action {
         guard case .responding(let head, let forcedClose) = state else { return .none }
         let close = forcedClose || draining || !(head?.keepAlive ?? false) || peerHalfClosed
+        let method = head?.method ?? .get
         var bytes: [UInt8] = []
-        ResponseSerializer.serialize(response, requestMethod: head?.method ?? .get, keepAlive: !close, date: date,
+        ResponseSerializer.serialize(response, requestMethod: method, keepAlive: !close, date: date,
                                      version: head?.version ?? .http1_1, into: &bytes)
+        // A file that is not sent (HEAD, 204, 304, empty) is left behind and closes with the response.
+        var file = response.file
+        if let region = file, region.length == 0 || !ResponseSerializer.sendsBody(status: response.status, requestMethod: method) {
+            file = nil
+        }
         state = .writing(close: close, progressAt: now)
-        return .write(bytes, close: close)
+        return .write(bytes, file: file, close: close)
     }
 
     /// Some bytes of the response were written but not all; the write deadline moves.

@@ -12,6 +12,9 @@ import Threads
 final class EventLoop: @unchecked Sendable {
     private static let listenerToken: UInt64 = .max
     private static let wakeToken: UInt64 = .max - 1
+    /// The most of a file body sent per wake-up, so that one large file does not starve the
+    /// loop's other connections (the counterpart of one read per wake-up).
+    private static let fileChunk = 1 << 20
 
     let index: Int
     private let epfd: Int32
@@ -93,6 +96,7 @@ final class EventLoop: @unchecked Sendable {
     // MARK: - The loop
 
     private func run() {
+        System.blockBrokenPipeSignal()
         let maxEvents = 256
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: maxEvents)
         defer { events.deallocate() }
@@ -231,8 +235,14 @@ final class EventLoop: @unchecked Sendable {
             case .reject(let error):
                 connection.startRequest(id: nextRequestID(from: nil), method: "-", route: nil, now: System.now())
                 next = finish(Problem(error).response(), on: connection)
-            case .write(let bytes, _):
+            case .write(let bytes, let file, _):
                 if connection.output.isEmpty { connection.output = bytes } else { connection.output.append(contentsOf: bytes) }
+                // Nothing is queued after a response until it is written, so the file follows these bytes.
+                if let file {
+                    connection.file = file
+                    connection.fileOffset = file.offset
+                    connection.fileRemaining = file.length
+                }
                 connection.awaitingFinalFlush = true
                 next = flush(connection)
             case .closeWrite:
@@ -245,13 +255,15 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Writes what is queued; tells the machine when a final response is out.
+    /// Writes what is queued, then the file body if there is one; tells the machine when a final response is out.
     private func flush(_ connection: Connection) -> ConnectionStateMachine.Action {
+        let fileFollows = connection.file != nil
         while connection.outputOffset < connection.output.count {
             let written: Int?
             do {
                 written = try connection.output.withUnsafeBytes { raw throws(SystemError) in
-                    try System.write(connection.fd, UnsafeRawBufferPointer(rebasing: raw[connection.outputOffset...]))
+                    try System.write(connection.fd, UnsafeRawBufferPointer(rebasing: raw[connection.outputOffset...]),
+                                     more: fileFollows)
                 }
             } catch {
                 return .close
@@ -265,10 +277,51 @@ final class EventLoop: @unchecked Sendable {
         }
         connection.output.removeAll(keepingCapacity: connection.output.capacity <= 64 * 1024)
         connection.outputOffset = 0
+        if fileFollows, let action = sendFile(connection) { return action }
         guard connection.awaitingFinalFlush else { return .none }
         connection.awaitingFinalFlush = false
         logAccess(connection)
         return connection.machine.writeCompleted(now: System.now())
+    }
+
+    /// Sends up to `fileChunk` bytes of the file body; nil once it is all sent (and closed),
+    /// otherwise what to do now (wait for `EPOLLOUT`, or close).
+    private func sendFile(_ connection: Connection) -> ConnectionStateMachine.Action? {
+        guard let file = connection.file else { return nil }
+        var budget = EventLoop.fileChunk
+        while connection.fileRemaining > 0 {
+            guard budget > 0 else {
+                // Level-triggered EPOLLOUT brings us back after the other connections had their turn.
+                connection.machine.writeProgressed(now: System.now())
+                updateInterest(connection)
+                return ConnectionStateMachine.Action.none
+            }
+            let sent: Int?
+            do {
+                sent = try System.sendfile(connection.fd, from: file.descriptor, offset: &connection.fileOffset,
+                                           count: min(connection.fileRemaining, budget))
+            } catch {
+                if error.errno != EPIPE, error.errno != ECONNRESET {
+                    shared.logger.warning("file body failed", ["request.id": connection.requestID, "error": error.description])
+                }
+                return .close
+            }
+            guard let sent else {
+                if budget < EventLoop.fileChunk { connection.machine.writeProgressed(now: System.now()) }
+                updateInterest(connection)
+                return ConnectionStateMachine.Action.none
+            }
+            if sent == 0 {
+                // The file shrank after Content-Length was sent: the framing cannot be repaired.
+                shared.logger.warning("file body ended early", ["request.id": connection.requestID,
+                                                                "file.missing_bytes": String(connection.fileRemaining)])
+                return .close
+            }
+            connection.fileRemaining -= sent
+            budget -= sent
+        }
+        connection.file = nil
+        return nil
     }
 
     private func updateInterest(_ connection: Connection) {
@@ -276,7 +329,7 @@ final class EventLoop: @unchecked Sendable {
         // EPOLLRDHUP is level-triggered: kept on after the peer's FIN (which stops reading) it would spin the loop.
         var events: UInt32 = 0
         if connection.machine.wantsRead { events |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
-        if connection.outputOffset < connection.output.count { events |= EPOLLOUT.rawValue }
+        if connection.hasPendingOutput { events |= EPOLLOUT.rawValue }
         guard events != connection.registeredEvents else { return }
         connection.registeredEvents = events
         do {
@@ -289,6 +342,7 @@ final class EventLoop: @unchecked Sendable {
     private func closeConnection(_ connection: Connection) {
         guard !connection.closed else { return }
         connection.closed = true
+        connection.file = nil
         System.close(connection.fd)
         connections[Int(connection.fd)] = nil
         openCount -= 1
@@ -393,6 +447,10 @@ final class Connection {
     var machine: ConnectionStateMachine
     var output: [UInt8] = []
     var outputOffset = 0
+    /// The file body being sent after `output`, where it has got to and what is left.
+    var file: (any ResponseFile)?
+    var fileOffset = 0
+    var fileRemaining = 0
     var awaitingFinalFlush = false
     var registeredEvents: UInt32 = 0
     var closed = false
@@ -409,6 +467,8 @@ final class Connection {
         self.token = UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
         self.machine = machine
     }
+
+    var hasPendingOutput: Bool { outputOffset < output.count || file != nil }
 
     func startRequest(id: String, method: String, route: Router.Route?, now: UInt64) {
         requestID = id

@@ -42,9 +42,52 @@ public enum System {
         try retrying("read") { Glibc.read(fd, buffer.baseAddress, buffer.count) }
     }
 
-    static func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemError) -> Int? {
+    /// `more`: further bytes follow at once (a file body after its head), so the kernel may hold
+    /// a part-filled segment for them (`MSG_MORE`) instead of sending it alone.
+    static func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, more: Bool = false) throws(SystemError) -> Int? {
         // MSG_NOSIGNAL: a peer that went away is an EPIPE error here, not a SIGPIPE.
-        try retrying("send") { Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL)) }
+        let flags = more ? Int32(MSG_NOSIGNAL) | Int32(MSG_MORE) : Int32(MSG_NOSIGNAL)
+        return try retrying("send") { Glibc.send(fd, buffer.baseAddress, buffer.count, flags) }
+    }
+
+    /// Copies up to `count` bytes of the file `input` from `offset` to the socket `output` in the
+    /// kernel, and advances `offset`; 0 means the file ended before `offset + count`.
+    ///
+    /// Unlike `send` it cannot be told `MSG_NOSIGNAL`: threads that call it block `SIGPIPE`
+    /// (`blockBrokenPipeSignal`), so a peer that went away is an `EPIPE` error here too.
+    static func sendfile(_ output: Int32, from input: Int32, offset: inout Int, count: Int) throws(SystemError) -> Int? {
+        var position = off_t(offset)
+        let sent = try retrying("sendfile") { CLinux.sendfile(output, input, &position, count) }
+        offset = Int(position)
+        return sent
+    }
+
+    /// Blocks `SIGPIPE` for the calling thread only; one left pending there is harmless.
+    static func blockBrokenPipeSignal() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    /// Opens a regular file read-only and returns it with its size.
+    ///
+    /// `O_NONBLOCK` keeps a FIFO from blocking the open; anything but a regular file is refused.
+    static func openRegularFile(_ path: String) throws(SystemError) -> (descriptor: Int32, size: Int) {
+        guard let fd = try retrying("open", { Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }) else {
+            throw SystemError(function: "open", errno: EAGAIN)
+        }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else {
+            let error = Glibc.errno
+            close(fd)
+            throw SystemError(function: "fstat", errno: error)
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            throw SystemError(function: "open", errno: status.st_mode & S_IFMT == S_IFDIR ? EISDIR : EINVAL)
+        }
+        return (fd, Int(status.st_size))
     }
 
     static func accept(_ fd: Int32) throws(SystemError) -> Int32? {

@@ -52,11 +52,19 @@ private func dispatched(_ action: ConnectionStateMachine.Action, sourceLocation:
 /// The bytes of a `.write` as text, and whether the connection closes after them.
 private func written(_ action: ConnectionStateMachine.Action,
                      sourceLocation: SourceLocation = #_sourceLocation) -> (text: String, close: Bool)? {
-    guard case .write(let bytes, let close) = action else {
+    guard case .write(let bytes, _, let close) = action else {
         Issue.record("expected .write, got \(action)", sourceLocation: sourceLocation)
         return nil
     }
     return (String(decoding: bytes, as: UTF8.self), close)
+}
+
+/// A file body the machine only passes along: it never reads the descriptor.
+private final class StubFile: ResponseFile {
+    let descriptor: Int32 = -1
+    let offset = 0
+    let length: Int
+    init(length: Int) { self.length = length }
 }
 
 private func get(_ path: String, _ extra: String = "") -> String {
@@ -85,7 +93,7 @@ private func get(_ path: String, _ extra: String = "") -> String {
         let action = m.respond("ok", at: 2 * second)
         let expected = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
             + "Content-Type: text/plain\r\n\r\nok"
-        #expect(action == .write(Array(expected.utf8), close: false))
+        #expect(action == .write(Array(expected.utf8), file: nil, close: false))
         #expect(m.deadline == 2 * second + 60 * second)  // write timeout
         #expect(m.writeCompleted(now: 3 * second) == .none)
         #expect(!m.isClosed)
@@ -177,6 +185,107 @@ private func get(_ path: String, _ extra: String = "") -> String {
         let text = written(m.respond("hello", at: 2))?.text
         #expect(text == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
             + "Content-Type: text/plain\r\n\r\n")
+    }
+
+    // MARK: - File bodies
+
+    @Test func fileResponseWritesTheHeadThenHandsOverTheFile() {
+        var m = machine()
+        _ = m.receive(get("/image"), at: 1)
+        let file = StubFile(length: 5000)
+        let action = m.respond(Response(status: .ok, contentType: "image/png", file: file), date: epoch, now: 2)
+        let expected = "HTTP/1.1 200 OK\r\nContent-Length: 5000\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
+            + "Content-Type: image/png\r\n\r\n"
+        #expect(action == .write(Array(expected.utf8), file: file, close: false))
+        #expect(m.deadline == 2 + 60 * second)
+        m.writeProgressed(now: 3 * second)
+        #expect(m.deadline == 3 * second + 60 * second)
+    }
+
+    @Test func headWithFileWritesTheHeadAndDropsTheFile() {
+        var m = machine()
+        _ = m.receive("HEAD /image HTTP/1.1\r\nHost: h\r\n\r\n", at: 1)
+        weak var released: StubFile?
+        let action: ConnectionStateMachine.Action = {
+            let file = StubFile(length: 5000)
+            released = file
+            return m.respond(Response(status: .ok, contentType: "image/png", file: file), date: epoch, now: 2)
+        }()
+        guard case .write(let bytes, let file, let close) = action else {
+            Issue.record("expected .write, got \(action)")
+            return
+        }
+        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n"))
+        #expect(String(decoding: bytes, as: UTF8.self).hasSuffix("\r\n\r\n"))
+        #expect(file == nil)
+        #expect(!close)
+        // Nothing in the machine keeps it: the response that held it is gone, and so is the file.
+        #expect(released == nil)
+    }
+
+    @Test(arguments: [HTTPStatus.noContent, .notModified])
+    func fileIsDroppedForStatusesWithoutContent(status: HTTPStatus) {
+        var m = machine()
+        _ = m.receive(get("/image"), at: 1)
+        guard case .write(_, let file, _) = m.respond(Response(status: status, contentType: "image/png", file: StubFile(length: 9)),
+                                                       date: epoch, now: 2) else {
+            Issue.record("expected .write")
+            return
+        }
+        #expect(file == nil)
+    }
+
+    @Test func emptyFileNeedsNoSendfile() {
+        var m = machine()
+        _ = m.receive(get("/empty"), at: 1)
+        let action = m.respond(Response(status: .ok, contentType: "text/plain", file: StubFile(length: 0)), date: epoch, now: 2)
+        guard case .write(let bytes, let file, _) = action else { Issue.record("expected .write"); return }
+        #expect(String(decoding: bytes, as: UTF8.self).contains("Content-Length: 0\r\n"))
+        #expect(file == nil)
+    }
+
+    @Test func keepAliveAfterFileResponse() {
+        var m = machine()
+        _ = m.receive(get("/image"), at: 1)
+        guard case .write(_, let file?, false) = m.respond(Response(status: .ok, contentType: "image/png", file: StubFile(length: 7)),
+                                                            date: epoch, now: 2) else {
+            Issue.record("expected a keep-alive .write with a file")
+            return
+        }
+        #expect(file.length == 7)
+        #expect(m.writeCompleted(now: 3) == .none)
+        #expect(m.deadline == 3 + 75 * second)
+        #expect(dispatched(m.receive(get("/next"), at: 4))?.path == "/next")
+        #expect(written(m.respond("two", at: 5))?.text.hasSuffix("\r\n\r\ntwo") == true)
+    }
+
+    @Test func pipelinedRequestWaitsForTheFileBody() {
+        var m = machine()
+        #expect(dispatched(m.receive(get("/image") + get("/after"), at: 1))?.path == "/image")
+        let file = StubFile(length: 3 << 20)
+        guard case .write(_, let handed?, false) = m.respond(Response(status: .ok, contentType: "image/png", file: file),
+                                                              date: epoch, now: 2), handed === file else {
+            Issue.record("expected .write with the file")
+            return
+        }
+        // More input while the file is going out is only buffered.
+        #expect(m.receive(get("/third"), at: 3) == .none)
+        m.writeProgressed(now: 4)
+        #expect(dispatched(m.writeCompleted(now: 5))?.path == "/after")
+        _ = m.respond(at: 6)
+        #expect(dispatched(m.writeCompleted(now: 7))?.path == "/third")
+    }
+
+    @Test func fileResponseWithConnectionCloseClosesAfterTheFile() {
+        var m = machine()
+        _ = m.receive(get("/image", "Connection: close\r\n"), at: 1)
+        guard case .write(let bytes, _?, true) = m.respond(Response(status: .ok, contentType: "image/png", file: StubFile(length: 7)),
+                                                           date: epoch, now: 2) else {
+            Issue.record("expected a closing .write with a file")
+            return
+        }
+        #expect(String(decoding: bytes, as: UTF8.self).contains("Connection: close\r\n"))
+        #expect(m.writeCompleted(now: 3) == .closeWrite)
     }
 
     // MARK: - Expect: 100-continue

@@ -31,10 +31,14 @@ final class RawClient {
     let fd: Int32
     private var buffer: [UInt8] = []
 
-    /// Connects to 127.0.0.1:port; reads time out after `timeout` seconds.
-    init(port: Int, timeout: Double = 5) throws {
+    /// Connects to 127.0.0.1:port; reads time out after `timeout` seconds. A `receiveBuffer`
+    /// (bytes) fixes `SO_RCVBUF` before connecting, which turns off the kernel's autotuning.
+    init(port: Int, timeout: Double = 5, receiveBuffer: Int32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ClientError("socket: errno \(errno)") }
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
@@ -70,9 +74,10 @@ final class RawClient {
 
     func shutdownWrite() { _ = Glibc.shutdown(fd, Int32(SHUT_WR)) }
 
-    /// Reads more bytes into the buffer; false on EOF.
-    private func fill() throws -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+    /// Reads more bytes (at most `limit`) into the buffer; false on EOF.
+    @discardableResult
+    func fill(limit: Int = 64 * 1024) throws -> Bool {
+        var chunk = [UInt8](repeating: 0, count: limit)
         while true {
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n > 0 {
@@ -85,6 +90,9 @@ final class RawClient {
             throw ClientError("recv: \(String(cString: strerror(errno)))")
         }
     }
+
+    /// Bytes received but not yet taken by `readResponse`.
+    var bufferedCount: Int { buffer.count }
 
     /// Reads one response; `head` is true when the request was `HEAD` (no body follows).
     func readResponse(head: Bool = false) throws -> WireResponse {

@@ -87,4 +87,45 @@ import Testing
         let head = serialize(Response(status: .ok, body: body), method: .head)
         #expect(get.utf8.count == head.utf8.count + body.count)
     }
+
+    // MARK: - File bodies
+
+    @Test func fileBodyAnnouncesItsLengthAndIsNotAppended() {
+        let response = Response(status: .ok, contentType: "image/png", file: StubFile(offset: 1000, length: 5000))
+        #expect(serialize(response) == "HTTP/1.1 200 OK\r\nContent-Length: 5000\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+            + "Content-Type: image/png\r\n\r\n")
+        #expect(serialize(response, method: .head) == serialize(response))
+    }
+
+    @Test func fileBodyFollowsOnlyWhenABodyIsAllowed() {
+        #expect(ResponseSerializer.sendsBody(status: .ok, requestMethod: .get))
+        #expect(!ResponseSerializer.sendsBody(status: .ok, requestMethod: .head))
+        #expect(!ResponseSerializer.sendsBody(status: .noContent, requestMethod: .get))
+        #expect(!ResponseSerializer.sendsBody(status: .notModified, requestMethod: .get))
+        var response = Response(status: .notModified)
+        response.file = StubFile(offset: 0, length: 7)
+        #expect(serialize(response) == "HTTP/1.1 304 Not Modified\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n")
+    }
+
+    @Test func theBodyLastSetWins() {
+        var response = Response(status: .ok, body: Array("bytes".utf8))
+        response.file = StubFile(offset: 0, length: 3)
+        #expect(response.body.isEmpty)
+        #expect(response.bodyLength == 3)
+        response.body = Array("again".utf8)
+        #expect(response.file == nil)
+        #expect(response.bodyLength == 5)
+        #expect(serialize(response).hasSuffix("\r\n\r\nagain"))
+    }
+}
+
+/// A file body that is never opened: the serializer only reads its length.
+private final class StubFile: ResponseFile {
+    let descriptor: Int32 = -1
+    let offset: Int
+    let length: Int
+    init(offset: Int, length: Int) {
+        self.offset = offset
+        self.length = length
+    }
 }
