@@ -109,7 +109,7 @@ struct ImagesController: Sendable {
         case .bytes(let bytes):
             response.body = bytes
         case .file(let file, let offset, let length):
-            response.body = Array(try file.readAll()[offset..<(offset + length)])  // TEMPORARY until sendfile lands
+            response.file = FileRegion(adopting: file.take(), offset: offset, length: length)
         }
         return response
     }
