@@ -4,6 +4,7 @@ import HTTP
 import HTTPServer
 import Images
 import JSON
+import Postgres
 
 /// The signed-in user's images: upload (raw or multipart), list, download with caching and ranges, delete.
 struct ImagesController: Sendable {
@@ -14,13 +15,27 @@ struct ImagesController: Sendable {
     static let multipartOverhead = 64 * 1024
 
     func register(in router: inout Router) {
-        router.post("/users/me/images", maxBodyBytes: images.configuration.maxBytes + ImagesController.multipartOverhead, use: upload)
+        // A raw image is refused from its Content-Length alone; a multipart body may be a little larger.
+        let maxBytes = images.configuration.maxBytes
+        router.post("/users/me/images", bodyLimit: { head in
+            MultipartFormData.boundary(fromContentType: head.headers["Content-Type"] ?? "") == nil
+                ? maxBytes : maxBytes + ImagesController.multipartOverhead
+        }, use: upload)
         router.get("/users/me/images", use: list)
         router.get("/users/me/images/{id}", use: download)
         router.delete("/users/me/images/{id}", use: delete)
     }
 
     @Sendable func upload(_ request: Request, _ context: RequestContext) throws -> Response {
+        do {
+            return try store(request)
+        } catch let error as PostgresError where error.sqlState == .foreignKeyViolation {
+            // The account was deleted between the token check and the insert.
+            throw AccountsError(.invalidToken, "The access token is missing, malformed, unknown, expired or revoked.")
+        }
+    }
+
+    private func store(_ request: Request) throws -> Response {
         let (_, user) = try authenticator.authenticate(request)
         let contentType = request.headers["Content-Type"] ?? ""
         let image: StoredImage
@@ -32,7 +47,6 @@ struct ImagesController: Sendable {
             }
         } else {
             guard let format = ImageFormat(mimeType: contentType) else { throw ImagesController.unsupportedType(contentType) }
-            if request.body.count > images.configuration.maxBytes { throw ImagesController.tooLarge(images.configuration.maxBytes) }
             image = try request.body.withUnsafeBytes { try images.upload($0, declared: format, userID: user.id) }
         }
         var response = JSONBody.response(.created) { ImageJSON.write(image, into: &$0) }
@@ -85,7 +99,9 @@ struct ImagesController: Sendable {
             return Response(status: .notModified, headers: headers)
         }
         headers.add(name: "Content-Type", value: image.format.mimeType)
+        // Stored bytes from users: never sniffed into something else, never a document that runs code.
         headers.add(name: "X-Content-Type-Options", value: "nosniff")
+        headers.add(name: "Content-Security-Policy", value: "default-src 'none'; sandbox")
         var status = HTTPStatus.ok
         var offset = 0
         var length = image.byteSize
@@ -145,9 +161,5 @@ struct ImagesController: Sendable {
     static func unsupportedType(_ contentType: String) -> Problem {
         Problem(status: .unsupportedMediaType, code: "unsupported_media_type",
                 detail: "Send image/jpeg, image/png, image/gif, image/webp or image/heic, or multipart/form-data with one file part.")
-    }
-
-    static func tooLarge(_ limit: Int) -> ImageError {
-        ImageError(.tooLarge, "The image is larger than \(limit) bytes.")
     }
 }

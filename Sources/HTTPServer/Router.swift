@@ -17,8 +17,10 @@ public struct Router: Sendable {
         public let method: HTTPMethod
         public let pattern: String
         public let execution: Execution
-        /// The largest body this route accepts; nil means the server's default.
-        public let maxBodyBytes: Int?
+        /// The largest body this route accepts, decided from the request head before any of the body
+        /// is read (an upload route may allow more for one content type than another); nil means the
+        /// server's default.
+        public let bodyLimit: (@Sendable (RequestHead) -> Int)?
         /// Position in the table, for cheap metric keys.
         let index: Int
         let segments: [Segment]
@@ -46,11 +48,11 @@ public struct Router: Sendable {
 
     /// Adds a route; a pattern is `/literal/{parameter}/...`.
     public mutating func add(_ method: HTTPMethod, _ pattern: String, execution: Execution = .blocking,
-                             maxBodyBytes: Int? = nil, _ handler: @escaping Handler) {
+                             bodyLimit: (@Sendable (RequestHead) -> Int)? = nil, _ handler: @escaping Handler) {
         let segments = Router.segments(of: pattern).map { part -> Segment in
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
-        let route = Route(method: method, pattern: pattern, execution: execution, maxBodyBytes: maxBodyBytes,
+        let route = Route(method: method, pattern: pattern, execution: execution, bodyLimit: bodyLimit,
                           index: routeCount, segments: segments, handler: handler)
         routeCount += 1
         if segments.contains(where: { if case .parameter = $0 { true } else { false } }) {
@@ -65,7 +67,15 @@ public struct Router: Sendable {
     }
 
     public mutating func post(_ pattern: String, execution: Execution = .blocking, maxBodyBytes: Int? = nil, use handler: @escaping Handler) {
-        add(.post, pattern, execution: execution, maxBodyBytes: maxBodyBytes, handler)
+        var bodyLimit: (@Sendable (RequestHead) -> Int)?
+        if let maxBodyBytes { bodyLimit = { _ in maxBodyBytes } }
+        add(.post, pattern, execution: execution, bodyLimit: bodyLimit, handler)
+    }
+
+    /// A `POST` route whose body limit depends on the request head (its `Content-Type`, say).
+    public mutating func post(_ pattern: String, execution: Execution = .blocking,
+                              bodyLimit: @escaping @Sendable (RequestHead) -> Int, use handler: @escaping Handler) {
+        add(.post, pattern, execution: execution, bodyLimit: bodyLimit, handler)
     }
 
     public mutating func put(_ pattern: String, execution: Execution = .blocking, use handler: @escaping Handler) {

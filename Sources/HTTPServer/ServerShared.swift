@@ -52,8 +52,8 @@ final class ServerShared: Sendable {
     /// The body limit for a request head: the route's own, or the server's default.
     var bodyLimit: @Sendable (RequestHead) -> Int {
         { [router, configuration] head in
-            if case .found(let route, _) = router.match(method: head.method, path: head.path), let limit = route.maxBodyBytes {
-                return limit
+            if case .found(let route, _) = router.match(method: head.method, path: head.path), let limit = route.bodyLimit {
+                return limit(head)
             }
             return configuration.limits.maxBodyBytes
         }

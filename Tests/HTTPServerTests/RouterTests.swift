@@ -54,7 +54,7 @@ private func body(of match: Router.Match) throws -> String? {
         #expect(try body(of: r.match(method: .get, path: "/")) == "root")
         #expect(found(r.match(method: .get, path: "/healthz"))?.route.execution == .inline)
         #expect(found(r.match(method: .get, path: "/users/me"))?.route.execution == .blocking)
-        #expect(found(r.match(method: .post, path: "/users"))?.route.maxBodyBytes == 10)
+        #expect(found(r.match(method: .post, path: "/users"))?.route.bodyLimit?(RequestHead(method: .post, target: "/users")) == 10)
         #expect(found(r.match(method: .get, path: "/users/me"))?.route.pattern == "/users/me")
     }
 
