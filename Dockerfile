@@ -27,13 +27,15 @@ RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libpq5 libssl3 libstdc++6 ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 exosphere \
-    && useradd --system --uid 10001 --gid exosphere --no-create-home --home-dir /app --shell /usr/sbin/nologin exosphere
+    && useradd --system --uid 10001 --gid exosphere --no-create-home --home-dir /app --shell /usr/sbin/nologin exosphere \
+    && mkdir -p /var/lib/exosphere/images && chown 10001:10001 /var/lib/exosphere/images
 WORKDIR /app
 # Owned by root: the server cannot modify its own binary or migrations.
 COPY --from=build /out/ /app/
 # Numeric, so that Kubernetes' runAsNonRoot can verify it.
 USER 10001:10001
-ENV HOST=0.0.0.0 PORT=8080
+# The filesystem image storage (--image-storage filesystem) writes here; mount a volume on it.
+ENV HOST=0.0.0.0 PORT=8080 EXOSPHERE_IMAGE_DIR=/var/lib/exosphere/images
 EXPOSE 8080
 # GET /healthz over a plain socket (no curl in the image); reads the same HOST and PORT.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 CMD ["/app/exosphere", "healthcheck"]

@@ -273,6 +273,12 @@ struct ConnectionStateMachine {
         case .length(let remaining, var body):
             reader = .length(remaining: 0, body: [])  // drop the second reference so appends do not copy
             let take = min(remaining, rest.count)
+            if body.count + take > body.capacity {
+                // Past the first MiB reserved up front the client has proved it is sending: grow once
+                // to the announced length instead of doubling (a 10 MiB upload would otherwise be
+                // copied four times and end in a 16 MiB buffer).
+                body.reserveCapacity(body.count + remaining)
+            }
             body.append(contentsOf: UnsafeRawBufferPointer(rebasing: rest[..<take]))
             offset += take
             if take == remaining { return dispatch(Request(head: head, body: body)) }
