@@ -8,14 +8,15 @@ enum OpenAPIDocument {
       "info": {
         "title": "Exosphere",
         "version": "0.1.0",
-        "summary": "A self-hosted backend for the user accounts and profiles of a mobile app.",
-        "description": "Accounts, sessions and profiles with typed custom fields, over JSON. This document is the\ncontract of `API.md` plus every decision that page leaves open; where they differ, the contract wins\nand the difference is a bug.\n\n## Conventions\n\n- HTTP/1.1 (HTTP/1.0 is also accepted). JSON bodies are UTF-8; every JSON response has\n  `Content-Type: application/json`. Request bodies are read as JSON only when their media type is\n  one the operation lists; the media type is compared case-insensitively and parameters such as\n  `charset` are ignored. Any other (or a missing) `Content-Type` is `415 unsupported_media_type`.\n- Every `GET` operation also answers `HEAD` (same status and headers, no body).\n- Authentication: `Authorization: Bearer <accessToken>`, the only place a token is read (never a\n  URL, a cookie or a body). See the `bearer` security scheme.\n- Timestamps are RFC 3339 UTC with milliseconds (`2026-11-29T17:39:01.123Z`). Ids are opaque\n  strings (today lowercase UUIDs); clients must not parse them.\n- Response objects may gain members in later versions; clients ignore members they do not know.\n  Request bodies, on the contrary, refuse unknown top-level keys (`422 unknown_field`), so a typo\n  such as `firstName` never silently does nothing.\n- Read-only keys of the user (`id`, `createdAt`, `updatedAt`, `emailVerified`) are ignored when a\n  client echoes them back in `PUT`/`PATCH /users/me`. In bodies that are not a user representation\n  (registration, sign-in, …) they are unknown keys like any other.\n- **Request ids.** A request's `X-Request-Id` is echoed on its response when it is 1–128 characters\n  of `[A-Za-z0-9-_.:]`; otherwise (absent, too long, other characters) the server generates an\n  opaque one. Every response carries `X-Request-Id`, and every log line of the request names it.\n\n## Errors\n\nEvery error is an RFC 9457 problem document, `Content-Type: application/problem+json`, with\n`type` (`about:blank`), `title` (the status's reason phrase), `status`, a stable machine-readable\n`code`, a `detail` for people, and for validation failures `errors`, one entry per offending\nfield (`field` is a JSON path such as `data.height`). When several fields are wrong the top-level\n`code` is the first entry's code. No stack trace, SQL, hash, token or password ever appears in a\nresponse or a log line. Clients switch on `status` and `code`, never on `detail`.\n\n| status | codes |\n|---|---|\n| 400 | `invalid_json` (malformed JSON, duplicate keys, number literals over 100 characters), and malformed HTTP: `invalid_request_line`, `invalid_method`, `invalid_target`, `invalid_version`, `bare_lf`, `bare_cr`, `obs_fold`, `whitespace_before_colon`, `invalid_field_name`, `invalid_field_value`, `missing_host`, `duplicate_host`, `invalid_host`, `duplicate_content_length`, `invalid_content_length`, `content_length_with_transfer_encoding`, `chunked_not_final`, `transfer_encoding_http10`, `invalid_chunk_size`, `chunk_size_overflow`, `invalid_chunk_extension`, `chunk_extension_too_long`, `invalid_chunk_terminator`, `invalid_trailer` |\n| 401 | `missing_token` (no `Authorization` header), `invalid_token` (malformed, unknown, expired or revoked token), `invalid_credentials` (sign-in only); always with `WWW-Authenticate` |\n| 403 | `invalid_password` (the current password is wrong) |\n| 404 | `not_found` (unknown path, or a resource that does not exist or belongs to another user) |\n| 405 | `method_not_allowed`, with `Allow` (a path that has `GET` also allows `HEAD`) |\n| 408 | `header_timeout` (the head did not arrive within 10 s), `body_timeout` (the body took longer than 10 s plus one second per KiB received) |\n| 409 | `email_taken` |\n| 412 | `precondition_failed` (stale `If-Match`) |\n| 413 | `body_too_large` (a request body over the server's limit, 1 MiB by default, `--max-body-bytes`; JSON bodies are limited to 1 MiB in any case) |\n| 414 | `request_line_too_long` (over 8 KiB) |\n| 415 | `unsupported_media_type` |\n| 417 | `unsupported_expectation` (only `Expect: 100-continue` is supported) |\n| 422 | `unknown_field`, `invalid_type`, `invalid_value`, `invalid_email`, `weak_password`, `password_not_allowed`, `password_unchanged`, `password_mismatch`, `too_deep` (JSON nested more than 32 levels) |\n| 429 | `too_many_attempts`, with `Retry-After` |\n| 431 | `header_field_too_large` (a field line over 8 KiB), `headers_too_large` (head over 32 KiB), `too_many_headers` (over 100) |\n| 500 | `internal_error` (logged in full on the server, never detailed to the client) |\n| 501 | `method_not_implemented` (a method the server does not know), `unsupported_transfer_coding` |\n| 503 | `overloaded` (too many open connections, requests or password hashes at once), `database_busy` (no database connection free within the acquire timeout), `database_unavailable`, `not_ready` (`/readyz` only); always with `Retry-After` |\n| 505 | `unsupported_version` |\n\nAn answer to malformed or oversized HTTP (the HTTP-level codes above, including `body_too_large` for a\nbody over the server's limit) closes the connection: the server cannot know where a next request would\nstart.\nA `422` for an invalid body leaves nothing changed.\n\n## Sessions\n\nA session starts at registration, sign-in and password change, and its bearer token (at least 256\nbits from a CSPRNG, today 43 base64url characters; opaque) is shown once; the database stores only\nits SHA-256. A session ends at the earlier of its absolute end (`createdAt` + 1 year by default,\n`--session-lifetime`) and its idle end (`lastSeenAt` + 30 days by default,\n`--session-idle-timeout`); `expiresAt` in responses is that earlier instant as of the response.\nEvery authenticated request refreshes `lastSeenAt`, which is written at most once a minute, so it\n(and the idle end) may lag by up to 60 seconds. An ended or revoked session's token is\n`401 invalid_token`.\n\n## Throttles\n\nCounters live in PostgreSQL, shared by every instance. A window opens at the first failure and\nlasts 15 minutes; reaching the limit within it locks the key until the window ends, and while it is\nlocked every attempt, right or wrong, is `429 too_many_attempts` with `Retry-After` (whole seconds\nuntil the window ends, at least 1).\n\n- Sign-in: 10 failures per email address (trimmed and ASCII-lowercased, counted whether or not an\n  account has it, so the lock reveals nothing; `--signin-email-limit`) and 100 per client address\n  (`--signin-address-limit`): the TCP peer's IP address or, when the peer is one of\n  `--trusted-proxies`, the right-most `X-Forwarded-For` address that is not a trusted proxy (the\n  peer's own when that entry is not an IP address). A successful sign-in clears the email address's\n  counter. Throttling never touches sessions: a locked-out owner keeps the sessions already signed in.\n- Current-password checks: 5 wrong passwords per user, shared by `POST /users/me/password` and\n  `DELETE /users/me`.\n\n## Conditional requests\n\n`GET`, `PUT` and `PATCH /users/me` answer with an `ETag`: an opaque, strong entity tag (a quoted\nstring; do not parse it) that changes with every write to the account, including a password\nchange, and differs between users. `If-None-Match` on `GET` answers `304` when it names the current\ntag (or is `*`); `If-Match` on `PUT`/`PATCH` makes the write conditional: when it names no current\ntag the answer is `412 precondition_failed` and nothing changes. Both take a comma-separated list.\nWithout `If-Match` the last write wins.\n"
+        "summary": "A self-hosted backend for the user accounts, profiles and images of a mobile app.",
+        "description": "Accounts, sessions, profiles with typed custom fields, and images, over JSON. This document is the\ncontract of `API.md` plus every decision that page leaves open; where they differ, the contract wins\nand the difference is a bug.\n\n## Conventions\n\n- HTTP/1.1 (HTTP/1.0 is also accepted). JSON bodies are UTF-8; every JSON response has\n  `Content-Type: application/json`. Request bodies are read as JSON only when their media type is\n  one the operation lists; the media type is compared case-insensitively and parameters such as\n  `charset` are ignored. Any other (or a missing) `Content-Type` is `415 unsupported_media_type`.\n- Every `GET` operation also answers `HEAD` (same status and headers, no body).\n- Authentication: `Authorization: Bearer <accessToken>`, the only place a token is read (never a\n  URL, a cookie or a body). See the `bearer` security scheme.\n- Timestamps are RFC 3339 UTC with milliseconds (`2026-11-29T17:39:01.123Z`). Ids are opaque\n  strings (today lowercase UUIDs); clients must not parse them.\n- Response objects may gain members in later versions; clients ignore members they do not know.\n  Request bodies, on the contrary, refuse unknown top-level keys (`422 unknown_field`), so a typo\n  such as `firstName` never silently does nothing.\n- Read-only keys of the user (`id`, `createdAt`, `updatedAt`, `emailVerified`) are ignored when a\n  client echoes them back in `PUT`/`PATCH /users/me`. In bodies that are not a user representation\n  (registration, sign-in, …) they are unknown keys like any other.\n- **Request ids.** A request's `X-Request-Id` is echoed on its response when it is 1–128 characters\n  of `[A-Za-z0-9-_.:]`; otherwise (absent, too long, other characters) the server generates an\n  opaque one. Every response carries `X-Request-Id`, and every log line of the request names it.\n\n## Errors\n\nEvery error is an RFC 9457 problem document, `Content-Type: application/problem+json`, with\n`type` (`about:blank`), `title` (the status's reason phrase), `status`, a stable machine-readable\n`code`, a `detail` for people, and for validation failures `errors`, one entry per offending\nfield (`field` is a JSON path such as `data.height`). When several fields are wrong the top-level\n`code` is the first entry's code. No stack trace, SQL, hash, token or password ever appears in a\nresponse or a log line. Clients switch on `status` and `code`, never on `detail`.\n\n| status | codes |\n|---|---|\n| 400 | `invalid_json` (malformed JSON, duplicate keys, number literals over 100 characters), and malformed HTTP: `invalid_request_line`, `invalid_method`, `invalid_target`, `invalid_version`, `bare_lf`, `bare_cr`, `obs_fold`, `whitespace_before_colon`, `invalid_field_name`, `invalid_field_value`, `missing_host`, `duplicate_host`, `invalid_host`, `duplicate_content_length`, `invalid_content_length`, `content_length_with_transfer_encoding`, `chunked_not_final`, `transfer_encoding_http10`, `invalid_chunk_size`, `chunk_size_overflow`, `invalid_chunk_extension`, `chunk_extension_too_long`, `invalid_chunk_terminator`, `invalid_trailer`; and a broken multipart body of an image upload: `malformed`, `part_head_too_large`, `too_many_parts` |\n| 401 | `missing_token` (no `Authorization` header), `invalid_token` (malformed, unknown, expired or revoked token), `invalid_credentials` (sign-in only); always with `WWW-Authenticate` |\n| 403 | `invalid_password` (the current password is wrong) |\n| 404 | `not_found` (unknown path, or a resource that does not exist or belongs to another user), `image_not_found` (an image id that is unknown, not well-formed or another user's) |\n| 405 | `method_not_allowed`, with `Allow` (a path that has `GET` also allows `HEAD`) |\n| 408 | `header_timeout` (the head did not arrive within 10 s), `body_timeout` (the body took longer than 10 s plus one second per KiB received) |\n| 409 | `email_taken` |\n| 412 | `precondition_failed` (stale `If-Match`) |\n| 413 | `body_too_large` (a request body over the server's limit, 1 MiB by default, `--max-body-bytes`; JSON bodies are limited to 1 MiB in any case; an image upload's body may be `--image-max-bytes` + 64 KiB), `image_too_large` (an image over `--image-max-bytes`, 10 MiB by default) |\n| 414 | `request_line_too_long` (over 8 KiB) |\n| 415 | `unsupported_media_type` |\n| 416 | `range_not_satisfiable` (an image download's `Range` is malformed or selects no byte), with `Content-Range: bytes */<size>` |\n| 417 | `unsupported_expectation` (only `Expect: 100-continue` is supported) |\n| 422 | `unknown_field`, `invalid_type`, `invalid_value`, `invalid_email`, `weak_password`, `password_not_allowed`, `password_unchanged`, `password_mismatch`, `too_deep` (JSON nested more than 32 levels); image uploads: `content_mismatch`, `empty_image`, `truncated`, `malformed`, `invalid_dimensions`, `too_many_pixels`, `no_file_part`, `multiple_file_parts`; the image list: `invalid_limit`, `invalid_cursor` |\n| 429 | `too_many_attempts`, with `Retry-After` |\n| 431 | `header_field_too_large` (a field line over 8 KiB), `headers_too_large` (head over 32 KiB), `too_many_headers` (over 100) |\n| 500 | `internal_error` (logged in full on the server, never detailed to the client) |\n| 501 | `method_not_implemented` (a method the server does not know), `unsupported_transfer_coding` |\n| 503 | `overloaded` (too many open connections, requests or password hashes at once), `database_busy` (no database connection free within the acquire timeout), `database_unavailable`, `not_ready` (`/readyz` only); always with `Retry-After` |\n| 505 | `unsupported_version` |\n\nAn answer to malformed or oversized HTTP (the HTTP-level codes above, including `body_too_large` for a\nbody over the server's limit) closes the connection: the server cannot know where a next request would\nstart. The multipart codes of `400` and `image_too_large` are answered after the whole body was read and\nkeep the connection open.\nA `422` for an invalid body leaves nothing changed.\n\n## Images\n\nA user's images are kept in PostgreSQL or as files referenced from it: the deployment chooses\n(`--image-storage database|filesystem`), and ids, metadata, URLs, ETags and every answer are the same\nfor both; `exosphere images migrate` moves images between the storages without changing any of it.\n\n- Formats: JPEG, PNG, GIF, WebP and HEIC, sent as exactly `image/jpeg`, `image/png`, `image/gif`,\n  `image/webp`, `image/heic` (raw body or a multipart file part). The bytes must be the declared\n  format, judged by their signature and headers; nothing is decoded, converted or stripped, and a\n  download returns the bytes exactly as uploaded (EXIF metadata included).\n- Limits: at most `--image-max-bytes` (10 MiB by default) per image, 65,535 pixels per side and\n  100,000,000 pixels in all. `width` and `height` are as encoded, before EXIF `Orientation` or HEIF\n  `irot` is applied.\n- Privacy: an image is visible to its owner only; an unknown, malformed or another user's id is\n  `404 image_not_found`. The server names everything it stores after its own ids; a client's file\n  name is never stored or used. `DELETE /users/me` deletes the user's images with the account.\n- The list is oldest first by (`createdAt`, `id`), in pages of `limit` (1–100, default 50) with an\n  opaque cursor (`next`, sent back as `after`).\n\n## Sessions\n\nA session starts at registration, sign-in and password change, and its bearer token (at least 256\nbits from a CSPRNG, today 43 base64url characters; opaque) is shown once; the database stores only\nits SHA-256. A session ends at the earlier of its absolute end (`createdAt` + 1 year by default,\n`--session-lifetime`) and its idle end (`lastSeenAt` + 30 days by default,\n`--session-idle-timeout`); `expiresAt` in responses is that earlier instant as of the response.\nEvery authenticated request refreshes `lastSeenAt`, which is written at most once a minute, so it\n(and the idle end) may lag by up to 60 seconds. An ended or revoked session's token is\n`401 invalid_token`.\n\n## Throttles\n\nCounters live in PostgreSQL, shared by every instance. A window opens at the first failure and\nlasts 15 minutes; reaching the limit within it locks the key until the window ends, and while it is\nlocked every attempt, right or wrong, is `429 too_many_attempts` with `Retry-After` (whole seconds\nuntil the window ends, at least 1).\n\n- Sign-in: 10 failures per email address (trimmed and ASCII-lowercased, counted whether or not an\n  account has it, so the lock reveals nothing; `--signin-email-limit`) and 100 per client address\n  (`--signin-address-limit`): the TCP peer's IP address or, when the peer is one of\n  `--trusted-proxies`, the right-most `X-Forwarded-For` address that is not a trusted proxy (the\n  peer's own when that entry is not an IP address). A successful sign-in clears the email address's\n  counter. Throttling never touches sessions: a locked-out owner keeps the sessions already signed in.\n- Current-password checks: 5 wrong passwords per user, shared by `POST /users/me/password` and\n  `DELETE /users/me`.\n\n## Conditional requests\n\n`GET`, `PUT` and `PATCH /users/me` answer with an `ETag`: an opaque, strong entity tag (a quoted\nstring; do not parse it) that changes with every write to the account, including a password\nchange, and differs between users. `If-None-Match` on `GET` answers `304` when it names the current\ntag (or is `*`); `If-Match` on `PUT`/`PATCH` makes the write conditional: when it names no current\ntag the answer is `412 precondition_failed` and nothing changes. Both take a comma-separated list.\nWithout `If-Match` the last write wins.\n\nAn image download's `ETag` is not opaque: it is the quoted lowercase hex SHA-256 of the bytes (the\nimage's `sha256`), and since the bytes behind an id never change it is cached as\n`private, max-age=31536000, immutable`. `If-None-Match` answers `304`; `Range` (one byte range, `206`)\nand `If-Range` (strong comparison) are described on the operation.\n"
       },
       "servers": [{"url": "http://127.0.0.1:8080", "description": "`exosphere serve` with its default address"}],
       "tags": [
         {"name": "accounts", "description": "Registration, sign-in and sign-out."},
         {"name": "sessions", "description": "The signed-in user's sessions."},
         {"name": "profile", "description": "The signed-in user's profile, password, account and the field schema."},
+        {"name": "images", "description": "The signed-in user's images: upload, list, download, delete."},
         {"name": "operations", "description": "Health, readiness and this document."}
       ],
       "paths": {
@@ -397,7 +398,7 @@ enum OpenAPIDocument {
             "tags": ["profile"],
             "operationId": "deleteMe",
             "summary": "Delete the account",
-            "description": "Needs the current password in the body (`application/json`). Deletes the user and, with it, every session and the custom field values; the custom field types stay. Wrong passwords count towards the per-user password throttle shared with `POST /users/me/password` (see *Throttles*).",
+            "description": "Needs the current password in the body (`application/json`). Deletes the user and, with it, every session, every image and the custom field values, in one transaction (image files are removed right after it commits); the custom field types stay. Wrong passwords count towards the per-user password throttle shared with `POST /users/me/password` (see *Throttles*).",
             "security": [{"bearer": []}],
             "requestBody": {
               "required": true,
@@ -405,7 +406,7 @@ enum OpenAPIDocument {
             },
             "responses": {
               "204": {
-                "description": "The account and its sessions are gone.",
+                "description": "The account, its sessions and its images are gone.",
                 "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}}
               },
               "400": {"$ref": "#/components/responses/BadRequest"},
@@ -534,6 +535,277 @@ enum OpenAPIDocument {
                   }
                 }
               },
+              "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          }
+        },
+        "/users/me/images": {
+          "parameters": [{"$ref": "#/components/parameters/X-Request-Id"}],
+          "get": {
+            "tags": ["images"],
+            "operationId": "listImages",
+            "summary": "The user's images, a page at a time",
+            "description": "Oldest first, ordered by (`createdAt`, `id`): the upload time to the microsecond (`createdAt` shows milliseconds), ties broken by `id`. A page holds at most `limit` images. `next` is the cursor of the following page, or `null` on the last page (also when the last page is exactly full); send it back unchanged as `after`. The cursor is opaque: do not parse or build one. It names a position rather than a page number, so deleting images, even the one the cursor came from, neither repeats nor skips any of the others. A parameter given twice keeps its first value; other query parameters are ignored.",
+            "security": [{"bearer": []}],
+            "parameters": [{"$ref": "#/components/parameters/ImageLimit"}, {"$ref": "#/components/parameters/ImageCursor"}],
+            "responses": {
+              "200": {
+                "description": "One page of images.",
+                "headers": {
+                  "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+                  "Cache-Control": {"$ref": "#/components/headers/Cache-Control-Private"}
+                },
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ImagePage"}}}
+              },
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "422": {
+                "description": "`invalid_limit`: `limit` is not an integer from 1 to 100 (an empty value included); `invalid_cursor`: `after` is not a cursor (an empty value included).",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                      "properties": {"code": {"enum": ["invalid_limit", "invalid_cursor"]}}
+                    }
+                  }
+                }
+              },
+              "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          },
+          "post": {
+            "tags": ["images"],
+            "operationId": "uploadImage",
+            "summary": "Upload an image",
+            "description": "Send the image either as the raw body, with its type as `Content-Type`, or as `multipart/form-data` (a browser form, `curl -F file=@photo.jpg`).\n\n**Raw body.** `Content-Type` must be one of `image/jpeg`, `image/png`, `image/gif`, `image/webp`, `image/heic`: compared case-insensitively, parameters ignored, no aliases (`image/jpg` is `415`). `Content-Length` or chunked.\n\n**Multipart.** The file is the one part whose `Content-Disposition` has a `filename` (or `filename*`) parameter, whatever its field name; parts without one are form fields and are ignored (a part with `filename=\"\"` and no content, what a browser sends for an empty file input, is ignored too). No file part is `422 no_file_part`, more than one `422 multiple_file_parts`: the server never guesses. The part's `Content-Type` names the format, by the rules of the raw body; when the part has none, or `application/octet-stream`, the format is sniffed from the bytes' signature (bytes that are no supported image are `422 content_mismatch`); another type is `415`. A `multipart/form-data` type without a valid `boundary` parameter (1–70 RFC 2046 characters) is `415`. At most 16 parts and 8 KiB of headers per part; the framing is checked strictly (`400`). The file name is neither stored nor used: the server names everything it stores.\n\n**Checks.** The bytes must be the declared format, judged by their signature and headers (`422 content_mismatch`; its `detail` names the format the bytes are when they are another supported one), with a well-formed header (`truncated`, `malformed`), a width and height of at least 1 (`invalid_dimensions`), at most 65,535 pixels per side and 100,000,000 pixels in all (`too_many_pixels`). Width and height come from the headers, without decoding a pixel, as encoded: before EXIF `Orientation` or HEIF `irot` is applied, so a portrait photo from a phone camera may report `width` > `height`. No pixel data is checked beyond the headers.\n\n**Size.** An image is at most `--image-max-bytes` (10 MiB by default): a larger raw body or file part is `413 image_too_large`. The body as a whole may be 64 KiB larger, room for the multipart framing and form fields; a body over `--image-max-bytes` + 64 KiB is `413 body_too_large`, answered as soon as `Content-Length` (or, chunked, the running count) passes it, and the connection closes. The bytes are stored exactly as sent, metadata such as EXIF (camera, GPS position) included: strip what must not be kept before uploading.\n\nThe image is stored in the deployment's storage (PostgreSQL or a file; the answer is the same) and is in the list once this answer is sent. A refused upload stores nothing.",
+            "security": [{"bearer": []}],
+            "requestBody": {
+              "required": true,
+              "content": {
+                "image/jpeg": {"schema": {"type": "string", "contentMediaType": "image/jpeg"}},
+                "image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}},
+                "image/gif": {"schema": {"type": "string", "contentMediaType": "image/gif"}},
+                "image/webp": {"schema": {"type": "string", "contentMediaType": "image/webp"}},
+                "image/heic": {"schema": {"type": "string", "contentMediaType": "image/heic"}},
+                "multipart/form-data": {
+                  "schema": {
+                    "type": "object",
+                    "description": "One file part (a part with a `filename`), under any field name; `file` is the usual one. Other fields are ignored.",
+                    "properties": {
+                      "file": {"type": "string", "contentMediaType": "application/octet-stream", "description": "The image's bytes."}
+                    },
+                    "required": ["file"]
+                  },
+                  "encoding": {
+                    "file": {"contentType": "image/jpeg, image/png, image/gif, image/webp, image/heic, application/octet-stream"}
+                  }
+                }
+              }
+            },
+            "responses": {
+              "201": {
+                "description": "Stored.",
+                "headers": {
+                  "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+                  "Location": {"$ref": "#/components/headers/ImageLocation"}
+                },
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Image"}}}
+              },
+              "400": {
+                "description": "The multipart body is malformed: `malformed` (the framing or a part's headers break RFC 7578/2046, e.g. no closing delimiter, a bare LF, a part without a `form-data` `Content-Disposition` with a `name`, a repeated parameter), `part_head_too_large` (a part's headers over 8 KiB), `too_many_parts` (over 16). The connection stays open. Also malformed HTTP, as for any operation (see `BadRequest`; the connection closes).",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                      "properties": {
+                        "code": {
+                          "enum": [
+                            "malformed",
+                            "part_head_too_large",
+                            "too_many_parts",
+                            "invalid_request_line",
+                            "invalid_method",
+                            "invalid_target",
+                            "invalid_version",
+                            "bare_lf",
+                            "bare_cr",
+                            "obs_fold",
+                            "whitespace_before_colon",
+                            "invalid_field_name",
+                            "invalid_field_value",
+                            "missing_host",
+                            "duplicate_host",
+                            "invalid_host",
+                            "duplicate_content_length",
+                            "invalid_content_length",
+                            "content_length_with_transfer_encoding",
+                            "chunked_not_final",
+                            "transfer_encoding_http10",
+                            "invalid_chunk_size",
+                            "chunk_size_overflow",
+                            "invalid_chunk_extension",
+                            "chunk_extension_too_long",
+                            "invalid_chunk_terminator",
+                            "invalid_trailer"
+                          ]
+                        }
+                      }
+                    }
+                  }
+                }
+              },
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "413": {
+                "description": "`image_too_large`: the image (the raw body or the file part) is over `--image-max-bytes`, 10 MiB by default. `body_too_large`: the whole body is over `--image-max-bytes` + 64 KiB; answered before the body is read when `Content-Length` says so, and the connection closes.",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                      "properties": {"code": {"enum": ["image_too_large", "body_too_large"]}}
+                    }
+                  }
+                }
+              },
+              "415": {
+                "description": "`unsupported_media_type`: the `Content-Type` (or the file part's) is missing, not one of the five image types, or `multipart/form-data` without a valid `boundary`.",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                      "properties": {"code": {"enum": ["unsupported_media_type"]}}
+                    }
+                  }
+                }
+              },
+              "422": {
+                "description": "Not stored. `content_mismatch`: the bytes are not the declared format (or, sniffed, no supported format); `empty_image`: no bytes; `truncated`: the bytes end inside the header; `malformed`: the header's structure is broken; `invalid_dimensions`: a width or height of 0; `too_many_pixels`: a side over 65,535 or over 100,000,000 pixels in all; `no_file_part`, `multiple_file_parts`: a multipart body without exactly one file part.",
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                      "properties": {
+                        "code": {
+                          "enum": [
+                            "content_mismatch",
+                            "empty_image",
+                            "truncated",
+                            "malformed",
+                            "invalid_dimensions",
+                            "too_many_pixels",
+                            "no_file_part",
+                            "multiple_file_parts"
+                          ]
+                        }
+                      }
+                    }
+                  }
+                }
+              },
+              "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          }
+        },
+        "/users/me/images/{id}": {
+          "parameters": [{"$ref": "#/components/parameters/X-Request-Id"}],
+          "get": {
+            "tags": ["images"],
+            "operationId": "downloadImage",
+            "summary": "Download an image's bytes",
+            "description": "The bytes exactly as uploaded, with the image's `contentType` and `X-Content-Type-Options: nosniff`. `HEAD` answers the same status and headers without the body.\n\n**Caching.** The bytes behind an id never change, so the answer is `Cache-Control: private, max-age=31536000, immutable`: the client may keep it for a year without asking again, and no shared cache may keep it. `ETag` is the quoted lowercase hex SHA-256 of the bytes (the image's `sha256` in quotes): strong, the same for the same bytes in either storage. `Last-Modified` is `createdAt` (to the second); `If-Modified-Since` is not evaluated, use `If-None-Match`.\n\n**Conditional requests.** `If-None-Match` naming the `ETag` (weak comparison, a list, or `*`) answers `304` without a body; it is evaluated before `Range`.\n\n**Ranges.** `Accept-Ranges: bytes`. A `Range` of one satisfiable byte range (`bytes=0-499`, `bytes=500-`, `bytes=-500`; a last position past the end is clamped) answers `206` with `Content-Range`. Several ranges (`bytes=0-1,5-6`) and units other than `bytes` are ignored: the whole image, `200` (no `multipart/byteranges`). A range that starts at or past the end, `bytes=-0`, a last position before the first and a malformed `bytes=` value are `416 range_not_satisfiable` with `Content-Range: bytes */<size>`. `If-Range` lets the `Range` apply only when it is exactly the current `ETag` (strong comparison: a weak tag never matches); any other value, an HTTP-date included, sends the whole image with `200`.",
+            "security": [{"bearer": []}],
+            "parameters": [
+              {"$ref": "#/components/parameters/ImageID"},
+              {"$ref": "#/components/parameters/If-None-Match"},
+              {"$ref": "#/components/parameters/Range"},
+              {"$ref": "#/components/parameters/If-Range"}
+            ],
+            "responses": {
+              "200": {
+                "description": "The whole image.",
+                "headers": {
+                  "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+                  "ETag": {"$ref": "#/components/headers/ImageETag"},
+                  "Cache-Control": {"$ref": "#/components/headers/Cache-Control-Immutable"},
+                  "Last-Modified": {"$ref": "#/components/headers/Last-Modified"},
+                  "Accept-Ranges": {"$ref": "#/components/headers/Accept-Ranges"},
+                  "X-Content-Type-Options": {"$ref": "#/components/headers/X-Content-Type-Options"}
+                },
+                "content": {
+                  "image/jpeg": {"schema": {"type": "string", "contentMediaType": "image/jpeg"}},
+                  "image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}},
+                  "image/gif": {"schema": {"type": "string", "contentMediaType": "image/gif"}},
+                  "image/webp": {"schema": {"type": "string", "contentMediaType": "image/webp"}},
+                  "image/heic": {"schema": {"type": "string", "contentMediaType": "image/heic"}}
+                }
+              },
+              "206": {
+                "description": "The one range asked for, in the image's `Content-Type`.",
+                "headers": {
+                  "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+                  "Content-Range": {"$ref": "#/components/headers/Content-Range"},
+                  "ETag": {"$ref": "#/components/headers/ImageETag"},
+                  "Cache-Control": {"$ref": "#/components/headers/Cache-Control-Immutable"},
+                  "Last-Modified": {"$ref": "#/components/headers/Last-Modified"},
+                  "Accept-Ranges": {"$ref": "#/components/headers/Accept-Ranges"},
+                  "X-Content-Type-Options": {"$ref": "#/components/headers/X-Content-Type-Options"}
+                },
+                "content": {
+                  "image/jpeg": {"schema": {"type": "string", "contentMediaType": "image/jpeg"}},
+                  "image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}},
+                  "image/gif": {"schema": {"type": "string", "contentMediaType": "image/gif"}},
+                  "image/webp": {"schema": {"type": "string", "contentMediaType": "image/webp"}},
+                  "image/heic": {"schema": {"type": "string", "contentMediaType": "image/heic"}}
+                }
+              },
+              "304": {
+                "description": "`If-None-Match` names the `ETag`; no body.",
+                "headers": {
+                  "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+                  "ETag": {"$ref": "#/components/headers/ImageETag"},
+                  "Cache-Control": {"$ref": "#/components/headers/Cache-Control-Immutable"},
+                  "Last-Modified": {"$ref": "#/components/headers/Last-Modified"},
+                  "Accept-Ranges": {"$ref": "#/components/headers/Accept-Ranges"}
+                }
+              },
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "404": {"$ref": "#/components/responses/ImageNotFound"},
+              "416": {
+                "description": "`range_not_satisfiable`: the `Range` is malformed or selects no byte of the image.",
+                "headers": {
+                  "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+                  "Content-Range": {"$ref": "#/components/headers/Content-Range-Unsatisfied"}
+                },
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                      "properties": {"code": {"enum": ["range_not_satisfiable"]}}
+                    }
+                  }
+                }
+              },
+              "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+              "default": {"$ref": "#/components/responses/HTTPError"}
+            }
+          },
+          "delete": {
+            "tags": ["images"],
+            "operationId": "deleteImage",
+            "summary": "Delete an image",
+            "description": "Deletes the image's metadata and bytes (a file is removed right after the database commit; one that cannot be is removed by the start-up sweep). Its URL is `404` from then on, though clients may still hold cached copies (`immutable`). A request body is ignored.",
+            "security": [{"bearer": []}],
+            "parameters": [{"$ref": "#/components/parameters/ImageID"}],
+            "responses": {
+              "204": {"description": "Deleted.", "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}}},
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "404": {"$ref": "#/components/responses/ImageNotFound"},
               "503": {"$ref": "#/components/responses/ServiceUnavailable"},
               "default": {"$ref": "#/components/responses/HTTPError"}
             }
@@ -738,6 +1010,73 @@ enum OpenAPIDocument {
             "type": "object",
             "required": ["sessions"],
             "properties": {"sessions": {"type": "array", "items": {"$ref": "#/components/schemas/SessionEntry"}}}
+          },
+          "Image": {
+            "type": "object",
+            "description": "An image's metadata, the same whichever storage holds its bytes.",
+            "required": ["id", "contentType", "byteSize", "sha256", "width", "height", "createdAt", "url"],
+            "properties": {
+              "id": {"type": "string", "description": "Opaque; do not parse."},
+              "contentType": {
+                "type": "string",
+                "enum": ["image/jpeg", "image/png", "image/gif", "image/webp", "image/heic"],
+                "description": "The format the bytes were checked to be; the download's `Content-Type`."
+              },
+              "byteSize": {"type": "integer", "minimum": 1, "description": "The number of bytes, at most `--image-max-bytes`."},
+              "sha256": {
+                "type": "string",
+                "pattern": "^[0-9a-f]{64}$",
+                "description": "The lowercase hex SHA-256 of the bytes; the download's `ETag` is this in quotes."
+              },
+              "width": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 65535,
+                "description": "In pixels, as encoded: before EXIF `Orientation` or HEIF `irot` is applied."
+              },
+              "height": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 65535,
+                "description": "In pixels, as encoded: before EXIF `Orientation` or HEIF `irot` is applied. `width` × `height` is at most 100,000,000."
+              },
+              "createdAt": {
+                "type": "string",
+                "format": "date-time",
+                "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$",
+                "description": "When the upload was stored. RFC 3339 UTC with milliseconds.",
+                "examples": ["2026-11-29T17:39:01.123Z"]
+              },
+              "url": {
+                "type": "string",
+                "pattern": "^/users/me/images/[^/]+$",
+                "description": "Where to download the bytes: `/users/me/images/{id}`, relative to the API's base URL (the same as `Location`)."
+              }
+            },
+            "examples": [
+              {
+                "id": "0b6f8e4c-2d1a-4f7e-9c3b-5a8d7e6f1c20",
+                "contentType": "image/jpeg",
+                "byteSize": 2481152,
+                "sha256": "9f2c4d1b7a6e5f3c8d0b1a2e4f6c8d0b1a3e5f7c9d1b3a5e7f9c1d3b5a7e9f1c",
+                "width": 4032,
+                "height": 3024,
+                "createdAt": "2026-11-29T17:41:07.089Z",
+                "url": "/users/me/images/0b6f8e4c-2d1a-4f7e-9c3b-5a8d7e6f1c20"
+              }
+            ]
+          },
+          "ImagePage": {
+            "type": "object",
+            "description": "One page of the user's images, oldest first.",
+            "required": ["images", "next"],
+            "properties": {
+              "images": {"type": "array", "maxItems": 100, "items": {"$ref": "#/components/schemas/Image"}},
+              "next": {
+                "type": ["string", "null"],
+                "description": "The opaque cursor of the next page, to send as `after`; `null` on the last page."
+              }
+            }
           },
           "Health": {"type": "object", "required": ["status"], "properties": {"status": {"const": "ok"}}},
           "Ready": {"type": "object", "required": ["status"], "properties": {"status": {"const": "ready"}}},
@@ -1072,6 +1411,18 @@ enum OpenAPIDocument {
               }
             }
           },
+          "ImageNotFound": {
+            "description": "`image_not_found`: the user has no image with this id. An unknown id, one that is not well-formed and another user's image get the same answer.",
+            "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+            "content": {
+              "application/problem+json": {
+                "schema": {
+                  "allOf": [{"$ref": "#/components/schemas/Problem"}],
+                  "properties": {"code": {"enum": ["image_not_found"]}}
+                }
+              }
+            }
+          },
           "ServiceUnavailable": {
             "description": "Try again after `Retry-After` seconds: `overloaded` (too many open connections, queued requests or password hashes at once; `Retry-After: 1`), `database_busy` (no database connection free within the acquire timeout; `Retry-After: 1`), `database_unavailable` (the database cannot be reached; `Retry-After: 2`).",
             "headers": {
@@ -1130,6 +1481,41 @@ enum OpenAPIDocument {
             "description": "One or more ETags (comma-separated, weak comparison) or `*`: when one is the current ETag the answer is `304 Not Modified` without a body.",
             "schema": {"type": "string"}
           },
+          "ImageID": {
+            "name": "id",
+            "in": "path",
+            "required": true,
+            "description": "An image id, from the upload or `GET /users/me/images`.",
+            "schema": {"type": "string"}
+          },
+          "ImageLimit": {
+            "name": "limit",
+            "in": "query",
+            "required": false,
+            "description": "Images per page, 1–100 (default 50); anything else is `422 invalid_limit`.",
+            "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 50}
+          },
+          "ImageCursor": {
+            "name": "after",
+            "in": "query",
+            "required": false,
+            "description": "The `next` of the previous page, unchanged: the page starts after the image it names. Opaque; a value that is not a cursor is `422 invalid_cursor`. Absent: the first page.",
+            "schema": {"type": "string"}
+          },
+          "Range": {
+            "name": "Range",
+            "in": "header",
+            "required": false,
+            "description": "One byte range (`bytes=0-499`, `bytes=500-`, `bytes=-500`) answers `206`. Several ranges, or another unit, are ignored (`200`, the whole image); a malformed or unsatisfiable one is `416`.",
+            "schema": {"type": "string"}
+          },
+          "If-Range": {
+            "name": "If-Range",
+            "in": "header",
+            "required": false,
+            "description": "The `Range` applies only when this is exactly the current `ETag` (strong comparison); otherwise, an HTTP-date included, the whole image is sent with `200`.",
+            "schema": {"type": "string"}
+          },
           "SessionID": {
             "name": "id",
             "in": "path",
@@ -1159,6 +1545,38 @@ enum OpenAPIDocument {
           "Allow": {
             "description": "The methods the path supports, e.g. `GET, PUT, PATCH, DELETE, HEAD`.",
             "schema": {"type": "string"}
+          },
+          "ImageLocation": {
+            "description": "The new image's URL: `/users/me/images/{id}`, the same as its `url`.",
+            "schema": {"type": "string", "pattern": "^/users/me/images/[^/]+$"}
+          },
+          "ImageETag": {
+            "description": "The image's strong entity tag: its lowercase hex SHA-256 in quotes. It never changes for an id.",
+            "schema": {"type": "string", "pattern": "^\"[0-9a-f]{64}\"$"}
+          },
+          "Cache-Control-Immutable": {
+            "description": "`private, max-age=31536000, immutable`: the bytes behind an image id never change; only the client may keep them, for a year, without revalidating.",
+            "schema": {"type": "string", "const": "private, max-age=31536000, immutable"}
+          },
+          "Last-Modified": {
+            "description": "The image's `createdAt`, as an HTTP-date (IMF-fixdate, to the second).",
+            "schema": {"type": "string"}
+          },
+          "Accept-Ranges": {
+            "description": "`bytes`: a single byte range may be asked for with `Range`.",
+            "schema": {"type": "string", "const": "bytes"}
+          },
+          "Content-Range": {
+            "description": "The range sent and the image's size: `bytes 0-499/1234`.",
+            "schema": {"type": "string", "pattern": "^bytes [0-9]+-[0-9]+/[0-9]+$"}
+          },
+          "Content-Range-Unsatisfied": {
+            "description": "The image's size: `bytes */1234`.",
+            "schema": {"type": "string", "pattern": "^bytes \\*/[0-9]+$"}
+          },
+          "X-Content-Type-Options": {
+            "description": "`nosniff`: browsers must use the `Content-Type`, never guess another.",
+            "schema": {"type": "string", "const": "nosniff"}
           },
           "Cache-Control-No-Store": {
             "description": "`no-store`: no cache may keep the answer (it holds a token or session details).",

@@ -24,7 +24,7 @@ import Testing
         #expect(document["info"]?["version"]?.stringValue == Exosphere.version)
         #expect(document["info"]?["title"]?.stringValue == "Exosphere")
         #expect(document["components"]?["securitySchemes"]?["bearer"]?["scheme"]?.stringValue == "bearer")
-        for name in ["User", "SessionBody", "SessionList", "FieldTypes", "Problem"] {
+        for name in ["User", "SessionBody", "SessionList", "FieldTypes", "Problem", "Image", "ImagePage"] {
             #expect(document["components"]?["schemas"]?[name]?.objectValue != nil, "components.schemas.\(name)")
         }
     }
@@ -88,6 +88,19 @@ import Testing
             Problem(status: .contentTooLarge, code: "body_too_large", detail: ""),
             Problem.serviceUnavailable(code: "not_ready"),
         ]
+        // Images: the domain's codes, the multipart reader's, and the controller's own.
+        let imageCodes: [ImageError.Code] = [
+            .contentMismatch, .truncated, .invalidDimensions, .tooManyPixels, .malformed, .empty, .tooLarge, .notFound, .invalidCursor,
+        ]
+        problems += imageCodes.map { ImageError($0, "").problem }
+        // `invalid_boundary` is left out: the controller answers a multipart type without a valid boundary with 415.
+        problems += [MultipartError.malformed, .partHeadTooLarge, .tooManyParts, .noFilePart, .multipleFileParts].map(\.problem)
+        problems += [
+            ImagesController.unsupportedType(""),
+            ImagesController.tooLarge(1).problem,
+            Problem(status: .unprocessableContent, code: "invalid_limit", detail: ""),
+            Problem(status: .rangeNotSatisfiable, code: "range_not_satisfiable", detail: ""),
+        ]
         let listed = listedCodes()
         for problem in problems {
             #expect(listed[problem.status.code, default: []].contains(problem.code), "\(problem.status.code) \(problem.code)")
@@ -127,12 +140,20 @@ import Testing
                     #expect(content?.keys == ["application/problem+json"], "\(method) \(path) \(status)")
                 } else if let content, path == "/metrics" {
                     #expect(content.keys == ["text/plain; version=0.0.4; charset=utf-8"], "\(method) \(path) \(status)")
+                } else if let content, path == "/users/me/images/{id}" {
+                    #expect(Set(content.keys) == Set(ImageFormat.allCases.map(\.mimeType)), "\(method) \(path) \(status)")
                 } else if let content {
                     #expect(content.keys == ["application/json"], "\(method) \(path) \(status)")
                 }
                 #expect(resolved?["headers"]?["X-Request-Id"] != nil, "\(method) \(path) \(status): X-Request-Id")
             }
         }
+    }
+
+    /// An upload takes each image type as a raw body, and multipart/form-data.
+    @Test func uploadAcceptsTheImageTypesAndMultipart() {
+        let content = document["paths"]?["/users/me/images"]?["post"]?["requestBody"]?["content"]?.objectValue
+        #expect(Set(content?.keys ?? []) == Set(ImageFormat.allCases.map(\.mimeType) + ["multipart/form-data"]))
     }
 
     @Test func patchAcceptsMergePatchAndJSON() {
