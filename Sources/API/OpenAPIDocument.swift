@@ -1499,8 +1499,8 @@ enum OpenAPIDocument {
             "name": "after",
             "in": "query",
             "required": false,
-            "description": "The `next` of the previous page, unchanged: the page starts after the image it names. Opaque; a value that is not a cursor is `422 invalid_cursor`. Absent: the first page.",
-            "schema": {"type": "string"}
+            "description": "The `next` of the previous page, unchanged: the page starts after the image it names. Opaque (today 32 base64url characters); a value that is not a cursor this server could have issued is `422 invalid_cursor`. Absent: the first page.",
+            "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{32}$"}
           },
           "Range": {
             "name": "Range",

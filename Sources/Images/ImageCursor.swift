@@ -23,10 +23,15 @@ public struct ImageCursor: Sendable, Hashable {
         guard text.utf8.count == 32, let bytes = Base64URL.decode(text), bytes.count == 24 else { return nil }
         var micros: UInt64 = 0
         for byte in bytes[0..<8] { micros = micros << 8 | UInt64(byte) }
+        // Only instants PostgreSQL can hold and this server can have written: 1970 to 9999.
+        guard micros <= ImageCursor.latestMicroseconds else { return nil }
         let id = bytes[8..<24]
         let uuid = id.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }
-        self.init(createdAtMicroseconds: Int64(bitPattern: micros), id: UUID(uuid: uuid))
+        self.init(createdAtMicroseconds: Int64(micros), id: UUID(uuid: uuid))
     }
+
+    /// 9999-12-31T23:59:59.999999Z in microseconds since the epoch.
+    static let latestMicroseconds: UInt64 = 253_402_300_799_999_999
 
     public var text: String {
         var bytes: [UInt8] = []

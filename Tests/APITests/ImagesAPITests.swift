@@ -134,7 +134,7 @@ enum ImageScenarios {
             #expect(reply.status == 422, "\(query)")
             #expect(reply.code == "invalid_limit", "\(query)")
         }
-        for cursor in ["abc", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "%00", String(repeating: "A", count: 33), String(repeating: "A", count: 31) + "="] {
+        for cursor in ["abc", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "%00", String(repeating: "A", count: 33), String(repeating: "A", count: 31) + "=", String(repeating: "_", count: 32)] {
             let reply = try get(server, account.token, "/users/me/images?after=\(cursor)")
             #expect(reply.status == 422, "\(cursor)")
             #expect(reply.code == "invalid_cursor", "\(cursor)")

@@ -97,7 +97,7 @@ import Testing
         problems += [MultipartError.malformed, .partHeadTooLarge, .tooManyParts, .noFilePart, .multipleFileParts].map(\.problem)
         problems += [
             ImagesController.unsupportedType(""),
-            ImagesController.tooLarge(1).problem,
+            ImageError(.tooLarge, "").problem,
             Problem(status: .unprocessableContent, code: "invalid_limit", detail: ""),
             Problem(status: .rangeNotSatisfiable, code: "range_not_satisfiable", detail: ""),
         ]
