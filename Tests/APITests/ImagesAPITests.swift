@@ -359,6 +359,24 @@ enum ImageScenarios {
         #expect(listed.json["images"]?.arrayValue?.count == 24)
     }
 
+    static func metricsCountTheStoredBytes(_ server: TestServer) throws {
+        let account = try server.register()
+        #expect(try upload(server, account.token, "image/png", png(size: 4321)).status == 201)
+        let storage = server.app.configuration.images.storage.rawValue
+        let (count, bytes) = try server.withDatabase { connection in
+            let row = try connection.query("SELECT count(*), coalesce(sum(byte_size), 0)::int8 FROM images")[0]
+            return (try row.decode(Int.self, at: 0), try row.decode(Int.self, at: 1))
+        }
+        let text = try server.send("GET", "/metrics").text
+        func sample(_ name: String) -> String? {
+            let prefix = "\(name){storage=\"\(storage)\"} "
+            return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
+        }
+        #expect(bytes >= 4321)
+        #expect(sample("exosphere_image_bytes_stored") == String(bytes))
+        #expect(sample("exosphere_images_stored") == String(count))
+    }
+
     /// Whether the filesystem storage holds a file for this image id (false for the database storage).
     static func fileExists(_ server: TestServer, _ id: String) -> Bool {
         let configuration = server.app.configuration.images
@@ -395,6 +413,7 @@ struct ImagesDatabaseStorageTests {
     @Test func othersImagesAreInvisible() throws { try ImageScenarios.othersImagesAreInvisible(server) }
     @Test func deletingTheAccountDeletesItsImages() throws { try ImageScenarios.deletingTheAccountDeletesItsImages(server) }
     @Test func concurrentUploadsAllLand() throws { try ImageScenarios.concurrentUploadsAllLand(server) }
+    @Test func metricsCountTheStoredBytes() throws { try ImageScenarios.metricsCountTheStoredBytes(server) }
 }
 
 @Suite(.liveServer("images_filesystem", {
@@ -418,6 +437,7 @@ struct ImagesFilesystemStorageTests {
     @Test func othersImagesAreInvisible() throws { try ImageScenarios.othersImagesAreInvisible(server) }
     @Test func deletingTheAccountDeletesItsImages() throws { try ImageScenarios.deletingTheAccountDeletesItsImages(server) }
     @Test func concurrentUploadsAllLand() throws { try ImageScenarios.concurrentUploadsAllLand(server) }
+    @Test func metricsCountTheStoredBytes() throws { try ImageScenarios.metricsCountTheStoredBytes(server) }
 
     /// Files are named by the server: two-hex-digit directories of lowercase UUIDs, nothing else.
     @Test func filesAreNamedByTheServer() throws {
