@@ -34,17 +34,28 @@ public enum FileSystem {
                                     mode: mode_t = 0o640) throws(FileSystemError) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard descriptor >= 0 else { throw FileSystemError("create", path) }
-        defer { close(descriptor) }
+        // A file that could not be written whole (disk full, I/O error) is not left behind.
+        func fail(_ operation: String) -> FileSystemError {
+            let error = FileSystemError(operation, path)
+            close(descriptor)
+            unlink(path)
+            return error
+        }
         var offset = 0
         while offset < bytes.count {
             let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
             if written < 0 {
                 if errno == EINTR { continue }
-                throw FileSystemError("write", path)
+                throw fail("write")
             }
             offset += written
         }
-        if sync, fsync(descriptor) != 0 { throw FileSystemError("fsync", path) }
+        if sync, fsync(descriptor) != 0 { throw fail("fsync") }
+        guard close(descriptor) == 0 else {
+            let error = FileSystemError("close", path)
+            unlink(path)
+            throw error
+        }
     }
 
     /// Atomically gives `source` the name `destination`, replacing what was there.
