@@ -6,7 +6,7 @@
 #   3. POST /users/signin against the raw scrypt hashes per second the cores allow;
 #   4. GET /users/me latency during a storm of sign-ins;
 #   and the server's resident memory throughout.
-# Usage: bench/accounts.sh [seconds=10]      Needs: wrk, pgbench, psql (postgresql), python3.
+# Usage: [EXOSPHERE_BIN=path] bench/accounts.sh [seconds=10]      Needs: wrk, pgbench, psql (postgresql), python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-10}
@@ -20,9 +20,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The same release build as the README, the Dockerfile and CI.
-scripts/build-release.sh "$DIR/dist" | tail -1
-BIN="$DIR/dist/exosphere"
+# The same release build as the README, the Dockerfile and CI; EXOSPHERE_BIN=path skips the
+# build and runs that binary (with this checkout's migrations/), e.g. one built under a build lock that
+# the benchmark itself then holds:
+#   flock L scripts/build-release.sh /tmp/d && flock L env EXOSPHERE_BIN=/tmp/d/exosphere bench/accounts.sh
+if [ -n "${EXOSPHERE_BIN:-}" ]; then
+    BIN=$EXOSPHERE_BIN
+    "$BIN" --version
+else
+    scripts/build-release.sh "$DIR/dist" | tail -1
+    BIN="$DIR/dist/exosphere"
+fi
 chmod 755 "$DIR"
 
 # Eight database connections, like pgbench's eight clients (the default is 2 × cores).

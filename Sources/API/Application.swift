@@ -29,7 +29,8 @@ public final class Application: Sendable {
         let metrics = HTTPMetrics()
         server = HTTPServer(configuration: configuration.server,
                             router: Application.routes(database: database, accounts: accounts, images: images, hashing: hashing, metrics: metrics,
-                                                       trustedProxies: configuration.trustedProxies),
+                                                       trustedProxies: configuration.trustedProxies,
+                                                       databaseReads: configuration.databaseReadsOnEventLoops ? .inline : .blocking),
                             logger: logger, metrics: metrics)
         do {
             if !pinned.isEmpty {
@@ -52,14 +53,16 @@ public final class Application: Sendable {
     }
 
     /// The route table, in one place. Without a hashing pool and the server's metrics (a table built
-    /// only to be read) `/metrics` is still routed, and serves what it has.
+    /// only to be read) `/metrics` is still routed, and serves what it has. `databaseReads` is where
+    /// `GET /users/me` runs (`Configuration.databaseReadsOnEventLoops`).
     static func routes(database: Database, accounts: AccountService, images: ImageService, hashing: HashingPool? = nil,
-                       metrics: HTTPMetrics = HTTPMetrics(), trustedProxies: Set<String> = []) -> Router {
+                       metrics: HTTPMetrics = HTTPMetrics(), trustedProxies: Set<String> = [],
+                       databaseReads: Router.Execution = .blocking) -> Router {
         var router = Router()
         let authenticator = Authenticator(accounts: accounts)
         HealthController(database: database).register(in: &router)
         AccountsController(accounts: accounts, authenticator: authenticator, trustedProxies: trustedProxies).register(in: &router)
-        ProfileController(accounts: accounts, images: images, authenticator: authenticator).register(in: &router)
+        ProfileController(accounts: accounts, images: images, authenticator: authenticator, readExecution: databaseReads).register(in: &router)
         ImagesController(images: images, authenticator: authenticator).register(in: &router)
         OpenAPIController().register(in: &router)
         MetricsController(http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics, images: images).register(in: &router)

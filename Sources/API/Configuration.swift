@@ -20,6 +20,12 @@ public struct Configuration: Sendable {
     public var databasePoolSize = PostgresPool.defaultSize
     /// How long a request waits for a free database connection before a `503`.
     public var databaseAcquireTimeout: Duration = .seconds(5)
+    /// Whether `GET /users/me` (one indexed query) runs on the event loop that read it instead of
+    /// going to a worker thread and back: two thread hand-offs fewer per request, but a slow
+    /// query or a wait for a free connection then stalls every connection of that loop. Pays off
+    /// only with several event loops per core (`--event-loops`) and at least as many database
+    /// connections as loops.
+    public var databaseReadsOnEventLoops = false
     /// Sessions, throttles, password policy and custom-field limits.
     public var accounts = AccountService.Configuration()
     /// scrypt cost for new hashes; the command line accepts nothing below OWASP's (N=2^17, r=8, p=1).
@@ -112,6 +118,11 @@ public struct Configuration: Sendable {
                help: "wait for a free connection before 503", defaultValue: { seconds($0.databaseAcquireTimeout) }) { config, value throws(ConfigurationError) in
             config.databaseAcquireTimeout = .seconds(try integer(value, "--db-acquire-timeout", 1...300))
         },
+        Option(flag: "--db-reads-on-event-loops", environment: "EXOSPHERE_DB_READS_ON_EVENT_LOOPS", placeholder: "on|off",
+               help: "run GET /users/me on the event loops (use with --event-loops >= 4 x cores, --db-pool-size >= loops)",
+               defaultValue: { $0.databaseReadsOnEventLoops ? "on" : "off" }) { config, value throws(ConfigurationError) in
+            config.databaseReadsOnEventLoops = try onOff(value, "--db-reads-on-event-loops/EXOSPHERE_DB_READS_ON_EVENT_LOOPS")
+        },
         Option(flag: "--session-idle-timeout", environment: "EXOSPHERE_SESSION_IDLE_TIMEOUT", placeholder: "SECONDS",
                help: "a session unused this long ends", defaultValue: { String(Int($0.accounts.lifetime.idleSeconds)) }) { config, value throws(ConfigurationError) in
             config.accounts.lifetime.idleSeconds = Double(try integer(value, "--session-idle-timeout", 60...(10 * 365 * 86_400)))
@@ -185,11 +196,7 @@ public struct Configuration: Sendable {
         },
         Option(flag: "--access-log", environment: "EXOSPHERE_ACCESS_LOG", placeholder: "on|off",
                help: "one log line per request", defaultValue: { $0.server.accessLog ? "on" : "off" }) { config, value throws(ConfigurationError) in
-            switch value {
-            case "on", "true", "1": config.server.accessLog = true
-            case "off", "false", "0": config.server.accessLog = false
-            default: throw ConfigurationError("--access-log/EXOSPHERE_ACCESS_LOG: expected on or off, got '\(shown(value))'")
-            }
+            config.server.accessLog = try onOff(value, "--access-log/EXOSPHERE_ACCESS_LOG")
         },
         Option(flag: "--log-level", environment: "LOG_LEVEL", placeholder: "LEVEL",
                help: "trace, debug, info, notice, warning, error or critical", defaultValue: { $0.logLevel.description }) { config, value throws(ConfigurationError) in
@@ -271,6 +278,14 @@ public struct Configuration: Sendable {
             throw ConfigurationError("\(name): expected an integer in \(range.lowerBound)...\(range.upperBound), got '\(shown(value))'")
         }
         return number
+    }
+
+    private static func onOff(_ value: String, _ name: String) throws(ConfigurationError) -> Bool {
+        switch value {
+        case "on", "true", "1": return true
+        case "off", "false", "0": return false
+        default: throw ConfigurationError("\(name): expected on or off, got '\(shown(value))'")
+        }
     }
 
     private static func seconds(_ duration: Duration) -> String { String(duration.components.seconds) }

@@ -10,9 +10,12 @@ struct ProfileController: Sendable {
     let accounts: AccountService
     let images: ImageService
     let authenticator: Authenticator
+    /// Where `GET /users/me` runs: the worker pool, or the event loop when the server is set up
+    /// for it (it is one indexed query and never waits for the hashing pool).
+    var readExecution: Router.Execution = .blocking
 
     func register(in router: inout Router) {
-        router.get("/users/me", use: show)
+        router.get("/users/me", execution: readExecution, use: show)
         router.put("/users/me", use: replace)
         router.patch("/users/me", use: patch)
         router.delete("/users/me", use: deleteAccount)

@@ -35,5 +35,36 @@ func httpGet(port: Int, path: String) throws -> (status: Int, head: String, body
         } else {
             Issue.record("GET /healthz is not routed")
         }
+        if case .found(let route, _) = application.server.router.match(method: .get, path: "/users/me") {
+            #expect(route.execution == .blocking)
+        } else {
+            Issue.record("GET /users/me is not routed")
+        }
+    }
+
+    /// `--db-reads-on-event-loops`: `GET /users/me` answers from the event loops, everything that
+    /// hashes or writes still goes to the workers.
+    @Test func databaseReadsOnEventLoops() throws {
+        let server = try TestServer("dbreadsonloops") {
+            $0.databaseReadsOnEventLoops = true
+            $0.server.eventLoops = 3
+        }
+        defer { server.shutdown() }
+        let router = server.app.server.router
+        for (method, path, execution) in [(HTTPMethod.get, "/users/me", Router.Execution.inline), (.put, "/users/me", .blocking),
+                                          (.post, "/users/signin", .blocking), (.post, "/users", .blocking)] {
+            if case .found(let route, _) = router.match(method: method, path: path) {
+                #expect(route.execution == execution, "\(method) \(path)")
+            } else {
+                Issue.record("\(method) \(path) is not routed")
+            }
+        }
+        let account = try server.register()
+        for _ in 0..<20 {
+            let me = try server.me(account.token)
+            #expect(me.status == 200)
+            #expect(me.json["id"]?.stringValue == account.id)
+        }
+        #expect(try server.me("not-a-token").status == 401)
     }
 }

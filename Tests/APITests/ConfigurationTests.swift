@@ -69,6 +69,16 @@ private func failure(_ arguments: [String], _ environment: [String: String] = [:
         #expect(configuration.server.drainTimeout == .seconds(5))
     }
 
+    @Test func databaseReadsOnEventLoopsIsOffUnlessAskedFor() throws {
+        #expect(try Configuration.parse(arguments: [], environment: [:]).databaseReadsOnEventLoops == false)
+        #expect(try Configuration.parse(arguments: ["--db-reads-on-event-loops", "on"], environment: [:]).databaseReadsOnEventLoops)
+        #expect(try Configuration.parse(arguments: [], environment: ["EXOSPHERE_DB_READS_ON_EVENT_LOOPS": "1"]).databaseReadsOnEventLoops)
+        #expect(try Configuration.parse(arguments: ["--db-reads-on-event-loops=off"],
+                                        environment: ["EXOSPHERE_DB_READS_ON_EVENT_LOOPS": "on"]).databaseReadsOnEventLoops == false)
+        #expect(failure(["--db-reads-on-event-loops", "yes"])
+                == "--db-reads-on-event-loops/EXOSPHERE_DB_READS_ON_EVENT_LOOPS: expected on or off, got 'yes'")
+    }
+
     @Test func flagBeatsEnvironmentBeatsDefault() throws {
         let environment = ["HOST": "10.0.0.1", "PORT": "7070"]
         let flagged = try Configuration.parse(arguments: ["--port", "9090"], environment: environment)
