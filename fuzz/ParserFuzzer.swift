@@ -1,4 +1,6 @@
-// libFuzzer target for RequestHeadParser and ChunkedDecoder.
+// libFuzzer target for RequestHeadParser and ChunkedDecoder, and for the upload-side parsers that
+// take client bytes too: MultipartFormData (the input as a body) and ByteRange (its start as a
+// Range header).
 //
 // Built by fuzz/run.sh together with Sources/HTTP/*.swift as one module, without SwiftPM. Each
 // input is read as a connection would read it: heads, then Content-Length or chunked bodies,
@@ -161,6 +163,16 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if size > 1, size <= 512 {
         let outcome = read(input, cuts: Array(1..<size))
         check(outcome == whole, "byte by byte gave \(outcome), whole gave \(whole)")
+    }
+    // The same bytes as a multipart body: a file part found must lie inside it.
+    if let part = try? MultipartFormData.filePart(in: UnsafeRawBufferPointer(input), boundary: "xb") {
+        check(part.range.lowerBound >= 0 && part.range.upperBound <= size, "file part \(part.range) outside \(size) bytes")
+    }
+    // Their start as a Range header against a representation of 0–255 bytes: a partial range lies inside it.
+    let representation = size > 0 ? Int(data[0]) : 0
+    if case .partial(let range) = ByteRange.evaluate(String(decoding: input.prefix(48), as: UTF8.self), size: representation) {
+        check(range.length >= 1 && range.offset >= 0 && range.offset + range.length <= representation,
+              "range \(range) outside \(representation) bytes")
     }
     // A response to whatever was parsed must serialize without trapping.
     if let last = whole.requests.last {

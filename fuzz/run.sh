@@ -27,6 +27,8 @@ seed cl-te 'POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 6\r\nTransfer-Encoding
 seed te-te 'POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-encoding: x\r\n\r\n0\r\n\r\n'
 seed leading '\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n'
 seed fold 'GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n b\r\n\r\n'
+seed multipart '--xb\r\nContent-Disposition: form-data; name="f"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n\x89PNG\r\n--xb--\r\n'
+seed range 'bytes=0-9'
 
 # libFuzzer, not the Swift runtime's backtracer, must handle the crash signal.
 export SWIFT_BACKTRACE=enable=no
