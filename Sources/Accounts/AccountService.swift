@@ -31,6 +31,7 @@ public final class AccountService: Sendable {
     public let statistics = Statistics()
     private let pool: PostgresPool
     private let toucher: SessionToucher
+    private let sessionLookup: SessionRepository.Lookup
     private let hasher: PasswordHasher
     private let hashing: HashingPool
     private let logger: Logger
@@ -44,6 +45,7 @@ public final class AccountService: Sendable {
         self.schema = FieldSchema(limits: configuration.fieldLimits)
         self.logger = logger
         self.toucher = SessionToucher(pool: pool, lifetime: configuration.lifetime, logger: logger)
+        self.sessionLookup = SessionRepository.Lookup(lifetime: configuration.lifetime)
     }
 
     /// Writes pending session use and stops the background writer; call before closing the pool.
@@ -154,7 +156,7 @@ public final class AccountService: Sendable {
         let hash = SessionToken.hash(of: token)
         return try pool.withConnection { connection in
             guard let (session, user, stale) = try SessionRepository.authenticate(connection, tokenHash: hash,
-                                                                                  lifetime: configuration.lifetime) else { throw invalid }
+                                                                                  lookup: sessionLookup) else { throw invalid }
             if stale { toucher.note(session.id) }
             return (session, user)
         }
