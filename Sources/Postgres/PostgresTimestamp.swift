@@ -38,8 +38,11 @@ enum PostgresTimestamp {
 
     /// Parses timestamptz/timestamp output in DateStyle ISO; `infinity` maps to `Date.distantFuture`.
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws -> Date {
-        if bytes.elementsEqual("infinity".utf8) { return .distantFuture }
-        if bytes.elementsEqual("-infinity".utf8) { return .distantPast }
+        // Only the infinities start with a letter or a sign (years before 1 end in ` BC`).
+        if let first = bytes.first, first == UInt8(ascii: "i") || first == UInt8(ascii: "-") {
+            if bytes.elementsEqual("infinity".utf8) { return .distantFuture }
+            if bytes.elementsEqual("-infinity".utf8) { return .distantPast }
+        }
         var scanner = ByteScanner(bytes: bytes)
         let civil = try scanner.date()
         guard scanner.take(UInt8(ascii: " ")) || scanner.take(UInt8(ascii: "T")) else { throw malformed }
@@ -120,9 +123,14 @@ struct CivilDate: Hashable, Sendable {
 
     var isValid: Bool {
         guard month >= 1, month <= 12, day >= 1 else { return false }
-        let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
-        let lengths: [Int64] = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-        return day <= lengths[Int(month - 1)]
+        // A switch, not an array of lengths: this runs for every timestamp a query returns.
+        switch month {
+        case 2:
+            let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+            return day <= (leap ? 29 : 28)
+        case 4, 6, 9, 11: return day <= 30
+        default: return day <= 31
+        }
     }
 }
 
@@ -175,8 +183,8 @@ struct ByteScanner {
 
     /// Consumes a trailing ` BC`.
     mutating func takeEra() -> Bool {
-        let era: [UInt8] = Array(" BC".utf8)
-        guard bytes.count - position >= 3, bytes[position..<position + 3].elementsEqual(era) else { return false }
+        guard bytes.count - position >= 3, bytes[position] == UInt8(ascii: " "), bytes[position + 1] == UInt8(ascii: "B"),
+              bytes[position + 2] == UInt8(ascii: "C") else { return false }
         position += 3
         return true
     }
