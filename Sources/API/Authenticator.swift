@@ -20,10 +20,11 @@ struct Authenticator: Sendable {
     static func bearerToken(_ header: String) -> String? {
         var header = header
         return header.withUTF8 { bytes -> String? in
-            let scheme = "bearer".utf8
-            guard bytes.count > scheme.count + 1,
-                  zip(bytes, scheme).allSatisfy({ $0 | 0x20 == $1 }), bytes[scheme.count] == UInt8(ascii: " ") else { return nil }
-            var start = scheme.count
+            let scheme: StaticString = "bearer"
+            let schemeLength = scheme.utf8CodeUnitCount
+            guard bytes.count > schemeLength + 1, bytes[schemeLength] == UInt8(ascii: " ") else { return nil }
+            for index in 0..<schemeLength where bytes[index] | 0x20 != scheme.utf8Start[index] { return nil }
+            var start = schemeLength
             while start < bytes.count, bytes[start] == UInt8(ascii: " ") { start += 1 }
             let token = UnsafeBufferPointer(rebasing: bytes[start...])
             guard !token.isEmpty, !token.contains(UInt8(ascii: " ")) else { return nil }
