@@ -29,6 +29,13 @@ public struct HTTPHeaders: Sendable, Sequence {
         self.fields = fields
     }
 
+    /// Makes room for `fieldCount` more fields of `byteCount` bytes in all, so that building a
+    /// response's few fields does not reallocate at each one.
+    public mutating func reserveCapacity(fields fieldCount: Int, bytes byteCount: Int) {
+        storage.reserveCapacity(storage.count + byteCount)
+        fields.reserveCapacity(fields.count + fieldCount)
+    }
+
     public var count: Int { fields.count }
     public var isEmpty: Bool { fields.isEmpty }
 
