@@ -6,13 +6,22 @@ struct Authenticator: Sendable {
     let accounts: AccountService
 
     func authenticate(_ request: Request) throws -> (session: Session, user: User) {
+        try accounts.authenticate(token: try token(request))
+    }
+
+    /// The signed-in user, for endpoints that need nothing of the session itself.
+    func authenticatedUser(_ request: Request) throws -> User {
+        try accounts.authenticatedUser(token: try token(request))
+    }
+
+    private func token(_ request: Request) throws -> String {
         guard let header = request.headers["Authorization"] else {
             throw AccountsError(.missingToken, "This endpoint needs Authorization: Bearer <accessToken>.")
         }
         guard let token = Authenticator.bearerToken(header) else {
             throw AccountsError(.invalidToken, "The access token is missing, malformed, unknown, expired or revoked.")
         }
-        return try accounts.authenticate(token: token)
+        return token
     }
 
     /// The token of `Bearer <token>` (scheme case-insensitive, RFC 9110 §11.1); read byte by

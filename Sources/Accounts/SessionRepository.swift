@@ -46,16 +46,20 @@ enum SessionRepository {
         }
     }
 
-    /// The live session of a token with its user, in one round trip; also whether `last_seen_at`
-    /// is old enough to be refreshed.
-    static func authenticate(_ connection: PostgresConnection, tokenHash: [UInt8],
-                             lookup: Lookup) throws -> (Session, User, stale: Bool)? {
+    /// The row of a token's live session with its user, in one round trip: the session's six
+    /// columns (`decode`), the user's nine from offset 6 (`UserRepository.decode`), then whether
+    /// `last_seen_at` is old enough to be refreshed (`isStale`).
+    static func authenticate(_ connection: PostgresConnection, tokenHash: [UInt8], lookup: Lookup) throws -> PostgresRow? {
         var binds = lookup.lifetimeBinds
         binds.append(tokenHash)
-        let rows = try connection.query(lookup.statement, binds)
-        guard let row = rows.first else { return nil }
-        return (try decode(row), try UserRepository.decode(row, offset: 6), try row.decode(Bool.self, at: 15))
+        return try connection.query(lookup.statement, binds).first
     }
+
+    /// The session id of an `authenticate` row.
+    static func id(_ row: PostgresRow) throws -> UUID { try row.decode(UUID.self, at: 0) }
+
+    /// Whether an `authenticate` row's `last_seen_at` should be refreshed.
+    static func isStale(_ row: PostgresRow) throws -> Bool { try row.decode(Bool.self, at: 15) }
 
     static func list(_ connection: PostgresConnection, userID: UUID, lifetime: SessionLifetime) throws -> [Session] {
         try connection.query("""
