@@ -58,7 +58,7 @@ struct AccountsController: Sendable {
     }
 
     @Sendable func revokeSession(_ request: Request, _ context: RequestContext) throws -> Response {
-        let (_, user) = try authenticator.authenticate(request)
+        let user = try authenticator.authenticatedUser(request)
         guard let text = context.parameters["id"], let id = UUID(uuidString: text) else {
             throw AccountsError(.notFound, "No such session.")
         }

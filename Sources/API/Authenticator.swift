@@ -6,13 +6,22 @@ struct Authenticator: Sendable {
     let accounts: AccountService
 
     func authenticate(_ request: Request) throws -> (session: Session, user: User) {
+        try accounts.authenticate(token: try token(request))
+    }
+
+    /// The signed-in user, for endpoints that need nothing of the session itself.
+    func authenticatedUser(_ request: Request) throws -> User {
+        try accounts.authenticatedUser(token: try token(request))
+    }
+
+    private func token(_ request: Request) throws -> String {
         guard let header = request.headers["Authorization"] else {
             throw AccountsError(.missingToken, "This endpoint needs Authorization: Bearer <accessToken>.")
         }
         guard let token = Authenticator.bearerToken(header) else {
             throw AccountsError(.invalidToken, "The access token is missing, malformed, unknown, expired or revoked.")
         }
-        return try accounts.authenticate(token: token)
+        return token
     }
 
     /// The token of `Bearer <token>` (scheme case-insensitive, RFC 9110 §11.1); read byte by
@@ -20,10 +29,11 @@ struct Authenticator: Sendable {
     static func bearerToken(_ header: String) -> String? {
         var header = header
         return header.withUTF8 { bytes -> String? in
-            let scheme = "bearer".utf8
-            guard bytes.count > scheme.count + 1,
-                  zip(bytes, scheme).allSatisfy({ $0 | 0x20 == $1 }), bytes[scheme.count] == UInt8(ascii: " ") else { return nil }
-            var start = scheme.count
+            let scheme: StaticString = "bearer"
+            let schemeLength = scheme.utf8CodeUnitCount
+            guard bytes.count > schemeLength + 1, bytes[schemeLength] == UInt8(ascii: " ") else { return nil }
+            for index in 0..<schemeLength where bytes[index] | 0x20 != scheme.utf8Start[index] { return nil }
+            var start = schemeLength
             while start < bytes.count, bytes[start] == UInt8(ascii: " ") { start += 1 }
             let token = UnsafeBufferPointer(rebasing: bytes[start...])
             guard !token.isEmpty, !token.contains(UInt8(ascii: " ")) else { return nil }

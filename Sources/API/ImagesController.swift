@@ -36,7 +36,7 @@ struct ImagesController: Sendable {
     }
 
     private func store(_ request: Request) throws -> Response {
-        let (_, user) = try authenticator.authenticate(request)
+        let user = try authenticator.authenticatedUser(request)
         let contentType = request.headers["Content-Type"] ?? ""
         let image: StoredImage
         if let boundary = MultipartFormData.boundary(fromContentType: contentType) {
@@ -55,7 +55,7 @@ struct ImagesController: Sendable {
     }
 
     @Sendable func list(_ request: Request, _ context: RequestContext) throws -> Response {
-        let (_, user) = try authenticator.authenticate(request)
+        let user = try authenticator.authenticatedUser(request)
         let query = QueryParameters(request.query)
         var limit = 50
         if let text = query["limit"] {
@@ -87,7 +87,7 @@ struct ImagesController: Sendable {
     }
 
     @Sendable func download(_ request: Request, _ context: RequestContext) throws -> Response {
-        let (_, user) = try authenticator.authenticate(request)
+        let user = try authenticator.authenticatedUser(request)
         let image = try images.find(try ImagesController.imageID(context), userID: user.id)
         var headers = HTTPHeaders()
         headers.add(name: "ETag", value: image.etag)
@@ -131,7 +131,7 @@ struct ImagesController: Sendable {
     }
 
     @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Response {
-        let (_, user) = try authenticator.authenticate(request)
+        let user = try authenticator.authenticatedUser(request)
         try images.delete(try ImagesController.imageID(context), userID: user.id)
         return Response(status: .noContent)
     }

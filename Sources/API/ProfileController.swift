@@ -24,7 +24,7 @@ struct ProfileController: Sendable {
     }
 
     @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Response {
-        let (_, user) = try authenticator.authenticate(request)
+        let user = try authenticator.authenticatedUser(request)
         if let tags = request.headers["If-None-Match"], ETag.matches(tags, user.etag, weak: true) {
             return notModified(user)
         }
@@ -32,13 +32,13 @@ struct ProfileController: Sendable {
     }
 
     @Sendable func replace(_ request: Request, _ context: RequestContext) throws -> Response {
-        let (_, user) = try authenticator.authenticate(request)
+        let user = try authenticator.authenticatedUser(request)
         let updated = try accounts.replaceProfile(try JSONBody.object(request), user: user, ifMatch: request.headers["If-Match"])
         return userResponse(updated)
     }
 
     @Sendable func patch(_ request: Request, _ context: RequestContext) throws -> Response {
-        let (_, user) = try authenticator.authenticate(request)
+        let user = try authenticator.authenticatedUser(request)
         let body = try JSONBody.object(request, accepting: ["application/merge-patch+json", "application/json"])
         let updated = try accounts.patchProfile(body, userID: user.id, ifMatch: request.headers["If-Match"])
         return userResponse(updated)
@@ -59,7 +59,7 @@ struct ProfileController: Sendable {
     }
 
     @Sendable func deleteAccount(_ request: Request, _ context: RequestContext) throws -> Response {
-        let (_, user) = try authenticator.authenticate(request)
+        let user = try authenticator.authenticatedUser(request)
         // The image rows go in the account's transaction; their files after it commits.
         var files: [UUID] = []
         try accounts.deleteAccount(try JSONBody.object(request), userID: user.id) { connection in

@@ -21,22 +21,45 @@ enum SessionRepository {
         return try decode(rows[0])
     }
 
-    /// The live session of a token with its user, in one round trip; also whether `last_seen_at`
-    /// is old enough to be refreshed.
-    static func authenticate(_ connection: PostgresConnection, tokenHash: [UInt8],
-                             lifetime: SessionLifetime) throws -> (Session, User, stale: Bool)? {
-        let rows = try connection.query("""
-            SELECT s.id, s.user_id, s.created_at, s.last_seen_at,
-                LEAST(s.expires_at, s.last_seen_at + make_interval(secs => \(lifetime.idleSeconds))), s.user_agent,
-                \(unsafeRaw: UserRepository.columns),
-                s.last_seen_at < now() - make_interval(secs => \(lifetime.refreshAfterSeconds))
-            FROM sessions s JOIN users u ON u.id = s.user_id
-            WHERE s.token_hash = \(tokenHash) AND s.expires_at > now()
-              AND s.last_seen_at > now() - make_interval(secs => \(lifetime.idleSeconds))
-            """)
-        guard let row = rows.first else { return nil }
-        return (try decode(row), try UserRepository.decode(row, offset: 6), try row.decode(Bool.self, at: 15))
+    /// The statement of `authenticate` for one lifetime, built once: it runs on every
+    /// authenticated request, so its text is neither rebuilt nor hashed per request, and the
+    /// lifetime's parameters are encoded once.
+    struct Lookup: Sendable {
+        let statement: PostgresStatement
+        /// `$1` and `$2`; the token hash is appended as `$3`.
+        let lifetimeBinds: PostgresBindings
+
+        init(lifetime: SessionLifetime) {
+            statement = PostgresStatement(unsafeSQL: """
+                SELECT s.id, s.user_id, s.created_at, s.last_seen_at,
+                    LEAST(s.expires_at, s.last_seen_at + make_interval(secs => $1)), s.user_agent,
+                    \(UserRepository.columns),
+                    s.last_seen_at < now() - make_interval(secs => $2)
+                FROM sessions s JOIN users u ON u.id = s.user_id
+                WHERE s.token_hash = $3 AND s.expires_at > now()
+                  AND s.last_seen_at > now() - make_interval(secs => $1)
+                """)
+            var binds = PostgresBindings()
+            binds.append(lifetime.idleSeconds)
+            binds.append(lifetime.refreshAfterSeconds)
+            lifetimeBinds = binds
+        }
     }
+
+    /// The row of a token's live session with its user, in one round trip: the session's six
+    /// columns (`decode`), the user's nine from offset 6 (`UserRepository.decode`), then whether
+    /// `last_seen_at` is old enough to be refreshed (`isStale`).
+    static func authenticate(_ connection: PostgresConnection, tokenHash: [UInt8], lookup: Lookup) throws -> PostgresRow? {
+        var binds = lookup.lifetimeBinds
+        binds.append(tokenHash)
+        return try connection.query(lookup.statement, binds).first
+    }
+
+    /// The session id of an `authenticate` row.
+    static func id(_ row: PostgresRow) throws -> UUID { try row.decode(UUID.self, at: 0) }
+
+    /// Whether an `authenticate` row's `last_seen_at` should be refreshed.
+    static func isStale(_ row: PostgresRow) throws -> Bool { try row.decode(Bool.self, at: 15) }
 
     static func list(_ connection: PostgresConnection, userID: UUID, lifetime: SessionLifetime) throws -> [Session] {
         try connection.query("""

@@ -7,13 +7,13 @@ extension UUID {
         withUnsafeBytes(of: uuid) { bytes in
             String(unsafeUninitializedCapacity: 36) { buffer in
                 var out = 0
-                for (index, byte) in bytes.enumerated() {
+                for index in 0..<16 {
                     if index == 4 || index == 6 || index == 8 || index == 10 {
                         buffer[out] = UInt8(ascii: "-")
                         out += 1
                     }
-                    buffer[out] = UUID.hexDigits[Int(byte >> 4)]
-                    buffer[out + 1] = UUID.hexDigits[Int(byte & 0xF)]
+                    buffer[out] = UUID.hexDigit(bytes[index] >> 4)
+                    buffer[out + 1] = UUID.hexDigit(bytes[index] & 0xF)
                     out += 2
                 }
                 return out
@@ -21,5 +21,9 @@ extension UUID {
         }
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+    /// The lowercase hexadecimal digit of a value below 16.
+    @inline(__always)
+    static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") &+ value : UInt8(ascii: "a") &+ value &- 10
+    }
 }

@@ -15,7 +15,30 @@ public struct User: Sendable, Equatable {
     public var version: Int64
 
     /// A strong validator that changes with every write and differs between users.
-    public var etag: String { "\"\(id.lowercasedText.prefix(8))-\(version)\"" }
+    public var etag: String {
+        // `"<first 8 hex digits of the id>-<version>"`, built in place: every profile response has one.
+        let version = String(version)
+        return String(unsafeUninitializedCapacity: 11 + version.utf8.count) { buffer in
+            var out = 0
+            buffer[out] = UInt8(ascii: "\"")
+            out += 1
+            withUnsafeBytes(of: id.uuid) { bytes in
+                for index in 0..<4 {
+                    buffer[out] = UUID.hexDigit(bytes[index] >> 4)
+                    buffer[out + 1] = UUID.hexDigit(bytes[index] & 0xF)
+                    out += 2
+                }
+            }
+            buffer[out] = UInt8(ascii: "-")
+            out += 1
+            for byte in version.utf8 {
+                buffer[out] = byte
+                out += 1
+            }
+            buffer[out] = UInt8(ascii: "\"")
+            return out + 1
+        }
+    }
 }
 
 /// One sign-in of a user: the row behind a bearer token.

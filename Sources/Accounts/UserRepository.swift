@@ -12,7 +12,7 @@ enum UserRepository {
         let data: JSONObject
         do {
             // Doubles are stored as plain decimals (see `storageText`), up to ~330 characters long.
-            let stored = try JSONParser.parse(Array(dataText.utf8), limits: JSONLimits(maxDepth: 4, maxBytes: 1 << 22, maxNumberLength: 400))
+            let stored = try JSONParser.parse(dataText, limits: JSONLimits(maxDepth: 4, maxBytes: 1 << 22, maxNumberLength: 400))
             data = (stored.objectValue ?? JSONObject()).withShortestDoubles
         } catch {
             throw PostgresError(code: .decodingFailed, columnName: "data", context: "stored data is not a JSON object")
@@ -113,7 +113,8 @@ extension JSONObject {
     var withShortestDoubles: JSONObject {
         var copy = self
         for (key, value) in self {
-            if case .number(let number) = value, !number.isInteger, let double = number.doubleValue, let shortest = JSONNumber(double) {
+            if case .number(let number) = value, !number.isInteger, !number.isShortestPlainDecimal,
+               let double = number.doubleValue, let shortest = JSONNumber(double) {
                 copy[key] = .number(shortest)
             }
         }
@@ -122,6 +123,41 @@ extension JSONObject {
 }
 
 extension JSONNumber {
+    /// Whether the literal is a plain decimal that `JSONNumber(Double)` would write the same way,
+    /// decided from the text alone (every stored double is read back on every profile read):
+    /// `-?(0|[1-9][0-9]*)\.[0-9]+` with at most 15 digits, so it names its double exactly and
+    /// no shorter text does, no trailing zero in the fraction unless it is the single `.0` of an
+    /// integral value, and at least 0.0001 in magnitude, below which Swift writes an exponent.
+    /// Anything else (`0.10`, `1e+16`, `0.00001`) is left to the full conversion.
+    var isShortestPlainDecimal: Bool {
+        var text = text
+        return text.withUTF8 { utf8 in
+            var index = 0
+            if index < utf8.count, utf8[index] == UInt8(ascii: "-") { index += 1 }
+            let integerStart = index
+            while index < utf8.count, utf8[index] >= UInt8(ascii: "0"), utf8[index] <= UInt8(ascii: "9") { index += 1 }
+            let integerDigits = index - integerStart
+            guard integerDigits > 0, index < utf8.count, utf8[index] == UInt8(ascii: ".") else { return false }
+            let integerIsZero = utf8[integerStart] == UInt8(ascii: "0")
+            guard !integerIsZero || integerDigits == 1 else { return false }
+            index += 1
+            let fractionStart = index
+            while index < utf8.count, utf8[index] >= UInt8(ascii: "0"), utf8[index] <= UInt8(ascii: "9") { index += 1 }
+            let fractionDigits = index - fractionStart
+            guard index == utf8.count, fractionDigits > 0, (integerIsZero ? 0 : integerDigits) + fractionDigits <= 15 else { return false }
+            if utf8[index - 1] == UInt8(ascii: "0") {
+                // Only the `.0` of an integral value, which Swift writes too (`70.0`, `0.0`, `-0.0`).
+                return fractionDigits == 1
+            }
+            if integerIsZero {
+                var zeros = 0
+                while utf8[fractionStart + zeros] == UInt8(ascii: "0") { zeros += 1 }
+                return zeros <= 3
+            }
+            return true
+        }
+    }
+
     /// The literal without an exponent and with a fraction: `1.5e+3` → `1500.0`, `2e-3` → `0.002`.
     var plainDecimalText: String {
         var text = Substring(self.text)

@@ -29,6 +29,13 @@ public struct HTTPHeaders: Sendable, Sequence {
         self.fields = fields
     }
 
+    /// Makes room for `fieldCount` more fields of `byteCount` bytes in all, so that building a
+    /// response's few fields does not reallocate at each one.
+    public mutating func reserveCapacity(fields fieldCount: Int, bytes byteCount: Int) {
+        storage.reserveCapacity(storage.count + byteCount)
+        fields.reserveCapacity(fields.count + fieldCount)
+    }
+
     public var count: Int { fields.count }
     public var isEmpty: Bool { fields.isEmpty }
 
@@ -38,14 +45,21 @@ public struct HTTPHeaders: Sendable, Sequence {
         var name = name
         var value = value
         let nameStart = storage.count
-        name.withUTF8 { storage.append(contentsOf: $0) }
+        name.withUTF8 { appendSanitized($0) }
         let valueStart = storage.count
-        value.withUTF8 { storage.append(contentsOf: $0) }
-        for index in nameStart..<storage.count where storage[index] == ASCII.cr || storage[index] == ASCII.lf || storage[index] == 0 {
-            storage[index] = ASCII.space
-        }
+        value.withUTF8 { appendSanitized($0) }
         fields.append(Field(nameStart: Int32(nameStart), nameLength: Int32(valueStart - nameStart),
                             valueStart: Int32(valueStart), valueLength: Int32(storage.count - valueStart)))
+    }
+
+    /// Appends `bytes` with every CR, LF and NUL replaced by a space.
+    private mutating func appendSanitized(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let start = storage.count
+        storage.append(contentsOf: bytes)
+        guard bytes.contains(where: { $0 == ASCII.cr || $0 == ASCII.lf || $0 == 0 }) else { return }
+        for index in start..<storage.count where storage[index] == ASCII.cr || storage[index] == ASCII.lf || storage[index] == 0 {
+            storage[index] = ASCII.space
+        }
     }
 
     /// Replaces every field of that name with one field.
@@ -56,6 +70,7 @@ public struct HTTPHeaders: Sendable, Sequence {
 
     /// Removes every field of that name.
     public mutating func remove(name: String) {
+        guard contains(name) else { return }
         let kept = fields.filter { !matches($0, name) }
         fields = kept
     }

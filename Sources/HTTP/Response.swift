@@ -23,6 +23,8 @@ public struct Response: Sendable {
     /// A response with a body and its content type.
     public init(status: HTTPStatus = .ok, contentType: String, body: [UInt8]) {
         var headers = HTTPHeaders()
+        // Room for what handlers and the server usually add: ETag, Cache-Control, X-Request-Id.
+        headers.reserveCapacity(fields: 4, bytes: 160)
         headers.add(name: "Content-Type", value: contentType)
         self.init(status: status, headers: headers, body: body)
     }

@@ -249,17 +249,17 @@ struct ConnectionStateMachine {
                 return reject(error)
             case .complete(let head, let consumed):
                 offset = consumed
-                let limit = bodyLimit(head)
                 switch head.framing {
                 case .none:
+                    // No body, so no limit to look up (it matches the route a second time).
                     return dispatch(Request(head: head))
                 case .contentLength(let length):
-                    if length > limit { return reject(.bodyTooLarge, head: head) }
+                    if length > bodyLimit(head) { return reject(.bodyTooLarge, head: head) }
                     var body: [UInt8] = []
                     body.reserveCapacity(min(length, 1 << 20))
                     state = .body(head, .length(remaining: length, body: body), since: now)
                 case .chunked:
-                    state = .body(head, .chunked(ChunkedDecoder(maxBodyBytes: limit, limits: configuration.limits), body: []), since: now)
+                    state = .body(head, .chunked(ChunkedDecoder(maxBodyBytes: bodyLimit(head), limits: configuration.limits), body: []), since: now)
                 }
                 if head.expectContinue, offset == input.count {
                     return .sendContinue

@@ -48,6 +48,13 @@ public struct PostgresBindings: Sendable, Hashable {
         appendText(type: type) { $0.append(contentsOf: text.utf8) }
     }
 
+    /// Whether the parameters have exactly these types, in order.
+    func matches(_ types: [PostgresDataType]) -> Bool {
+        guard types.count == entries.count else { return false }
+        for index in entries.indices where entries[index].type != types[index] { return false }
+        return true
+    }
+
     /// Appends raw bytes in PostgreSQL's binary format for `type` (e.g. bytea).
     public mutating func appendBinary<Bytes: Collection<UInt8>>(_ value: Bytes, type: PostgresDataType) {
         let start = bytes.count

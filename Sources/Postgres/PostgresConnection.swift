@@ -11,6 +11,8 @@ public final class PostgresConnection {
     /// SQL text → the statements prepared for it (one per combination of parameter types).
     var statements: [String: [PreparedStatement]] = [:]
     var cachedStatementCount = 0
+    /// The prepared forms of `PostgresStatement`s, indexed by their id.
+    var fixedStatements: [PreparedStatement?] = []
     var isClosed = false
     /// Set when an error showed the connection to be unusable.
     var isBroken = false
@@ -84,7 +86,45 @@ public final class PostgresConnection {
         PostgresRows(result: try run(query)).affectedRows
     }
 
+    /// Runs a fixed statement with these parameters and returns its rows.
+    @discardableResult
+    public func query(_ statement: PostgresStatement, _ binds: PostgresBindings) throws -> PostgresRows {
+        PostgresRows(result: try run(statement, binds))
+    }
+
     // MARK: - Execution
+
+    /// Runs a fixed statement: prepared on its first run on this connection, then found by id.
+    func run(_ statement: PostgresStatement, _ binds: PostgresBindings) throws -> PostgresResult {
+        let id = statement.id
+        if id < fixedStatements.count, let prepared = fixedStatements[id], binds.matches(prepared.types) {
+            if let problem = binds.encodingProblem {
+                throw PostgresError(code: .encodingFailed, context: problem)
+            }
+            guard !isClosed else { throw PostgresError(code: .connectionFailed, context: "the connection is closed") }
+            return try withParameters(binds) { values, lengths, formats in
+                try check(PQexecPrepared(handle, prepared.name, Int32(binds.entries.count), values, lengths, formats, 0))
+            }
+        }
+        if id < fixedStatements.count, fixedStatements[id] != nil {
+            // Other parameter types than at its first run: the general path prepares another.
+            return try run(PostgresQuery(unsafeSQL: statement.sql, binds: binds))
+        }
+        if let problem = binds.encodingProblem {
+            throw PostgresError(code: .encodingFailed, context: problem)
+        }
+        guard !isClosed else { throw PostgresError(code: .connectionFailed, context: "the connection is closed") }
+        let name = "exo_fixed_\(id)"
+        let query = PostgresQuery(unsafeSQL: statement.sql, binds: binds)
+        try prepare(name: name, query: query)
+        if id >= fixedStatements.count {
+            fixedStatements.append(contentsOf: repeatElement(nil, count: id - fixedStatements.count + 1))
+        }
+        fixedStatements[id] = PreparedStatement(name: name, types: binds.entries.map(\.type))
+        return try withParameters(binds) { values, lengths, formats in
+            try check(PQexecPrepared(handle, name, Int32(binds.entries.count), values, lengths, formats, 0))
+        }
+    }
 
     /// `binaryResults` asks for every column in PostgreSQL's binary format (only `fetchBytes` does).
     func run(_ query: PostgresQuery, binaryResults: Bool = false) throws -> PostgresResult {

@@ -38,8 +38,12 @@ enum PostgresTimestamp {
 
     /// Parses timestamptz/timestamp output in DateStyle ISO; `infinity` maps to `Date.distantFuture`.
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws -> Date {
-        if bytes.elementsEqual("infinity".utf8) { return .distantFuture }
-        if bytes.elementsEqual("-infinity".utf8) { return .distantPast }
+        // Only the infinities start with a letter or a sign (years before 1 end in ` BC`).
+        if let first = bytes.first, first == UInt8(ascii: "i") || first == UInt8(ascii: "-") {
+            if bytes.elementsEqual("infinity".utf8) { return .distantFuture }
+            if bytes.elementsEqual("-infinity".utf8) { return .distantPast }
+        }
+        if let date = parseCommonForm(bytes) { return date }
         var scanner = ByteScanner(bytes: bytes)
         let civil = try scanner.date()
         guard scanner.take(UInt8(ascii: " ")) || scanner.take(UInt8(ascii: "T")) else { throw malformed }
@@ -77,6 +81,30 @@ enum PostgresTimestamp {
         guard scanner.atEnd, hour < 24, minute < 60, second < 61 else { throw malformed }
         let days = CivilDate(year: year, month: civil.month, day: civil.day).daysSinceEpoch
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
+        return Date(timeIntervalSince1970: Double(seconds) + Double(micros) / 1_000_000)
+    }
+
+    /// `YYYY-MM-DD HH:MM:SS.ffffff+00`, what a UTC connection returns for nearly every
+    /// timestamptz, read by position; nil for any other form, which `parse` then reads in full.
+    @inline(__always)
+    private static func parseCommonForm(_ bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+        guard bytes.count == 29, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: " "),
+              bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"), bytes[19] == UInt8(ascii: "."),
+              bytes[26] == UInt8(ascii: "+"), bytes[27] == UInt8(ascii: "0"), bytes[28] == UInt8(ascii: "0") else { return nil }
+        var valid = true
+        func number(_ start: Int, _ count: Int) -> Int64 {
+            var value: Int64 = 0
+            for index in start..<start + count {
+                let digit = bytes[index] &- UInt8(ascii: "0")
+                if digit > 9 { valid = false }
+                value = value &* 10 &+ Int64(digit)
+            }
+            return value
+        }
+        let civil = CivilDate(year: number(0, 4), month: number(5, 2), day: number(8, 2))
+        let hour = number(11, 2), minute = number(14, 2), second = number(17, 2), micros = number(20, 6)
+        guard valid, civil.year >= 1, civil.isValid, hour < 24, minute < 60, second < 61 else { return nil }
+        let seconds = civil.daysSinceEpoch * 86_400 + hour * 3600 + minute * 60 + second
         return Date(timeIntervalSince1970: Double(seconds) + Double(micros) / 1_000_000)
     }
 
@@ -120,9 +148,14 @@ struct CivilDate: Hashable, Sendable {
 
     var isValid: Bool {
         guard month >= 1, month <= 12, day >= 1 else { return false }
-        let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
-        let lengths: [Int64] = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-        return day <= lengths[Int(month - 1)]
+        // A switch, not an array of lengths: this runs for every timestamp a query returns.
+        switch month {
+        case 2:
+            let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+            return day <= (leap ? 29 : 28)
+        case 4, 6, 9, 11: return day <= 30
+        default: return day <= 31
+        }
     }
 }
 
@@ -175,8 +208,8 @@ struct ByteScanner {
 
     /// Consumes a trailing ` BC`.
     mutating func takeEra() -> Bool {
-        let era: [UInt8] = Array(" BC".utf8)
-        guard bytes.count - position >= 3, bytes[position..<position + 3].elementsEqual(era) else { return false }
+        guard bytes.count - position >= 3, bytes[position] == UInt8(ascii: " "), bytes[position + 1] == UInt8(ascii: "B"),
+              bytes[position + 2] == UInt8(ascii: "C") else { return false }
         position += 3
         return true
     }

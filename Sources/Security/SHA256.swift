@@ -10,12 +10,24 @@ public enum SHA256 {
         bytes.withUnsafeBytes { hash($0) }
     }
 
+    /// SHA-256 fetched from the default provider once: `EVP_sha256()` makes every digest fetch it
+    /// again, which cost as much as hashing a session token.
+    private struct Algorithm: @unchecked Sendable {
+        // @unchecked: a fetched EVP_MD is immutable and may be shared between threads.
+        let md: OpaquePointer
+    }
+
+    private static let algorithm: Algorithm = {
+        guard let md = EVP_MD_fetch(nil, "SHA256", nil) else { preconditionFailure("OpenSSL has no SHA-256") }
+        return Algorithm(md: md)
+    }()
+
     /// The 32-byte SHA-256 digest of the bytes in `input`.
     public static func hash(_ input: UnsafeRawBufferPointer) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: digestLength)
         var length: UInt32 = 0
         let ok = digest.withUnsafeMutableBufferPointer { output in
-            EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, EVP_sha256(), nil)
+            EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, algorithm.md, nil)
         }
         // SHA-256 over memory we own cannot fail short of a broken libcrypto; a wrong digest
         // would silently corrupt token lookups, so stop rather than continue.

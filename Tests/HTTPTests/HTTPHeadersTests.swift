@@ -48,5 +48,9 @@ import Testing
         headers.add(name: "Set-Cookie", value: "b=2")
         #expect(headers.values("set-cookie") == ["a=1", "b=2"])
         #expect(!headers.isEmpty)
+        // Reserving room changes nothing visible.
+        headers.reserveCapacity(fields: 4, bytes: 160)
+        headers.add(name: "ETag", value: "\"x\r\ny\"")
+        #expect(headers.map { "\($0.name)=\($0.value)" } == ["Set-Cookie=a=1", "Set-Cookie=b=2", "ETag=\"x  y\""])
     }
 }
