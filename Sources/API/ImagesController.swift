@@ -153,7 +153,7 @@ struct ImagesController: Sendable {
     /// An unknown or malformed id is not found, like another user's.
     static func imageID(_ context: RequestContext) throws -> UUID {
         guard let text = context.parameters["id"], let id = UUID(uuidString: text) else {
-            throw ImageError(.notFound, "There is no image with this id.")
+            throw ImageError.notFound
         }
         return id
     }

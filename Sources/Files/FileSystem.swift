@@ -134,21 +134,4 @@ public final class ReadableFile: @unchecked Sendable {
         descriptor = -1
         return taken
     }
-
-    /// Reads the whole file into memory.
-    public func readAll() throws(FileSystemError) -> [UInt8] {
-        precondition(descriptor >= 0, "the descriptor was taken")
-        var bytes = [UInt8](repeating: 0, count: size)
-        var offset = 0
-        while offset < size {
-            let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + offset, size - offset, off_t(offset)) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw FileSystemError("read", "descriptor \(descriptor)")
-            }
-            if count == 0 { throw FileSystemError("read", "descriptor \(descriptor)", code: EIO) }
-            offset += count
-        }
-        return bytes
-    }
 }

@@ -51,6 +51,9 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible, Cu
         return "\(description) (at byte \(offset))"
     }
 
+    /// The answer for an id that is unknown, malformed or another user's: all look the same.
+    public static let notFound = ImageError(.notFound, "There is no image with this id.")
+
     static func truncated(_ format: ImageFormat, at offset: Int) -> ImageError {
         ImageError(.truncated, "The \(format.displayName) header is cut short.", offset: offset)
     }

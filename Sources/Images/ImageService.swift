@@ -111,7 +111,7 @@ public final class ImageService: Sendable {
     /// The metadata of one of the user's images; `image_not_found` for anyone else's.
     public func find(_ id: UUID, userID: UUID) throws -> StoredImage {
         guard let image = try pool.withConnection({ try ImageRepository.find($0, id: id, userID: userID) }) else {
-            throw ImageError(.notFound, "There is no image with this id.")
+            throw ImageError.notFound
         }
         return image
     }
@@ -150,7 +150,7 @@ public final class ImageService: Sendable {
     /// Deletes the row, then the file.
     public func delete(_ id: UUID, userID: UUID) throws {
         guard let storage = try pool.withConnection({ try ImageRepository.delete($0, id: id, userID: userID) }) else {
-            throw ImageError(.notFound, "There is no image with this id.")
+            throw ImageError.notFound
         }
         if storage == .filesystem { removeFiles([id]) }
     }
