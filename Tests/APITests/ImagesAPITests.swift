@@ -388,14 +388,6 @@ enum ImageScenarios {
 /// Byte-for-byte equality that, unlike `==` inside `#expect`, does not print megabytes when it fails.
 func same(_ a: [UInt8], _ b: [UInt8]) -> Bool { a == b }
 
-/// A fresh directory for one suite's filesystem storage.
-func temporaryImageDirectory(_ name: String) -> String {
-    var template = Array("/tmp/exo-images-\(name)-XXXXXX".utf8CString)
-    let path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-    chmod(path, 0o755)
-    return path
-}
-
 @Suite(.liveServer("images_database", { $0.images.storage = .database; $0.images.maxBytes = ImageScenarios.maxBytes }), .serialized)
 struct ImagesDatabaseStorageTests {
     let server: TestServer
@@ -418,7 +410,7 @@ struct ImagesDatabaseStorageTests {
 
 @Suite(.liveServer("images_filesystem", {
     $0.images.storage = .filesystem
-    $0.images.directory = temporaryImageDirectory("suite")
+    $0.images.directory = try makeTemporaryDirectory("exo-images-suite")
     $0.images.maxBytes = ImageScenarios.maxBytes
 }), .serialized)
 struct ImagesFilesystemStorageTests {

@@ -21,7 +21,7 @@ import Testing
 
         static func make(_ name: String) throws -> Deployment {
             let url = try TestCluster.cluster().createDatabase("images_\(name)_\(getpid())")
-            return Deployment(databaseURL: url, imageDirectory: temporaryImageDirectory(name))
+            return Deployment(databaseURL: url, imageDirectory: try makeTemporaryDirectory("exo-images-\(name)"))
         }
 
         var options: [String] {

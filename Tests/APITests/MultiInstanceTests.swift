@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Glibc
 import Synchronization
+import TestSupport
 import Testing
 
 /// Two `exosphere serve` processes on one PostgreSQL, with haproxy in front: whatever one instance
@@ -276,11 +277,7 @@ import Testing
                 let portA = try listeningPort(a)
                 let portB = try listeningPort(b)
 
-                var template = Array("/tmp/exo-multi-XXXXXX".utf8CString)
-                guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-                    throw TestFailure("mkdtemp: errno \(errno)")
-                }
-                directory = String(cString: made)
+                directory = try makeTemporaryDirectory("exo-multi")
                 let configPath = directory! + "/haproxy.cfg"
                 var proxy: (Child, retryingPort: Int)?
                 for _ in 0..<3 {  // the ports were free a moment ago; another process may take one first

@@ -1,3 +1,4 @@
+import TestSupport
 import API
 import FoundationEssentials
 import Glibc

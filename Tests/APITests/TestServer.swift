@@ -7,6 +7,7 @@ import Logging
 import Postgres
 import Security
 import Synchronization
+import TestSupport
 import Testing
 
 /// The one throwaway PostgreSQL of this test process: started on first use, stopped at exit
@@ -47,7 +48,7 @@ final class TestServer: Sendable {
         return parts.joined(separator: "/")
     }()
 
-    init(_ name: String, _ adjust: (inout Configuration) -> Void = { _ in }) throws {
+    init(_ name: String, _ adjust: (inout Configuration) throws -> Void = { _ in }) throws {
         self.name = name
         let cluster = try TestCluster.cluster()
         let database = "api_\(name)_\(getpid())"
@@ -64,7 +65,7 @@ final class TestServer: Sendable {
         configuration.hashingQueue = 64
         configuration.databasePoolSize = 6
         configuration.accounts.signInPerAddress = ThrottleRule(limit: 1_000_000, windowSeconds: 900)
-        adjust(&configuration)
+        try adjust(&configuration)
         logPath = "/tmp/exo-apitests-\(name)-\(getpid()).log"
         logFD = open(logPath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o600)
         guard logFD >= 0 else { throw TestFailure("cannot open \(logPath)") }
@@ -207,7 +208,7 @@ final class TestServer: Sendable {
 /// down after the suite, and then checks that no secret leaked.
 struct LiveServerTrait: SuiteTrait, TestScoping {
     let name: String
-    let adjust: @Sendable (inout Configuration) -> Void
+    let adjust: @Sendable (inout Configuration) throws -> Void
 
     var isRecursive: Bool { false }
 
@@ -230,7 +231,7 @@ struct LiveServerTrait: SuiteTrait, TestScoping {
 
 extension Trait where Self == LiveServerTrait {
     /// Runs the suite against its own live server; `adjust` tunes the configuration.
-    static func liveServer(_ name: String, _ adjust: @escaping @Sendable (inout Configuration) -> Void = { _ in }) -> Self {
+    static func liveServer(_ name: String, _ adjust: @escaping @Sendable (inout Configuration) throws -> Void = { _ in }) -> Self {
         LiveServerTrait(name: name, adjust: adjust)
     }
 }
@@ -380,41 +381,6 @@ func readFile(_ path: String) throws -> [UInt8] { try FileReader.bytes(path, lim
 
 /// A JSON string literal for `text`.
 func jsonString(_ text: String) -> String { JSONValue.string(text).serializedString() }
-
-/// Runs `body(index)` on `count` new threads at once (real threads, not the cooperative pool, so
-/// requests really overlap) and waits for all of them.
-func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
-    final class Box: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let threads = (0..<count).map { index -> pthread_t in
-        var thread = pthread_t()
-        let box = Unmanaged.passRetained(Box { body(index) }).toOpaque()
-        let status = pthread_create(&thread, nil, { raw in
-            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, box)
-        precondition(status == 0)
-        return thread
-    }
-    threads.forEach { pthread_join($0, nil) }
-}
-
-/// All threads wait in `arrive()` until `count` have arrived, so their requests start together.
-final class Barrier: Sendable {
-    let count: Int
-    let arrived = Atomic<Int>(0)
-    init(_ count: Int) { self.count = count }
-
-    func arrive(timeout: Duration = .seconds(10)) {
-        arrived.add(1, ordering: .sequentiallyConsistent)
-        let start = ContinuousClock.now
-        while arrived.load(ordering: .sequentiallyConsistent) < count, ContinuousClock.now - start < timeout {
-            usleep(100)
-        }
-    }
-}
 
 /// Milliseconds since the Unix epoch of an RFC 3339 UTC timestamp with milliseconds
 /// (`2026-11-29T17:39:01.123Z`), or nil when `text` is not exactly that form.

@@ -1,3 +1,4 @@
+import TestSupport
 import Postgres
 import Synchronization
 import Testing

@@ -1,3 +1,4 @@
+import TestSupport
 import Glibc
 import Postgres
 import Synchronization
@@ -30,40 +31,6 @@ enum TestDatabase {
     /// A name no other test in this run uses.
     static func uniqueName(_ prefix: String) -> String {
         "\(prefix)_\(getpid())_\(counter.add(1, ordering: .relaxed).newValue)"
-    }
-}
-
-/// Runs `body(index)` on `count` new threads at once and waits for all of them.
-func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
-    final class Box: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let threads = (0..<count).map { index -> pthread_t in
-        var thread = pthread_t()
-        let box = Unmanaged.passRetained(Box { body(index) }).toOpaque()
-        let status = pthread_create(&thread, nil, { raw in
-            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, box)
-        precondition(status == 0)
-        return thread
-    }
-    threads.forEach { pthread_join($0, nil) }
-}
-
-/// All threads wait in `arrive()` until `count` have arrived (or a timeout passes).
-final class Barrier: Sendable {
-    let count: Int
-    let arrived = Atomic<Int>(0)
-    init(_ count: Int) { self.count = count }
-
-    func arrive(timeout: Duration = .seconds(10)) {
-        arrived.add(1, ordering: .sequentiallyConsistent)
-        let start = ContinuousClock.now
-        while arrived.load(ordering: .sequentiallyConsistent) < count, ContinuousClock.now - start < timeout {
-            usleep(200)
-        }
     }
 }
 
