@@ -30,7 +30,8 @@ public final class Application: Sendable {
         server = HTTPServer(configuration: configuration.server,
                             router: Application.routes(database: database, accounts: accounts, images: images, hashing: hashing, metrics: metrics,
                                                        trustedProxies: configuration.trustedProxies,
-                                                       databaseReads: configuration.databaseReadsOnEventLoops ? .inline : .blocking),
+                                                       pipelinedReads: configuration.databasePipelining
+                                                           ? PipelinedReads(configuration: database.pool.configuration, logger: logger) : nil),
                             logger: logger, metrics: metrics)
         do {
             if !pinned.isEmpty {
@@ -53,16 +54,16 @@ public final class Application: Sendable {
     }
 
     /// The route table, in one place. Without a hashing pool and the server's metrics (a table built
-    /// only to be read) `/metrics` is still routed, and serves what it has. `databaseReads` is where
-    /// `GET /users/me` runs (`Configuration.databaseReadsOnEventLoops`).
+    /// only to be read) `/metrics` is still routed, and serves what it has. With `pipelinedReads`,
+    /// `GET /users/me` is answered on the event loops (`Configuration.databasePipelining`).
     static func routes(database: Database, accounts: AccountService, images: ImageService, hashing: HashingPool? = nil,
                        metrics: HTTPMetrics = HTTPMetrics(), trustedProxies: Set<String> = [],
-                       databaseReads: Router.Execution = .blocking) -> Router {
+                       pipelinedReads: PipelinedReads? = nil) -> Router {
         var router = Router()
         let authenticator = Authenticator(accounts: accounts)
         HealthController(database: database).register(in: &router)
         AccountsController(accounts: accounts, authenticator: authenticator, trustedProxies: trustedProxies).register(in: &router)
-        ProfileController(accounts: accounts, images: images, authenticator: authenticator, readExecution: databaseReads).register(in: &router)
+        ProfileController(accounts: accounts, images: images, authenticator: authenticator, pipelinedReads: pipelinedReads).register(in: &router)
         ImagesController(images: images, authenticator: authenticator).register(in: &router)
         OpenAPIController().register(in: &router)
         MetricsController(http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics, images: images).register(in: &router)

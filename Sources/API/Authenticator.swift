@@ -14,7 +14,7 @@ struct Authenticator: Sendable {
         try accounts.authenticatedUser(token: try token(request))
     }
 
-    private func token(_ request: Request) throws -> String {
+    func token(_ request: Request) throws -> String {
         guard let header = request.headers["Authorization"] else {
             throw AccountsError(.missingToken, "This endpoint needs Authorization: Bearer <accessToken>.")
         }

@@ -20,12 +20,11 @@ public struct Configuration: Sendable {
     public var databasePoolSize = PostgresPool.defaultSize
     /// How long a request waits for a free database connection before a `503`.
     public var databaseAcquireTimeout: Duration = .seconds(5)
-    /// Whether `GET /users/me` (one indexed query) runs on the event loop that read it instead of
-    /// going to a worker thread and back: two thread hand-offs fewer per request, but a slow
-    /// query or a wait for a free connection then stalls every connection of that loop. Pays off
-    /// only with several event loops per core (`--event-loops`) and at least as many database
-    /// connections as loops.
-    public var databaseReadsOnEventLoops = false
+    /// Whether `GET /users/me` (one indexed query) is answered on the event loop that read it,
+    /// through a pipelined connection of that loop's own, instead of going to a worker thread and
+    /// back. The loop never waits for the database: the statements of one wake-up go out together
+    /// and their results are read when they arrive. Each loop adds one database connection.
+    public var databasePipelining = true
     /// Sessions, throttles, password policy and custom-field limits.
     public var accounts = AccountService.Configuration()
     /// scrypt cost for new hashes; the command line accepts nothing below OWASP's (N=2^17, r=8, p=1).
@@ -118,10 +117,10 @@ public struct Configuration: Sendable {
                help: "wait for a free connection before 503", defaultValue: { seconds($0.databaseAcquireTimeout) }) { config, value throws(ConfigurationError) in
             config.databaseAcquireTimeout = .seconds(try integer(value, "--db-acquire-timeout", 1...300))
         },
-        Option(flag: "--db-reads-on-event-loops", environment: "EXOSPHERE_DB_READS_ON_EVENT_LOOPS", placeholder: "on|off",
-               help: "run GET /users/me on the event loops (use with --event-loops >= 4 x cores, --db-pool-size >= loops)",
-               defaultValue: { $0.databaseReadsOnEventLoops ? "on" : "off" }) { config, value throws(ConfigurationError) in
-            config.databaseReadsOnEventLoops = try onOff(value, "--db-reads-on-event-loops/EXOSPHERE_DB_READS_ON_EVENT_LOOPS")
+        Option(flag: "--db-pipelining", environment: "EXOSPHERE_DB_PIPELINING", placeholder: "on|off",
+               help: "answer GET /users/me on the event loops, one pipelined connection each (off: worker pool)",
+               defaultValue: { $0.databasePipelining ? "on" : "off" }) { config, value throws(ConfigurationError) in
+            config.databasePipelining = try onOff(value, "--db-pipelining/EXOSPHERE_DB_PIPELINING")
         },
         Option(flag: "--session-idle-timeout", environment: "EXOSPHERE_SESSION_IDLE_TIMEOUT", placeholder: "SECONDS",
                help: "a session unused this long ends", defaultValue: { String(Int($0.accounts.lifetime.idleSeconds)) }) { config, value throws(ConfigurationError) in

@@ -4,18 +4,19 @@ import HTTP
 import HTTPServer
 import Images
 import JSON
+import Postgres
 
 /// The signed-in user's profile, password, account and the custom field schema.
 struct ProfileController: Sendable {
     let accounts: AccountService
     let images: ImageService
     let authenticator: Authenticator
-    /// Where `GET /users/me` runs: the worker pool, or the event loop when the server is set up
-    /// for it (it is one indexed query and never waits for the hashing pool).
-    var readExecution: Router.Execution = .blocking
+    /// When set, `GET /users/me` is answered on the event loop through its pipelined connection
+    /// (one indexed query, never the hashing pool), with the worker pool as the fallback.
+    var pipelinedReads: PipelinedReads?
 
     func register(in router: inout Router) {
-        router.get("/users/me", execution: readExecution, use: show)
+        router.get("/users/me", asynchronous: pipelinedReads == nil ? nil : showPipelined, fallback: show)
         router.put("/users/me", use: replace)
         router.patch("/users/me", use: patch)
         router.delete("/users/me", use: deleteAccount)
@@ -24,7 +25,30 @@ struct ProfileController: Sendable {
     }
 
     @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Response {
-        let user = try authenticator.authenticatedUser(request)
+        showResponse(request, user: try authenticator.authenticatedUser(request))
+    }
+
+    /// `show` on the event loop: the session lookup goes out on the loop's pipelined connection.
+    /// Without one, or when it fails, the worker pool runs `show` (a read, safe to run again).
+    @Sendable func showPipelined(_ request: Request, _ context: RequestContext, _ responder: Responder) {
+        guard let pipeline = pipelinedReads?.pipeline(on: responder.loop) else { return responder.fallBack() }
+        let lookup: (statement: PostgresStatement, binds: PostgresBindings)
+        do {
+            lookup = try accounts.sessionLookup(token: try authenticator.token(request))
+        } catch {
+            return responder.respond { throw error }
+        }
+        do {
+            try pipeline.send(lookup.statement, lookup.binds) { [accounts] result in
+                guard case .success(let rows) = result else { return responder.fallBack() }
+                responder.respond { showResponse(request, user: try accounts.authenticatedUser(lookupRows: rows)) }
+            }
+        } catch {
+            responder.fallBack()
+        }
+    }
+
+    private func showResponse(_ request: Request, user: User) -> Response {
         if let tags = request.headers["If-None-Match"], ETag.matches(tags, user.etag, weak: true) {
             return notModified(user)
         }

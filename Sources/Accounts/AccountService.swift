@@ -162,17 +162,34 @@ public final class AccountService: Sendable {
         try withAuthenticatedRow(token: token) { row in try UserRepository.decode(row, offset: 6) }
     }
 
+    /// The session lookup of a bearer token as a statement and its parameters, for a caller that
+    /// runs it itself (pipelined, on an event loop); `invalid_token` for a malformed token. Read
+    /// its rows with `authenticatedUser(lookupRows:)`.
+    public func sessionLookup(token: String) throws -> (statement: PostgresStatement, binds: PostgresBindings) {
+        guard SessionToken.isWellFormed(token) else { throw AccountService.invalidToken }
+        return (sessionLookup.statement, sessionLookup.binds(tokenHash: SessionToken.hash(of: token)))
+    }
+
+    /// The user of a `sessionLookup`'s rows, or `invalid_token` when there are none.
+    public func authenticatedUser(lookupRows rows: PostgresRows) throws -> User {
+        try authenticatedRow(rows.first) { row in try UserRepository.decode(row, offset: 6) }
+    }
+
     private func withAuthenticatedRow<Result>(token: String, _ decode: (PostgresRow) throws -> Result) throws -> Result {
-        let invalid = AccountsError(.invalidToken, "The access token is missing, malformed, unknown, expired or revoked.")
-        guard SessionToken.isWellFormed(token) else { throw invalid }
-        let hash = SessionToken.hash(of: token)
+        let (statement, binds) = try sessionLookup(token: token)
         return try pool.withConnection { connection in
-            guard let row = try SessionRepository.authenticate(connection, tokenHash: hash, lookup: sessionLookup) else { throw invalid }
-            let result = try decode(row)
-            if try SessionRepository.isStale(row) { toucher.note(try SessionRepository.id(row)) }
-            return result
+            try authenticatedRow(try connection.query(statement, binds).first, decode)
         }
     }
+
+    private func authenticatedRow<Result>(_ row: PostgresRow?, _ decode: (PostgresRow) throws -> Result) throws -> Result {
+        guard let row else { throw AccountService.invalidToken }
+        let result = try decode(row)
+        if try SessionRepository.isStale(row) { toucher.note(try SessionRepository.id(row)) }
+        return result
+    }
+
+    private static let invalidToken = AccountsError(.invalidToken, "The access token is missing, malformed, unknown, expired or revoked.")
 
     /// Which sessions `signOut` ends.
     public enum SignOutScope: String, Sendable {

@@ -44,16 +44,18 @@ enum SessionRepository {
             binds.append(lifetime.refreshAfterSeconds)
             lifetimeBinds = binds
         }
+
+        /// The parameters for one token: its row is the token's live session with its user, in
+        /// one round trip: the session's six columns (`decode`), the user's nine from offset 6
+        /// (`UserRepository.decode`), then whether `last_seen_at` is old enough to be refreshed
+        /// (`isStale`).
+        func binds(tokenHash: [UInt8]) -> PostgresBindings {
+            var binds = lifetimeBinds
+            binds.append(tokenHash)
+            return binds
+        }
     }
 
-    /// The row of a token's live session with its user, in one round trip: the session's six
-    /// columns (`decode`), the user's nine from offset 6 (`UserRepository.decode`), then whether
-    /// `last_seen_at` is old enough to be refreshed (`isStale`).
-    static func authenticate(_ connection: PostgresConnection, tokenHash: [UInt8], lookup: Lookup) throws -> PostgresRow? {
-        var binds = lookup.lifetimeBinds
-        binds.append(tokenHash)
-        return try connection.query(lookup.statement, binds).first
-    }
 
     /// The session id of an `authenticate` row.
     static func id(_ row: PostgresRow) throws -> UUID { try row.decode(UUID.self, at: 0) }

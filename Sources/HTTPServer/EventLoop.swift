@@ -12,6 +12,8 @@ import Threads
 final class EventLoop: @unchecked Sendable {
     private static let listenerToken: UInt64 = .max
     private static let wakeToken: UInt64 = .max - 1
+    /// Set in the tokens of watched sources (connection tokens keep their generation under 2^31).
+    private static let sourceBit: UInt64 = 1 << 63
     /// The most of a file body sent per wake-up, so that one large file does not starve the
     /// loop's other connections (the counterpart of one read per wake-up).
     private static let fileChunk = 1 << 20
@@ -20,7 +22,7 @@ final class EventLoop: @unchecked Sendable {
     private let epfd: Int32
     private let wakeFD: Int32
     private var listenFD: Int32
-    private let shared: ServerShared
+    let shared: ServerShared
     private let connectionConfiguration: ConnectionConfiguration
 
     private var connections: [Connection?] = []
@@ -36,6 +38,9 @@ final class EventLoop: @unchecked Sendable {
     private var pendingLog: [UInt8] = []
 
     private let tasks = Mutex<[@Sendable () -> Void]>([])
+    /// Watched sources by slot (the low bits of their token), and each one's registered events.
+    private var sources: [(source: LoopSource, events: UInt32)?] = []
+    private var locals: [ObjectIdentifier: AnyObject] = [:]
     private var thread: OSThread?
 
     init(index: Int, listenFD: Int32, shared: ServerShared) throws(SystemError) {
@@ -112,8 +117,14 @@ final class EventLoop: @unchecked Sendable {
                 switch event.data.u64 {
                 case EventLoop.listenerToken: acceptConnections()
                 case EventLoop.wakeToken: runTasks()
+                case let token where token & EventLoop.sourceBit != 0: handleSource(event: event.events, token: token)
                 default: handle(event: event.events, token: event.data.u64)
                 }
+            }
+            for slot in sources.indices {
+                guard let source = sources[slot]?.source else { continue }
+                source.wakeUpEnded()
+                updateInterest(source, slot: slot)
             }
             if !pendingLog.isEmpty {
                 shared.accessLog.write(pendingLog)
@@ -133,6 +144,56 @@ final class EventLoop: @unchecked Sendable {
             }
         }
         runTasks()
+        let ending = sources.compactMap { $0?.source }
+        let endingLocals = locals.values.compactMap { $0 as? LoopSource }.filter { local in !ending.contains { $0 === local } }
+        sources = []
+        locals = [:]
+        for source in ending {
+            try? System.epollControl(epfd, EPOLL_CTL_DEL, source.fileDescriptor, events: 0, data: 0)
+            source.loopEnded()
+        }
+        // Loop-local sources that were not being watched (still opening, say) end too.
+        for source in endingLocals { source.loopEnded() }
+    }
+
+    // MARK: - Sources
+
+    func watch(_ source: LoopSource) throws(SystemError) {
+        let slot = sources.firstIndex(where: { $0 == nil }) ?? sources.count
+        let events = EPOLLIN.rawValue | (source.wantsWrite ? EPOLLOUT.rawValue : 0)
+        try System.epollControl(epfd, EPOLL_CTL_ADD, source.fileDescriptor, events: events, data: EventLoop.sourceBit | UInt64(slot))
+        if slot == sources.count { sources.append(nil) }
+        sources[slot] = (source, events)
+    }
+
+    func unwatch(_ source: LoopSource) {
+        guard let slot = sources.firstIndex(where: { $0?.source === source }) else { return }
+        sources[slot] = nil
+        try? System.epollControl(epfd, EPOLL_CTL_DEL, source.fileDescriptor, events: 0, data: 0)
+    }
+
+    func local<Value: AnyObject>(_ make: () -> Value) -> Value {
+        let key = ObjectIdentifier(Value.self)
+        if let value = locals[key] as? Value { return value }
+        let value = make()
+        locals[key] = value
+        return value
+    }
+
+    private func handleSource(event: UInt32, token: UInt64) {
+        let slot = Int(token & 0xFFFF_FFFF)
+        guard slot < sources.count, let source = sources[slot]?.source else { return }
+        if event & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 { source.readable() }
+        if event & EPOLLOUT.rawValue != 0, sources[slot]?.source === source { source.writable() }
+        updateInterest(source, slot: slot)
+    }
+
+    private func updateInterest(_ source: LoopSource, slot: Int) {
+        guard let entry = sources[slot], entry.source === source else { return }
+        let events = EPOLLIN.rawValue | (source.wantsWrite ? EPOLLOUT.rawValue : 0)
+        guard events != entry.events else { return }
+        sources[slot] = (source, events)
+        try? System.epollControl(epfd, EPOLL_CTL_MOD, source.fileDescriptor, events: events, data: EventLoop.sourceBit | UInt64(slot))
     }
 
     private func runTasks() {
@@ -166,7 +227,7 @@ final class EventLoop: @unchecked Sendable {
             System.setNoDelay(fd)
             let generation = nextGeneration
             nextGeneration &+= 1
-            if nextGeneration == 0 { nextGeneration = 1 }
+            if nextGeneration >= 1 << 31 { nextGeneration = 1 }
             let connection = Connection(fd: fd, generation: generation,
                                         machine: ConnectionStateMachine(configuration: connectionConfiguration, now: System.now(),
                                                                         bodyLimit: shared.bodyLimit))
@@ -397,25 +458,48 @@ final class EventLoop: @unchecked Sendable {
             let context = RequestContext(requestID: requestID, parameters: parameters,
                                          remoteAddress: connection.remoteAddress ?? "unknown",
                                          logger: shared.logger)
+            if let asynchronous = route.asynchronousHandler {
+                shared.metrics.requestStarted()
+                let responder = Responder(loop: LoopContext(loop: self), token: connection.token, route: route,
+                                          request: request, context: context)
+                asynchronous(request, context, responder)
+                responder.handlerReturned()
+                if let response = responder.immediate {
+                    shared.metrics.requestFinished()
+                    return finish(response, on: connection)
+                }
+                return .none
+            }
             switch route.execution {
             case .inline:
                 return finish(shared.run(route, request, context), on: connection)
             case .blocking:
-                let token = connection.token
-                let shared = self.shared
-                let accepted = shared.workers.submit { [self] in
-                    let response = shared.run(route, request, context)
-                    execute { [self] in
-                        guard let connection = self.connection(for: token) else { return }
-                        perform(finish(response, on: connection), on: connection)
-                    }
-                }
-                if !accepted {
+                if !submit(route, request, context, token: connection.token) {
                     return finish(Problem.serviceUnavailable().response(), on: connection)
                 }
                 return .none
             }
         }
+    }
+
+    /// Runs the route's blocking handler on the worker pool and answers from this loop; false
+    /// when the pool's queue is full.
+    func submit(_ route: Router.Route, _ request: Request, _ context: RequestContext, token: UInt64) -> Bool {
+        let shared = self.shared
+        return shared.workers.submit { [self] in
+            let response = shared.run(route, request, context)
+            execute { [self] in
+                guard let connection = self.connection(for: token) else { return }
+                perform(finish(response, on: connection), on: connection)
+            }
+        }
+    }
+
+    /// An asynchronous handler's later answer.
+    func complete(token: UInt64, with response: Response) {
+        shared.metrics.requestFinished()
+        guard let connection = connection(for: token) else { return }
+        perform(finish(response, on: connection), on: connection)
     }
 
     private func finish(_ response: Response, on connection: Connection) -> ConnectionStateMachine.Action {

@@ -3,6 +3,8 @@ import HTTP
 /// The route table: method and path pattern to handler, with path parameters such as `{id}`.
 public struct Router: Sendable {
     public typealias Handler = @Sendable (Request, RequestContext) throws -> Response
+    /// A handler that answers through its `Responder`, now or later, on the event loop.
+    public typealias AsynchronousHandler = @Sendable (Request, RequestContext, Responder) -> Void
 
     /// Where a handler runs.
     public enum Execution: Sendable {
@@ -25,6 +27,12 @@ public struct Router: Sendable {
         let index: Int
         let segments: [Segment]
         let handler: Handler
+        /// Runs on the event loop instead of `handler` when set; `handler` stays the fallback it
+        /// may hand the request to (`Responder.fallBack`).
+        let asynchronousHandler: AsynchronousHandler?
+
+        /// Whether the event loop answers it through `asynchronousHandler`.
+        public var isAsynchronous: Bool { asynchronousHandler != nil }
     }
 
     enum Segment: Sendable, Equatable {
@@ -48,12 +56,14 @@ public struct Router: Sendable {
 
     /// Adds a route; a pattern is `/literal/{parameter}/...`.
     public mutating func add(_ method: HTTPMethod, _ pattern: String, execution: Execution = .blocking,
-                             bodyLimit: (@Sendable (RequestHead) -> Int)? = nil, _ handler: @escaping Handler) {
+                             bodyLimit: (@Sendable (RequestHead) -> Int)? = nil, _ handler: @escaping Handler,
+                             asynchronous: AsynchronousHandler? = nil) {
         let segments = Router.segments(of: pattern).map { part -> Segment in
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
         let route = Route(method: method, pattern: pattern, execution: execution, bodyLimit: bodyLimit,
-                          index: routeCount, segments: segments, handler: handler)
+                          index: routeCount, segments: segments, handler: handler,
+                          asynchronousHandler: asynchronous)
         routeCount += 1
         if segments.contains(where: { if case .parameter = $0 { true } else { false } }) {
             parameterizedRoutes.append(route)
@@ -64,6 +74,12 @@ public struct Router: Sendable {
 
     public mutating func get(_ pattern: String, execution: Execution = .blocking, use handler: @escaping Handler) {
         add(.get, pattern, execution: execution, handler)
+    }
+
+    /// A `GET` route answered on the event loop by `asynchronous` (which must never block), with
+    /// `handler` on the worker pool as its fallback; nil `asynchronous` leaves only `handler`.
+    public mutating func get(_ pattern: String, asynchronous: AsynchronousHandler?, fallback handler: @escaping Handler) {
+        add(.get, pattern, handler, asynchronous: asynchronous)
     }
 
     public mutating func post(_ pattern: String, execution: Execution = .blocking, maxBodyBytes: Int? = nil, use handler: @escaping Handler) {

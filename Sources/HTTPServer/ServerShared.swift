@@ -63,8 +63,13 @@ final class ServerShared: Sendable {
     func run(_ route: Router.Route, _ request: Request, _ context: RequestContext) -> Response {
         metrics.requestStarted()
         defer { metrics.requestFinished() }
+        return response(for: route, context) { try route.handler(request, context) }
+    }
+
+    /// What `body` returns, or the response its error maps to.
+    func response(for route: Router.Route, _ context: RequestContext, _ body: () throws -> Response) -> Response {
         do {
-            return try route.handler(request, context)
+            return try body()
         } catch let error as HTTPResponseError {
             let problem = error.problem
             if problem.status.code >= 500, problem.status != .serviceUnavailable {

@@ -56,4 +56,9 @@ public final class OSThread: @unchecked Sendable {
     public func join() {
         pthread_join(handle, nil)
     }
+
+    /// Lets the thread release its resources when it ends, for a thread nobody joins.
+    public func detach() {
+        pthread_detach(handle)
+    }
 }

@@ -3,6 +3,8 @@ import Glibc
 import HTTP
 import HTTPServer
 import Logging
+import Synchronization
+import TestSupport
 import Testing
 import Postgres
 import Foundation
@@ -36,35 +38,75 @@ func httpGet(port: Int, path: String) throws -> (status: Int, head: String, body
             Issue.record("GET /healthz is not routed")
         }
         if case .found(let route, _) = application.server.router.match(method: .get, path: "/users/me") {
-            #expect(route.execution == .blocking)
+            #expect(route.isAsynchronous)
         } else {
             Issue.record("GET /users/me is not routed")
         }
     }
 
-    /// `--db-reads-on-event-loops`: `GET /users/me` answers from the event loops, everything that
-    /// hashes or writes still goes to the workers.
-    @Test func databaseReadsOnEventLoops() throws {
-        let server = try TestServer("dbreadsonloops") {
-            $0.databaseReadsOnEventLoops = true
-            $0.server.eventLoops = 3
-        }
+    /// `--db-pipelining` (on by default): `GET /users/me` is answered on the event loops through
+    /// their pipelined connections; everything that hashes or writes still goes to the workers.
+    /// Concurrent clients on several loops each get their own user.
+    @Test func pipelinedReadsAnswerEachClientWithItsOwnUser() throws {
+        let server = try TestServer("pipelinedreads") { $0.server.eventLoops = 3 }
         defer { server.shutdown() }
         let router = server.app.server.router
-        for (method, path, execution) in [(HTTPMethod.get, "/users/me", Router.Execution.inline), (.put, "/users/me", .blocking),
-                                          (.post, "/users/signin", .blocking), (.post, "/users", .blocking)] {
+        for (method, path, asynchronous) in [(HTTPMethod.get, "/users/me", true), (.put, "/users/me", false),
+                                             (.post, "/users/signin", false), (.post, "/users", false)] {
             if case .found(let route, _) = router.match(method: method, path: path) {
-                #expect(route.execution == execution, "\(method) \(path)")
+                #expect(route.isAsynchronous == asynchronous, "\(method) \(path)")
             } else {
                 Issue.record("\(method) \(path) is not routed")
             }
         }
+        let accounts = try (0..<6).map { _ in try server.register() }
+        let wrong = Atomic<Int>(0)
+        onThreads(accounts.count) { index in
+            let account = accounts[index]
+            for _ in 0..<40 {
+                guard let me = try? server.me(account.token), me.status == 200, me.json["id"]?.stringValue == account.id else {
+                    wrong.add(1, ordering: .relaxed)
+                    continue
+                }
+            }
+        }
+        #expect(wrong.load(ordering: .relaxed) == 0)
+        #expect(try server.me("not-a-token").status == 401)
+        #expect(try server.me(String(repeating: "A", count: 43)).status == 401)
+        #expect(try server.pipelineBackends() >= 1)
+    }
+
+    /// A pipelined connection that dies (a database restart, say) costs no request: they fall back
+    /// to the worker pool, and the loop opens a new connection a second later.
+    @Test func pipelinedReadsSurviveTheirConnectionsDeath() throws {
+        let server = try TestServer("pipelinedeath")
+        defer { server.shutdown() }
         let account = try server.register()
-        for _ in 0..<20 {
+        #expect(try server.me(account.token).status == 200)
+        #expect(try server.pipelineBackends() == 1)
+        #expect(try server.terminatePipelineBackends() == 1)
+        for _ in 0..<50 {
             let me = try server.me(account.token)
             #expect(me.status == 200)
             #expect(me.json["id"]?.stringValue == account.id)
         }
-        #expect(try server.me("not-a-token").status == 401)
+        var reopened = false
+        for _ in 0..<40 where !reopened {
+            usleep(100_000)
+            #expect(try server.me(account.token).status == 200)
+            reopened = try server.pipelineBackends() == 1
+        }
+        #expect(reopened)
+    }
+
+    @Test func pipeliningOffAnswersFromTheWorkers() throws {
+        let server = try TestServer("pipeliningoff") { $0.databasePipelining = false }
+        defer { server.shutdown() }
+        if case .found(let route, _) = server.app.server.router.match(method: .get, path: "/users/me") {
+            #expect(!route.isAsynchronous)
+        }
+        let account = try server.register()
+        #expect(try server.me(account.token).json["id"]?.stringValue == account.id)
+        #expect(try server.pipelineBackends() == 0)
     }
 }

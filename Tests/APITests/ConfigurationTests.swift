@@ -69,14 +69,14 @@ private func failure(_ arguments: [String], _ environment: [String: String] = [:
         #expect(configuration.server.drainTimeout == .seconds(5))
     }
 
-    @Test func databaseReadsOnEventLoopsIsOffUnlessAskedFor() throws {
-        #expect(try Configuration.parse(arguments: [], environment: [:]).databaseReadsOnEventLoops == false)
-        #expect(try Configuration.parse(arguments: ["--db-reads-on-event-loops", "on"], environment: [:]).databaseReadsOnEventLoops)
-        #expect(try Configuration.parse(arguments: [], environment: ["EXOSPHERE_DB_READS_ON_EVENT_LOOPS": "1"]).databaseReadsOnEventLoops)
-        #expect(try Configuration.parse(arguments: ["--db-reads-on-event-loops=off"],
-                                        environment: ["EXOSPHERE_DB_READS_ON_EVENT_LOOPS": "on"]).databaseReadsOnEventLoops == false)
-        #expect(failure(["--db-reads-on-event-loops", "yes"])
-                == "--db-reads-on-event-loops/EXOSPHERE_DB_READS_ON_EVENT_LOOPS: expected on or off, got 'yes'")
+    @Test func databasePipeliningIsOnUnlessTurnedOff() throws {
+        #expect(try Configuration.parse(arguments: [], environment: [:]).databasePipelining)
+        #expect(try Configuration.parse(arguments: ["--db-pipelining", "off"], environment: [:]).databasePipelining == false)
+        #expect(try Configuration.parse(arguments: [], environment: ["EXOSPHERE_DB_PIPELINING": "0"]).databasePipelining == false)
+        #expect(try Configuration.parse(arguments: ["--db-pipelining=on"],
+                                        environment: ["EXOSPHERE_DB_PIPELINING": "off"]).databasePipelining)
+        #expect(failure(["--db-pipelining", "yes"])
+                == "--db-pipelining/EXOSPHERE_DB_PIPELINING: expected on or off, got 'yes'")
     }
 
     @Test func flagBeatsEnvironmentBeatsDefault() throws {

@@ -163,6 +163,22 @@ final class TestServer: Sendable {
     /// `GET /users/me` with `token`.
     func me(_ token: String) throws -> Reply { try call("GET", "/users/me", token: token) }
 
+    /// The event loops' pipelined connections to this server's database.
+    func pipelineBackends() throws -> Int {
+        try PostgresConnection(connectionString: databaseURL).query("""
+            SELECT count(*)::int8 FROM pg_stat_activity WHERE application_name = 'exosphere-pipeline' AND datname = current_database()
+            """)[0].decode(Int.self, at: 0)
+    }
+
+    /// Ends the event loops' pipelined connections as a database restart would; how many it ended.
+    @discardableResult
+    func terminatePipelineBackends() throws -> Int {
+        try PostgresConnection(connectionString: databaseURL).query("""
+            SELECT (count(*) FILTER (WHERE pg_terminate_backend(pid)))::int8 FROM pg_stat_activity
+            WHERE application_name = 'exosphere-pipeline' AND datname = current_database()
+            """)[0].decode(Int.self, at: 0)
+    }
+
     // MARK: - Database
 
     /// Runs `body` on a new connection to this suite's database.

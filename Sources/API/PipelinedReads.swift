@@ -1,0 +1,147 @@
+import HTTPServer
+import Logging
+import Postgres
+import Synchronization
+import Threads
+
+/// The database reads answered on the event loops: each loop keeps one pipelined PostgreSQL
+/// connection, opened on first use by a background thread. While a loop has none (opening, or
+/// the database restarting), `pipeline(on:)` is nil and the request falls back to the worker pool.
+struct PipelinedReads: Sendable {
+    /// The name pipelined connections show in `pg_stat_activity`.
+    static let applicationName = "exosphere-pipeline"
+    let configuration: PostgresConfiguration
+    let logger: Logger
+
+    init(configuration: PostgresConfiguration, logger: Logger) {
+        var configuration = configuration
+        configuration.applicationName = PipelinedReads.applicationName
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// The loop's pipeline when it is open; otherwise nil, after starting to open one (at most
+    /// once a second per loop).
+    func pipeline(on loop: LoopContext) -> PostgresPipeline? {
+        loop.local { LoopDatabase(configuration: configuration, logger: logger, loop: loop) }.pipeline()
+    }
+}
+
+/// One event loop's pipelined connection and its life: closed, opening, open, and closed again
+/// when it breaks. Used on its loop's thread only; the opening thread hands its result over with
+/// `LoopContext.execute`.
+final class LoopDatabase: LoopSource, @unchecked Sendable {
+    private enum State {
+        case closed(retryAt: UInt64)
+        case opening
+        case open(PostgresPipeline)
+        case ended
+    }
+
+    /// A pipeline on its way from the thread that opened it to the loop that uses it.
+    private struct Handoff: @unchecked Sendable {
+        let pipeline: PostgresPipeline
+    }
+
+    private static let retryNanoseconds: UInt64 = 1_000_000_000
+    private let configuration: PostgresConfiguration
+    private let logger: Logger
+    private let loop: LoopContext
+    private var state = State.closed(retryAt: 0)
+    /// Set when the loop ends, read by an opening thread that finishes afterwards.
+    private let ended = Atomic<Bool>(false)
+
+    init(configuration: PostgresConfiguration, logger: Logger, loop: LoopContext) {
+        self.configuration = configuration
+        self.logger = logger
+        self.loop = loop
+    }
+
+    func pipeline() -> PostgresPipeline? {
+        switch state {
+        case .open(let pipeline):
+            return pipeline
+        case .closed(let retryAt):
+            if monotonicNanoseconds() >= retryAt { open() }
+            return nil
+        case .opening, .ended:
+            return nil
+        }
+    }
+
+    private func open() {
+        state = .opening
+        let configuration = configuration
+        OSThread(name: "db-pipeline-\(loop.index)") { [self] in
+            let result: Result<Handoff, Error>
+            do {
+                result = .success(Handoff(pipeline: try PostgresPipeline(configuration: configuration)))
+            } catch {
+                result = .failure(error)
+            }
+            if ended.load(ordering: .acquiring) { return }
+            loop.execute { [self] in opened(result) }
+        }.detach()
+    }
+
+    private func opened(_ result: Result<Handoff, Error>) {
+        guard case .opening = state else {
+            if case .success(let handoff) = result { handoff.pipeline.close() }
+            return
+        }
+        do {
+            let pipeline = try result.get().pipeline
+            state = .open(pipeline)
+            try loop.watch(self)
+        } catch {
+            if case .open(let pipeline) = state { pipeline.close() }
+            state = .closed(retryAt: monotonicNanoseconds() + LoopDatabase.retryNanoseconds)
+            logger.warning("pipelined database connection failed", ["event_loop": String(loop.index), "error": String(reflecting: error)])
+        }
+    }
+
+    /// Stops watching and closes a pipeline that broke; the next read opens another.
+    private func closeIfBroken() {
+        guard case .open(let pipeline) = state, pipeline.isBroken else { return }
+        loop.unwatch(self)
+        pipeline.close()
+        state = .closed(retryAt: monotonicNanoseconds() + LoopDatabase.retryNanoseconds)
+        logger.warning("pipelined database connection lost", ["event_loop": String(loop.index)])
+    }
+
+    // MARK: - LoopSource
+
+    var fileDescriptor: Int32 {
+        if case .open(let pipeline) = state { return pipeline.socket }
+        return -1
+    }
+
+    var wantsWrite: Bool {
+        if case .open(let pipeline) = state { return pipeline.wantsWrite }
+        return false
+    }
+
+    func readable() {
+        guard case .open(let pipeline) = state else { return }
+        pipeline.readable()
+        closeIfBroken()
+    }
+
+    func writable() {
+        guard case .open(let pipeline) = state else { return }
+        pipeline.writable()
+        closeIfBroken()
+    }
+
+    func wakeUpEnded() {
+        guard case .open(let pipeline) = state else { return }
+        pipeline.sync()
+        closeIfBroken()
+    }
+
+    func loopEnded() {
+        ended.store(true, ordering: .releasing)
+        if case .open(let pipeline) = state { pipeline.close() }
+        state = .ended
+    }
+}

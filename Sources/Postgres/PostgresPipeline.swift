@@ -1,0 +1,218 @@
+import CLibPQ
+
+/// A connection in libpq's non-blocking pipeline mode, for an event loop: statements go out without
+/// waiting for the ones before them, their results come back in order, and no call here blocks.
+///
+/// The owner drives it from one thread:
+/// - `send` queues a statement (libpq buffers it);
+/// - `sync` ends the batch and pushes it to the server: call it once per loop wake-up, so that
+///   the statements of one wake-up share one write and the server answers them together;
+/// - `readable` and `writable` when the socket is ready; `wantsWrite` says whether libpq still
+///   holds bytes the socket did not take.
+///
+/// Each statement's completion runs from `readable` (or from `close`), in the order they were
+/// sent, and may send again. A statement that fails aborts the others of its batch
+/// (`PGRES_PIPELINE_ABORTED`): use this for reads that are safe to retry elsewhere.
+///
+/// Connecting blocks: open it off the loop.
+public final class PostgresPipeline {
+    public typealias Completion = (Result<PostgresRows, PostgresError>) -> Void
+
+    /// What the server still owes a result for, in sending order.
+    private enum Pending {
+        case prepare
+        case statement(Completion)
+        case sync
+    }
+
+    private let connection: PostgresConnection
+    private var queue: [Pending] = []
+    private var head = 0
+    /// Statements sent since the last `sync`.
+    private var unsynced = 0
+    /// The head statement's outcome, kept until libpq's NULL ends it.
+    private var outcome: Result<PostgresRows, PostgresError>?
+    /// Whether libpq holds bytes the socket has not taken yet.
+    public private(set) var wantsWrite = false
+    /// Set once the connection failed or was closed; every later `send` throws.
+    public private(set) var isBroken = false
+
+    /// Connects, blocking, then switches the connection to non-blocking pipeline mode.
+    public init(configuration: PostgresConfiguration) throws {
+        connection = try PostgresConnection(configuration: configuration)
+        guard PQsetnonblocking(connection.handle, 1) == 0, PQenterPipelineMode(connection.handle) == 1 else {
+            throw PostgresError(code: .connectionFailed, context: connection.errorMessage)
+        }
+        socket = PQsocket(connection.handle)
+    }
+
+    deinit {
+        close()
+    }
+
+    /// The socket to watch; it stays open until `close`, even once the pipeline is broken, so that
+    /// the owner can stop watching it first.
+    public let socket: Int32
+
+    /// Statements sent whose completions have not run yet.
+    public var pendingCount: Int {
+        queue[head...].reduce(0) { count, entry in if case .statement = entry { count + 1 } else { count } }
+    }
+
+    /// Queues a fixed statement. Throws at once (the completion is dropped) when the connection is
+    /// broken or the parameters cannot be sent; otherwise `completion` runs later with the rows or
+    /// the statement's error.
+    public func send(_ statement: PostgresStatement, _ binds: PostgresBindings,
+                     completion: @escaping Completion) throws(PostgresError) {
+        guard !isBroken else { throw PostgresError(code: .connectionFailed, context: "the pipeline is closed") }
+        if let problem = binds.encodingProblem { throw PostgresError(code: .encodingFailed, context: problem) }
+        let handle = connection.handle
+        let id = statement.id
+        let name: String
+        if id < connection.fixedStatements.count, let prepared = connection.fixedStatements[id] {
+            guard binds.matches(prepared.types) else {
+                throw PostgresError(code: .invalidUsage, context: "a pipelined statement keeps the parameter types of its first use")
+            }
+            name = prepared.name
+        } else {
+            // Prepared in the same batch, just ahead of its first execution.
+            name = "exo_fixed_\(id)"
+            let types = binds.entries.map { Oid($0.type.rawValue) }
+            guard PQsendPrepare(handle, name, statement.sql, Int32(types.count), types) == 1 else {
+                throw failure()
+            }
+            queue.append(.prepare)
+            if id >= connection.fixedStatements.count {
+                connection.fixedStatements.append(contentsOf: repeatElement(nil, count: id - connection.fixedStatements.count + 1))
+            }
+            connection.fixedStatements[id] = PreparedStatement(name: name, types: binds.entries.map(\.type))
+        }
+        // The closure does not throw, so neither does the call.
+        let sent = (try? connection.withParameters(binds) { values, lengths, formats in
+            PQsendQueryPrepared(handle, name, Int32(binds.entries.count), values, lengths, formats, 0)
+        }) ?? 0
+        guard sent == 1 else { throw failure() }
+        queue.append(.statement(completion))
+        unsynced += 1
+    }
+
+    /// Ends the batch of statements sent since the last call and pushes it towards the server.
+    public func sync() {
+        guard unsynced > 0, !isBroken else { return }
+        unsynced = 0
+        guard PQpipelineSync(connection.handle) == 1 else {
+            fail(failure())
+            return
+        }
+        queue.append(.sync)
+        flush()
+    }
+
+    /// The socket took bytes: send more of what libpq holds.
+    public func writable() {
+        guard !isBroken else { return }
+        flush()
+    }
+
+    /// The socket has bytes (or hung up): reads them and runs the completions of the statements
+    /// whose results are complete.
+    public func readable() {
+        guard !isBroken else { return }
+        guard PQconsumeInput(connection.handle) == 1 else {
+            fail(failure())
+            return
+        }
+        let handle = connection.handle
+        while head < queue.count, !isBroken, PQisBusy(handle) == 0 {
+            let result = PQgetResult(handle)
+            if case .sync = queue[head] {
+                // A sync point's result has no NULL after it.
+                guard let result else { break }
+                let status = PQresultStatus(result)
+                if status == PGRES_PIPELINE_SYNC {
+                    PQclear(result)
+                    pop()
+                    continue
+                }
+                let error = connection.makeError(result)
+                PQclear(result)
+                fail(error)
+                return
+            }
+            if let result {
+                // A statement's result(s); its end is the NULL that follows.
+                let status = PQresultStatus(result)
+                if status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK {
+                    if outcome == nil { outcome = .success(PostgresRows(result: PostgresResult(result))) } else { PQclear(result) }
+                } else if status == PGRES_PIPELINE_ABORTED {
+                    PQclear(result)
+                    outcome = .failure(PostgresError(code: .queryFailed, context: "an earlier statement of the pipeline failed"))
+                } else {
+                    let error = connection.makeError(result)
+                    PQclear(result)
+                    if connection.isBroken {
+                        fail(error)
+                        return
+                    }
+                    outcome = .failure(error)
+                }
+                continue
+            }
+            let entry = pop()
+            let finished = outcome ?? .failure(PostgresError(code: .queryFailed, context: "the statement returned no result"))
+            outcome = nil
+            if case .statement(let completion) = entry { completion(finished) }
+        }
+        if !isBroken, PQstatus(handle) != CONNECTION_OK { fail(failure()) }
+        if !isBroken, wantsWrite { flush() }
+    }
+
+    /// Closes the connection (and its socket); the statements still pending complete with
+    /// `connectionFailed`.
+    public func close() {
+        if !isBroken { fail(PostgresError(code: .connectionFailed, context: "the pipeline was closed")) }
+        connection.close()
+    }
+
+    // MARK: - Internals
+
+    private func flush() {
+        let status = PQflush(connection.handle)
+        if status < 0 {
+            fail(failure())
+        } else {
+            wantsWrite = status == 1
+        }
+    }
+
+    @discardableResult
+    private func pop() -> Pending {
+        let entry = queue[head]
+        head += 1
+        if head == queue.count {
+            queue.removeAll(keepingCapacity: true)
+            head = 0
+        }
+        return entry
+    }
+
+    private func failure() -> PostgresError {
+        PostgresError(code: .connectionFailed, context: connection.errorMessage)
+    }
+
+    /// Marks the pipeline broken and fails every pending statement; the socket stays open until `close`.
+    private func fail(_ error: PostgresError) {
+        var error = error
+        error.code = .connectionFailed
+        isBroken = true
+        wantsWrite = false
+        let pending = queue[head...]
+        queue = []
+        head = 0
+        outcome = nil
+        for case .statement(let completion) in pending { completion(.failure(error)) }
+    }
+}
+
+@available(*, unavailable, message: "a pipeline belongs to the thread (event loop) that drives it")
+extension PostgresPipeline: Sendable {}

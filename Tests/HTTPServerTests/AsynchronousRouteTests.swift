@@ -1,0 +1,137 @@
+import Foundation
+import Glibc
+import HTTP
+import HTTPServer
+import Synchronization
+import Testing
+
+/// A loop-local source for the tests: a pipe whose every byte answers the oldest waiting
+/// responder with the id it was queued with, as a database result would.
+final class PipeSource: LoopSource {
+    static let ended = Atomic<Int>(0)
+    let readFD: Int32
+    let writeFD: Int32
+    private var waiting: [(responder: Responder, id: String)] = []
+    private(set) var wakeUps = 0
+
+    init() {
+        var fds: [Int32] = [-1, -1]
+        precondition(pipe(&fds) == 0)
+        for fd in fds { _ = fcntl(fd, F_SETFL, O_NONBLOCK) }
+        readFD = fds[0]
+        writeFD = fds[1]
+    }
+
+    /// Queues `responder`; a thread writes the byte that answers it after `delay` seconds.
+    func answerLater(_ responder: Responder, id: String, delay: Double) {
+        waiting.append((responder, id))
+        let fd = writeFD
+        Thread.detachNewThread {
+            usleep(useconds_t(delay * 1_000_000))
+            var byte: UInt8 = 1
+            _ = write(fd, &byte, 1)
+        }
+    }
+
+    var fileDescriptor: Int32 { readFD }
+    var wantsWrite: Bool { false }
+
+    func readable() {
+        var byte: UInt8 = 0
+        while read(readFD, &byte, 1) == 1, !waiting.isEmpty {
+            let (responder, id) = waiting.removeFirst()
+            responder.respond(Response(status: .ok, contentType: "text/plain", body: Array("later \(id)".utf8)))
+        }
+    }
+
+    func writable() {}
+    func wakeUpEnded() { wakeUps += 1 }
+
+    func loopEnded() {
+        close(readFD)
+        close(writeFD)
+        PipeSource.ended.add(1, ordering: .relaxed)
+    }
+}
+
+/// Routes answered on the event loop through a `Responder`: at once, later from a watched source,
+/// or by the blocking fallback.
+@Suite(.serialized) struct AsynchronousRouteTests {
+    static func router() -> Router {
+        testRouter { router in
+            router.get("/now", asynchronous: { _, _, responder in
+                responder.respond(Response(status: .ok, contentType: "text/plain", body: Array("now".utf8)))
+            }, fallback: { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) })
+            router.get("/later/{id}", asynchronous: { _, context, responder in
+                let loop = responder.loop
+                let source = loop.local { () -> PipeSource in
+                    let source = PipeSource()
+                    try! loop.watch(source)
+                    return source
+                }
+                source.answerLater(responder, id: context.parameters["id"] ?? "-", delay: 0.02)
+            }, fallback: { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) })
+            router.get("/fallback", asynchronous: { _, _, responder in
+                responder.fallBack()
+            }, fallback: { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) })
+            router.get("/conflict-later", asynchronous: { _, _, responder in
+                responder.respond { throw Problem(status: .conflict, code: "email_taken", detail: "That email is taken.") }
+                responder.respond(Response(status: .ok))
+            }, fallback: { _, _ in Response(status: .ok) })
+        }
+    }
+
+    @Test func answersAtOnceLaterOrThroughTheFallbackInOrder() throws {
+        let server = try startServer(router: AsynchronousRouteTests.router())
+        defer { server.shutdown() }
+        let client = try RawClient(port: server.port)
+        #expect(try client.request("GET", "/now").text == "now")
+        #expect(try client.request("GET", "/later/a").text == "later a")
+        #expect(try client.request("GET", "/fallback").text == "blocking")
+        let conflict = try client.request("GET", "/conflict-later")
+        #expect(conflict.status == 409)
+        #expect(conflict.text.contains("email_taken"))
+        // Pipelined: each answer waits for the one before it.
+        try client.send("GET /later/b HTTP/1.1\r\nHost: t\r\n\r\nGET /now HTTP/1.1\r\nHost: t\r\n\r\nGET /later/c HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try client.readResponse().text == "later b")
+        #expect(try client.readResponse().text == "now")
+        #expect(try client.readResponse().text == "later c")
+        #expect(server.metrics.requestsInFlight == 0)
+    }
+
+    @Test func concurrentClientsEachGetTheirOwnAnswer() throws {
+        let server = try startServer(router: AsynchronousRouteTests.router()) { $0.eventLoops = 2 }
+        defer { server.shutdown() }
+        let failures = Atomic<Int>(0)
+        let threads = (0..<8).map { thread in
+            Background<Void> {
+                guard let client = try? RawClient(port: server.port) else {
+                    failures.add(1, ordering: .relaxed)
+                    return
+                }
+                for request in 0..<25 {
+                    let id = "\(thread)-\(request)"
+                    if (try? client.request("GET", "/later/\(id)").text) != "later \(id)" { failures.add(1, ordering: .relaxed) }
+                }
+            }
+        }
+        for thread in threads { _ = thread.wait(timeout: 30) }
+        #expect(failures.load(ordering: .relaxed) == 0)
+        #expect(server.metrics.requestsInFlight == 0)
+    }
+
+    @Test func aClientThatLeavesBeforeItsAnswerHarmsNobody() throws {
+        let endedBefore = PipeSource.ended.load(ordering: .relaxed)
+        let server = try startServer(router: AsynchronousRouteTests.router())
+        do {
+            let leaving = try RawClient(port: server.port)
+            try leaving.send("GET /later/gone HTTP/1.1\r\nHost: t\r\n\r\n")
+        }
+        usleep(50_000)
+        let client = try RawClient(port: server.port)
+        #expect(try client.request("GET", "/later/here").text == "later here")
+        server.shutdown()
+        // The loop ended its source: the pipe is closed.
+        #expect(PipeSource.ended.load(ordering: .relaxed) == endedBefore + 1)
+    }
+}
