@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GET /healthz on Exosphere (release build) against nginx serving the same JSON, in one run.
-# Usage: bench/http.sh [seconds=10] [connections=64]
+# Usage: [EXOSPHERE_BIN=path] bench/http.sh [seconds=10] [connections=64]
 # ACCESS_LOG=on makes both servers write an access-log line per request to a file (default: off for both).
 # Needs: wrk, nginx (apt-get install -y wrk nginx-light).
 set -euo pipefail
@@ -18,9 +18,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The same release build as the README, the Dockerfile and CI.
-scripts/build-release.sh "$DIR/dist" | tail -1
-BIN="$DIR/dist/exosphere"
+# The same release build as the README, the Dockerfile and CI; EXOSPHERE_BIN=path runs that
+# binary instead (see bench/accounts.sh).
+if [ -n "${EXOSPHERE_BIN:-}" ]; then
+    BIN=$EXOSPHERE_BIN
+else
+    scripts/build-release.sh "$DIR/dist" | tail -1
+    BIN="$DIR/dist/exosphere"
+fi
 
 printf '{"status":"ok"}' > "$DIR/healthz.json"
 ACCESS_LOG=${ACCESS_LOG:-off}

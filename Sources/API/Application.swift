@@ -66,7 +66,8 @@ public final class Application: Sendable {
         ProfileController(accounts: accounts, images: images, authenticator: authenticator, pipelinedReads: pipelinedReads).register(in: &router)
         ImagesController(images: images, authenticator: authenticator).register(in: &router)
         OpenAPIController().register(in: &router)
-        MetricsController(http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics, images: images).register(in: &router)
+        MetricsController(http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics, images: images,
+                          pipelines: pipelinedReads?.statistics).register(in: &router)
         return router
     }
 

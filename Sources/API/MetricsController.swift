@@ -16,6 +16,8 @@ struct MetricsController {
     let hashing: HashingPool?
     let accounts: AccountService.Statistics?
     let images: ImageService?
+    /// Nil when `GET /users/me` is not pipelined.
+    let pipelines: PipelinedReads.Statistics?
 
     func register(in router: inout Router) {
         // Blocking: it takes the pools' locks and reads /proc.
@@ -29,6 +31,7 @@ struct MetricsController {
         var text = PrometheusText()
         writeHTTP(into: &text)
         writeDatabase(database.statistics, into: &text)
+        if let pipelines { writePipelines(pipelines, into: &text) }
         if let hashing { writeHashing(hashing.statistics, into: &text) }
         if let accounts { writeThrottles(accounts, into: &text) }
         if let images { writeImages(images, into: &text) }
@@ -108,6 +111,16 @@ struct MetricsController {
                     help: "Database connections closed because they broke or were returned mid-transaction.", pool.discarded)
         text.metric("exosphere_db_pool_connections_timeouts_total", type: .counter,
                     help: "Waits for a free database connection that gave up after the acquire timeout.", pool.timedOut)
+    }
+
+    private func writePipelines(_ pipelines: PipelinedReads.Statistics, into text: inout PrometheusText) {
+        text.metric("exosphere_db_pipelines_open", type: .gauge,
+                    help: "Pipelined database connections of the event loops that are open.", pipelines.open.load(ordering: .relaxed))
+        text.metric("exosphere_db_pipelined_queries_total", type: .counter,
+                    help: "Reads sent on the event loops' pipelined connections.", pipelines.sent.load(ordering: .relaxed))
+        text.metric("exosphere_db_pipeline_fallbacks_total", type: .counter,
+                    help: "Reads handed to the worker pool because no pipeline was open or the statement failed.",
+                    pipelines.fallbacks.load(ordering: .relaxed))
     }
 
     private func writeThrottles(_ accounts: AccountService.Statistics, into text: inout PrometheusText) {

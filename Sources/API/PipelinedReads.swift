@@ -12,6 +12,17 @@ struct PipelinedReads: Sendable {
     static let applicationName = "exosphere-pipeline"
     let configuration: PostgresConfiguration
     let logger: Logger
+    let statistics = Statistics()
+
+    /// Counters for metrics, shared by every loop.
+    final class Statistics: Sendable {
+        /// Statements sent on a pipeline.
+        let sent = Atomic<Int>(0)
+        /// Requests handed to the worker pool: no pipeline open, or the statement failed.
+        let fallbacks = Atomic<Int>(0)
+        /// Pipelines open now.
+        let open = Atomic<Int>(0)
+    }
 
     init(configuration: PostgresConfiguration, logger: Logger) {
         var configuration = configuration
@@ -20,10 +31,34 @@ struct PipelinedReads: Sendable {
         self.logger = logger
     }
 
-    /// The loop's pipeline when it is open; otherwise nil, after starting to open one (at most
-    /// once a second per loop).
-    func pipeline(on loop: LoopContext) -> PostgresPipeline? {
-        loop.local { LoopDatabase(configuration: configuration, logger: logger, loop: loop) }.pipeline()
+    /// Runs a read for `responder`'s request on its loop's pipeline and hands the rows to `answer`.
+    /// Without an open pipeline (at most once a second per loop, that starts opening one), or when
+    /// the statement fails, the request goes to the route's blocking handler on the worker pool:
+    /// a read is safe to run again.
+    func query(_ statement: PostgresStatement, _ binds: PostgresBindings, for responder: Responder,
+               _ answer: @escaping (PostgresRows) -> Void) {
+        let statistics = statistics
+        guard let pipeline = responder.loop.local({
+            LoopDatabase(configuration: configuration, logger: logger, loop: responder.loop, statistics: statistics)
+        }).pipeline() else {
+            statistics.fallbacks.add(1, ordering: .relaxed)
+            return responder.fallBack()
+        }
+        do {
+            try pipeline.send(statement, binds) { result in
+                switch result {
+                case .success(let rows):
+                    answer(rows)
+                case .failure:
+                    statistics.fallbacks.add(1, ordering: .relaxed)
+                    responder.fallBack()
+                }
+            }
+            statistics.sent.add(1, ordering: .relaxed)
+        } catch {
+            statistics.fallbacks.add(1, ordering: .relaxed)
+            responder.fallBack()
+        }
     }
 }
 
@@ -47,14 +82,16 @@ final class LoopDatabase: LoopSource, @unchecked Sendable {
     private let configuration: PostgresConfiguration
     private let logger: Logger
     private let loop: LoopContext
+    private let statistics: PipelinedReads.Statistics
     private var state = State.closed(retryAt: 0)
     /// Set when the loop ends, read by an opening thread that finishes afterwards.
     private let ended = Atomic<Bool>(false)
 
-    init(configuration: PostgresConfiguration, logger: Logger, loop: LoopContext) {
+    init(configuration: PostgresConfiguration, logger: Logger, loop: LoopContext, statistics: PipelinedReads.Statistics) {
         self.configuration = configuration
         self.logger = logger
         self.loop = loop
+        self.statistics = statistics
     }
 
     func pipeline() -> PostgresPipeline? {
@@ -93,6 +130,7 @@ final class LoopDatabase: LoopSource, @unchecked Sendable {
             let pipeline = try result.get().pipeline
             state = .open(pipeline)
             try loop.watch(self)
+            statistics.open.add(1, ordering: .relaxed)
         } catch {
             if case .open(let pipeline) = state { pipeline.close() }
             state = .closed(retryAt: monotonicNanoseconds() + LoopDatabase.retryNanoseconds)
@@ -105,6 +143,7 @@ final class LoopDatabase: LoopSource, @unchecked Sendable {
         guard case .open(let pipeline) = state, pipeline.isBroken else { return }
         loop.unwatch(self)
         pipeline.close()
+        statistics.open.subtract(1, ordering: .relaxed)
         state = .closed(retryAt: monotonicNanoseconds() + LoopDatabase.retryNanoseconds)
         logger.warning("pipelined database connection lost", ["event_loop": String(loop.index)])
     }
@@ -141,7 +180,10 @@ final class LoopDatabase: LoopSource, @unchecked Sendable {
 
     func loopEnded() {
         ended.store(true, ordering: .releasing)
-        if case .open(let pipeline) = state { pipeline.close() }
+        if case .open(let pipeline) = state {
+            pipeline.close()
+            statistics.open.subtract(1, ordering: .relaxed)
+        }
         state = .ended
     }
 }

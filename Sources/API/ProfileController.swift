@@ -31,20 +31,15 @@ struct ProfileController: Sendable {
     /// `show` on the event loop: the session lookup goes out on the loop's pipelined connection.
     /// Without one, or when it fails, the worker pool runs `show` (a read, safe to run again).
     @Sendable func showPipelined(_ request: Request, _ context: RequestContext, _ responder: Responder) {
-        guard let pipeline = pipelinedReads?.pipeline(on: responder.loop) else { return responder.fallBack() }
+        guard let pipelinedReads else { return responder.fallBack() }
         let lookup: (statement: PostgresStatement, binds: PostgresBindings)
         do {
             lookup = try accounts.sessionLookup(token: try authenticator.token(request))
         } catch {
             return responder.respond { throw error }
         }
-        do {
-            try pipeline.send(lookup.statement, lookup.binds) { [accounts] result in
-                guard case .success(let rows) = result else { return responder.fallBack() }
-                responder.respond { showResponse(request, user: try accounts.authenticatedUser(lookupRows: rows)) }
-            }
-        } catch {
-            responder.fallBack()
+        pipelinedReads.query(lookup.statement, lookup.binds, for: responder) { [accounts] rows in
+            responder.respond { showResponse(request, user: try accounts.authenticatedUser(lookupRows: rows)) }
         }
     }
 

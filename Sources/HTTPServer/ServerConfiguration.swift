@@ -5,8 +5,10 @@ public struct ServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// 0 picks a free port (tests); the bound port is reported by `HTTPServer.port`.
     public var port: Int = 8080
-    /// Event-loop threads; each has its own `SO_REUSEPORT` listening socket.
-    public var eventLoops: Int = System.coreCount
+    /// Event-loop threads; each has its own `SO_REUSEPORT` listening socket. Two per core: measured
+    /// faster than one on plain HTTP, and each loop's pipelined database connection is then one more
+    /// PostgreSQL backend working for it.
+    public var eventLoops: Int = 2 * System.coreCount
     /// Threads that run handlers that may block (database, hashing).
     public var workerThreads: Int = 32
     /// Requests waiting for a worker beyond which new ones get a fast `503`.

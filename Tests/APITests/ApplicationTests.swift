@@ -97,6 +97,16 @@ func httpGet(port: Int, path: String) throws -> (status: Int, head: String, body
             reopened = try server.pipelineBackends() == 1
         }
         #expect(reopened)
+        #expect(try metric(server, "exosphere_db_pipelines_open") == 1)
+        #expect(try metric(server, "exosphere_db_pipelined_queries_total") ?? 0 > 0)
+        // At least the first read ever and the reads while the connection was down went to the workers.
+        #expect(try metric(server, "exosphere_db_pipeline_fallbacks_total") ?? 0 >= 2)
+    }
+
+    /// An unlabelled sample of `GET /metrics`.
+    func metric(_ server: TestServer, _ name: String) throws -> Int? {
+        let text = String(decoding: try server.call("GET", "/metrics").body, as: UTF8.self)
+        return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ")[1]) }
     }
 
     @Test func pipeliningOffAnswersFromTheWorkers() throws {

@@ -117,7 +117,7 @@ import Testing
         let pool = PostgresPool(configuration: try PostgresConfiguration(connectionString: "host=/nonexistent port=1 dbname=metrics_tests"),
                                 size: 3)
         defer { pool.close() }
-        let scrape = Scrape(MetricsController(http: metrics, database: pool, hashing: nil, accounts: nil, images: nil).exposition().bytes)
+        let scrape = Scrape(MetricsController(http: metrics, database: pool, hashing: nil, accounts: nil, images: nil, pipelines: nil).exposition().bytes)
 
         #expect(scrape[#"exosphere_http_requests_total{route="/items/{id}",method="GET",status="200"}"#] == "1")
         #expect(scrape[#"exosphere_http_requests_total{route="/items/{id}",method="GET",status="404"}"#] == "1")
