@@ -30,8 +30,8 @@ public final class Application: Sendable {
         server = HTTPServer(configuration: configuration.server,
                             router: Application.routes(database: database, accounts: accounts, images: images, hashing: hashing, metrics: metrics,
                                                        trustedProxies: configuration.trustedProxies,
-                                                       pipelinedReads: configuration.databasePipelining
-                                                           ? PipelinedReads(configuration: database.pool.configuration, logger: logger) : nil),
+                                                       pipelines: configuration.databasePipelining
+                                                           ? Pipelines(configuration: database.pool.configuration, logger: logger) : nil),
                             logger: logger, metrics: metrics)
         do {
             if !pinned.isEmpty {
@@ -54,20 +54,20 @@ public final class Application: Sendable {
     }
 
     /// The route table, in one place. Without a hashing pool and the server's metrics (a table built
-    /// only to be read) `/metrics` is still routed, and serves what it has. With `pipelinedReads`,
+    /// only to be read) `/metrics` is still routed, and serves what it has. With `pipelines`,
     /// `GET /users/me` is answered on the event loops (`Configuration.databasePipelining`).
     static func routes(database: Database, accounts: AccountService, images: ImageService, hashing: HashingPool? = nil,
                        metrics: HTTPMetrics = HTTPMetrics(), trustedProxies: Set<String> = [],
-                       pipelinedReads: PipelinedReads? = nil) -> Router {
+                       pipelines: Pipelines? = nil) -> Router {
         var router = Router()
         let authenticator = Authenticator(accounts: accounts)
         HealthController(database: database).register(in: &router)
         AccountsController(accounts: accounts, authenticator: authenticator, trustedProxies: trustedProxies).register(in: &router)
-        ProfileController(accounts: accounts, images: images, authenticator: authenticator, pipelinedReads: pipelinedReads).register(in: &router)
+        ProfileController(accounts: accounts, images: images, authenticator: authenticator, pipelines: pipelines).register(in: &router)
         ImagesController(images: images, authenticator: authenticator).register(in: &router)
         OpenAPIController().register(in: &router)
         MetricsController(http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics, images: images,
-                          pipelines: pipelinedReads?.statistics).register(in: &router)
+                          pipelines: pipelines?.statistics).register(in: &router)
         return router
     }
 

@@ -17,7 +17,7 @@ struct MetricsController {
     let accounts: AccountService.Statistics?
     let images: ImageService?
     /// Nil when `GET /users/me` is not pipelined.
-    let pipelines: PipelinedReads.Statistics?
+    let pipelines: Pipelines.Statistics?
 
     func register(in router: inout Router) {
         // Blocking: it takes the pools' locks and reads /proc.
@@ -113,7 +113,7 @@ struct MetricsController {
                     help: "Waits for a free database connection that gave up after the acquire timeout.", pool.timedOut)
     }
 
-    private func writePipelines(_ pipelines: PipelinedReads.Statistics, into text: inout PrometheusText) {
+    private func writePipelines(_ pipelines: Pipelines.Statistics, into text: inout PrometheusText) {
         text.metric("exosphere_db_pipelines_open", type: .gauge,
                     help: "Pipelined database connections of the event loops that are open.", pipelines.open.load(ordering: .relaxed))
         text.metric("exosphere_db_pipelined_queries_total", type: .counter,

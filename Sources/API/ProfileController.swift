@@ -11,13 +11,13 @@ struct ProfileController: Sendable {
     let accounts: AccountService
     let images: ImageService
     let authenticator: Authenticator
-    /// When set, `GET /users/me` is answered on the event loop through its pipelined connection
-    /// (one indexed query, never the hashing pool), with the worker pool as the fallback.
-    var pipelinedReads: PipelinedReads?
+    /// When set, `GET` and `PUT /users/me` are answered on the event loop through its pipelined
+    /// connection (they never wait for the hashing pool), with the worker pool as the fallback.
+    var pipelines: Pipelines?
 
     func register(in router: inout Router) {
-        router.get("/users/me", asynchronous: pipelinedReads == nil ? nil : showPipelined, fallback: show)
-        router.put("/users/me", use: replace)
+        router.get("/users/me", asynchronous: pipelines == nil ? nil : showPipelined, fallback: show)
+        router.add(.put, "/users/me", replace, asynchronous: pipelines == nil ? nil : replacePipelined)
         router.patch("/users/me", use: patch)
         router.delete("/users/me", use: deleteAccount)
         router.post("/users/me/password", use: changePassword)
@@ -31,15 +31,42 @@ struct ProfileController: Sendable {
     /// `show` on the event loop: the session lookup goes out on the loop's pipelined connection.
     /// Without one, or when it fails, the worker pool runs `show` (a read, safe to run again).
     @Sendable func showPipelined(_ request: Request, _ context: RequestContext, _ responder: Responder) {
-        guard let pipelinedReads else { return responder.fallBack() }
+        guard let pipelines else { return responder.fallBack() }
         let lookup: (statement: PostgresStatement, binds: PostgresBindings)
         do {
             lookup = try accounts.sessionLookup(token: try authenticator.token(request))
         } catch {
             return responder.respond { throw error }
         }
-        pipelinedReads.query(lookup.statement, lookup.binds, for: responder) { [accounts] rows in
+        pipelines.query(lookup.statement, lookup.binds, for: responder) { [accounts] rows in
             responder.respond { showResponse(request, user: try accounts.authenticatedUser(lookupRows: rows)) }
+        }
+    }
+
+    /// `replace` on the event loop: the session lookup, then (when the field types are all known)
+    /// the one conditional `UPDATE`, committed with the other writes of the loop's wake-up.
+    /// Bodies over 64 KiB are parsed on the workers, not on the loop.
+    @Sendable func replacePipelined(_ request: Request, _ context: RequestContext, _ responder: Responder) {
+        guard let pipelines, request.body.count <= 64 * 1024 else { return responder.fallBack() }
+        let lookup: (statement: PostgresStatement, binds: PostgresBindings)
+        do {
+            lookup = try accounts.sessionLookup(token: try authenticator.token(request))
+        } catch {
+            return responder.respond { throw error }
+        }
+        pipelines.query(lookup.statement, lookup.binds, for: responder) { [accounts] rows in
+            let user: User
+            let replacement: (statement: PostgresStatement, binds: PostgresBindings)?
+            do {
+                user = try accounts.authenticatedUser(lookupRows: rows)
+                replacement = try accounts.profileReplacement(try JSONBody.object(request), user: user, ifMatch: request.headers["If-Match"])
+            } catch {
+                return responder.respond { throw error }
+            }
+            guard let replacement else { return responder.fallBack() }
+            pipelines.write(replacement.statement, replacement.binds, lockOrder: user.id.lowercasedText, for: responder) { outcome in
+                responder.respond { userResponse(try accounts.replacedProfile(outcome)) }
+            }
         }
     }
 

@@ -324,45 +324,85 @@ public final class AccountService: Sendable {
     /// `PUT /users/me`: replaces the editable representation.
     ///
     /// When every custom field's type is already known and `If-Match` is absent, `*` or one tag of
-    /// this user, the write is a single conditional `UPDATE`; otherwise a transaction locks the row.
+    /// this user, the write is a single conditional `UPDATE` (`profileReplacement`); otherwise a
+    /// transaction locks the row.
     public func replaceProfile(_ body: JSONObject, user current: User, ifMatch: String?) throws -> User {
-        let userID = current.id
-        let reader = RequestBody(object: body)
-        try reader.checkKeys(allowed: ["email", "firstname", "lastname", "data"], ignoringReadOnly: true)
-        let email = try validEmail(try reader.string("email", required: true)!)
-        let firstname = try reader.name("firstname") ?? ""
-        let lastname = try reader.name("lastname") ?? ""
-        let data = try reader.data() ?? JSONObject()
-        try checkFieldCount(data.count)
-        if let condition = ETag.condition(ifMatch, of: current), let fields = try schema.validateCached(Array(data)) {
-            var replaced = current
-            replaced.email = email.value
-            replaced.firstname = firstname
-            replaced.lastname = lastname
-            replaced.data = JSONObject()
-            apply(fields, to: &replaced.data)
-            try checkDocumentSize(replaced)
-            let updated: User?
+        let input = try ProfileInput(body, service: self)
+        if let replacement = try profileReplacement(input, user: current, ifMatch: ifMatch) {
+            let rows: PostgresRows
             do {
-                updated = try pool.withConnection {
-                    try UserRepository.replace($0, id: userID, email: email, firstname: firstname, lastname: lastname,
-                                               data: replaced.data, expectedVersion: condition.version)
-                }
-            } catch let error as PostgresError where error.sqlState == .uniqueViolation {
-                throw AccountsError.field("email", .emailTaken, "is already registered")
+                rows = try pool.withConnection { try $0.query(replacement.statement, replacement.binds) }
+            } catch let error as PostgresError {
+                return try replacedProfile(.failure(error))
             }
-            guard let updated else {
+            return try replacedProfile(.success(rows))
+        }
+        return try updateProfile(userID: current.id, ifMatch: ifMatch) { user, connection in
+            user.firstname = input.firstname
+            user.lastname = input.lastname
+            user.data = JSONObject()
+            apply(try schema.validate(Array(input.data), connection), to: &user.data)
+            return input.email
+        }
+    }
+
+    /// `replaceProfile`'s single statement, for a caller that runs it itself (pipelined, on an
+    /// event loop); nil when this request needs `replaceProfile`'s transaction instead (a custom
+    /// field whose type is not fixed yet, or an `If-Match` that is not one of this user's tags).
+    /// Read its outcome with `replacedProfile`.
+    public func profileReplacement(_ body: JSONObject, user current: User,
+                                   ifMatch: String?) throws -> (statement: PostgresStatement, binds: PostgresBindings)? {
+        try profileReplacement(try ProfileInput(body, service: self), user: current, ifMatch: ifMatch)
+    }
+
+    /// The user a `profileReplacement` statement returned, or its failure as `replaceProfile` reports it.
+    public func replacedProfile(_ outcome: Result<PostgresRows, PostgresError>) throws -> User {
+        switch outcome {
+        case .failure(let error) where error.sqlState == .uniqueViolation:
+            throw AccountsError.field("email", .emailTaken, "is already registered")
+        case .failure(let error):
+            throw error
+        case .success(let rows):
+            guard let row = rows.first else {
                 throw AccountsError(.preconditionFailed, "The user changed since it was read (If-Match is stale).")
             }
-            return updated
+            return try UserRepository.decode(row)
         }
-        return try updateProfile(userID: userID, ifMatch: ifMatch) { user, connection in
-            user.firstname = firstname
-            user.lastname = lastname
-            user.data = JSONObject()
-            apply(try schema.validate(Array(data), connection), to: &user.data)
-            return email
+    }
+
+    /// A `PUT` body, checked.
+    private struct ProfileInput {
+        let email: EmailAddress
+        let firstname: String
+        let lastname: String
+        let data: JSONObject
+
+        init(_ body: JSONObject, service: AccountService) throws {
+            let reader = RequestBody(object: body)
+            try reader.checkKeys(allowed: ["email", "firstname", "lastname", "data"], ignoringReadOnly: true)
+            email = try service.validEmail(try reader.string("email", required: true)!)
+            firstname = try reader.name("firstname") ?? ""
+            lastname = try reader.name("lastname") ?? ""
+            data = try reader.data() ?? JSONObject()
+            try service.checkFieldCount(data.count)
         }
+    }
+
+    private func profileReplacement(_ input: ProfileInput, user current: User,
+                                    ifMatch: String?) throws -> (statement: PostgresStatement, binds: PostgresBindings)? {
+        guard let condition = ETag.condition(ifMatch, of: current), let fields = try schema.validateCached(Array(input.data)) else {
+            return nil
+        }
+        var replaced = current
+        replaced.email = input.email.value
+        replaced.firstname = input.firstname
+        replaced.lastname = input.lastname
+        replaced.data = JSONObject()
+        apply(fields, to: &replaced.data)
+        try checkDocumentSize(replaced)
+        return (UserRepository.replace, UserRepository.replaceBinds(id: current.id, email: input.email, firstname: input.firstname,
+                                                                    lastname: input.lastname, data: replaced.data,
+                                                                    expectedVersion: condition.version))
     }
 
     /// `PATCH /users/me`: a JSON Merge Patch (RFC 7396) of the editable representation.

@@ -64,17 +64,28 @@ enum UserRepository {
 
     /// Replaces the editable fields in one statement, if the version is still `expectedVersion`
     /// (when given); nil when no row matched.
-    static func replace(_ connection: PostgresConnection, id: UUID, email: EmailAddress, firstname: String, lastname: String,
-                        data: JSONObject, expectedVersion: Int64?) throws -> User? {
-        let rows = try connection.query("""
-            UPDATE users AS u SET email = \(email.value), email_normalized = \(email.normalized),
-                email_verified = CASE WHEN u.email_normalized = \(email.normalized) THEN u.email_verified ELSE false END,
-                firstname = \(firstname), lastname = \(lastname), data = \(PostgresJSON(data.jsonText))::jsonb,
-                version = u.version + 1, updated_at = now()
-            WHERE u.id = \(id) AND (\(expectedVersion)::bigint IS NULL OR u.version = \(expectedVersion))
-            RETURNING \(unsafeRaw: columns)
-            """)
-        return try rows.first.map { try decode($0) }
+    /// Replaces the editable fields if the version is still `$7` (or `$7` is NULL); returns the
+    /// user's `columns`, or no row when the version moved on.
+    static let replace = PostgresStatement(unsafeSQL: """
+        UPDATE users AS u SET email = $2, email_normalized = $3,
+            email_verified = CASE WHEN u.email_normalized = $3 THEN u.email_verified ELSE false END,
+            firstname = $4, lastname = $5, data = $6, version = u.version + 1, updated_at = now()
+        WHERE u.id = $1 AND ($7::bigint IS NULL OR u.version = $7)
+        RETURNING \(columns)
+        """)
+
+    static func replaceBinds(id: UUID, email: EmailAddress, firstname: String, lastname: String,
+                             data: JSONObject, expectedVersion: Int64?) -> PostgresBindings {
+        var binds = PostgresBindings()
+        binds.append(id)
+        binds.append(email.value)
+        binds.append(email.normalized)
+        binds.append(firstname)
+        binds.append(lastname)
+        binds.append(PostgresJSON(data.jsonText))
+        // Typed even when NULL: the statement keeps the types of its first run.
+        if let expectedVersion { binds.append(expectedVersion) } else { binds.appendNull(type: .int8) }
+        return binds
     }
 
     static func setPasswordHash(_ connection: PostgresConnection, id: UUID, hash: String) throws {

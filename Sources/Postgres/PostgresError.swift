@@ -25,6 +25,9 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
         public static let migrationChecksumMismatch = Code("migrationChecksumMismatch")
         /// A managed local cluster could not be created, started or stopped.
         public static let clusterFailed = Code("clusterFailed")
+        /// A pipelined statement was not run because an earlier one of its batch failed: nothing of
+        /// it happened, so it is safe to run again.
+        public static let statementAborted = Code("statementAborted")
         /// The layer was used in a way it does not support (for example a nested transaction).
         public static let invalidUsage = Code("invalidUsage")
         /// The configuration (for example `DATABASE_URL`) is invalid.

@@ -10,9 +10,12 @@ import CLibPQ
 /// - `readable` and `writable` when the socket is ready; `wantsWrite` says whether libpq still
 ///   holds bytes the socket did not take.
 ///
-/// Each statement's completion runs from `readable` (or from `close`), in the order they were
-/// sent, and may send again. A statement that fails aborts the others of its batch
-/// (`PGRES_PIPELINE_ABORTED`): use this for reads that are safe to retry elsewhere.
+/// The statements of one batch (between two `sync`s) run in one implicit transaction, committed at
+/// the sync. A statement that fails aborts the rest of its batch: they fail with
+/// `statementAborted`, and nothing of them happened. Each statement's completion runs from
+/// `readable` (or from `close`), in the order they were sent, and may send again; a `durable`
+/// statement's completion waits for its batch's commit, so that a write is reported only once it
+/// is committed.
 ///
 /// Connecting blocks: open it off the loop.
 public final class PostgresPipeline {
@@ -21,7 +24,7 @@ public final class PostgresPipeline {
     /// What the server still owes a result for, in sending order.
     private enum Pending {
         case prepare
-        case statement(Completion)
+        case statement(Completion, durable: Bool)
         case sync
     }
 
@@ -32,6 +35,10 @@ public final class PostgresPipeline {
     private var unsynced = 0
     /// The head statement's outcome, kept until libpq's NULL ends it.
     private var outcome: Result<PostgresRows, PostgresError>?
+    /// Durable statements that have their outcome and wait for their batch's commit.
+    private var committing: [(Completion, Result<PostgresRows, PostgresError>)] = []
+    /// Whether a statement of the batch being read failed: the batch is then rolled back.
+    private var batchFailed = false
     /// Whether libpq holds bytes the socket has not taken yet.
     public private(set) var wantsWrite = false
     /// Set once the connection failed or was closed; every later `send` throws.
@@ -56,13 +63,14 @@ public final class PostgresPipeline {
 
     /// Statements sent whose completions have not run yet.
     public var pendingCount: Int {
-        queue[head...].reduce(0) { count, entry in if case .statement = entry { count + 1 } else { count } }
+        committing.count + queue[head...].reduce(0) { count, entry in if case .statement = entry { count + 1 } else { count } }
     }
 
     /// Queues a fixed statement. Throws at once (the completion is dropped) when the connection is
     /// broken or the parameters cannot be sent; otherwise `completion` runs later with the rows or
-    /// the statement's error.
-    public func send(_ statement: PostgresStatement, _ binds: PostgresBindings,
+    /// the statement's error, after the batch's commit when `durable` (a commit that fails, or a
+    /// connection lost before the commit is confirmed, then fails it with `connectionFailed`).
+    public func send(_ statement: PostgresStatement, _ binds: PostgresBindings, durable: Bool = false,
                      completion: @escaping Completion) throws(PostgresError) {
         guard !isBroken else { throw PostgresError(code: .connectionFailed, context: "the pipeline is closed") }
         if let problem = binds.encodingProblem { throw PostgresError(code: .encodingFailed, context: problem) }
@@ -92,7 +100,7 @@ public final class PostgresPipeline {
             PQsendQueryPrepared(handle, name, Int32(binds.entries.count), values, lengths, formats, 0)
         }) ?? 0
         guard sent == 1 else { throw failure() }
-        queue.append(.statement(completion))
+        queue.append(.statement(completion, durable: durable))
         unsynced += 1
     }
 
@@ -132,6 +140,18 @@ public final class PostgresPipeline {
                 if status == PGRES_PIPELINE_SYNC {
                     PQclear(result)
                     pop()
+                    // The batch is over: committed, or rolled back if one of its statements failed.
+                    let ended = committing
+                    let rolledBack = batchFailed
+                    committing = []
+                    batchFailed = false
+                    for (completion, outcome) in ended {
+                        if rolledBack, case .success = outcome {
+                            completion(.failure(PostgresError(code: .statementAborted, context: "a later statement of its batch failed")))
+                        } else {
+                            completion(outcome)
+                        }
+                    }
                     continue
                 }
                 let error = connection.makeError(result)
@@ -146,7 +166,8 @@ public final class PostgresPipeline {
                     if outcome == nil { outcome = .success(PostgresRows(result: PostgresResult(result))) } else { PQclear(result) }
                 } else if status == PGRES_PIPELINE_ABORTED {
                     PQclear(result)
-                    outcome = .failure(PostgresError(code: .queryFailed, context: "an earlier statement of the pipeline failed"))
+                    batchFailed = true
+                    outcome = .failure(PostgresError(code: .statementAborted, context: "an earlier statement of its batch failed"))
                 } else {
                     let error = connection.makeError(result)
                     PQclear(result)
@@ -154,6 +175,7 @@ public final class PostgresPipeline {
                         fail(error)
                         return
                     }
+                    batchFailed = true
                     outcome = .failure(error)
                 }
                 continue
@@ -161,7 +183,9 @@ public final class PostgresPipeline {
             let entry = pop()
             let finished = outcome ?? .failure(PostgresError(code: .queryFailed, context: "the statement returned no result"))
             outcome = nil
-            if case .statement(let completion) = entry { completion(finished) }
+            if case .statement(let completion, let durable) = entry {
+                if durable { committing.append((completion, finished)) } else { completion(finished) }
+            }
         }
         if !isBroken, PQstatus(handle) != CONNECTION_OK { fail(failure()) }
         if !isBroken, wantsWrite { flush() }
@@ -207,10 +231,14 @@ public final class PostgresPipeline {
         isBroken = true
         wantsWrite = false
         let pending = queue[head...]
+        let uncommitted = committing
         queue = []
         head = 0
         outcome = nil
-        for case .statement(let completion) in pending { completion(.failure(error)) }
+        committing = []
+        batchFailed = false
+        for (completion, _) in uncommitted { completion(.failure(error)) }
+        for case .statement(let completion, _) in pending { completion(.failure(error)) }
     }
 }
 

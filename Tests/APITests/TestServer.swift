@@ -163,6 +163,17 @@ final class TestServer: Sendable {
     /// `GET /users/me` with `token`.
     func me(_ token: String) throws -> Reply { try call("GET", "/users/me", token: token) }
 
+    /// Forgets the server errors with `status` received so far, for a test that provokes them.
+    func acceptServerErrors(_ status: Int) {
+        seen.withLock { $0.serverErrors.removeAll { $0.hasSuffix("→ \(status)") } }
+    }
+
+    /// An unlabelled integer sample of `GET /metrics`.
+    func metric(_ name: String) throws -> Int? {
+        let text = String(decoding: try call("GET", "/metrics").body, as: UTF8.self)
+        return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ")[1]) }
+    }
+
     /// The event loops' pipelined connections to this server's database.
     func pipelineBackends() throws -> Int {
         try PostgresConnection(connectionString: databaseURL).query("""

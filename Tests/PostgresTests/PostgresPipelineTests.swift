@@ -99,12 +99,53 @@ import Testing
             Issue.record("division by zero succeeded")
         }
         if case .failure(let error) = outcomes[2] {
-            #expect(error.code == .queryFailed)
+            #expect(error.code == .statementAborted)
         } else {
             Issue.record("the statement after the failure was not aborted")
         }
         // The next batch runs normally.
         #expect((try? outcomes[3].get()) == 10)
+        #expect(!pipeline.isBroken)
+    }
+
+    /// A durable statement is reported once its batch is committed (another connection sees it),
+    /// and as `statementAborted` when a later statement of the batch rolled it back.
+    @Test func durableStatementsAreReportedOnlyWhenCommitted() throws {
+        let table = TestDatabase.uniqueName("pipeline_writes")
+        let observer = try TestDatabase.connection()
+        try observer.execute("CREATE TABLE \(identifier: table) (id int8 PRIMARY KEY)")
+        let insert = PostgresStatement(unsafeSQL: "INSERT INTO \(table) VALUES ($1) RETURNING id")
+        func ids() throws -> [Int] {
+            try observer.query("SELECT id FROM \(identifier: table) ORDER BY id").map { try $0.decode(Int.self, at: 0) }
+        }
+        let pipeline = try PostgresPipelineTests.pipeline()
+        defer { pipeline.close() }
+        var seenAtCompletion: [Int]?
+        var one = PostgresBindings()
+        one.append(1)
+        try pipeline.send(insert, one, durable: true) { result in
+            #expect((try? result.get().first?.decode(Int.self, at: 0)) == 1)
+            seenAtCompletion = try? ids()
+        }
+        PostgresPipelineTests.drive(pipeline) { seenAtCompletion != nil }
+        #expect(seenAtCompletion == [1])
+
+        // One batch: 2, then 1 again (a unique violation), then 3: all of it is rolled back.
+        var outcomes: [Int: Result<PostgresRows, PostgresError>] = [:]
+        for id in [2, 1, 3] {
+            var binds = PostgresBindings()
+            binds.append(id)
+            try pipeline.send(insert, binds, durable: true) { outcomes[id] = $0 }
+        }
+        PostgresPipelineTests.drive(pipeline) { outcomes.count == 3 }
+        func code(_ id: Int) -> PostgresError.Code? {
+            if case .failure(let error) = outcomes[id] { return error.code }
+            return nil
+        }
+        #expect(code(2) == .statementAborted)
+        #expect(code(3) == .statementAborted)
+        if case .failure(let error) = outcomes[1] { #expect(error.sqlState == .uniqueViolation) } else { Issue.record("duplicate accepted") }
+        #expect(try ids() == [1])
         #expect(!pipeline.isBroken)
     }
 

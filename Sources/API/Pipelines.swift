@@ -4,10 +4,16 @@ import Postgres
 import Synchronization
 import Threads
 
-/// The database reads answered on the event loops: each loop keeps one pipelined PostgreSQL
-/// connection, opened on first use by a background thread. While a loop has none (opening, or
-/// the database restarting), `pipeline(on:)` is nil and the request falls back to the worker pool.
-struct PipelinedReads: Sendable {
+/// The statements run from the event loops: each loop keeps one pipelined PostgreSQL connection,
+/// opened on first use by a background thread. While a loop has none (opening, or the database
+/// restarting), or when a statement could not run, the request falls back to its route's
+/// blocking handler on the worker pool.
+///
+/// Reads go out as they come and end their batch when the loop's wake-up ends. Writes wait for
+/// the end of the wake-up, then go out together in a batch of their own, ordered by the row they
+/// lock (so that two loops' batches cannot deadlock), and are committed together: one disk flush
+/// for all of them. Each is reported once its batch is committed.
+struct Pipelines: Sendable {
     /// The name pipelined connections show in `pg_stat_activity`.
     static let applicationName = "exosphere-pipeline"
     let configuration: PostgresConfiguration
@@ -16,7 +22,7 @@ struct PipelinedReads: Sendable {
 
     /// Counters for metrics, shared by every loop.
     final class Statistics: Sendable {
-        /// Statements sent on a pipeline.
+        /// Statements sent on a pipeline (reads and writes).
         let sent = Atomic<Int>(0)
         /// Requests handed to the worker pool: no pipeline open, or the statement failed.
         let fallbacks = Atomic<Int>(0)
@@ -26,21 +32,18 @@ struct PipelinedReads: Sendable {
 
     init(configuration: PostgresConfiguration, logger: Logger) {
         var configuration = configuration
-        configuration.applicationName = PipelinedReads.applicationName
+        configuration.applicationName = Pipelines.applicationName
         self.configuration = configuration
         self.logger = logger
     }
 
     /// Runs a read for `responder`'s request on its loop's pipeline and hands the rows to `answer`.
-    /// Without an open pipeline (at most once a second per loop, that starts opening one), or when
+    /// Without an open pipeline (which starts opening one, after a back-off once one failed), or when
     /// the statement fails, the request goes to the route's blocking handler on the worker pool:
     /// a read is safe to run again.
     func query(_ statement: PostgresStatement, _ binds: PostgresBindings, for responder: Responder,
                _ answer: @escaping (PostgresRows) -> Void) {
-        let statistics = statistics
-        guard let pipeline = responder.loop.local({
-            LoopDatabase(configuration: configuration, logger: logger, loop: responder.loop, statistics: statistics)
-        }).pipeline() else {
+        guard let pipeline = database(responder.loop).pipeline() else {
             statistics.fallbacks.add(1, ordering: .relaxed)
             return responder.fallBack()
         }
@@ -60,6 +63,34 @@ struct PipelinedReads: Sendable {
             responder.fallBack()
         }
     }
+
+    /// Runs a write for `responder`'s request in the loop's next batch of writes and hands its
+    /// outcome to `answer` once the batch is committed: the rows, the statement's own error, or
+    /// `connectionFailed` when the commit is not confirmed (answer 503: it may or may not have
+    /// happened). When the write did not run at all (no pipeline open, or its batch rolled back by
+    /// another statement), the request goes to the worker pool instead. `lockOrder` names the row
+    /// the statement locks.
+    func write(_ statement: PostgresStatement, _ binds: PostgresBindings, lockOrder: String, for responder: Responder,
+               _ answer: @escaping (Result<PostgresRows, PostgresError>) -> Void) {
+        let database = database(responder.loop)
+        guard database.pipeline() != nil else {
+            statistics.fallbacks.add(1, ordering: .relaxed)
+            return responder.fallBack()
+        }
+        let statistics = statistics
+        database.write(LoopDatabase.Write(statement: statement, binds: binds, lockOrder: lockOrder) { outcome in
+            if case .failure(let error) = outcome, error.code == .statementAborted || error.code == .encodingFailed
+                || error.code == .invalidUsage {
+                statistics.fallbacks.add(1, ordering: .relaxed)
+                return responder.fallBack()
+            }
+            answer(outcome)
+        })
+    }
+
+    private func database(_ loop: LoopContext) -> LoopDatabase {
+        loop.local { LoopDatabase(configuration: configuration, logger: logger, loop: loop, statistics: statistics) }
+    }
 }
 
 /// One event loop's pipelined connection and its life: closed, opening, open, and closed again
@@ -78,16 +109,35 @@ final class LoopDatabase: LoopSource, @unchecked Sendable {
         let pipeline: PostgresPipeline
     }
 
-    private static let retryNanoseconds: UInt64 = 1_000_000_000
+    /// A write waiting for the end of the wake-up.
+    struct Write {
+        let statement: PostgresStatement
+        let binds: PostgresBindings
+        let lockOrder: String
+        let completion: PostgresPipeline.Completion
+    }
+
+    /// Completions to run from the loop's task queue rather than from where they failed, which
+    /// may be too late in a wake-up for what they send to go out.
+    private struct Deferred: @unchecked Sendable {
+        let completions: [PostgresPipeline.Completion]
+    }
+
+    /// The wait before opening again after a failure or a loss: 100 ms, doubling with each failed
+    /// attempt up to 5 s.
+    private static let firstRetryNanoseconds: UInt64 = 100_000_000
+    private static let lastRetryNanoseconds: UInt64 = 5_000_000_000
+    private var retryNanoseconds = LoopDatabase.firstRetryNanoseconds
     private let configuration: PostgresConfiguration
     private let logger: Logger
     private let loop: LoopContext
-    private let statistics: PipelinedReads.Statistics
+    private let statistics: Pipelines.Statistics
     private var state = State.closed(retryAt: 0)
+    private var writes: [Write] = []
     /// Set when the loop ends, read by an opening thread that finishes afterwards.
     private let ended = Atomic<Bool>(false)
 
-    init(configuration: PostgresConfiguration, logger: Logger, loop: LoopContext, statistics: PipelinedReads.Statistics) {
+    init(configuration: PostgresConfiguration, logger: Logger, loop: LoopContext, statistics: Pipelines.Statistics) {
         self.configuration = configuration
         self.logger = logger
         self.loop = loop
@@ -131,20 +181,58 @@ final class LoopDatabase: LoopSource, @unchecked Sendable {
             state = .open(pipeline)
             try loop.watch(self)
             statistics.open.add(1, ordering: .relaxed)
+            retryNanoseconds = LoopDatabase.firstRetryNanoseconds
         } catch {
             if case .open(let pipeline) = state { pipeline.close() }
-            state = .closed(retryAt: monotonicNanoseconds() + LoopDatabase.retryNanoseconds)
+            state = .closed(retryAt: monotonicNanoseconds() + retryNanoseconds)
+            retryNanoseconds = min(2 * retryNanoseconds, LoopDatabase.lastRetryNanoseconds)
             logger.warning("pipelined database connection failed", ["event_loop": String(loop.index), "error": String(reflecting: error)])
+        }
+    }
+
+    func write(_ write: Write) {
+        writes.append(write)
+    }
+
+    /// Sends the wake-up's writes in a batch of their own, in lock order.
+    private func sendWrites(_ pipeline: PostgresPipeline) {
+        guard !writes.isEmpty else { return }
+        let batch = writes.sorted { $0.lockOrder < $1.lockOrder }
+        writes = []
+        var unsent: [PostgresPipeline.Completion] = []
+        for write in batch {
+            do {
+                try pipeline.send(write.statement, write.binds, durable: true, completion: write.completion)
+                statistics.sent.add(1, ordering: .relaxed)
+            } catch {
+                unsent.append(write.completion)
+            }
+        }
+        pipeline.sync()
+        failLater(unsent)
+    }
+
+    /// Fails writes that were never sent with `statementAborted` (so their requests go to the
+    /// workers), from the loop's next turn.
+    private func failLater(_ completions: [PostgresPipeline.Completion]) {
+        guard !completions.isEmpty else { return }
+        let deferred = Deferred(completions: completions)
+        loop.execute {
+            for completion in deferred.completions {
+                completion(.failure(PostgresError(code: .statementAborted, context: "the write was not sent")))
+            }
         }
     }
 
     /// Stops watching and closes a pipeline that broke; the next read opens another.
     private func closeIfBroken() {
         guard case .open(let pipeline) = state, pipeline.isBroken else { return }
+        failLater(writes.map(\.completion))
+        writes = []
         loop.unwatch(self)
         pipeline.close()
         statistics.open.subtract(1, ordering: .relaxed)
-        state = .closed(retryAt: monotonicNanoseconds() + LoopDatabase.retryNanoseconds)
+        state = .closed(retryAt: monotonicNanoseconds() + retryNanoseconds)
         logger.warning("pipelined database connection lost", ["event_loop": String(loop.index)])
     }
 
@@ -174,7 +262,9 @@ final class LoopDatabase: LoopSource, @unchecked Sendable {
 
     func wakeUpEnded() {
         guard case .open(let pipeline) = state else { return }
+        // The reads' batch ends first: no read sees a write before it is committed.
         pipeline.sync()
+        sendWrites(pipeline)
         closeIfBroken()
     }
 

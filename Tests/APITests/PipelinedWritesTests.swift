@@ -1,0 +1,119 @@
+import TestSupport
+import API
+import Glibc
+import JSON
+import Synchronization
+import Testing
+
+/// `PUT /users/me` on the event loops: the writes of one wake-up are committed together, each
+/// reported only once committed; a failing one sends the others of its batch to the workers.
+@Suite(.liveServer("pipelinedwrites", { $0.server.eventLoops = 2 }), .serialized)
+struct PipelinedWritesTests {
+    let server: TestServer
+
+    init() throws { server = try #require(TestServer.current) }
+
+    static func body(_ email: String, height: Int) -> String {
+        #"{"email": "\#(email)", "firstname": "F\#(height)", "data": {"height": \#(height).5}}"#
+    }
+
+    /// Many users writing at once each get their own representation back, and it is what is stored.
+    @Test func concurrentWritesOfManyUsersAreEachCommitted() throws {
+        let server = server
+        let accounts = try (0..<8).map { _ in try server.register(extra: #", "data": {"height": 1.5}"#) }
+        let sentBefore = try server.metric("exosphere_db_pipelined_queries_total") ?? 0
+        let wrong = Atomic<Int>(0)
+        onThreads(accounts.count) { index in
+            let account = accounts[index]
+            for height in 1...25 {
+                guard let reply = try? server.call("PUT", "/users/me", token: account.token, json: Self.body(account.email, height: height)),
+                      reply.status == 200, reply.json["id"]?.stringValue == account.id,
+                      reply.json["data"]?["height"]?.doubleValue == Double(height) + 0.5 else {
+                    wrong.add(1, ordering: .relaxed)
+                    continue
+                }
+            }
+        }
+        #expect(wrong.load(ordering: .relaxed) == 0)
+        // A lookup and an UPDATE each, all but the loops' first few on the pipelines.
+        #expect(try server.metric("exosphere_db_pipelined_queries_total") ?? 0 - sentBefore > 350)
+        for account in accounts {
+            let me = try server.me(account.token).json
+            #expect(me["firstname"]?.stringValue == "F25")
+            #expect(me["data"]?["height"]?.doubleValue == 25.5)
+        }
+    }
+
+    /// Two users taking the same new address at once: one gets it, the other `409`, and the
+    /// writes that shared their batch still land (through the workers when it was rolled back).
+    @Test func aConflictRollsBackItsBatchButLosesNoOtherWrite() throws {
+        let server = server
+        for round in 0..<10 {
+            let accounts = try (0..<6).map { _ in try server.register() }
+            let contested = server.uniqueEmail("contested")
+            let statuses = Mutex<[Int]>([])
+            let barrier = Barrier(accounts.count)
+            onThreads(accounts.count) { index in
+                let account = accounts[index]
+                let email = index < 2 ? contested : account.email
+                barrier.arrive()
+                let status = (try? server.call("PUT", "/users/me", token: account.token, json: Self.body(email, height: round)))?.status ?? 0
+                statuses.withLock { $0.append(index < 2 ? -status : status) }
+            }
+            let all = statuses.withLock { $0 }
+            #expect(all.filter { $0 > 0 }.allSatisfy { $0 == 200 }, "round \(round): \(all)")
+            #expect(all.filter { $0 < 0 }.sorted() == [-409, -200], "round \(round): \(all)")
+            for account in accounts[2...] {
+                #expect(try server.me(account.token).json["firstname"]?.stringValue == "F\(round)")
+            }
+        }
+    }
+
+    /// The pipelined connections die again and again while users write: every write answered
+    /// `200` is stored, and no answer is anything but `200` or `503` (outcome unknown: the
+    /// connection died before the commit was confirmed).
+    @Test func noWriteIsAcknowledgedThatIsNotCommitted() throws {
+        let server = server
+        let accounts = try (0..<6).map { _ in try server.register(extra: #", "data": {"height": 0.5}"#) }
+        // Per user: the height of the last write answered 200, and the heights answered 503 after it.
+        let outcomes = Mutex<[(acknowledged: Int, unknown: [Int], other: [Int])]>(Array(repeating: (0, [], []), count: accounts.count))
+        let finished = Atomic<Int>(0)
+        let killed = Atomic<Int>(0)
+        let sentBefore = try server.metric("exosphere_db_pipelined_queries_total") ?? 0
+        onThreads(accounts.count + 1) { index in
+            guard index < accounts.count else {
+                while finished.load(ordering: .relaxed) < accounts.count {
+                    usleep(150_000)
+                    killed.add((try? server.terminatePipelineBackends()) ?? 0, ordering: .relaxed)
+                }
+                return
+            }
+            let account = accounts[index]
+            for height in 1...150 {
+                let status = (try? server.call("PUT", "/users/me", token: account.token, json: Self.body(account.email, height: height)))?.status ?? 0
+                outcomes.withLock { outcomes in
+                    switch status {
+                    case 200:
+                        outcomes[index].acknowledged = height
+                        outcomes[index].unknown = []
+                    case 503: outcomes[index].unknown.append(height)
+                    default: outcomes[index].other.append(status)
+                    }
+                }
+            }
+            finished.add(1, ordering: .relaxed)
+        }
+        server.acceptServerErrors(503)
+        let final = outcomes.withLock { $0 }
+        // The writes went through pipelines that were ended under them, again and again.
+        #expect(killed.load(ordering: .relaxed) >= 3)
+        #expect(try server.metric("exosphere_db_pipelined_queries_total") ?? 0 - sentBefore > 300)
+        for (index, account) in accounts.enumerated() {
+            #expect(final[index].other.isEmpty, "statuses other than 200 and 503: \(final[index].other)")
+            #expect(final[index].acknowledged > 0)
+            let stored = try server.me(account.token).json["data"]?["height"]?.doubleValue.map { Int($0) } ?? -1
+            #expect(stored == final[index].acknowledged || final[index].unknown.contains(stored),
+                    "stored \(stored), acknowledged \(final[index].acknowledged), unknown \(final[index].unknown)")
+        }
+    }
+}
