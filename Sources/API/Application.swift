@@ -1,4 +1,5 @@
 import Accounts
+import CLinux
 import Glibc
 import HTTPServer
 import Images
@@ -79,6 +80,14 @@ public final class Application: Sendable {
         accounts.shutdown()
         database.shutdown()
         logger.notice("stopped")
+    }
+
+    /// Makes glibc give large blocks back to the system when they are freed: every allocation of
+    /// 1 MiB or more (an scrypt buffer, an image body) gets its own mapping. Left to itself, glibc
+    /// raises that threshold to the largest block freed so far (up to 32 MiB), after which a
+    /// 16 MiB scrypt buffer stays in a thread's heap, resident, after its hash.
+    public static func returnLargeBlocksToTheSystem() {
+        _ = clinux_set_mmap_threshold(1 << 20)
     }
 
     /// Blocks SIGTERM and SIGINT in the calling thread, before any other thread starts, so every

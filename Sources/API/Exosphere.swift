@@ -82,7 +82,7 @@ public enum Exosphere {
         case "healthcheck":
             return healthcheck(Array(arguments.dropFirst()), environment: environment)
         case "hash-benchmark":
-            return hashBenchmark(Array(arguments.dropFirst()))
+            return hashBenchmark(Array(arguments.dropFirst()), environment: environment)
         default:
             printError("exosphere: unknown command '\(command)' (see exosphere --help)")
             return 2
@@ -90,6 +90,7 @@ public enum Exosphere {
     }
 
     static func serve(_ configuration: Configuration, logger: Logger) -> Int32 {
+        Application.returnLargeBlocksToTheSystem()
         Application.blockTerminationSignals()
         let application: Application
         do {
@@ -145,7 +146,8 @@ public enum Exosphere {
     }
 
     /// Hashes with the production parameters on one thread per core for a while; prints the rate.
-    static func hashBenchmark(_ arguments: [String]) -> Int32 {
+    /// Hashes on every core for a while at the cost `serve` would use (`EXOSPHERE_SCRYPT_*`).
+    static func hashBenchmark(_ arguments: [String], environment: [String: String]) -> Int32 {
         var seconds = 10
         if arguments.count == 2, arguments[0] == "--seconds", let value = Int(arguments[1]), value > 0 {
             seconds = value
@@ -153,7 +155,14 @@ public enum Exosphere {
             printError("usage: exosphere hash-benchmark [--seconds N]")
             return 2
         }
-        let hasher = PasswordHasher()
+        let hasher: PasswordHasher
+        do {
+            let configuration = try Configuration.parse(arguments: [], environment: environment)
+            hasher = try PasswordHasher(parameters: configuration.passwordHashing)
+        } catch {
+            printError("exosphere: \(error)")
+            return 2
+        }
         let threads = HashingPool.defaultWorkerCount
         let deadline = monotonicNanoseconds() + UInt64(seconds) * 1_000_000_000
         let counts = Mutex([Int](repeating: 0, count: threads))

@@ -15,6 +15,7 @@
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <fcntl.h>
+#include <malloc.h>
 
 #ifndef SOCK_NONBLOCK
 #define SOCK_NONBLOCK 04000
@@ -28,6 +29,8 @@ extern int pthread_setname_np(pthread_t thread, const char *name);
 extern pid_t gettid(void);
 
 static inline int clinux_sock_nonblock_cloexec(void) { return SOCK_NONBLOCK | SOCK_CLOEXEC; }
+/// Sets glibc's mmap threshold (which also stops its dynamic adjustment).
+static inline int clinux_set_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }
 /* SCHED_IDLE (Linux): run only when no other thread wants the CPU. */
 static inline int clinux_sched_idle(void) { return 5; }
 #endif
