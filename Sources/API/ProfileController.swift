@@ -32,13 +32,7 @@ struct ProfileController: Sendable {
     /// Without one, or when it fails, the worker pool runs `show` (a read, safe to run again).
     @Sendable func showPipelined(_ request: Request, _ context: RequestContext, _ responder: Responder) {
         guard let pipelines else { return responder.fallBack() }
-        let lookup: (statement: PostgresStatement, binds: PostgresBindings)
-        do {
-            lookup = try accounts.sessionLookup(token: try authenticator.token(request))
-        } catch {
-            return responder.respond { throw error }
-        }
-        pipelines.query(lookup.statement, lookup.binds, for: responder) { [accounts] rows in
+        lookUpSession(request, responder, pipelines) { [accounts] rows in
             responder.respond { showResponse(request, user: try accounts.authenticatedUser(lookupRows: rows)) }
         }
     }
@@ -48,13 +42,7 @@ struct ProfileController: Sendable {
     /// Bodies over 64 KiB are parsed on the workers, not on the loop.
     @Sendable func replacePipelined(_ request: Request, _ context: RequestContext, _ responder: Responder) {
         guard let pipelines, request.body.count <= 64 * 1024 else { return responder.fallBack() }
-        let lookup: (statement: PostgresStatement, binds: PostgresBindings)
-        do {
-            lookup = try accounts.sessionLookup(token: try authenticator.token(request))
-        } catch {
-            return responder.respond { throw error }
-        }
-        pipelines.query(lookup.statement, lookup.binds, for: responder) { [accounts] rows in
+        lookUpSession(request, responder, pipelines) { [accounts] rows in
             let user: User
             let replacement: (statement: PostgresStatement, binds: PostgresBindings)?
             do {
@@ -68,6 +56,19 @@ struct ProfileController: Sendable {
                 responder.respond { userResponse(try accounts.replacedProfile(outcome)) }
             }
         }
+    }
+
+    /// Sends the session lookup of the request's token on the loop's pipeline and hands its rows
+    /// to `answer`; a missing or malformed token is answered at once, without the database.
+    private func lookUpSession(_ request: Request, _ responder: Responder, _ pipelines: Pipelines,
+                               _ answer: @escaping (PostgresRows) -> Void) {
+        let lookup: (statement: PostgresStatement, binds: PostgresBindings)
+        do {
+            lookup = try accounts.sessionLookup(token: try authenticator.token(request))
+        } catch {
+            return responder.respond { throw error }
+        }
+        pipelines.query(lookup.statement, lookup.binds, for: responder, answer)
     }
 
     private func showResponse(_ request: Request, user: User) -> Response {
