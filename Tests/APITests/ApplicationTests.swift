@@ -107,6 +107,57 @@ func httpGet(port: Int, path: String) throws -> (status: Int, head: String, body
     }
 
 
+    /// PostgreSQL crashes, stays down a while, and comes back: during the outage reads and writes
+    /// get `503`, never anything else; then the pool and the event loops' pipelines reconnect by
+    /// themselves. No write answered `200` is lost.
+    @Test func aDatabaseRestartCostsOnlyTheRequestsDuringIt() throws {
+        // Durable, unlike the other tests' cluster: a crash must not lose what was acknowledged.
+        var options = LocalCluster.Options()
+        options.settings["fsync"] = "on"
+        options.settings["synchronous_commit"] = "on"
+        options.settings["full_page_writes"] = "on"
+        let cluster = try LocalCluster.startTemporary(options: options)
+        defer { cluster.stop() }
+        let server = try TestServer("dbrestart", cluster: cluster) { $0.server.eventLoops = 2 }
+        defer { server.shutdown() }
+        let account = try server.register()
+        func put(_ n: Int) throws -> Int {
+            try server.call("PUT", "/users/me", token: account.token,
+                            json: #"{"email": "\#(account.email)", "data": {"weight": \#(n)}}"#).status
+        }
+        for n in 1...5 {
+            #expect(try server.me(account.token).status == 200)
+            #expect(try put(n) == 200)
+        }
+        cluster.stopServer(mode: .immediate)
+        // Down: every read and write is a 503, at once.
+        for n in 6...10 {
+            #expect(try server.me(account.token).status == 503)
+            #expect(try put(n) == 503)
+        }
+        try cluster.startServer()
+        var statuses: [Int] = []
+        var acknowledged = 5
+        var healthy = 0
+        var n = 10
+        let deadline = ContinuousClock.now + .seconds(20)
+        while healthy < 3, ContinuousClock.now < deadline {
+            n += 1
+            let read = try server.me(account.token).status
+            let write = try put(n)
+            if write == 200 { acknowledged = n }
+            statuses += [read, write]
+            healthy = read == 200 && write == 200 ? healthy + 1 : 0
+            if healthy == 0 { usleep(50_000) }
+        }
+        server.acceptServerErrors(503)
+        #expect(healthy == 3, "not recovered: \(statuses.suffix(10))")
+        #expect(statuses.allSatisfy { $0 == 200 || $0 == 503 }, "\(statuses)")
+        #expect(try server.me(account.token).json["data"]?["weight"]?.int64Value == Int64(acknowledged))
+        for _ in 0..<50 where try server.pipelineBackends() < 2 { usleep(100_000) }
+        #expect(try server.pipelineBackends() >= 1)
+    }
+
     @Test func pipeliningOffAnswersFromTheWorkers() throws {
         let server = try TestServer("pipeliningoff") { $0.databasePipelining = false }
         defer { server.shutdown() }

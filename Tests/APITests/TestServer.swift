@@ -48,9 +48,10 @@ final class TestServer: Sendable {
         return parts.joined(separator: "/")
     }()
 
-    init(_ name: String, _ adjust: (inout Configuration) throws -> Void = { _ in }) throws {
+    /// A server on a fresh database of `cluster` (the test process's shared one by default).
+    init(_ name: String, cluster: LocalCluster? = nil, _ adjust: (inout Configuration) throws -> Void = { _ in }) throws {
         self.name = name
-        let cluster = try TestCluster.cluster()
+        let cluster = try cluster ?? TestCluster.cluster()
         let database = "api_\(name)_\(getpid())"
         databaseURL = try cluster.createDatabase(database)
         var configuration = Configuration()
