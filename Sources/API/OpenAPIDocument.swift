@@ -1424,7 +1424,7 @@ enum OpenAPIDocument {
             }
           },
           "ServiceUnavailable": {
-            "description": "Try again after `Retry-After` seconds: `overloaded` (too many open connections, queued requests or password hashes at once; `Retry-After: 1`), `database_busy` (no database connection free within the acquire timeout; `Retry-After: 1`), `database_unavailable` (the database cannot be reached; `Retry-After: 2`).",
+            "description": "Try again after `Retry-After` seconds: `overloaded` (too many open connections, queued requests or password hashes at once; `Retry-After: 1`), `database_busy` (no database connection free within the acquire timeout; `Retry-After: 1`), `database_unavailable` (the database cannot be reached; `Retry-After: 2`). On a write, `database_unavailable` can also mean that the connection was lost before the commit was confirmed: the write may or may not have happened, so read the resource again (its `ETag`) before repeating a conditional write.",
             "headers": {
               "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
               "Retry-After": {"$ref": "#/components/headers/Retry-After"}
