@@ -23,7 +23,8 @@ public final class PostgresPipeline {
 
     /// What the server still owes a result for, in sending order.
     private enum Pending {
-        case prepare
+        /// The statement's id, forgotten again if the server refuses to prepare it.
+        case prepare(Int)
         case statement(Completion, durable: Bool)
         case sync
     }
@@ -87,9 +88,9 @@ public final class PostgresPipeline {
             name = "exo_fixed_\(id)"
             let types = binds.entries.map { Oid($0.type.rawValue) }
             guard PQsendPrepare(handle, name, statement.sql, Int32(types.count), types) == 1 else {
-                throw failure()
+                throw retire()
             }
-            queue.append(.prepare)
+            queue.append(.prepare(id))
             if id >= connection.fixedStatements.count {
                 connection.fixedStatements.append(contentsOf: repeatElement(nil, count: id - connection.fixedStatements.count + 1))
             }
@@ -99,7 +100,7 @@ public final class PostgresPipeline {
         let sent = (try? connection.withParameters(binds) { values, lengths, formats in
             PQsendQueryPrepared(handle, name, Int32(binds.entries.count), values, lengths, formats, 0)
         }) ?? 0
-        guard sent == 1 else { throw failure() }
+        guard sent == 1 else { throw retire() }
         queue.append(.statement(completion, durable: durable))
         unsynced += 1
     }
@@ -183,8 +184,14 @@ public final class PostgresPipeline {
             let entry = pop()
             let finished = outcome ?? .failure(PostgresError(code: .queryFailed, context: "the statement returned no result"))
             outcome = nil
-            if case .statement(let completion, let durable) = entry {
+            switch entry {
+            case .statement(let completion, let durable):
                 if durable { committing.append((completion, finished)) } else { completion(finished) }
+            case .prepare(let id):
+                // Refused (its first execution fails as aborted): the next use prepares it again.
+                if case .failure = finished { connection.fixedStatements[id] = nil }
+            case .sync:
+                break
             }
         }
         if !isBroken, PQstatus(handle) != CONNECTION_OK { fail(failure()) }
@@ -222,6 +229,14 @@ public final class PostgresPipeline {
 
     private func failure() -> PostgresError {
         PostgresError(code: .connectionFailed, context: connection.errorMessage)
+    }
+
+    /// A send that libpq refused leaves the connection in doubt: fail what is pending and return
+    /// the error to throw.
+    private func retire() -> PostgresError {
+        let error = failure()
+        fail(error)
+        return error
     }
 
     /// Marks the pipeline broken and fails every pending statement; the socket stays open until `close`.

@@ -149,6 +149,25 @@ import Testing
         #expect(!pipeline.isBroken)
     }
 
+    /// A statement the server refuses to prepare fails (its batch aborted) and is prepared again
+    /// at its next use, which succeeds once the server accepts it.
+    @Test func aRefusedPrepareIsTriedAgain() throws {
+        let table = TestDatabase.uniqueName("pipeline_later")
+        let count = PostgresStatement(unsafeSQL: "SELECT count(*) FROM \(table)")
+        let pipeline = try PostgresPipelineTests.pipeline()
+        defer { pipeline.close() }
+        var first: Result<PostgresRows, PostgresError>?
+        try pipeline.send(count, PostgresBindings()) { first = $0 }
+        PostgresPipelineTests.drive(pipeline) { first != nil }
+        if case .failure(let error) = first { #expect(error.code == .statementAborted) } else { Issue.record("\(String(describing: first))") }
+        try TestDatabase.connection().execute("CREATE TABLE \(identifier: table) (id int8)")
+        var second: Int?
+        try pipeline.send(count, PostgresBindings()) { second = try? $0.get().first?.decode(Int.self, at: 0) }
+        PostgresPipelineTests.drive(pipeline) { second != nil }
+        #expect(second == 0)
+        #expect(!pipeline.isBroken)
+    }
+
     @Test func completionsMaySendAgain() throws {
         let pipeline = try PostgresPipelineTests.pipeline()
         defer { pipeline.close() }
