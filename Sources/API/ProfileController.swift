@@ -11,14 +11,15 @@ struct ProfileController: Sendable {
     let accounts: AccountService
     let images: ImageService
     let authenticator: Authenticator
-    /// When set, `GET` and `PUT /users/me` are answered on the event loop through its pipelined
-    /// connection (they never wait for the hashing pool), with the worker pool as the fallback.
+    /// When set, `GET`, `PUT` and `PATCH /users/me` are answered on the event loop through its
+    /// pipelined connection (they never wait for the hashing pool), with the worker pool as the
+    /// fallback.
     var pipelines: Pipelines?
 
     func register(in router: inout Router) {
         router.get("/users/me", asynchronous: pipelines == nil ? nil : showPipelined, fallback: show)
         router.add(.put, "/users/me", replace, asynchronous: pipelines == nil ? nil : replacePipelined)
-        router.patch("/users/me", use: patch)
+        router.add(.patch, "/users/me", patch, asynchronous: pipelines == nil ? nil : patchPipelined)
         router.delete("/users/me", use: deleteAccount)
         router.post("/users/me/password", use: changePassword)
         router.get("/users/schema", use: schema)
@@ -39,20 +40,42 @@ struct ProfileController: Sendable {
 
     /// `replace` on the event loop: the session lookup, then (when the field types are all known)
     /// the one conditional `UPDATE`, committed with the other writes of the loop's wake-up.
-    /// Bodies over 64 KiB are parsed on the workers, not on the loop.
     @Sendable func replacePipelined(_ request: Request, _ context: RequestContext, _ responder: Responder) {
+        writeProfile(request, responder, retryWhenNoRow: false) { [accounts] user in
+            try accounts.profileReplacement(try JSONBody.object(request), user: user, ifMatch: request.headers["If-Match"])
+        }
+    }
+
+    /// `patch` on the event loop: the patch is merged into the user the session lookup returned and
+    /// written on the condition that it is still that version; if it is not, the workers'
+    /// transaction merges it into the new one.
+    @Sendable func patchPipelined(_ request: Request, _ context: RequestContext, _ responder: Responder) {
+        writeProfile(request, responder, retryWhenNoRow: true) { [accounts] user in
+            let body = try JSONBody.object(request, accepting: ["application/merge-patch+json", "application/json"])
+            return try accounts.profilePatch(body, user: user, ifMatch: request.headers["If-Match"])
+        }
+    }
+
+    /// A profile write on the event loop: the session lookup, then `plan`'s statement for the user
+    /// it found (nil: the request needs the workers' transaction) in the loop's next batch of
+    /// writes, answered with the user it returns. No row returned is a stale `If-Match`, or, with
+    /// `retryWhenNoRow`, a user that changed since it was read: the workers run the request again.
+    /// Bodies over 64 KiB are parsed on the workers, not on the loop.
+    private func writeProfile(_ request: Request, _ responder: Responder, retryWhenNoRow: Bool,
+                              _ plan: @escaping (User) throws -> (statement: PostgresStatement, binds: PostgresBindings)?) {
         guard let pipelines, request.body.count <= 64 * 1024 else { return responder.fallBack() }
         lookUpSession(request, responder, pipelines) { [accounts] rows in
             let user: User
-            let replacement: (statement: PostgresStatement, binds: PostgresBindings)?
+            let write: (statement: PostgresStatement, binds: PostgresBindings)?
             do {
                 user = try accounts.authenticatedUser(lookupRows: rows)
-                replacement = try accounts.profileReplacement(try JSONBody.object(request), user: user, ifMatch: request.headers["If-Match"])
+                write = try plan(user)
             } catch {
                 return responder.respond { throw error }
             }
-            guard let replacement else { return responder.fallBack() }
-            pipelines.write(replacement.statement, replacement.binds, lockOrder: user.id.lowercasedText, for: responder) { outcome in
+            guard let write else { return responder.fallBack() }
+            pipelines.write(write.statement, write.binds, lockOrder: user.id.lowercasedText, for: responder) { outcome in
+                if retryWhenNoRow, case .success(let rows) = outcome, rows.first == nil { return responder.fallBack() }
                 responder.respond { userResponse(try accounts.replacedProfile(outcome)) }
             }
         }

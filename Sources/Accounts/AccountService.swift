@@ -407,22 +407,67 @@ public final class AccountService: Sendable {
 
     /// `PATCH /users/me`: a JSON Merge Patch (RFC 7396) of the editable representation.
     public func patchProfile(_ patch: JSONObject, userID: UUID, ifMatch: String?) throws -> User {
-        let reader = RequestBody(object: patch)
-        try reader.checkKeys(allowed: ["email", "firstname", "lastname", "data"], ignoringReadOnly: true)
-        let email = try reader.string("email").map { text throws(AccountsError) in try validEmail(text) }
-        let firstname = try reader.name("firstname")
-        let lastname = try reader.name("lastname")
-        let dataPatch: JSONObject? = try reader.data()
-        let removesAllData = patch["data"]?.isNull ?? false
+        let input = try PatchInput(patch, service: self)
         return try updateProfile(userID: userID, ifMatch: ifMatch) { user, connection in
+            try input.apply(to: &user, service: self) { try schema.validate($0, connection) }
+        }
+    }
+
+    /// `patchProfile` as one statement on the user `current` just read, for a caller that runs it
+    /// itself (pipelined, on an event loop): an `UPDATE` on the condition that the row still has
+    /// `current`'s version. Its outcome is read with `replacedProfile`, except that no row means
+    /// that the user changed in between: then run `patchProfile`, whose transaction reads the row
+    /// again. Nil when the patch needs that transaction anyway (a custom field whose type is not
+    /// fixed yet, or an `If-Match` other than `current`'s tag).
+    public func profilePatch(_ patch: JSONObject, user current: User,
+                             ifMatch: String?) throws -> (statement: PostgresStatement, binds: PostgresBindings)? {
+        let input = try PatchInput(patch, service: self)
+        if let ifMatch, !ETag.matches(ifMatch, current.etag, weak: false) { return nil }
+        var user = current
+        var typesKnown = true
+        let email = try input.apply(to: &user, service: self) { fields in
+            guard let validated = try schema.validateCached(fields) else {
+                typesKnown = false
+                return []
+            }
+            return validated
+        }
+        guard typesKnown else { return nil }
+        try checkDocumentSize(user)
+        return (UserRepository.replace, UserRepository.replaceBinds(id: user.id, email: email, firstname: user.firstname,
+                                                                    lastname: user.lastname, data: user.data,
+                                                                    expectedVersion: current.version))
+    }
+
+    /// A `PATCH` body, checked.
+    private struct PatchInput {
+        let email: EmailAddress?
+        let firstname: String?
+        let lastname: String?
+        let data: JSONObject?
+        let removesAllData: Bool
+
+        init(_ patch: JSONObject, service: AccountService) throws {
+            let reader = RequestBody(object: patch)
+            try reader.checkKeys(allowed: ["email", "firstname", "lastname", "data"], ignoringReadOnly: true)
+            email = try reader.string("email").map { text throws(AccountsError) in try service.validEmail(text) }
+            firstname = try reader.name("firstname")
+            lastname = try reader.name("lastname")
+            data = try reader.data()
+            removesAllData = patch["data"]?.isNull ?? false
+        }
+
+        /// Merges the patch into `user`, validating custom fields with `validate`; returns the email to store.
+        func apply(to user: inout User, service: AccountService,
+                   validate: ([(String, JSONValue)]) throws -> [(String, JSONValue)]) throws -> EmailAddress {
             if let firstname { user.firstname = firstname }
             if let lastname { user.lastname = lastname }
             if removesAllData { user.data = JSONObject() }
-            if let dataPatch, !removesAllData {
-                apply(try schema.validate(Array(dataPatch), connection), to: &user.data)
+            if let data, !removesAllData {
+                service.apply(try validate(Array(data)), to: &user.data)
             }
-            try checkFieldCount(user.data.count)
-            return try email ?? validEmail(user.email)
+            try service.checkFieldCount(user.data.count)
+            return try email ?? service.validEmail(user.email)
         }
     }
 

@@ -62,8 +62,6 @@ enum UserRepository {
         return try decode(rows[0])
     }
 
-    /// Replaces the editable fields in one statement, if the version is still `expectedVersion`
-    /// (when given); nil when no row matched.
     /// Replaces the editable fields if the version is still `$7` (or `$7` is NULL); returns the
     /// user's `columns`, or no row when the version moved on.
     static let replace = PostgresStatement(unsafeSQL: """
@@ -82,7 +80,7 @@ enum UserRepository {
         binds.append(email.normalized)
         binds.append(firstname)
         binds.append(lastname)
-        binds.append(PostgresJSON(data.jsonText))
+        binds.append(PostgresJSON(data.storageText))
         // Typed even when NULL: the statement keeps the types of its first run.
         if let expectedVersion { binds.append(expectedVersion) } else { binds.appendNull(type: .int8) }
         return binds

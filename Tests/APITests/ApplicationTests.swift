@@ -51,7 +51,7 @@ func httpGet(port: Int, path: String) throws -> (status: Int, head: String, body
         let server = try TestServer("pipelinedreads") { $0.server.eventLoops = 3 }
         defer { server.shutdown() }
         let router = server.app.server.router
-        for (method, path, asynchronous) in [(HTTPMethod.get, "/users/me", true), (.put, "/users/me", true), (.patch, "/users/me", false),
+        for (method, path, asynchronous) in [(HTTPMethod.get, "/users/me", true), (.put, "/users/me", true), (.patch, "/users/me", true), (.post, "/users/me/password", false),
                                              (.post, "/users/signin", false), (.post, "/users", false)] {
             if case .found(let route, _) = router.match(method: method, path: path) {
                 #expect(route.isAsynchronous == asynchronous, "\(method) \(path)")

@@ -93,6 +93,11 @@ struct CustomFieldsAPITests {
         // A double field given an integer literal that is large.
         #expect(try patch(#"{"mBig": 20000000000000000}"#).json["data"]?["mBig"]?.numberValue?.isInteger == false)
         #expect(try server.me(account.token).status == 200)
+        // The same through PUT (whose single UPDATE once stored 3e16 as the integer 30000000000000000).
+        let other = try server.register()
+        let put = try server.call("PUT", "/users/me", token: other.token, json: #"{"email": "\#(other.email)", "data": {"mBig": 3e16}}"#)
+        #expect(put.json["data"]?["mBig"]?.numberValue?.isInteger == false, "\(put.text)")
+        #expect(try server.me(other.token).json["data"]?["mBig"]?.numberValue?.isInteger == false)
     }
 
     @Test func fractionsAndNumericStringsAreNotIntegers() throws {

@@ -5,7 +5,7 @@ import JSON
 import Synchronization
 import Testing
 
-/// `PUT /users/me` on the event loops: the writes of one wake-up are committed together, each
+/// `PUT` and `PATCH /users/me` on the event loops: the writes of one wake-up are committed together, each
 /// reported only once committed; a failing one sends the others of its batch to the workers.
 @Suite(.liveServer("pipelinedwrites", { $0.server.eventLoops = 2 }), .serialized)
 struct PipelinedWritesTests {
@@ -42,6 +42,23 @@ struct PipelinedWritesTests {
             #expect(me["firstname"]?.stringValue == "F25")
             #expect(me["data"]?["height"]?.doubleValue == 25.5)
         }
+    }
+
+    /// Concurrent merge patches of one user, each of its own field: a patch that finds the user
+    /// changed since its lookup is merged again by the workers, so none is lost.
+    @Test func concurrentPatchesOfOneUserAllSurvive() throws {
+        let server = server
+        let account = try server.register()
+        let failures = Atomic<Int>(0)
+        onThreads(6) { index in
+            for round in 1...20 {
+                let reply = try? server.call("PATCH", "/users/me", token: account.token, json: #"{"data": {"p\#(index)": \#(round)}}"#)
+                if reply?.status != 200 { failures.add(1, ordering: .relaxed) }
+            }
+        }
+        #expect(failures.load(ordering: .relaxed) == 0)
+        let data = try server.me(account.token).json["data"]
+        for index in 0..<6 { #expect(data?["p\(index)"]?.int64Value == 20, "p\(index)") }
     }
 
     /// Two users taking the same new address at once: one gets it, the other `409`, and the
