@@ -23,7 +23,7 @@ let package = Package(
         // Structured JSON / logfmt log lines.
         .target(name: "Logging", dependencies: ["JSON"]),
         // Sockets, event loops, connections, routing, graceful shutdown.
-        .target(name: "HTTPServer", dependencies: ["HTTP", "CLinux", "JSON", "Logging", "Threads"]),
+        .target(name: "HTTPServer", dependencies: ["HTTP", "CLinux", "JSON", "Logging", "Threads", "Files"]),
         // A strict JSON value type with limits: no Foundation.
         .target(name: "JSON"),
         // libpq client, pool, bound queries, migrations, a managed local cluster.
@@ -40,7 +40,7 @@ let package = Package(
         .executableTarget(name: "exosphere-dbbench", dependencies: ["Postgres"]),
 
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP", "Files"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "Threads"]),

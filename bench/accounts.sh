@@ -21,17 +21,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The same release build as the README, the Dockerfile and CI; EXOSPHERE_BIN=path skips the
-# build and runs that binary (with this checkout's migrations/), e.g. one built under a build lock that
-# the benchmark itself then holds:
-#   flock L scripts/build-release.sh /tmp/d && flock L env EXOSPHERE_BIN=/tmp/d/exosphere bench/accounts.sh
-if [ -n "${EXOSPHERE_BIN:-}" ]; then
-    BIN=$EXOSPHERE_BIN
-    "$BIN" --version
-else
-    scripts/build-release.sh "$DIR/dist" | tail -1
-    BIN="$DIR/dist/exosphere"
-fi
+. bench/lib.sh
+exosphere_binary "$DIR"
 chmod 755 "$DIR"
 
 # Eight database connections, like pgbench's eight clients (the default is 2 × cores).

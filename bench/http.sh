@@ -18,14 +18,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The same release build as the README, the Dockerfile and CI; EXOSPHERE_BIN=path runs that
-# binary instead (see bench/accounts.sh).
-if [ -n "${EXOSPHERE_BIN:-}" ]; then
-    BIN=$EXOSPHERE_BIN
-else
-    scripts/build-release.sh "$DIR/dist" | tail -1
-    BIN="$DIR/dist/exosphere"
-fi
+. bench/lib.sh
+exosphere_binary "$DIR"
 
 printf '{"status":"ok"}' > "$DIR/healthz.json"
 ACCESS_LOG=${ACCESS_LOG:-off}

@@ -38,14 +38,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ -n "${EXOSPHERE_BIN:-}" ]; then
-    BIN=$EXOSPHERE_BIN
-    "$BIN" --version
-else
-    # The same release build as the README, the Dockerfile and CI.
-    scripts/build-release.sh "$DIR/dist" | tail -1
-    BIN="$DIR/dist/exosphere"
-fi
+. bench/lib.sh
+exosphere_binary "$DIR"
 chmod 755 "$DIR"  # the managed PostgreSQL runs as the postgres user when this runs as root
 echo "temporary directory: $(df -T "$DIR" | awk 'NR == 2 { print $2 " on " $1 ", mounted on " $7 }')"
 

@@ -56,7 +56,7 @@ public final class Application: Sendable {
 
     /// The route table, in one place. Without a hashing pool and the server's metrics (a table built
     /// only to be read) `/metrics` is still routed, and serves what it has. With `pipelines`,
-    /// `GET /users/me` is answered on the event loops (`Configuration.databasePipelining`).
+    /// `GET`, `PUT` and `PATCH /users/me` are answered on the event loops (`Configuration.databasePipelining`).
     static func routes(database: Database, accounts: AccountService, images: ImageService, hashing: HashingPool? = nil,
                        metrics: HTTPMetrics = HTTPMetrics(), trustedProxies: Set<String> = [],
                        pipelines: Pipelines? = nil) -> Router {

@@ -19,7 +19,7 @@ struct Authenticator: Sendable {
             throw AccountsError(.missingToken, "This endpoint needs Authorization: Bearer <accessToken>.")
         }
         guard let token = Authenticator.bearerToken(header) else {
-            throw AccountsError(.invalidToken, "The access token is missing, malformed, unknown, expired or revoked.")
+            throw AccountsError.invalidToken
         }
         return token
     }

@@ -20,7 +20,7 @@ public struct Configuration: Sendable {
     public var databasePoolSize = PostgresPool.defaultSize
     /// How long a request waits for a free database connection before a `503`.
     public var databaseAcquireTimeout: Duration = .seconds(5)
-    /// Whether `GET /users/me` (one indexed query) is answered on the event loop that read it,
+    /// Whether `GET`, `PUT` and `PATCH /users/me` are answered on the event loop that read them,
     /// through a pipelined connection of that loop's own, instead of going to a worker thread and
     /// back. The loop never waits for the database: the statements of one wake-up go out together
     /// and their results are read when they arrive. Each loop adds one database connection.
@@ -118,7 +118,7 @@ public struct Configuration: Sendable {
             config.databaseAcquireTimeout = .seconds(try integer(value, "--db-acquire-timeout", 1...300))
         },
         Option(flag: "--db-pipelining", environment: "EXOSPHERE_DB_PIPELINING", placeholder: "on|off",
-               help: "answer GET /users/me on the event loops, one pipelined connection each (off: worker pool)",
+               help: "answer GET, PUT and PATCH /users/me on the event loops, one pipelined connection each (off: worker pool)",
                defaultValue: { $0.databasePipelining ? "on" : "off" }) { config, value throws(ConfigurationError) in
             config.databasePipelining = try onOff(value, "--db-pipelining/EXOSPHERE_DB_PIPELINING")
         },

@@ -119,13 +119,9 @@ public enum Exosphere {
 
     /// Moves every image to `target`, printing a progress line; safe to interrupt and run again.
     static func migrateImages(to target: ImageStorage, limit: Int, _ configuration: Configuration, logger: Logger) -> Int32 {
-        Application.blockTerminationSignals()
-        // Interrupting is safe (one transaction per image), so the signals end the process at once.
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGTERM)
-        sigaddset(&signals, SIGINT)
-        pthread_sigmask(SIG_UNBLOCK, &signals, nil)
+        // Interrupting is safe (one transaction per image), so SIGTERM and SIGINT keep their
+        // default action and end the process at once; unlike `serve`, nothing blocks them.
+        signal(SIGPIPE, SIG_IGN)
         do {
             let database = try Database.start(configuration, logger: logger)
             defer { database.shutdown() }
@@ -145,8 +141,8 @@ public enum Exosphere {
         }
     }
 
-    /// Hashes with the production parameters on one thread per core for a while; prints the rate.
-    /// Hashes on every core for a while at the cost `serve` would use (`EXOSPHERE_SCRYPT_*`).
+    /// Hashes on one thread per core for a while at the cost `serve` would use (`EXOSPHERE_SCRYPT_*`);
+    /// prints the rate.
     static func hashBenchmark(_ arguments: [String], environment: [String: String]) -> Int32 {
         var seconds = 10
         if arguments.count == 2, arguments[0] == "--seconds", let value = Int(arguments[1]), value > 0 {

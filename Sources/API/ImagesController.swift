@@ -31,7 +31,7 @@ struct ImagesController: Sendable {
             return try store(request)
         } catch let error as PostgresError where error.sqlState == .foreignKeyViolation {
             // The account was deleted between the token check and the insert.
-            throw AccountsError(.invalidToken, "The access token is missing, malformed, unknown, expired or revoked.")
+            throw AccountsError.invalidToken
         }
     }
 
@@ -125,7 +125,7 @@ struct ImagesController: Sendable {
         case .bytes(let bytes):
             response.body = bytes
         case .file(let file, let offset, let length):
-            response.file = FileRegion(adopting: file.take(), offset: offset, length: length)
+            response.file = try FileRegion(file, offset: offset, length: length)
         }
         return response
     }

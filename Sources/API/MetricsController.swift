@@ -16,7 +16,7 @@ struct MetricsController {
     let hashing: HashingPool?
     let accounts: AccountService.Statistics?
     let images: ImageService?
-    /// Nil when `GET /users/me` is not pipelined.
+    /// Nil with `--db-pipelining off`.
     let pipelines: Pipelines.Statistics?
 
     func register(in router: inout Router) {

@@ -166,7 +166,7 @@ public final class AccountService: Sendable {
     /// runs it itself (pipelined, on an event loop); `invalid_token` for a malformed token. Read
     /// its rows with `authenticatedUser(lookupRows:)`.
     public func sessionLookup(token: String) throws -> (statement: PostgresStatement, binds: PostgresBindings) {
-        guard SessionToken.isWellFormed(token) else { throw AccountService.invalidToken }
+        guard SessionToken.isWellFormed(token) else { throw AccountsError.invalidToken }
         return (sessionLookup.statement, sessionLookup.binds(tokenHash: SessionToken.hash(of: token)))
     }
 
@@ -183,13 +183,11 @@ public final class AccountService: Sendable {
     }
 
     private func authenticatedRow<Result>(_ row: PostgresRow?, _ decode: (PostgresRow) throws -> Result) throws -> Result {
-        guard let row else { throw AccountService.invalidToken }
+        guard let row else { throw AccountsError.invalidToken }
         let result = try decode(row)
         if try SessionRepository.isStale(row) { toucher.note(try SessionRepository.id(row)) }
         return result
     }
-
-    private static let invalidToken = AccountsError(.invalidToken, "The access token is missing, malformed, unknown, expired or revoked.")
 
     /// Which sessions `signOut` ends.
     public enum SignOutScope: String, Sendable {

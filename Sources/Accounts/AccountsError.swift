@@ -53,6 +53,9 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         self.retryAfterSeconds = retryAfterSeconds
     }
 
+    /// The one answer for every token that does not lead to a live session: the causes are not told apart.
+    public static let invalidToken = AccountsError(.invalidToken, "The access token is missing, malformed, unknown, expired or revoked.")
+
     /// A validation failure of several fields: the first one's code leads.
     static func invalid(_ fields: [FieldError]) -> AccountsError {
         let first = fields[0]

@@ -56,7 +56,6 @@ enum SessionRepository {
         }
     }
 
-
     /// The session id of an `authenticate` row.
     static func id(_ row: PostgresRow) throws -> UUID { try row.decode(UUID.self, at: 0) }
 

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Security
 
 extension UUID {
     /// The lowercase canonical text (`5f0c…-…`), as ids appear in JSON, ETags and throttle keys;
@@ -12,18 +13,12 @@ extension UUID {
                         buffer[out] = UInt8(ascii: "-")
                         out += 1
                     }
-                    buffer[out] = UUID.hexDigit(bytes[index] >> 4)
-                    buffer[out + 1] = UUID.hexDigit(bytes[index] & 0xF)
+                    buffer[out] = Hex.digit(bytes[index] >> 4)
+                    buffer[out + 1] = Hex.digit(bytes[index] & 0xF)
                     out += 2
                 }
                 return out
             }
         }
-    }
-
-    /// The lowercase hexadecimal digit of a value below 16.
-    @inline(__always)
-    static func hexDigit(_ value: UInt8) -> UInt8 {
-        value < 10 ? UInt8(ascii: "0") &+ value : UInt8(ascii: "a") &+ value &- 10
     }
 }

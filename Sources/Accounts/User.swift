@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Security
 import JSON
 
 /// A user as stored: identity, names, custom fields and the version that makes the ETag.
@@ -24,8 +25,8 @@ public struct User: Sendable, Equatable {
             out += 1
             withUnsafeBytes(of: id.uuid) { bytes in
                 for index in 0..<4 {
-                    buffer[out] = UUID.hexDigit(bytes[index] >> 4)
-                    buffer[out + 1] = UUID.hexDigit(bytes[index] & 0xF)
+                    buffer[out] = Hex.digit(bytes[index] >> 4)
+                    buffer[out + 1] = Hex.digit(bytes[index] & 0xF)
                     out += 2
                 }
             }

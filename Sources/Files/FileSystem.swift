@@ -104,21 +104,26 @@ public enum FileSystem {
     }
 }
 
-/// An open file for reading, closed when released; hands its descriptor on with `take()`.
+/// An open regular file for reading, closed when released; hands its descriptor on with `take()`.
 public final class ReadableFile: @unchecked Sendable {
     private var descriptor: Int32
     /// The size when it was opened.
     public let size: Int
 
-    /// Opens `path` read-only.
+    /// Opens the regular file at `path` read-only: a directory is `EISDIR`, any other kind of
+    /// file `EINVAL` (`O_NONBLOCK` keeps a FIFO from blocking the open).
     public init(path: String) throws(FileSystemError) {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw FileSystemError("open", path) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
             let failure = FileSystemError("fstat", path)
             close(descriptor)
             throw failure
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            close(descriptor)
+            throw FileSystemError("open", path, code: status.st_mode & S_IFMT == S_IFDIR ? EISDIR : EINVAL)
         }
         self.descriptor = descriptor
         self.size = Int(status.st_size)

@@ -1,3 +1,4 @@
+import Files
 import Glibc
 import HTTP
 
@@ -12,22 +13,15 @@ public final class FileRegion: ResponseFile {
     public let offset: Int
     public let length: Int
 
-    /// Opens the regular file at `path` and takes `length` bytes from `offset`, or the rest of
-    /// the file when `length` is nil. A region outside the file is `EINVAL`; a directory `EISDIR`.
-    public convenience init(path: String, offset: Int = 0, length: Int? = nil) throws(SystemError) {
-        let (descriptor, size) = try System.openRegularFile(path)
-        let length = length ?? size - offset
-        guard offset >= 0, length >= 0, offset <= size, length <= size - offset else {
-            System.close(descriptor)
-            throw SystemError(function: "FileRegion(offset: \(offset), length: \(length)) of \(size) bytes", errno: EINVAL)
+    /// Takes `length` bytes of `file` from `offset`, or the rest of it when `length` is nil, and
+    /// its descriptor with them: the file is closed with this region. A region outside the file
+    /// is `EINVAL`, and the file stays the caller's.
+    public init(_ file: ReadableFile, offset: Int = 0, length: Int? = nil) throws(SystemError) {
+        let length = length ?? file.size - offset
+        guard offset >= 0, length >= 0, offset <= file.size, length <= file.size - offset else {
+            throw SystemError(function: "FileRegion(offset: \(offset), length: \(length)) of \(file.size) bytes", errno: EINVAL)
         }
-        self.init(adopting: descriptor, offset: offset, length: length)
-    }
-
-    /// Takes ownership of an open descriptor of a regular file: it is closed with this region.
-    public init(adopting descriptor: Int32, offset: Int, length: Int) {
-        precondition(descriptor >= 0 && offset >= 0 && length >= 0, "a file region needs a descriptor and a non-negative range")
-        self.descriptor = descriptor
+        self.descriptor = file.take()
         self.offset = offset
         self.length = length
     }

@@ -70,26 +70,6 @@ public enum System {
         pthread_sigmask(SIG_BLOCK, &set, nil)
     }
 
-    /// Opens a regular file read-only and returns it with its size.
-    ///
-    /// `O_NONBLOCK` keeps a FIFO from blocking the open; anything but a regular file is refused.
-    static func openRegularFile(_ path: String) throws(SystemError) -> (descriptor: Int32, size: Int) {
-        guard let fd = try retrying("open", { Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }) else {
-            throw SystemError(function: "open", errno: EAGAIN)
-        }
-        var status = stat()
-        guard fstat(fd, &status) == 0 else {
-            let error = Glibc.errno
-            close(fd)
-            throw SystemError(function: "fstat", errno: error)
-        }
-        guard status.st_mode & S_IFMT == S_IFREG else {
-            close(fd)
-            throw SystemError(function: "open", errno: status.st_mode & S_IFMT == S_IFDIR ? EISDIR : EINVAL)
-        }
-        return (fd, Int(status.st_size))
-    }
-
     static func accept(_ fd: Int32) throws(SystemError) -> Int32? {
         try retrying("accept4") { CLinux.accept4(fd, nil, nil, clinux_sock_nonblock_cloexec()) }
     }

@@ -96,34 +96,45 @@ public final class PostgresConnection {
 
     /// Runs a fixed statement: prepared on its first run on this connection, then found by id.
     func run(_ statement: PostgresStatement, _ binds: PostgresBindings) throws -> PostgresResult {
-        let id = statement.id
-        if id < fixedStatements.count, let prepared = fixedStatements[id], binds.matches(prepared.types) {
-            if let problem = binds.encodingProblem {
-                throw PostgresError(code: .encodingFailed, context: problem)
-            }
-            guard !isClosed else { throw PostgresError(code: .connectionFailed, context: "the connection is closed") }
-            return try withParameters(binds) { values, lengths, formats in
-                try check(PQexecPrepared(handle, prepared.name, Int32(binds.entries.count), values, lengths, formats, 0))
-            }
-        }
-        if id < fixedStatements.count, fixedStatements[id] != nil {
-            // Other parameter types than at its first run: the general path prepares another.
-            return try run(PostgresQuery(unsafeSQL: statement.sql, binds: binds))
-        }
         if let problem = binds.encodingProblem {
             throw PostgresError(code: .encodingFailed, context: problem)
         }
         guard !isClosed else { throw PostgresError(code: .connectionFailed, context: "the connection is closed") }
-        let name = "exo_fixed_\(id)"
-        let query = PostgresQuery(unsafeSQL: statement.sql, binds: binds)
-        try prepare(name: name, query: query)
-        if id >= fixedStatements.count {
-            fixedStatements.append(contentsOf: repeatElement(nil, count: id - fixedStatements.count + 1))
+        let name: String
+        if let prepared = fixedStatement(statement) {
+            // Other parameter types than at its first run: the general path prepares another.
+            guard binds.matches(prepared.types) else { return try run(PostgresQuery(unsafeSQL: statement.sql, binds: binds)) }
+            name = prepared.name
+        } else {
+            name = fixedStatementName(statement)
+            try prepare(name: name, query: PostgresQuery(unsafeSQL: statement.sql, binds: binds))
+            recordFixedStatement(statement, name: name, types: binds.entries.map(\.type))
         }
-        fixedStatements[id] = PreparedStatement(name: name, types: binds.entries.map(\.type))
         return try withParameters(binds) { values, lengths, formats in
             try check(PQexecPrepared(handle, name, Int32(binds.entries.count), values, lengths, formats, 0))
         }
+    }
+
+    /// The prepared form of `statement` on this connection, if it has one.
+    func fixedStatement(_ statement: PostgresStatement) -> PreparedStatement? {
+        statement.id < fixedStatements.count ? fixedStatements[statement.id] : nil
+    }
+
+    /// The server-side name of `statement`'s prepared form.
+    func fixedStatementName(_ statement: PostgresStatement) -> String { "exo_fixed_\(statement.id)" }
+
+    /// Notes that `statement` is prepared here as `name` for parameters of `types`.
+    func recordFixedStatement(_ statement: PostgresStatement, name: String, types: [PostgresDataType]) {
+        let id = statement.id
+        if id >= fixedStatements.count {
+            fixedStatements.append(contentsOf: repeatElement(nil, count: id - fixedStatements.count + 1))
+        }
+        fixedStatements[id] = PreparedStatement(name: name, types: types)
+    }
+
+    /// Forgets `statement`'s prepared form (its preparation failed): its next run prepares it again.
+    func forgetFixedStatement(_ statement: PostgresStatement) {
+        if statement.id < fixedStatements.count { fixedStatements[statement.id] = nil }
     }
 
     /// `binaryResults` asks for every column in PostgreSQL's binary format (only `fetchBytes` does).
@@ -181,7 +192,7 @@ public final class PostgresConnection {
     func withParameters<T>(
         _ binds: PostgresBindings,
         _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) throws -> T
-    ) throws -> T {
+    ) rethrows -> T {
         let count = binds.entries.count
         if count == 0 { return try body(nil, nil, nil) }
         return try binds.bytes.withUnsafeBufferPointer { bytes in

@@ -23,8 +23,8 @@ public final class PostgresPipeline {
 
     /// What the server still owes a result for, in sending order.
     private enum Pending {
-        /// The statement's id, forgotten again if the server refuses to prepare it.
-        case prepare(Int)
+        /// Forgotten again if the server refuses to prepare it.
+        case prepare(PostgresStatement)
         case statement(Completion, durable: Bool)
         case sync
     }
@@ -76,30 +76,25 @@ public final class PostgresPipeline {
         guard !isBroken else { throw PostgresError(code: .connectionFailed, context: "the pipeline is closed") }
         if let problem = binds.encodingProblem { throw PostgresError(code: .encodingFailed, context: problem) }
         let handle = connection.handle
-        let id = statement.id
         let name: String
-        if id < connection.fixedStatements.count, let prepared = connection.fixedStatements[id] {
+        if let prepared = connection.fixedStatement(statement) {
             guard binds.matches(prepared.types) else {
                 throw PostgresError(code: .invalidUsage, context: "a pipelined statement keeps the parameter types of its first use")
             }
             name = prepared.name
         } else {
             // Prepared in the same batch, just ahead of its first execution.
-            name = "exo_fixed_\(id)"
+            name = connection.fixedStatementName(statement)
             let types = binds.entries.map { Oid($0.type.rawValue) }
             guard PQsendPrepare(handle, name, statement.sql, Int32(types.count), types) == 1 else {
                 throw retire()
             }
-            queue.append(.prepare(id))
-            if id >= connection.fixedStatements.count {
-                connection.fixedStatements.append(contentsOf: repeatElement(nil, count: id - connection.fixedStatements.count + 1))
-            }
-            connection.fixedStatements[id] = PreparedStatement(name: name, types: binds.entries.map(\.type))
+            queue.append(.prepare(statement))
+            connection.recordFixedStatement(statement, name: name, types: binds.entries.map(\.type))
         }
-        // The closure does not throw, so neither does the call.
-        let sent = (try? connection.withParameters(binds) { values, lengths, formats in
+        let sent = connection.withParameters(binds) { values, lengths, formats in
             PQsendQueryPrepared(handle, name, Int32(binds.entries.count), values, lengths, formats, 0)
-        }) ?? 0
+        }
         guard sent == 1 else { throw retire() }
         queue.append(.statement(completion, durable: durable))
         unsynced += 1
@@ -187,9 +182,9 @@ public final class PostgresPipeline {
             switch entry {
             case .statement(let completion, let durable):
                 if durable { committing.append((completion, finished)) } else { completion(finished) }
-            case .prepare(let id):
+            case .prepare(let statement):
                 // Refused (its first execution fails as aborted): the next use prepares it again.
-                if case .failure = finished { connection.fixedStatements[id] = nil }
+                if case .failure = finished { connection.forgetFixedStatement(statement) }
             case .sync:
                 break
             }

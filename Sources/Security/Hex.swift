@@ -1,14 +1,18 @@
 /// Lower-case hexadecimal encoding of bytes, for digests in logs, ETags and test vectors.
 public enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
+    /// The lower-case hexadecimal digit of a value below 16, for callers that write in place.
+    @inlinable @inline(__always)
+    public static func digit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") &+ value : UInt8(ascii: "a") &+ value &- 10
+    }
 
     /// The lower-case hexadecimal text of `bytes`, two characters per byte.
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
         var text: [UInt8] = []
         text.reserveCapacity(bytes.underestimatedCount * 2)
         for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
+            text.append(digit(byte >> 4))
+            text.append(digit(byte & 0x0f))
         }
         return String(decoding: text, as: UTF8.self)
     }

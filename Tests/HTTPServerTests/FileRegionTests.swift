@@ -1,3 +1,4 @@
+import Files
 import Foundation
 import Glibc
 import HTTP
@@ -48,19 +49,19 @@ private struct TemporaryFile {
 private func startFileServer(_ file: TemporaryFile) throws -> HTTPServer {
     try startServer(router: testRouter { router in
         router.get("/file") { _, _ in
-            Response(status: .ok, contentType: "application/octet-stream", file: try FileRegion(path: file.path))
+            Response(status: .ok, contentType: "application/octet-stream", file: try FileRegion(ReadableFile(path: file.path)))
         }
         router.get("/range") { _, _ in
             Response(status: .ok, contentType: "application/octet-stream",
-                     file: try FileRegion(path: file.path, offset: 1000, length: 5000))
+                     file: try FileRegion(ReadableFile(path: file.path), offset: 1000, length: 5000))
         }
         router.get("/truncated") { _, _ in
-            let region = try FileRegion(path: file.path)
+            let region = try FileRegion(ReadableFile(path: file.path))
             guard truncate(file.path, 1000) == 0 else { throw SystemError(function: "truncate", errno: errno) }
             return Response(status: .ok, contentType: "application/octet-stream", file: region)
         }
         router.get("/missing-file") { _, _ in
-            Response(status: .ok, contentType: "application/octet-stream", file: try FileRegion(path: file.path + ".none"))
+            Response(status: .ok, contentType: "application/octet-stream", file: try FileRegion(ReadableFile(path: file.path + ".none")))
         }
     })
 }
@@ -209,22 +210,27 @@ private func startFileServer(_ file: TemporaryFile) throws -> HTTPServer {
     @Test func regionOutsideTheFileIsRefused() throws {
         let file = try TemporaryFile(size: 100)
         defer { file.remove() }
-        #expect(try FileRegion(path: file.path).length == 100)
-        #expect(try FileRegion(path: file.path, offset: 40).length == 60)
-        #expect(try FileRegion(path: file.path, offset: 100).length == 0)
-        #expect(try FileRegion(path: file.path, offset: 90, length: 10).length == 10)
+        #expect(try FileRegion(ReadableFile(path: file.path)).length == 100)
+        #expect(try FileRegion(ReadableFile(path: file.path), offset: 40).length == 60)
+        #expect(try FileRegion(ReadableFile(path: file.path), offset: 100).length == 0)
+        #expect(try FileRegion(ReadableFile(path: file.path), offset: 90, length: 10).length == 10)
         for (offset, length) in [(90, 11), (101, nil), (-1, nil), (0, -1)] as [(Int, Int?)] {
-            #expect(throws: SystemError.self) { try FileRegion(path: file.path, offset: offset, length: length) }
+            #expect(throws: SystemError.self) { try FileRegion(ReadableFile(path: file.path), offset: offset, length: length) }
         }
         #expect(file.openDescriptors == 0)
-        #expect { try FileRegion(path: NSTemporaryDirectory()) } throws: { ($0 as? SystemError)?.errno == EISDIR }
-        #expect { try FileRegion(path: file.path + ".none") } throws: { ($0 as? SystemError)?.errno == ENOENT }
+        #expect { try ReadableFile(path: NSTemporaryDirectory()) } throws: { ($0 as? FileSystemError)?.code == EISDIR }
+        #expect { try ReadableFile(path: file.path + ".none") } throws: { ($0 as? FileSystemError)?.code == ENOENT }
+        // A FIFO neither blocks the open nor passes for a file.
+        let fifo = file.path + ".fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        defer { unlink(fifo) }
+        #expect { try ReadableFile(path: fifo) } throws: { ($0 as? FileSystemError)?.code == EINVAL }
     }
 
     @Test func regionClosesItsDescriptorWhenReleased() throws {
         let file = try TemporaryFile(size: 100)
         defer { file.remove() }
-        var region: FileRegion? = try FileRegion(path: file.path)
+        var region: FileRegion? = try FileRegion(ReadableFile(path: file.path))
         var response = Response(status: .ok, contentType: "text/plain", file: region!)
         region = nil
         #expect(file.openDescriptors == 1)  // the response holds it
