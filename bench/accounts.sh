@@ -7,7 +7,7 @@
 #      before and just after it, averaged);
 #   4. GET /users/me latency during a storm of sign-ins;
 #   and the server's resident memory throughout.
-# Usage: [EXOSPHERE_BIN=path] bench/accounts.sh [seconds=10]      Needs: wrk, pgbench, psql (postgresql), python3.
+# Usage: [EXOSPHERE_BIN=path] [BENCH_CGROUP=off] bench/accounts.sh [seconds=10]      Needs: wrk, pgbench, psql (postgresql), python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-10}
@@ -17,12 +17,14 @@ DIR=$(mktemp -d /tmp/exo-accounts-bench.XXXXXX)
 cleanup() {
     [ -n "${RSS_PID:-}" ] && kill "$RSS_PID" 2>/dev/null || true
     [ -n "${EXO_PID:-}" ] && kill -TERM "$EXO_PID" 2>/dev/null && wait "$EXO_PID" 2>/dev/null || true
+    leave_bench_cgroup
     rm -rf "$DIR"
 }
 trap cleanup EXIT
 
 . bench/lib.sh
 exosphere_binary "$DIR"
+enter_bench_cgroup
 chmod 755 "$DIR"
 
 # Eight database connections, like pgbench's eight clients (the default is 2 × cores).
@@ -127,6 +129,7 @@ RSS_MEDIAN=$(sort -n "$DIR/rss.txt" | awk '{v[NR]=$1} END {print v[int((NR+1)/2)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 echo
 echo "accounts benchmark: ${DURATION}s per run, $USERS users, wrk -t2 (64 connections; sign-in $((3 * $(nproc)))), pgbench -M prepared -c 8 -j 2"
+echo "scheduling: $BENCH_SCHEDULING"
 printf '%-34s %12s %10s %10s\n' measurement "per second" p99 ratio
 printf '%-34s %12s %10s\n' "pgbench session lookup" "$PG_LOOKUP" "-"
 printf '%-34s %12s %10s %10s\n' "GET /users/me" "$ME_RPS" "$ME_P99" "$(ratio "$ME_RPS" "$PG_LOOKUP")"

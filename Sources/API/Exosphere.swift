@@ -99,6 +99,9 @@ public enum Exosphere {
             printError("exosphere: \(String(reflecting: error))")
             return 1
         }
+        if SchedulingGroups.autogroupsApplyHere() {
+            logger.warning("autogroup scheduling: the hashing pool's idle priority does not hold against PostgreSQL's backends, so a storm of sign-ins slows other requests; run as a service (systemd, a container) or set kernel.sched_autogroup_enabled=0")
+        }
         let signal = Application.waitForSignal()
         logger.notice("signal received", ["signal": signal])
         application.shutdown()
