@@ -30,12 +30,11 @@ enter_bench_cgroup() {
     local top=""
     if [ -f /sys/fs/cgroup/cpu/cpu.shares ]; then
         top=/sys/fs/cgroup/cpu
-    elif grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null \
-            && { grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu > /sys/fs/cgroup/cgroup.subtree_control; } 2>/dev/null; then
-        top=/sys/fs/cgroup
+    elif grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
+        top=/sys/fs/cgroup  # cgroup v2, with the cpu controller already on for the top's children
     fi
     [ -n "$top" ] && mkdir "$top/exosphere-bench.$$" 2>/dev/null || return 0
-    if echo $$ > "$top/exosphere-bench.$$/cgroup.procs" 2>/dev/null; then
+    if { echo $$ > "$top/exosphere-bench.$$/cgroup.procs"; } 2>/dev/null; then
         BENCH_CGROUP_DIR=$top/exosphere-bench.$$
         BENCH_SCHEDULING="one cgroup, $BENCH_CGROUP_DIR"
     else
@@ -45,7 +44,7 @@ enter_bench_cgroup() {
 
 leave_bench_cgroup() {
     [ -n "${BENCH_CGROUP_DIR:-}" ] || return 0
-    echo $$ > "$(dirname "$BENCH_CGROUP_DIR")/cgroup.procs" 2>/dev/null || true
+    { echo $$ > "$(dirname "$BENCH_CGROUP_DIR")/cgroup.procs"; } 2>/dev/null || true
     for _ in $(seq 50); do  # a last child may take a moment to be gone
         rmdir "$BENCH_CGROUP_DIR" 2>/dev/null && return 0
         sleep 0.1
