@@ -45,7 +45,7 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "Threads"]),
         // What several test targets share: image builders, embedded real images, a seeded generator.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Files"], path: "Tests/TestSupport"),
         .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport"]),
         .testTarget(name: "APITests", dependencies: ["API", "Files", "Images", "TestSupport"]),
     ],

@@ -156,7 +156,8 @@ public enum Exosphere {
         }
         let hasher: PasswordHasher
         do {
-            let configuration = try Configuration.parse(arguments: [], environment: environment)
+            // The scrypt settings of `serve`, and none of its others (an unrelated one must not stop it).
+            let configuration = try Configuration.parse(arguments: [], environment: environment.filter { $0.key.hasPrefix("EXOSPHERE_SCRYPT_") })
             hasher = try PasswordHasher(parameters: configuration.passwordHashing)
         } catch {
             printError("exosphere: \(error)")

@@ -28,6 +28,12 @@ struct Pipelines: Sendable {
         let fallbacks = Atomic<Int>(0)
         /// Pipelines open now.
         let open = Atomic<Int>(0)
+
+        /// Counts a fallback and hands `responder`'s request to the worker pool.
+        func fallBack(_ responder: Responder) {
+            fallbacks.add(1, ordering: .relaxed)
+            responder.fallBack()
+        }
     }
 
     init(configuration: PostgresConfiguration, logger: Logger) {
@@ -44,8 +50,7 @@ struct Pipelines: Sendable {
     func query(_ statement: PostgresStatement, _ binds: PostgresBindings, for responder: Responder,
                _ answer: @escaping (PostgresRows) -> Void) {
         guard let pipeline = database(responder.loop).pipeline() else {
-            statistics.fallbacks.add(1, ordering: .relaxed)
-            return responder.fallBack()
+            return statistics.fallBack(responder)
         }
         do {
             try pipeline.send(statement, binds) { result in
@@ -53,14 +58,12 @@ struct Pipelines: Sendable {
                 case .success(let rows):
                     answer(rows)
                 case .failure:
-                    statistics.fallbacks.add(1, ordering: .relaxed)
-                    responder.fallBack()
+                    statistics.fallBack(responder)
                 }
             }
             statistics.sent.add(1, ordering: .relaxed)
         } catch {
-            statistics.fallbacks.add(1, ordering: .relaxed)
-            responder.fallBack()
+            statistics.fallBack(responder)
         }
     }
 
@@ -74,15 +77,13 @@ struct Pipelines: Sendable {
                _ answer: @escaping (Result<PostgresRows, PostgresError>) -> Void) {
         let database = database(responder.loop)
         guard database.pipeline() != nil else {
-            statistics.fallbacks.add(1, ordering: .relaxed)
-            return responder.fallBack()
+            return statistics.fallBack(responder)
         }
         let statistics = statistics
         database.write(LoopDatabase.Write(statement: statement, binds: binds, lockOrder: lockOrder) { outcome in
             if case .failure(let error) = outcome, error.code == .statementAborted || error.code == .encodingFailed
                 || error.code == .invalidUsage {
-                statistics.fallbacks.add(1, ordering: .relaxed)
-                return responder.fallBack()
+                return statistics.fallBack(responder)
             }
             answer(outcome)
         })

@@ -14,12 +14,18 @@ struct ProfileController: Sendable {
     /// When set, `GET`, `PUT` and `PATCH /users/me` are answered on the event loop through its
     /// pipelined connection (they never wait for the hashing pool), with the worker pool as the
     /// fallback.
-    var pipelines: Pipelines?
+    let pipelines: Pipelines?
 
     func register(in router: inout Router) {
-        router.get("/users/me", asynchronous: pipelines == nil ? nil : showPipelined, fallback: show)
-        router.add(.put, "/users/me", replace, asynchronous: pipelines == nil ? nil : replacePipelined)
-        router.add(.patch, "/users/me", patch, asynchronous: pipelines == nil ? nil : patchPipelined)
+        if let pipelines {
+            router.add(.get, "/users/me", show, asynchronous: { showPipelined($0, $1, $2, pipelines) })
+            router.add(.put, "/users/me", replace, asynchronous: { replacePipelined($0, $1, $2, pipelines) })
+            router.add(.patch, "/users/me", patch, asynchronous: { patchPipelined($0, $1, $2, pipelines) })
+        } else {
+            router.get("/users/me", use: show)
+            router.put("/users/me", use: replace)
+            router.patch("/users/me", use: patch)
+        }
         router.delete("/users/me", use: deleteAccount)
         router.post("/users/me/password", use: changePassword)
         router.get("/users/schema", use: schema)
@@ -31,8 +37,7 @@ struct ProfileController: Sendable {
 
     /// `show` on the event loop: the session lookup goes out on the loop's pipelined connection.
     /// Without one, or when it fails, the worker pool runs `show` (a read, safe to run again).
-    @Sendable func showPipelined(_ request: Request, _ context: RequestContext, _ responder: Responder) {
-        guard let pipelines else { return responder.fallBack() }
+    func showPipelined(_ request: Request, _ context: RequestContext, _ responder: Responder, _ pipelines: Pipelines) {
         lookUpSession(request, responder, pipelines) { [accounts] rows in
             responder.respond { showResponse(request, user: try accounts.authenticatedUser(lookupRows: rows)) }
         }
@@ -40,8 +45,8 @@ struct ProfileController: Sendable {
 
     /// `replace` on the event loop: the session lookup, then (when the field types are all known)
     /// the one conditional `UPDATE`, committed with the other writes of the loop's wake-up.
-    @Sendable func replacePipelined(_ request: Request, _ context: RequestContext, _ responder: Responder) {
-        writeProfile(request, responder, retryWhenNoRow: false) { [accounts] user in
+    func replacePipelined(_ request: Request, _ context: RequestContext, _ responder: Responder, _ pipelines: Pipelines) {
+        writeProfile(request, responder, pipelines, retryWhenNoRow: false) { [accounts] user in
             try accounts.profileReplacement(try JSONBody.object(request), user: user, ifMatch: request.headers["If-Match"])
         }
     }
@@ -49,8 +54,8 @@ struct ProfileController: Sendable {
     /// `patch` on the event loop: the patch is merged into the user the session lookup returned and
     /// written on the condition that it is still that version; if it is not, the workers'
     /// transaction merges it into the new one.
-    @Sendable func patchPipelined(_ request: Request, _ context: RequestContext, _ responder: Responder) {
-        writeProfile(request, responder, retryWhenNoRow: true) { [accounts] user in
+    func patchPipelined(_ request: Request, _ context: RequestContext, _ responder: Responder, _ pipelines: Pipelines) {
+        writeProfile(request, responder, pipelines, retryWhenNoRow: true) { [accounts] user in
             let body = try JSONBody.object(request, accepting: ["application/merge-patch+json", "application/json"])
             return try accounts.profilePatch(body, user: user, ifMatch: request.headers["If-Match"])
         }
@@ -61,9 +66,9 @@ struct ProfileController: Sendable {
     /// writes, answered with the user it returns. No row returned is a stale `If-Match`, or, with
     /// `retryWhenNoRow`, a user that changed since it was read: the workers run the request again.
     /// Bodies over 64 KiB are parsed on the workers, not on the loop.
-    private func writeProfile(_ request: Request, _ responder: Responder, retryWhenNoRow: Bool,
+    private func writeProfile(_ request: Request, _ responder: Responder, _ pipelines: Pipelines, retryWhenNoRow: Bool,
                               _ plan: @escaping (User) throws -> (statement: PostgresStatement, binds: PostgresBindings)?) {
-        guard let pipelines, request.body.count <= 64 * 1024 else { return responder.fallBack() }
+        guard request.body.count <= 64 * 1024 else { return responder.fallBack() }
         lookUpSession(request, responder, pipelines) { [accounts] rows in
             let user: User
             let write: (statement: PostgresStatement, binds: PostgresBindings)?

@@ -407,7 +407,8 @@ public final class AccountService: Sendable {
     public func patchProfile(_ patch: JSONObject, userID: UUID, ifMatch: String?) throws -> User {
         let input = try PatchInput(patch, service: self)
         return try updateProfile(userID: userID, ifMatch: ifMatch) { user, connection in
-            try input.apply(to: &user, service: self) { try schema.validate($0, connection) }
+            // Validation in the transaction always knows every type, so `apply` always returns.
+            try input.apply(to: &user, service: self) { try schema.validate($0, connection) }!
         }
     }
 
@@ -422,15 +423,7 @@ public final class AccountService: Sendable {
         let input = try PatchInput(patch, service: self)
         if let ifMatch, !ETag.matches(ifMatch, current.etag, weak: false) { return nil }
         var user = current
-        var typesKnown = true
-        let email = try input.apply(to: &user, service: self) { fields in
-            guard let validated = try schema.validateCached(fields) else {
-                typesKnown = false
-                return []
-            }
-            return validated
-        }
-        guard typesKnown else { return nil }
+        guard let email = try input.apply(to: &user, service: self, validate: schema.validateCached) else { return nil }
         try checkDocumentSize(user)
         return (UserRepository.replace, UserRepository.replaceBinds(id: user.id, email: email, firstname: user.firstname,
                                                                     lastname: user.lastname, data: user.data,
@@ -456,13 +449,15 @@ public final class AccountService: Sendable {
         }
 
         /// Merges the patch into `user`, validating custom fields with `validate`; returns the email to store.
+        /// The email to store, or nil when `validate` returned nil (a field type it cannot check).
         func apply(to user: inout User, service: AccountService,
-                   validate: ([(String, JSONValue)]) throws -> [(String, JSONValue)]) throws -> EmailAddress {
+                   validate: ([(String, JSONValue)]) throws -> [(String, JSONValue)]?) throws -> EmailAddress? {
             if let firstname { user.firstname = firstname }
             if let lastname { user.lastname = lastname }
             if removesAllData { user.data = JSONObject() }
             if let data, !removesAllData {
-                service.apply(try validate(Array(data)), to: &user.data)
+                guard let fields = try validate(Array(data)) else { return nil }
+                service.apply(fields, to: &user.data)
             }
             try service.checkFieldCount(user.data.count)
             return try email ?? service.validEmail(user.email)

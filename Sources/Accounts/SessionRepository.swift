@@ -56,10 +56,10 @@ enum SessionRepository {
         }
     }
 
-    /// The session id of an `authenticate` row.
+    /// The session id of a `Lookup` row.
     static func id(_ row: PostgresRow) throws -> UUID { try row.decode(UUID.self, at: 0) }
 
-    /// Whether an `authenticate` row's `last_seen_at` should be refreshed.
+    /// Whether a `Lookup` row's `last_seen_at` should be refreshed.
     static func isStale(_ row: PostgresRow) throws -> Bool { try row.decode(Bool.self, at: 15) }
 
     static func list(_ connection: PostgresConnection, userID: UUID, lifetime: SessionLifetime) throws -> [Session] {

@@ -29,6 +29,18 @@ public enum FileSystem {
         }
     }
 
+    /// Creates a new, empty directory `/tmp/<prefix>-<six random characters>` with `mode`, and
+    /// returns its path. `XXXXXX` below is `mkdtemp`'s template for those characters.
+    public static func createTemporaryDirectory(prefix: String, mode: mode_t = 0o700) throws(FileSystemError) -> String {
+        var template = Array("/tmp/\(prefix)-XXXXXX".utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw FileSystemError("mkdtemp", "/tmp/\(prefix)-")
+        }
+        let path = String(cString: made)
+        chmod(path, mode)
+        return path
+    }
+
     /// Creates `path` (which must not exist), writes `bytes` and, with `sync`, waits for them to reach the disk.
     public static func writeNewFile(_ path: String, _ bytes: UnsafeRawBufferPointer, sync: Bool,
                                     mode: mode_t = 0o640) throws(FileSystemError) {

@@ -483,21 +483,27 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Runs the route's blocking handler on the worker pool and answers from this loop; false
-    /// when the pool's queue is full.
-    func submit(_ route: Router.Route, _ request: Request, _ context: RequestContext, token: UInt64) -> Bool {
+    /// when the pool's queue is full. `counted`: the request is in flight already (an asynchronous
+    /// handler falling back), so only its end is counted.
+    func submit(_ route: Router.Route, _ request: Request, _ context: RequestContext, token: UInt64,
+                counted: Bool = false) -> Bool {
         let shared = self.shared
         return shared.workers.submit { [self] in
-            let response = shared.run(route, request, context)
-            execute { [self] in
-                guard let connection = self.connection(for: token) else { return }
-                perform(finish(response, on: connection), on: connection)
-            }
+            if !counted { shared.metrics.requestStarted() }
+            let response = shared.response(for: route, context) { try route.handler(request, context) }
+            // Counted here, not on the loop: a loop that ends at its drain deadline runs no more tasks.
+            shared.metrics.requestFinished()
+            execute { [self] in deliver(response, token: token) }
         }
     }
 
     /// An asynchronous handler's later answer.
     func complete(token: UInt64, with response: Response) {
         shared.metrics.requestFinished()
+        deliver(response, token: token)
+    }
+
+    private func deliver(_ response: Response, token: UInt64) {
         guard let connection = connection(for: token) else { return }
         perform(finish(response, on: connection), on: connection)
     }

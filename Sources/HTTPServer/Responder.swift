@@ -53,16 +53,11 @@ public final class Responder {
     /// is full), for when the fast path cannot answer: its connection is down, say.
     public func fallBack() {
         guard state != .answered else { return }
-        let metrics = loop.loop.shared.metrics
-        let wasDispatching = state == .dispatching
+        let previous = state
         state = .answered
-        // The worker's run counts the request again.
-        metrics.requestFinished()
-        guard loop.loop.submit(route, request, context, token: token) else {
-            metrics.requestStarted()
-            state = wasDispatching ? .dispatching : .waiting
+        if !loop.loop.submit(route, request, context, token: token, counted: true) {
+            state = previous
             respond(Problem.serviceUnavailable().response())
-            return
         }
     }
 

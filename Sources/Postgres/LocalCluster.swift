@@ -1,4 +1,5 @@
 import CLibPQ
+import Files
 import Glibc
 import Synchronization
 
@@ -430,11 +431,11 @@ public final class LocalCluster: Sendable {
     }
 
     static func makeTemporaryDirectory() throws -> String {
-        var template = Array("/tmp/exo-pg-XXXXXX".utf8CString)
-        guard let result = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw PostgresError(code: .clusterFailed, context: "mkdtemp: \(String(cString: strerror(errno)))")
+        do {
+            return try FileSystem.createTemporaryDirectory(prefix: "exo-pg")
+        } catch {
+            throw PostgresError(code: .clusterFailed, context: error.description)
         }
-        return String(cString: result)
     }
 
     static func makeDirectories(_ path: String) throws {

@@ -106,9 +106,9 @@ public final class PostgresConnection {
             guard binds.matches(prepared.types) else { return try run(PostgresQuery(unsafeSQL: statement.sql, binds: binds)) }
             name = prepared.name
         } else {
-            name = fixedStatementName(statement)
+            name = statement.preparedName
             try prepare(name: name, query: PostgresQuery(unsafeSQL: statement.sql, binds: binds))
-            recordFixedStatement(statement, name: name, types: binds.entries.map(\.type))
+            recordFixedStatement(statement, types: binds.entries.map(\.type))
         }
         return try withParameters(binds) { values, lengths, formats in
             try check(PQexecPrepared(handle, name, Int32(binds.entries.count), values, lengths, formats, 0))
@@ -120,16 +120,13 @@ public final class PostgresConnection {
         statement.id < fixedStatements.count ? fixedStatements[statement.id] : nil
     }
 
-    /// The server-side name of `statement`'s prepared form.
-    func fixedStatementName(_ statement: PostgresStatement) -> String { "exo_fixed_\(statement.id)" }
-
-    /// Notes that `statement` is prepared here as `name` for parameters of `types`.
-    func recordFixedStatement(_ statement: PostgresStatement, name: String, types: [PostgresDataType]) {
+    /// Notes that `statement` is prepared here, as `preparedName`, for parameters of `types`.
+    func recordFixedStatement(_ statement: PostgresStatement, types: [PostgresDataType]) {
         let id = statement.id
         if id >= fixedStatements.count {
             fixedStatements.append(contentsOf: repeatElement(nil, count: id - fixedStatements.count + 1))
         }
-        fixedStatements[id] = PreparedStatement(name: name, types: types)
+        fixedStatements[id] = PreparedStatement(name: statement.preparedName, types: types)
     }
 
     /// Forgets `statement`'s prepared form (its preparation failed): its next run prepares it again.

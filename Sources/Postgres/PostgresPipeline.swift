@@ -84,13 +84,13 @@ public final class PostgresPipeline {
             name = prepared.name
         } else {
             // Prepared in the same batch, just ahead of its first execution.
-            name = connection.fixedStatementName(statement)
+            name = statement.preparedName
             let types = binds.entries.map { Oid($0.type.rawValue) }
             guard PQsendPrepare(handle, name, statement.sql, Int32(types.count), types) == 1 else {
                 throw retire()
             }
             queue.append(.prepare(statement))
-            connection.recordFixedStatement(statement, name: name, types: binds.entries.map(\.type))
+            connection.recordFixedStatement(statement, types: binds.entries.map(\.type))
         }
         let sent = connection.withParameters(binds) { values, lengths, formats in
             PQsendQueryPrepared(handle, name, Int32(binds.entries.count), values, lengths, formats, 0)

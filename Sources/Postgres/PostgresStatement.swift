@@ -16,6 +16,8 @@ public final class PostgresStatement: Sendable {
     public let sql: String
     /// Unique in the process; the connection's index of its prepared form.
     let id: Int
+    /// The server-side name of its prepared form, on every connection.
+    var preparedName: String { "exo_fixed_\(id)" }
 
     private static let nextID = Atomic<Int>(0)
 
