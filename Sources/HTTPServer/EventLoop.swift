@@ -272,6 +272,8 @@ final class EventLoop: @unchecked Sendable {
         }
         guard let count = result else { return }
         if count == 0 {
+            // A client that closes while its request is being answered will not read the answer.
+            connection.cancellation?.cancel()
             perform(connection.machine.peerClosed(), on: connection)
             return
         }
@@ -403,6 +405,7 @@ final class EventLoop: @unchecked Sendable {
     private func closeConnection(_ connection: Connection) {
         guard !connection.closed else { return }
         connection.closed = true
+        connection.cancellation?.cancel()
         connection.file = nil
         System.close(connection.fd)
         connections[Int(connection.fd)] = nil
@@ -455,9 +458,12 @@ final class EventLoop: @unchecked Sendable {
         case .found(let route, let parameters):
             connection.startRequest(id: requestID, method: request.method.rawValue, route: route, now: now)
             if connection.remoteAddress == nil { connection.remoteAddress = System.peerAddress(connection.fd) }
+            // Only work on the worker pool can outlive its client for long (hashing, queued).
+            let cancellation = route.asynchronousHandler == nil && route.execution == .blocking ? Cancellation() : nil
+            connection.cancellation = cancellation
             let context = RequestContext(requestID: requestID, parameters: parameters,
                                          remoteAddress: connection.remoteAddress ?? "unknown",
-                                         logger: shared.logger)
+                                         cancellation: cancellation, logger: shared.logger)
             if let asynchronous = route.asynchronousHandler {
                 shared.metrics.requestStarted()
                 let responder = Responder(loop: LoopContext(loop: self), token: connection.token, route: route,
@@ -509,6 +515,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func finish(_ response: Response, on connection: Connection) -> ConnectionStateMachine.Action {
+        connection.cancellation = nil
         var response = response
         response.headers.replaceOrAdd(name: "X-Request-Id", value: connection.requestID)
         connection.status = response.status.code
@@ -545,6 +552,8 @@ final class Connection {
     var registeredEvents: UInt32 = 0
     var closed = false
     var remoteAddress: String?
+    /// The cancellation of the request being answered off the loop, if any.
+    var cancellation: Cancellation?
     // The request being answered, for the access log.
     var requestID = ""
     var method = "-"

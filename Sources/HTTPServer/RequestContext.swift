@@ -1,4 +1,5 @@
 import Logging
+import Threads
 
 /// What a handler knows about its request beyond the request itself.
 public struct RequestContext: Sendable {
@@ -8,12 +9,17 @@ public struct RequestContext: Sendable {
     public let parameters: [String: String]
     /// The peer's IP address.
     public let remoteAddress: String
+    /// Set when the client closes its connection before the answer is written (for handlers that
+    /// run off the event loop), so that expensive work not yet started can be dropped.
+    public let cancellation: Cancellation?
     private let baseLogger: Logger
 
-    public init(requestID: String, parameters: [String: String] = [:], remoteAddress: String = "unknown", logger: Logger = .silent) {
+    public init(requestID: String, parameters: [String: String] = [:], remoteAddress: String = "unknown",
+                cancellation: Cancellation? = nil, logger: Logger = .silent) {
         self.requestID = requestID
         self.parameters = parameters
         self.remoteAddress = remoteAddress
+        self.cancellation = cancellation
         self.baseLogger = logger
     }
 

@@ -13,5 +13,7 @@ extension HashingPool {
         public let rejected: UInt64
         /// Jobs finished since the pool started.
         public let completed: UInt64
+        /// Jobs dropped unstarted because their client went away, since the pool started.
+        public let abandoned: UInt64
     }
 }

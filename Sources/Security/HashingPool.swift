@@ -3,16 +3,49 @@ import Threads
 
 /// A few threads with a short queue for password hashing, so that it never runs on HTTP I/O
 /// threads and a flood of sign-ins is refused at once (`overloaded`, answered with 503 and
-/// `Retry-After`) instead of piling up CPU time and 128 MiB per hash.
+/// `Retry-After`) instead of piling up CPU time and memory per hash.
+///
+/// Two lanes share the threads. `interactive` work (sign-in, password checks: a user who has an
+/// account and is waiting) always runs before `bulk` work (registration), and bulk work may hold
+/// at most half of the pool's places, so a flood of registrations never keeps a sign-in from a
+/// place or from the next free thread. Work whose `Cancellation` is set before it starts (its
+/// client went away) is dropped unhashed, and gives its place back at once.
 ///
 /// At most `workerCount + queueCapacity` jobs are outstanding at any time.
-public final class HashingPool: Sendable {
-    private let pool: BoundedThreadPool
+public final class HashingPool: @unchecked Sendable {
+    /// Which queue a job waits in.
+    public enum Lane: Sendable {
+        /// Someone with an account is waiting: sign-in, a password check.
+        case interactive
+        /// New accounts: registration. Never more than half of the places, and only when no interactive job waits.
+        case bulk
+    }
+
+    private struct Job {
+        let work: @Sendable () -> Void
+        /// Runs after the job is booked as done (or dropped), so a caller released by it sees current figures.
+        let finished: @Sendable () -> Void
+        /// Runs instead of `work` when the job is dropped.
+        let cancelled: @Sendable () -> Void
+        let cancellation: Cancellation?
+        let lane: Lane
+    }
 
     /// The number of worker threads.
-    public var workerCount: Int { pool.threadCount }
+    public let workerCount: Int
     /// How many jobs may wait while every worker is busy.
-    public var queueCapacity: Int { pool.queueLimit }
+    public let queueCapacity: Int
+
+    private let lock = ConditionLock()
+    private var interactive = JobQueue()
+    private var bulk = JobQueue()
+    private var busy = 0
+    private var busyBulk = 0
+    private var rejected: UInt64 = 0
+    private var completed: UInt64 = 0
+    private var abandoned: UInt64 = 0
+    private var stopping = false
+    private var threads: [OSThread] = []
 
     /// The number of online processors, at least 1: the default number of workers.
     public static var defaultWorkerCount: Int {
@@ -23,53 +56,169 @@ public final class HashingPool: Sendable {
     /// `queueCapacity` jobs (default: twice the workers).
     public init(workers: Int = HashingPool.defaultWorkerCount, queueCapacity: Int? = nil) {
         precondition(workers > 0, "a hashing pool needs at least one worker")
+        workerCount = workers
+        self.queueCapacity = queueCapacity ?? 2 * workers
+        precondition(self.queueCapacity >= 0)
         // The idle scheduling class: hashing takes whatever CPU is left over, and every other
         // thread preempts it at once, so a storm of sign-ins cannot delay other requests.
-        pool = BoundedThreadPool(name: "hashing", threads: workers, queueLimit: queueCapacity ?? 2 * workers,
-                                 priority: .idle)
+        let started = (0..<workers).map { index in
+            OSThread(name: "hashing-\(index)", stackSize: 1 << 20, priority: .idle) { [self] in workLoop() }
+        }
+        lock.withLock { threads = started }
     }
 
     /// Queues `work` and returns at once; throws `overloaded` when full, `shutDown` after `shutdown()`.
-    public func submit(_ work: @escaping @Sendable () -> Void) throws {
-        do {
-            try pool.trySubmit(work)
-        } catch {
-            throw HashingPool.securityError(error)
-        }
+    public func submit(lane: Lane = .interactive, _ work: @escaping @Sendable () -> Void) throws {
+        try enqueue(Job(work: work, finished: {}, cancelled: {}, cancellation: nil, lane: lane))
     }
 
     /// Runs `work` on a worker and waits for its result, rethrowing what it throws; throws
-    /// `overloaded` at once when the queue is full. Never call it from inside pool work.
-    public func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) throws -> T {
-        do {
-            return try pool.run(work)
-        } catch let rejection as BoundedThreadPool.Rejection {
-            throw HashingPool.securityError(rejection)
-        }
+    /// `overloaded` at once when the lane has no place, and `cancelled` when `cancellation` was
+    /// set before a worker took the job. Never call it from inside pool work.
+    public func run<T: Sendable>(lane: Lane = .interactive, cancellation: Cancellation? = nil,
+                                 _ work: @escaping @Sendable () throws -> T) throws -> T {
+        let completion = Completion<T>()
+        try enqueue(Job(work: { completion.store(Result { try work() }) }, finished: { completion.finish() },
+                        cancelled: { completion.store(.failure(SecurityError(.cancelled, detail: "the hashing job was cancelled"))) },
+                        cancellation: cancellation, lane: lane))
+        return try completion.wait().get()
     }
 
-    /// Whether new work would be queued now (a hint: another caller may take the last place first).
+    /// Whether new interactive work would be queued now (a hint: another caller may take the last place first).
     public var hasCapacity: Bool {
-        let figures = pool.statistics
-        return figures.busy + figures.queued < figures.threads + figures.queueLimit
+        lock.withLock { busy + interactive.count + bulk.count < workerCount + queueCapacity }
     }
 
     /// Current figures for metrics.
     public var statistics: Statistics {
-        let figures = pool.statistics
-        return Statistics(workers: figures.threads, queueCapacity: figures.queueLimit, queued: figures.queued,
-                          busy: figures.busy, rejected: UInt64(figures.rejected), completed: UInt64(figures.completed))
+        lock.withLock {
+            Statistics(workers: workerCount, queueCapacity: queueCapacity, queued: interactive.count + bulk.count,
+                       busy: busy, rejected: rejected, completed: completed, abandoned: abandoned)
+        }
     }
 
     /// Refuses new work, lets the workers finish what is running and queued, and waits for them.
     public func shutdown() {
-        pool.shutdown()
+        let joining = lock.withLock {
+            stopping = true
+            lock.broadcast()
+            defer { threads = [] }
+            return threads
+        }
+        for thread in joining { thread.join() }
     }
 
-    private static func securityError(_ rejection: BoundedThreadPool.Rejection) -> SecurityError {
-        switch rejection {
-        case .full: SecurityError(.overloaded, detail: "hashing queue is full")
-        case .shutDown: SecurityError(.shutDown, detail: "hashing pool is shut down")
+    // MARK: - Queueing
+
+    private func enqueue(_ job: Job) throws {
+        var dropped: [Job] = []
+        defer {
+            for job in dropped {
+                job.cancelled()
+                job.finished()
+            }
         }
+        lock.lock()
+        defer { lock.unlock() }
+        guard !stopping else { throw SecurityError(.shutDown, detail: "hashing pool is shut down") }
+        let places = workerCount + queueCapacity
+        if busy + interactive.count + bulk.count >= places {
+            // Jobs of clients that went away hold places they will never use: free them first.
+            dropped = interactive.removeCancelled() + bulk.removeCancelled()
+            abandoned += UInt64(dropped.count)
+        }
+        let outstanding = busy + interactive.count + bulk.count
+        let bulkOutstanding = busyBulk + bulk.count
+        guard outstanding < places, job.lane == .interactive || bulkOutstanding < max(1, places / 2) else {
+            rejected += 1
+            throw SecurityError(.overloaded, detail: "hashing queue is full")
+        }
+        switch job.lane {
+        case .interactive: interactive.append(job)
+        case .bulk: bulk.append(job)
+        }
+        lock.signal()
+    }
+
+    private func workLoop() {
+        lock.lock()
+        while true {
+            while interactive.isEmpty, bulk.isEmpty, !stopping { lock.wait() }
+            guard let job = interactive.popFirst() ?? bulk.popFirst() else { break }  // stopping and drained
+            if job.cancellation?.isCancelled == true {
+                abandoned += 1
+                lock.unlock()
+                job.cancelled()
+                job.finished()
+                lock.lock()
+                continue
+            }
+            busy += 1
+            if job.lane == .bulk { busyBulk += 1 }
+            lock.unlock()
+            job.work()
+            lock.lock()
+            busy -= 1
+            if job.lane == .bulk { busyBulk -= 1 }
+            completed += 1
+            lock.unlock()
+            job.finished()
+            lock.lock()
+        }
+        lock.unlock()
+    }
+
+    /// A FIFO of jobs that reuses its storage.
+    private struct JobQueue {
+        private var jobs: [Job?] = []
+        private var head = 0
+
+        var count: Int { jobs.count - head }
+        var isEmpty: Bool { head == jobs.count }
+
+        mutating func append(_ job: Job) { jobs.append(job) }
+
+        mutating func popFirst() -> Job? {
+            guard head < jobs.count else { return nil }
+            let job = jobs[head]
+            jobs[head] = nil
+            head += 1
+            if head == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                head = 0
+            }
+            return job
+        }
+
+        mutating func removeCancelled() -> [Job] {
+            let waiting = jobs[head...].compactMap { $0 }
+            let removed = waiting.filter { $0.cancellation?.isCancelled == true }
+            guard !removed.isEmpty else { return [] }
+            jobs = waiting.filter { $0.cancellation?.isCancelled != true }
+            head = 0
+            return removed
+        }
+    }
+}
+
+/// The result of one `run` call, handed from a pool thread to the waiting caller.
+private final class Completion<T: Sendable>: @unchecked Sendable {
+    private let lock = ConditionLock()
+    private var result: Result<T, any Error>?
+    private var isFinished = false
+
+    func store(_ result: Result<T, any Error>) {
+        lock.withLock { self.result = result }
+    }
+
+    func finish() {
+        lock.withLock {
+            isFinished = true
+            lock.signal()
+        }
+    }
+
+    func wait() -> Result<T, any Error> {
+        lock.withLock(when: { isFinished }) { result! }
     }
 }

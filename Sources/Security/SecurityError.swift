@@ -28,6 +28,8 @@ public struct SecurityError: Error, Sendable, Hashable, CustomStringConvertible,
         public static let overloaded = Code("overloaded")
         /// The hashing pool has been shut down and accepts no more work.
         public static let shutDown = Code("shutDown")
+        /// Work dropped before it started because its requester went away.
+        public static let cancelled = Code("cancelled")
     }
 
     /// What went wrong, in a form that programs can match on.

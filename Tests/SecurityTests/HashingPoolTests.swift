@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 @testable import Security
 import Threads
@@ -106,6 +107,118 @@ private struct Boom: Error, Equatable {}
         expectSecurityError(.shutDown) { try pool.run { 1 } }
         pool.shutdown()  // idempotent
         #expect(pool.statistics.completed == 5)
+    }
+}
+
+extension HashingPoolTests {
+    @Test func workWhoseClientWentAwayIsDroppedUnstarted() throws {
+        let pool = HashingPool(workers: 1, queueCapacity: 4)
+        let started = Gate(), release = Gate()
+        try pool.submit {
+            started.open()
+            release.wait()
+        }
+        started.wait()
+        let ran = Counter()
+        let cancellations = (0..<3).map { _ in Cancellation() }
+        let results = Results()
+        let callers = cancellations.enumerated().map { index, cancellation in
+            OSThread(name: "caller-\(index)") {
+                let result = Result { try pool.run(cancellation: cancellation) { ran.increment(); return index } }
+                results.append(index, result)
+            }
+        }
+        while pool.statistics.queued < 3 { usleep(1_000) }
+        cancellations[0].cancel()
+        cancellations[2].cancel()
+        release.open()
+        for caller in callers { caller.join() }
+        #expect(ran.value == 1)
+        #expect(results.value(1) == 1)
+        for index in [0, 2] {
+            #expect((results.error(index) as? SecurityError)?.code == .cancelled)
+        }
+        let figures = pool.statistics
+        #expect(figures.abandoned == 2 && figures.completed == 2)
+        pool.shutdown()
+    }
+
+    @Test func aFullPoolFirstFreesThePlacesOfAbandonedWork() throws {
+        let pool = HashingPool(workers: 1, queueCapacity: 2)
+        let started = Gate(), release = Gate()
+        try pool.submit {
+            started.open()
+            release.wait()
+        }
+        started.wait()
+        let gone = Cancellation()
+        let results = Results()
+        let callers = (0..<2).map { index in
+            OSThread(name: "gone-\(index)") { results.append(index, Result { try pool.run(cancellation: gone) { index } }) }
+        }
+        while pool.statistics.queued < 2 { usleep(1_000) }
+        expectSecurityError(.overloaded) { try pool.submit {} }
+        gone.cancel()
+        // Both places come back at once, before the worker is free.
+        try pool.submit {}
+        for caller in callers { caller.join() }
+        #expect((results.error(0) as? SecurityError)?.code == .cancelled)
+        #expect(pool.statistics.abandoned == 2)
+        release.open()
+        pool.shutdown()
+    }
+
+    @Test func interactiveWorkRunsBeforeBulkWork() throws {
+        let pool = HashingPool(workers: 1, queueCapacity: 8)
+        let started = Gate(), release = Gate()
+        try pool.submit {
+            started.open()
+            release.wait()
+        }
+        started.wait()
+        let order = Results()
+        for index in 0..<3 { try pool.submit(lane: .bulk) { order.append(index, .success(index)) } }
+        for index in 10..<12 { try pool.submit(lane: .interactive) { order.append(index, .success(index)) } }
+        release.open()
+        pool.shutdown()
+        #expect(order.order == [10, 11, 0, 1, 2])
+    }
+
+    @Test func bulkWorkHoldsAtMostHalfThePlaces() throws {
+        let pool = HashingPool(workers: 1, queueCapacity: 5)  // six places, three for bulk work
+        let release = Gate()
+        for _ in 0..<3 { try pool.submit(lane: .bulk) { release.wait() } }
+        expectSecurityError(.overloaded) { try pool.submit(lane: .bulk) {} }
+        // The other half is there for interactive work.
+        for _ in 0..<3 { try pool.submit(lane: .interactive) {} }
+        expectSecurityError(.overloaded) { try pool.submit(lane: .interactive) {} }
+        #expect(!pool.hasCapacity)
+        release.open()
+        pool.shutdown()
+        #expect(pool.statistics.completed == 6)
+    }
+}
+
+/// Results of concurrent callers by index, and the order they arrived in.
+private final class Results: @unchecked Sendable {
+    private let lock = ConditionLock()
+    private var results: [Int: Result<Int, any Error>] = [:]
+    private var arrival: [Int] = []
+
+    func append(_ index: Int, _ result: Result<Int, any Error>) {
+        lock.withLock {
+            results[index] = result
+            arrival.append(index)
+        }
+    }
+
+    var order: [Int] { lock.withLock { arrival } }
+    func value(_ index: Int) -> Int? { lock.withLock { try? results[index]?.get() } }
+    func error(_ index: Int) -> (any Error)? {
+        lock.withLock {
+            guard case .failure(let error)? = results[index] else { return nil }
+            return error
+        }
     }
 }
 
