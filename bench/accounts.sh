@@ -6,6 +6,8 @@
 #   3. POST /users/signin against the raw scrypt hashes per second the cores allow (measured just
 #      before and just after it, averaged);
 #   4. GET /users/me latency during a storm of sign-ins;
+#   5. successful sign-ins per second of 8 connections retrying at once beside 10 clients that
+#      give up, against 2 polite clients (bench/signin_retry.py);
 #   and the server's resident memory throughout.
 # Usage: [EXOSPHERE_BIN=path] [BENCH_CGROUP=off] bench/accounts.sh [seconds=10]      Needs: wrk, pgbench, psql (postgresql), python3.
 set -euo pipefail
@@ -15,7 +17,10 @@ PORT=18483
 USERS=1000
 DIR=$(mktemp -d /tmp/exo-accounts-bench.XXXXXX)
 cleanup() {
-    [ -n "${RSS_PID:-}" ] && kill "$RSS_PID" 2>/dev/null || true
+    [ -n "${RSS_PID:-}" ] && # Clients that give up (10) and connections that retry at once (8), against 2 polite clients.
+python3 bench/signin_retry.py "$PORT" "$DURATION" 2 8 10 "$USERS" "$PASSWORD" > "$DIR/retry.txt"
+
+kill "$RSS_PID" 2>/dev/null || true
     [ -n "${EXO_PID:-}" ] && kill -TERM "$EXO_PID" 2>/dev/null && wait "$EXO_PID" 2>/dev/null || true
     leave_bench_cgroup
     rm -rf "$DIR"
@@ -122,6 +127,9 @@ STORM_ME_P99=$(awk '$1 == "99%" {print $2}' "$DIR/storm-me.txt")
 STORM_ME_RPS=$(awk '/Requests\/sec/ {print $2}' "$DIR/storm-me.txt")
 STORM_SIGNINS=$(cat "$DIR/storm-signin.txt")
 
+# Clients that give up (10) and connections that retry at once (8), against 2 polite clients.
+python3 bench/signin_retry.py "$PORT" "$DURATION" 2 8 10 "$USERS" "$PASSWORD" > "$DIR/retry.txt"
+
 kill "$RSS_PID" 2>/dev/null || true
 RSS_MAX=$(sort -n "$DIR/rss.txt" | tail -1)
 RSS_MEDIAN=$(sort -n "$DIR/rss.txt" | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
@@ -139,4 +147,6 @@ printf '%-34s %12s %10s\n' "raw scrypt hashes (all cores)" "$HASH_RATE" "-"
 printf '%-34s %12s %10s %10s\n' "POST /users/signin" "$SIGNIN_RPS" "$SIGNIN_P99" "$(ratio "$SIGNIN_RPS" "$HASH_RATE")"
 printf '%-34s %12s %10s\n' "GET /users/me during sign-in storm" "$STORM_ME_RPS" "$STORM_ME_P99"
 echo "non-2xx: GET ${ME_ERR:-0}, PUT ${PUT_ERR:-0}, sign-in ${SIGNIN_ERR:-0}; storm sign-ins by status: ${STORM_SIGNINS}"
+echo "sign-ins of retrying clients against polite ones: $(head -1 "$DIR/retry.txt")"
+echo "  $(tail -1 "$DIR/retry.txt")"
 echo "exosphere RSS: median $((RSS_MEDIAN / 1024)) MiB, max $((RSS_MAX / 1024)) MiB"

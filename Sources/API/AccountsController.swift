@@ -7,8 +7,6 @@ import HTTPServer
 struct AccountsController: Sendable {
     let accounts: AccountService
     let authenticator: Authenticator
-    /// Proxies whose `X-Forwarded-For` decides the client address of the sign-in throttle.
-    let trustedProxies: Set<String>
 
     func register(in router: inout Router) {
         router.post("/users", use: register)
@@ -19,7 +17,7 @@ struct AccountsController: Sendable {
     }
 
     @Sendable func register(_ request: Request, _ context: RequestContext) throws -> Response {
-        let issued = try accounts.register(try JSONBody.object(request), userAgent: Authenticator.userAgent(request))
+        let issued = try accounts.register(try JSONBody.object(request), origin: authenticator.origin(request, context))
         var response = JSONBody.response(.created) { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Location", value: "/users/me")
         response.headers.add(name: "Cache-Control", value: "no-store")
@@ -27,10 +25,7 @@ struct AccountsController: Sendable {
     }
 
     @Sendable func signIn(_ request: Request, _ context: RequestContext) throws -> Response {
-        let clientAddress = ClientAddress.resolve(peer: context.remoteAddress, forwardedFor: request.headers.values("X-Forwarded-For"),
-                                                  trusted: trustedProxies)
-        let issued = try accounts.signIn(try JSONBody.object(request), clientAddress: clientAddress,
-                                         userAgent: Authenticator.userAgent(request))
+        let issued = try accounts.signIn(try JSONBody.object(request), origin: authenticator.origin(request, context))
         var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
@@ -38,7 +33,8 @@ struct AccountsController: Sendable {
 
     @Sendable func signOut(_ request: Request, _ context: RequestContext) throws -> Response {
         let (session, _) = try authenticator.authenticate(request)
-        try accounts.signOut(try JSONBody.object(request, optional: true), session: session)
+        try accounts.signOut(try JSONBody.object(request, optional: true), session: session,
+                             origin: authenticator.origin(request, context))
         return Response(status: .noContent)
     }
 
@@ -62,7 +58,7 @@ struct AccountsController: Sendable {
         guard let text = context.parameters["id"], let id = UUID(uuidString: text) else {
             throw AccountsError(.notFound, "No such session.")
         }
-        try accounts.revokeSession(id: id, userID: user.id)
+        try accounts.revokeSession(id: id, userID: user.id, origin: authenticator.origin(request, context))
         return Response(status: .noContent)
     }
 }

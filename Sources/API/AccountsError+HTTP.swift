@@ -17,7 +17,7 @@ extension AccountsError: HTTPResponseError {
         case .notFound: status = .notFound
         case .preconditionFailed: status = .preconditionFailed
         case .tooManyAttempts: status = .tooManyRequests
-        case .overloaded: status = .serviceUnavailable
+        case .overloaded, .cancelled: status = .serviceUnavailable
         default: status = .unprocessableContent
         }
         if let retryAfterSeconds { headers.add(name: "Retry-After", value: String(retryAfterSeconds)) }

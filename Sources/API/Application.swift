@@ -61,9 +61,9 @@ public final class Application: Sendable {
                        metrics: HTTPMetrics = HTTPMetrics(), trustedProxies: Set<String> = [],
                        pipelines: Pipelines? = nil) -> Router {
         var router = Router()
-        let authenticator = Authenticator(accounts: accounts)
+        let authenticator = Authenticator(accounts: accounts, trustedProxies: trustedProxies)
         HealthController(database: database).register(in: &router)
-        AccountsController(accounts: accounts, authenticator: authenticator, trustedProxies: trustedProxies).register(in: &router)
+        AccountsController(accounts: accounts, authenticator: authenticator).register(in: &router)
         ProfileController(accounts: accounts, images: images, authenticator: authenticator, pipelines: pipelines).register(in: &router)
         ImagesController(images: images, authenticator: authenticator).register(in: &router)
         OpenAPIController().register(in: &router)

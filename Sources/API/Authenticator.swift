@@ -1,9 +1,21 @@
 import Accounts
 import HTTP
+import HTTPServer
 
 /// Finds the session of a request from `Authorization: Bearer <token>`, the only place a token is read.
 struct Authenticator: Sendable {
     let accounts: AccountService
+    /// Proxies whose `X-Forwarded-For` decides the client address of throttles and security events.
+    var trustedProxies: Set<String> = []
+
+    /// Who sent the request: its client address seen through trusted proxies, its user agent,
+    /// and the cancellation that tells when the client has gone.
+    func origin(_ request: Request, _ context: RequestContext) -> RequestOrigin {
+        let address = ClientAddress.resolve(peer: context.remoteAddress, forwardedFor: request.headers.values("X-Forwarded-For"),
+                                            trusted: trustedProxies)
+        return RequestOrigin(address: address, throttleAddress: ClientAddress.throttleGroup(address),
+                             userAgent: Authenticator.userAgent(request), cancellation: context.cancellation)
+    }
 
     func authenticate(_ request: Request) throws -> (session: Session, user: User) {
         try accounts.authenticate(token: try token(request))

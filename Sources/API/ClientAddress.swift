@@ -54,6 +54,18 @@ enum ClientAddress {
         return format(AF_INET6, bytes)
     }
 
+    /// The group a throttle counts `address` in: an IPv6 address by its /64 prefix (`2001:db8:1:2::/64`),
+    /// since one host or one customer line commonly holds a whole /64; anything else as it is.
+    static func throttleGroup(_ address: String) -> String {
+        guard address.contains(":"), let canonical = canonical(address) else { return address }
+        guard canonical.contains(":") else { return canonical }  // IPv4-mapped
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, canonical, &v6) == 1 else { return address }
+        var bytes = withUnsafeBytes(of: &v6) { Array($0) }
+        for index in 8..<16 { bytes[index] = 0 }
+        return (format(AF_INET6, bytes) ?? canonical) + "/64"
+    }
+
     /// `inet_ntop` of an address in network byte order (4 bytes for IPv4, 16 for IPv6).
     private static func format(_ family: Int32, _ address: [UInt8]) -> String? {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))

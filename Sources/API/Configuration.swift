@@ -27,11 +27,12 @@ public struct Configuration: Sendable {
     public var databasePipelining = true
     /// Sessions, throttles, password policy and custom-field limits.
     public var accounts = AccountService.Configuration()
-    /// scrypt cost for new hashes; the command line accepts nothing below OWASP's (N=2^17, r=8, p=1).
-    public var passwordHashing = ScryptParameters.owasp
+    /// scrypt cost for new hashes: OWASP's N=2^14, r=8, p=5 (16 MiB a hash) by default; the
+    /// command line accepts nothing below one of OWASP's equal-strength configurations.
+    public var passwordHashing = ScryptParameters.owaspCompact
     /// Threads that hash passwords (default: one per core) and how many hashes may wait.
     public var hashingThreads = HashingPool.defaultWorkerCount
-    public var hashingQueue = 4 * HashingPool.defaultWorkerCount
+    public var hashingQueue = 8 * HashingPool.defaultWorkerCount
     /// A JSON file `{"fields": {"name": "type", …}}` that pins custom field types.
     public var fieldConfigPath: String?
     /// Where users' images are kept, their directory and size limit.
@@ -130,13 +131,39 @@ public struct Configuration: Sendable {
                help: "a session ends this long after sign-in", defaultValue: { String(Int($0.accounts.lifetime.absoluteSeconds)) }) { config, value throws(ConfigurationError) in
             config.accounts.lifetime.absoluteSeconds = Double(try integer(value, "--session-lifetime", 60...(10 * 365 * 86_400)))
         },
+        Option(flag: "--signin-limit", environment: "EXOSPHERE_SIGNIN_LIMIT", placeholder: "N",
+               help: "failed sign-ins per email from one client address (IPv6: /64) in 15 minutes before 429",
+               defaultValue: { String($0.accounts.signInPerEmailAndAddress.limit) }) { config, value throws(ConfigurationError) in
+            config.accounts.signInPerEmailAndAddress.limit = try integer(value, "--signin-limit", 1...1_000_000)
+        },
         Option(flag: "--signin-email-limit", environment: "EXOSPHERE_SIGNIN_EMAIL_LIMIT", placeholder: "N",
-               help: "failed sign-ins per email in 15 minutes before 429", defaultValue: { String($0.accounts.signInPerEmail.limit) }) { config, value throws(ConfigurationError) in
+               help: "failed sign-ins per email from all addresses together in 15 minutes before 429",
+               defaultValue: { String($0.accounts.signInPerEmail.limit) }) { config, value throws(ConfigurationError) in
             config.accounts.signInPerEmail.limit = try integer(value, "--signin-email-limit", 1...1_000_000)
         },
         Option(flag: "--signin-address-limit", environment: "EXOSPHERE_SIGNIN_ADDRESS_LIMIT", placeholder: "N",
-               help: "failed sign-ins per client address in 15 minutes before 429", defaultValue: { String($0.accounts.signInPerAddress.limit) }) { config, value throws(ConfigurationError) in
+               help: "failed sign-ins per client address (IPv6: /64) in 15 minutes before 429", defaultValue: { String($0.accounts.signInPerAddress.limit) }) { config, value throws(ConfigurationError) in
             config.accounts.signInPerAddress.limit = try integer(value, "--signin-address-limit", 1...1_000_000)
+        },
+        Option(flag: "--registration-address-limit", environment: "EXOSPHERE_REGISTRATION_ADDRESS_LIMIT", placeholder: "N",
+               help: "registrations per client address (IPv6: /64) in an hour before 429 (0: no limit)",
+               defaultValue: { String($0.accounts.registrationsPerAddress.limit) }) { config, value throws(ConfigurationError) in
+            config.accounts.registrationsPerAddress.limit = try integer(value, "--registration-address-limit", 0...1_000_000)
+        },
+        Option(flag: "--max-sessions-per-user", environment: "EXOSPHERE_MAX_SESSIONS_PER_USER", placeholder: "N",
+               help: "sessions a user keeps; a sign-in beyond it ends the oldest",
+               defaultValue: { String($0.accounts.maxSessionsPerUser) }) { config, value throws(ConfigurationError) in
+            config.accounts.maxSessionsPerUser = try integer(value, "--max-sessions-per-user", 1...100_000)
+        },
+        Option(flag: "--field-name-limit", environment: "EXOSPHERE_FIELD_NAME_LIMIT", placeholder: "N",
+               help: "custom field names the deployment may have (beyond it 422 field_limit_reached)",
+               defaultValue: { String($0.accounts.fieldLimits.maxFieldNames) }) { config, value throws(ConfigurationError) in
+            config.accounts.fieldLimits.maxFieldNames = try integer(value, "--field-name-limit", 1...1_000_000)
+        },
+        Option(flag: "--lock-schema", environment: "EXOSPHERE_LOCK_SCHEMA", placeholder: "on|off",
+               help: "only the fields --field-config pins may be written (422 unknown_field for others)",
+               defaultValue: { $0.accounts.fieldLimits.schemaLocked ? "on" : "off" }) { config, value throws(ConfigurationError) in
+            config.accounts.fieldLimits.schemaLocked = try onOff(value, "--lock-schema/EXOSPHERE_LOCK_SCHEMA")
         },
         Option(flag: "--trusted-proxies", environment: "EXOSPHERE_TRUSTED_PROXIES", placeholder: "ADDRESSES",
                help: "comma-separated IPs of proxies whose X-Forwarded-For names the client",
@@ -153,7 +180,7 @@ public struct Configuration: Sendable {
             config.trustedProxies = proxies
         },
         Option(flag: "--scrypt-ln", environment: "EXOSPHERE_SCRYPT_LN", placeholder: "LOG2N",
-               help: "scrypt cost: log2 of N (17; OWASP's equivalents 16/p=2, 15/p=3, 14/p=5, 13/p=10 use less memory)", defaultValue: { String($0.passwordHashing.logN) }) { config, value throws(ConfigurationError) in
+               help: "scrypt cost: log2 of N (14 with p=5; OWASP's equivalents 17/p=1, 16/p=2, 15/p=3, 13/p=10)", defaultValue: { String($0.passwordHashing.logN) }) { config, value throws(ConfigurationError) in
             config.passwordHashing = try scrypt(logN: integer(value, "--scrypt-ln", 13...20), config.passwordHashing.r, config.passwordHashing.p)
         },
         Option(flag: "--scrypt-r", environment: "EXOSPHERE_SCRYPT_R", placeholder: "R",

@@ -127,9 +127,10 @@ struct MetricsController {
         text.metric("exosphere_signin_failures_total", type: .counter,
                     help: "Sign-ins refused for a wrong email or password.", accounts.signInFailures.load(ordering: .relaxed))
         text.family("exosphere_throttled_total", type: .counter,
-                    help: "Attempts refused with 429 by a throttle: sign-in (per email or client address) or password check (per user).")
+                    help: "Attempts refused with 429 by a throttle: sign-in (per email and address, email, address), password check (per user) or registration (per address).")
         text.sample("exosphere_throttled_total", ["throttle": "signin"], accounts.signInThrottled.load(ordering: .relaxed))
         text.sample("exosphere_throttled_total", ["throttle": "password"], accounts.passwordChecksThrottled.load(ordering: .relaxed))
+        text.sample("exosphere_throttled_total", ["throttle": "registration"], accounts.registrationThrottled.load(ordering: .relaxed))
     }
 
     private func writeHashing(_ hashing: HashingPool.Statistics, into text: inout PrometheusText) {
@@ -140,6 +141,8 @@ struct MetricsController {
                     help: "Password hashes refused because the hashing queue was full (answered with 503).", hashing.rejected)
         text.metric("exosphere_hashing_completed_total", type: .counter,
                     help: "Password hashes computed.", hashing.completed)
+        text.metric("exosphere_hashing_abandoned_total", type: .counter,
+                    help: "Password hashes dropped unstarted because their client had gone.", hashing.abandoned)
     }
 
     private static func merge(_ a: HTTPMetrics.Histogram, _ b: HTTPMetrics.Histogram) -> HTTPMetrics.Histogram {

@@ -122,7 +122,7 @@ struct ProfileController: Sendable {
     @Sendable func changePassword(_ request: Request, _ context: RequestContext) throws -> Response {
         let (session, _) = try authenticator.authenticate(request)
         let (issued, revoked) = try accounts.changePassword(try JSONBody.object(request), session: session,
-                                                            userAgent: Authenticator.userAgent(request))
+                                                            origin: authenticator.origin(request, context))
         var response = JSONBody.response { writer in
             UserJSON.writeSession(issued, into: &writer) { writer in
                 writer.key("revokedSessions")
@@ -137,7 +137,7 @@ struct ProfileController: Sendable {
         let user = try authenticator.authenticatedUser(request)
         // The image rows go in the account's transaction; their files after it commits.
         var files: [UUID] = []
-        try accounts.deleteAccount(try JSONBody.object(request), userID: user.id) { connection in
+        try accounts.deleteAccount(try JSONBody.object(request), userID: user.id, origin: authenticator.origin(request, context)) { connection in
             files = try images.deleteAll(userID: user.id, connection)
         }
         images.removeFiles(files)

@@ -13,14 +13,30 @@ public final class AccountService: Sendable {
     /// Tunables, with the contract's defaults.
     public struct Configuration: Sendable {
         public var lifetime = SessionLifetime()
-        /// Failed sign-ins per email address.
-        public var signInPerEmail = ThrottleRule(limit: 10, windowSeconds: 15 * 60)
-        /// Failed sign-ins per client address.
+        /// Failed sign-ins per email from one client address (IPv6: one /64): the hard limit,
+        /// which one address can reach without locking the owner out elsewhere.
+        public var signInPerEmailAndAddress = ThrottleRule(limit: 10, windowSeconds: 15 * 60)
+        /// Failed sign-ins per email from all addresses together: stops guessing spread over many
+        /// addresses; much higher, so that no single address can reach it.
+        public var signInPerEmail = ThrottleRule(limit: 100, windowSeconds: 15 * 60)
+        /// Failed sign-ins per client address (IPv6: one /64), whatever the email.
         public var signInPerAddress = ThrottleRule(limit: 100, windowSeconds: 15 * 60)
         /// Wrong current passwords per user (password change, account deletion).
         public var passwordChecks = ThrottleRule(limit: 5, windowSeconds: 15 * 60)
+        /// Registrations per client address (IPv6: one /64); limit 0 turns it off.
+        public var registrationsPerAddress = ThrottleRule(limit: 100, windowSeconds: 60 * 60)
+        /// The most sessions one user keeps; signing in beyond it ends the oldest.
+        public var maxSessionsPerUser = 100
+        /// How often expired sessions and old throttle rows are deleted (by one instance at a time).
+        public var housekeepingIntervalSeconds: Double = 600
         public var passwordPolicy = PasswordPolicy()
         public var fieldLimits = CustomFieldLimits()
+
+        /// The longest window of any throttle: rows older than that count for nothing.
+        public var longestThrottleWindowSeconds: Double {
+            [signInPerEmailAndAddress, signInPerEmail, signInPerAddress, passwordChecks, registrationsPerAddress]
+                .map(\.windowSeconds).max()!
+        }
 
         public init() {}
     }
@@ -31,6 +47,8 @@ public final class AccountService: Sendable {
     public let statistics = Statistics()
     private let pool: PostgresPool
     private let toucher: SessionToucher
+    /// Deletes expired sessions and old throttle rows in the background.
+    public let housekeeping: Housekeeping
     private let sessionLookup: SessionRepository.Lookup
     private let hasher: PasswordHasher
     private let hashing: HashingPool
@@ -45,18 +63,26 @@ public final class AccountService: Sendable {
         self.schema = FieldSchema(limits: configuration.fieldLimits)
         self.logger = logger
         self.toucher = SessionToucher(pool: pool, lifetime: configuration.lifetime, logger: logger)
+        self.housekeeping = Housekeeping(pool: pool, lifetime: configuration.lifetime,
+                                         throttleRetentionSeconds: configuration.longestThrottleWindowSeconds,
+                                         intervalSeconds: configuration.housekeepingIntervalSeconds, logger: logger)
         self.sessionLookup = SessionRepository.Lookup(lifetime: configuration.lifetime)
     }
 
     /// Writes pending session use and stops the background writer; call before closing the pool.
     public func shutdown() {
+        housekeeping.shutdown()
         toucher.shutdown()
     }
 
     // MARK: - Accounts and sessions
 
     /// `POST /users`: creates the user and signs them in.
-    public func register(_ body: JSONObject, userAgent: String?) throws -> IssuedSession {
+    ///
+    /// Cheap refusals come first (the body, a taken email, the address's registration limit), and
+    /// the hash runs in the pool's bulk lane, so a flood of registrations never takes the places
+    /// that sign-ins of existing users need.
+    public func register(_ body: JSONObject, origin: RequestOrigin) throws -> IssuedSession {
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["email", "password", "firstname", "lastname", "data"])
         let email = try validEmail(try reader.string("email", required: true)!)
@@ -66,9 +92,26 @@ public final class AccountService: Sendable {
         let lastname = try reader.name("lastname") ?? ""
         let data = try reader.data() ?? JSONObject()
         try checkFieldCount(data.count)
-        let hash = try onHashingPool { [hasher] in try hasher.hash(password: password) }
+        let throttle = [(key: "register:address:" + origin.throttleAddress, rule: configuration.registrationsPerAddress)]
+        let wait = try pool.withConnection { connection -> Int? in
+            if try UserRepository.exists(connection, email: email) { throw AccountService.emailTaken }
+            return try ThrottleRepository.acquire(connection, throttle)
+        }
+        if let wait {
+            statistics.registrationThrottled.add(1, ordering: .relaxed)
+            SecurityEvent.log(logger, .registrationThrottled, outcome: "refused", userID: nil, origin: origin)
+            throw AccountsError(.tooManyAttempts, "Too many registrations from this address; try again later.", retryAfterSeconds: wait)
+        }
+        let hash: String
+        do {
+            hash = try onHashingPool(.bulk, origin) { [hasher] in try hasher.hash(password: password) }
+        } catch {
+            // Refused or abandoned before any hashing: the attempt does not count.
+            try? pool.withConnection { try ThrottleRepository.release($0, keys: throttle.map(\.key)) }
+            throw error
+        }
         let token = try SessionToken.generate()
-        return try pool.withTransaction { connection in
+        let issued = try pool.withTransaction { connection in
             let fields = try schema.validate(Array(data), connection)
             var user = User(id: UUID(), email: email.value, firstname: firstname, lastname: lastname, emailVerified: false,
                             createdAt: Date(), updatedAt: Date(), data: JSONObject(), version: 1)
@@ -78,16 +121,26 @@ public final class AccountService: Sendable {
                 user = try UserRepository.insert(connection, email: email, passwordHash: hash, firstname: firstname,
                                                  lastname: lastname, data: user.data)
             } catch let error as PostgresError where error.sqlState == .uniqueViolation {
-                throw AccountsError.field("email", .emailTaken, "is already registered")
+                throw AccountService.emailTaken
             }
             let session = try SessionRepository.insert(connection, userID: user.id, tokenHash: token.hash,
-                                                       userAgent: userAgent, lifetime: configuration.lifetime)
+                                                       userAgent: origin.userAgent, lifetime: configuration.lifetime)
             return IssuedSession(accessToken: token.text, session: session, user: user)
         }
+        SecurityEvent.log(logger, .registered, outcome: "success", userID: issued.user.id, origin: origin)
+        return issued
     }
 
+    private static let emailTaken = AccountsError.field("email", .emailTaken, "is already registered")
+
     /// `POST /users/signin`: the same answer, after the same work, for an unknown email and a wrong password.
-    public func signIn(_ body: JSONObject, clientAddress: String, userAgent: String?) throws -> IssuedSession {
+    ///
+    /// Each attempt is counted against its throttles *before* its hash, for all of them at once,
+    /// so that guesses sent together are verified at most up to the limits; a success gives its
+    /// attempt back. The session is opened only if the user's hash is still the one verified,
+    /// with the row share-locked, so a sign-in that overlapped a password change either commits
+    /// first (and the change revokes its session) or finds the new hash and fails.
+    public func signIn(_ body: JSONObject, origin: RequestOrigin) throws -> IssuedSession {
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["email", "password"])
         let emailText = try reader.string("email", required: true)!
@@ -100,53 +153,83 @@ public final class AccountService: Sendable {
         let email = EmailAddress(emailText)
         // A text that is no valid address can hold anything (U+0000, which PostgreSQL text refuses;
         // kilobytes, past the key index's row limit): it is counted under its digest instead.
-        let emailKey = "signin:email:" + (email?.normalized ?? "sha256:" + SHA256.hexDigest(emailText.lowercased().utf8))
-        let addressKey = "signin:address:" + clientAddress
-        let (retryEmail, retryAddress, credentials) = try pool.withConnection { connection in
-            (try ThrottleRepository.lockedFor(connection, key: emailKey, rule: configuration.signInPerEmail),
-             try ThrottleRepository.lockedFor(connection, key: addressKey, rule: configuration.signInPerAddress),
+        let emailID = email?.normalized ?? "sha256:" + SHA256.hexDigest(emailText.lowercased().utf8)
+        let pairKey = "signin:pair:" + emailID + " " + origin.throttleAddress
+        let shared = ["signin:email:" + emailID, "signin:address:" + origin.throttleAddress]
+        let throttles = [(key: pairKey, rule: configuration.signInPerEmailAndAddress),
+                         (key: shared[0], rule: configuration.signInPerEmail),
+                         (key: shared[1], rule: configuration.signInPerAddress)]
+        let (wait, credentials) = try pool.withConnection { connection in
+            (try ThrottleRepository.acquire(connection, throttles),
              try email.flatMap { try UserRepository.credentials(connection, email: $0) })
         }
-        if let retry = [retryEmail, retryAddress].compactMap({ $0 }).max() {
+        if let wait {
             statistics.signInThrottled.add(1, ordering: .relaxed)
-            throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: retry)
+            SecurityEvent.log(logger, .lockedOut, outcome: "refused", userID: credentials?.id, origin: origin,
+                              detail: "sign-in throttled")
+            throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
         }
         let tooLong = password.utf8.count > configuration.passwordPolicy.maxBytes
-        let verdict: PasswordHasher.VerificationResult = try onHashingPool { [hasher, logger] in
-            guard let credentials, !tooLong else {
-                try hasher.dummyVerify(password: tooLong ? "" : password)
-                return .invalid
+        let verdict: PasswordHasher.VerificationResult
+        do {
+            verdict = try onHashingPool(.interactive, origin) { [hasher, logger] in
+                guard let credentials, !tooLong else {
+                    try hasher.dummyVerify(password: tooLong ? "" : password)
+                    return .invalid
+                }
+                do {
+                    return try hasher.verify(password: password, phc: credentials.passwordHash)
+                } catch {
+                    logger.error("stored password hash is unusable", ["user.id": credentials.id.lowercasedText])
+                    return .invalid
+                }
             }
-            do {
-                return try hasher.verify(password: password, phc: credentials.passwordHash)
-            } catch {
-                logger.error("stored password hash is unusable", ["user.id": credentials.id.lowercasedText])
-                return .invalid
-            }
+        } catch {
+            // Refused or abandoned before any hashing: the attempt does not count.
+            try? pool.withConnection { try ThrottleRepository.release($0, keys: throttles.map(\.key)) }
+            throw error
         }
         guard let credentials, verdict.isValid else {
             statistics.signInFailures.add(1, ordering: .relaxed)
-            try pool.withConnection { connection in
-                _ = try ThrottleRepository.recordFailure(connection, key: emailKey, rule: configuration.signInPerEmail)
-                _ = try ThrottleRepository.recordFailure(connection, key: addressKey, rule: configuration.signInPerAddress)
-            }
+            SecurityEvent.log(logger, .signInFailed, outcome: "failure", userID: credentials?.id, origin: origin,
+                              detail: credentials == nil ? "unknown email" : "wrong password")
             throw invalid
         }
         var upgraded: String?
         if verdict == .validNeedsRehash {
-            upgraded = try? onHashingPool { [hasher] in try hasher.hash(password: password) }
+            upgraded = try? onHashingPool(.interactive, origin) { [hasher] in try hasher.hash(password: password) }
         }
         let token = try SessionToken.generate()
-        return try pool.withTransaction { connection in
-            try ThrottleRepository.clear(connection, key: emailKey)
+        let issued = try pool.withTransaction { connection -> IssuedSession? in
+            guard let user = try UserRepository.find(connection, id: credentials.id, passwordHash: credentials.passwordHash,
+                                                     forUpdate: upgraded != nil) else {
+                // The password changed (or the account went) while this one was being checked.
+                try ThrottleRepository.release(connection, keys: shared)
+                return nil
+            }
+            try ThrottleRepository.clear(connection, key: pairKey)
+            try ThrottleRepository.release(connection, keys: shared)
             if let upgraded {
                 try UserRepository.upgradePasswordHash(connection, id: credentials.id, from: credentials.passwordHash, to: upgraded)
             }
-            guard let user = try UserRepository.find(connection, id: credentials.id) else { throw invalid }
-            let session = try SessionRepository.insert(connection, userID: user.id, tokenHash: token.hash,
-                                                       userAgent: userAgent, lifetime: configuration.lifetime)
+            let session = try openSession(connection, userID: user.id, tokenHash: token.hash, userAgent: origin.userAgent)
             return IssuedSession(accessToken: token.text, session: session, user: user)
         }
+        guard let issued else {
+            SecurityEvent.log(logger, .signInFailed, outcome: "failure", userID: credentials.id, origin: origin,
+                              detail: "password changed during sign-in")
+            throw invalid
+        }
+        SecurityEvent.log(logger, .signedIn, outcome: "success", userID: credentials.id, origin: origin)
+        return issued
+    }
+
+    /// Inserts a session and ends the user's oldest ones beyond `maxSessionsPerUser`.
+    private func openSession(_ connection: PostgresConnection, userID: UUID, tokenHash: [UInt8], userAgent: String?) throws -> Session {
+        let session = try SessionRepository.insert(connection, userID: userID, tokenHash: tokenHash, userAgent: userAgent,
+                                                   lifetime: configuration.lifetime)
+        _ = try SessionRepository.evictOldest(connection, userID: userID, keeping: session.id, keep: configuration.maxSessionsPerUser)
+        return session
     }
 
     /// The live session and user of a bearer token, or `invalid_token`.
@@ -195,7 +278,7 @@ public final class AccountService: Sendable {
     }
 
     /// `POST /users/signout` with an optional body `{"scope": "current" | "others" | "all"}`.
-    public func signOut(_ body: JSONObject, session: Session) throws {
+    public func signOut(_ body: JSONObject, session: Session, origin: RequestOrigin? = nil) throws {
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["scope"])
         var scope = SignOutScope.current
@@ -205,17 +288,19 @@ public final class AccountService: Sendable {
             }
             scope = parsed
         }
-        try signOut(session, scope: scope)
+        try signOut(session, scope: scope, origin: origin)
     }
 
-    public func signOut(_ session: Session, scope: SignOutScope) throws {
-        try pool.withConnection { connection in
+    public func signOut(_ session: Session, scope: SignOutScope, origin: RequestOrigin? = nil) throws {
+        let ended = try pool.withConnection { connection in
             switch scope {
-            case .current: _ = try SessionRepository.delete(connection, id: session.id, userID: session.userID)
-            case .others: _ = try SessionRepository.deleteAll(connection, userID: session.userID, except: session.id)
-            case .all: _ = try SessionRepository.deleteAll(connection, userID: session.userID)
+            case .current: try SessionRepository.delete(connection, id: session.id, userID: session.userID) ? 1 : 0
+            case .others: try SessionRepository.deleteAll(connection, userID: session.userID, except: session.id)
+            case .all: try SessionRepository.deleteAll(connection, userID: session.userID)
             }
         }
+        SecurityEvent.log(logger, .signedOut, outcome: "success", userID: session.userID, origin: origin,
+                          detail: "scope \(scope.rawValue), \(ended) sessions ended")
     }
 
     public func sessions(of userID: UUID) throws -> [Session] {
@@ -223,18 +308,20 @@ public final class AccountService: Sendable {
     }
 
     /// Ends one of the user's sessions; another user's session is `not_found`, like an unknown one.
-    public func revokeSession(id: UUID, userID: UUID) throws {
+    public func revokeSession(id: UUID, userID: UUID, origin: RequestOrigin? = nil) throws {
         let deleted = try pool.withConnection { try SessionRepository.delete($0, id: id, userID: userID) }
         guard deleted else { throw AccountsError(.notFound, "No such session.") }
+        SecurityEvent.log(logger, .sessionRevoked, outcome: "success", userID: userID, origin: origin,
+                          detail: "session \(id.lowercasedText)")
     }
 
     // MARK: - Password and account
 
     /// `POST /users/me/password`: verifies the old password, stores the new hash, revokes every
     /// other session and replaces the calling one, all in one transaction.
-    public func changePassword(_ body: JSONObject, session: Session, userAgent: String?) throws -> (IssuedSession, revokedSessions: Int) {
+    public func changePassword(_ body: JSONObject, session: Session, origin: RequestOrigin) throws -> (IssuedSession, revokedSessions: Int) {
         // While locked, every attempt gets 429, whatever the body says.
-        try checkPasswordLock(userID: session.userID)
+        try checkPasswordLock(userID: session.userID, origin: origin)
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["oldPassword", "newPassword", "confirmPassword"])
         let old = try reader.string("oldPassword", required: true)!
@@ -244,10 +331,10 @@ public final class AccountService: Sendable {
         }
         try configuration.passwordPolicy.validate(new, field: "newPassword")
         if old == new { throw AccountsError.field("newPassword", .passwordUnchanged, "must differ from the old password") }
-        let verifiedHash = try verifyCurrentPassword(old, userID: session.userID)
-        let hash = try onHashingPool { [hasher] in try hasher.hash(password: new) }
+        let verifiedHash = try verifyCurrentPassword(old, userID: session.userID, origin: origin)
+        let hash = try onHashingPool(.interactive, origin) { [hasher] in try hasher.hash(password: new) }
         let token = try SessionToken.generate()
-        return try pool.withTransaction { connection in
+        let changed = try pool.withTransaction { connection in
             // The row lock orders concurrent changes; a hash that moved since it was verified
             // means another change won, so this one's old password is no longer right.
             guard try UserRepository.passwordHash(connection, id: session.userID, forUpdate: true) == verifiedHash else {
@@ -260,23 +347,27 @@ public final class AccountService: Sendable {
                 throw AccountsError(.invalidToken, "The session ended during the password change.")
             }
             let replacement = try SessionRepository.insert(connection, userID: session.userID, tokenHash: token.hash,
-                                                           userAgent: userAgent, lifetime: configuration.lifetime)
+                                                           userAgent: origin.userAgent, lifetime: configuration.lifetime)
             guard let user = try UserRepository.find(connection, id: session.userID) else {
                 throw AccountsError(.invalidToken, "The user no longer exists.")
             }
             return (IssuedSession(accessToken: token.text, session: replacement, user: user), revoked)
         }
+        SecurityEvent.log(logger, .passwordChanged, outcome: "success", userID: session.userID, origin: origin,
+                          detail: "\(changed.1) other sessions revoked")
+        return changed
     }
 
     /// `DELETE /users/me`: the user and, by cascade, their sessions.
     /// `alsoDelete` runs in the same transaction, after the password check and before the user row goes:
     /// what other modules keep for the user (images) is deleted with it or not at all.
-    public func deleteAccount(_ body: JSONObject, userID: UUID, alsoDelete: (PostgresConnection) throws -> Void = { _ in }) throws {
-        try checkPasswordLock(userID: userID)
+    public func deleteAccount(_ body: JSONObject, userID: UUID, origin: RequestOrigin,
+                              alsoDelete: (PostgresConnection) throws -> Void = { _ in }) throws {
+        try checkPasswordLock(userID: userID, origin: origin)
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["password"])
         let password = try reader.string("password", required: true)!
-        let verifiedHash = try verifyCurrentPassword(password, userID: userID)
+        let verifiedHash = try verifyCurrentPassword(password, userID: userID, origin: origin)
         try pool.withTransaction { connection in
             guard try UserRepository.passwordHash(connection, id: userID, forUpdate: true) == verifiedHash else {
                 throw AccountsError(.invalidPassword, "The password is wrong.")
@@ -285,31 +376,46 @@ public final class AccountService: Sendable {
             _ = try UserRepository.delete(connection, id: userID)
             try ThrottleRepository.clear(connection, key: passwordKey(userID))
         }
+        SecurityEvent.log(logger, .accountDeleted, outcome: "success", userID: userID, origin: origin)
     }
 
-    /// Throws `too_many_attempts` while the user's password checks are locked.
-    private func checkPasswordLock(userID: UUID) throws {
+    /// Throws `too_many_attempts` while the user's password checks are locked (a read: the
+    /// attempt is counted by `verifyCurrentPassword`, once the body is known to be worth checking).
+    private func checkPasswordLock(userID: UUID, origin: RequestOrigin) throws {
         let locked = try pool.withConnection {
             try ThrottleRepository.lockedFor($0, key: passwordKey(userID), rule: configuration.passwordChecks)
         }
-        if let locked {
-            statistics.passwordChecksThrottled.add(1, ordering: .relaxed)
-            throw AccountsError(.tooManyAttempts, "Too many wrong passwords; try again later.", retryAfterSeconds: locked)
-        }
+        if let locked { throw passwordsLocked(userID: userID, origin: origin, retryAfter: locked) }
     }
 
-    /// Checks a user's current password (after `checkPasswordLock`), counting failures; returns the verified hash.
-    private func verifyCurrentPassword(_ password: String, userID: UUID) throws -> String {
-        let key = passwordKey(userID)
-        let rule = configuration.passwordChecks
-        let stored = try pool.withConnection { try UserRepository.passwordHash($0, id: userID) }
+    private func passwordsLocked(userID: UUID, origin: RequestOrigin, retryAfter: Int) -> AccountsError {
+        statistics.passwordChecksThrottled.add(1, ordering: .relaxed)
+        SecurityEvent.log(logger, .lockedOut, outcome: "refused", userID: userID, origin: origin, detail: "password checks locked")
+        return AccountsError(.tooManyAttempts, "Too many wrong passwords; try again later.", retryAfterSeconds: retryAfter)
+    }
+
+    /// Checks a user's current password, counting the attempt before hashing (so parallel guesses
+    /// are verified at most up to the limit); returns the verified hash. A success clears the
+    /// count in the caller's transaction; a refused or abandoned hash gives the attempt back.
+    private func verifyCurrentPassword(_ password: String, userID: UUID, origin: RequestOrigin) throws -> String {
+        let throttle = [(key: passwordKey(userID), rule: configuration.passwordChecks)]
+        let (wait, stored) = try pool.withConnection { connection in
+            (try ThrottleRepository.acquire(connection, throttle), try UserRepository.passwordHash(connection, id: userID))
+        }
+        if let wait { throw passwordsLocked(userID: userID, origin: origin, retryAfter: wait) }
         guard let stored else { throw AccountsError(.invalidToken, "The user no longer exists.") }
         let tooLong = password.utf8.count > configuration.passwordPolicy.maxBytes
-        let valid = try onHashingPool { [hasher] in
-            !tooLong && ((try? hasher.verify(password: password, phc: stored))?.isValid ?? false)
+        let valid: Bool
+        do {
+            valid = try onHashingPool(.interactive, origin) { [hasher] in
+                !tooLong && ((try? hasher.verify(password: password, phc: stored))?.isValid ?? false)
+            }
+        } catch {
+            try? pool.withConnection { try ThrottleRepository.release($0, keys: throttle.map(\.key)) }
+            throw error
         }
         guard valid else {
-            _ = try pool.withConnection { try ThrottleRepository.recordFailure($0, key: key, rule: rule) }
+            SecurityEvent.log(logger, .passwordCheckFailed, outcome: "failure", userID: userID, origin: origin)
             throw AccountsError(.invalidPassword, "The current password is wrong.")
         }
         return stored
@@ -446,6 +552,8 @@ public final class AccountService: Sendable {
             lastname = try reader.name("lastname")
             data = try reader.data()
             removesAllData = patch["data"]?.isNull ?? false
+            // More names than a user may hold can never be valid: refused before any of them is looked up or claimed.
+            try service.checkFieldCount(data?.count ?? 0)
         }
 
         /// Merges the patch into `user`, validating custom fields with `validate`; returns the email to store.
@@ -515,12 +623,16 @@ public final class AccountService: Sendable {
         }
     }
 
-    /// Runs hashing work on the bounded pool; a full pool is `overloaded` (503), at once.
-    private func onHashingPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) throws -> T {
+    /// Runs hashing work on the bounded pool; a full pool is `overloaded` (503), at once, and work
+    /// whose client went away before it started is `cancelled` (nobody reads that answer).
+    private func onHashingPool<T: Sendable>(_ lane: HashingPool.Lane, _ origin: RequestOrigin?,
+                                            _ work: @escaping @Sendable () throws -> T) throws -> T {
         do {
-            return try hashing.run(work)
+            return try hashing.run(lane: lane, cancellation: origin?.cancellation, work)
         } catch let error as SecurityError where error.code == .overloaded || error.code == .shutDown {
             throw AccountsError(.overloaded, "Too many password operations at once; try again shortly.", retryAfterSeconds: 1)
+        } catch let error as SecurityError where error.code == .cancelled {
+            throw AccountsError(.cancelled, "The client went away before its password was checked.")
         }
     }
 }
@@ -531,6 +643,7 @@ extension AccountService {
         public let signInFailures = Atomic<Int>(0)
         public let signInThrottled = Atomic<Int>(0)
         public let passwordChecksThrottled = Atomic<Int>(0)
+        public let registrationThrottled = Atomic<Int>(0)
     }
 }
 

@@ -25,6 +25,10 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         public static let notFound = Code("not_found")
         public static let preconditionFailed = Code("precondition_failed")
         public static let overloaded = Code("overloaded")
+        /// The client went away before expensive work for it started; the answer reaches nobody.
+        public static let cancelled = Code("cancelled")
+        /// The deployment has as many custom field names as it allows.
+        public static let fieldLimitReached = Code("field_limit_reached")
     }
 
     /// One offending field, named by its JSON path (`data.height`).

@@ -7,6 +7,8 @@ import Synchronization
 public final class FieldSchema: Sendable {
     public let limits: CustomFieldLimits
     private let cache = Mutex<[String: FieldType]>([:])
+    /// With `limits.schemaLocked`, the names the field configuration pins: the only ones writable.
+    private let writable = Mutex<Set<String>>([])
 
     public init(limits: CustomFieldLimits = CustomFieldLimits()) {
         self.limits = limits
@@ -22,11 +24,13 @@ public final class FieldSchema: Sendable {
     /// Fixes types from the deployment's field configuration; a conflict with a type already in
     /// use is an error for the operator.
     public func pin(_ types: [String: FieldType], _ connection: PostgresConnection) throws {
+        writable.withLock { $0 = Set(types.keys) }
         for (name, type) in types.sorted(by: { $0.key < $1.key }) {
             guard FieldSchema.isValidName(name) else {
                 throw AccountsError(.invalidValue, "field configuration: '\(name)' is not a valid field name")
             }
-            let stored = try FieldTypeRepository.claim(connection, name: name, type: type, pinned: true).type
+            // The operator's own names are not held to the cap that stops clients inventing names.
+            let stored = try FieldTypeRepository.claim(connection, name: name, type: type, pinned: true)!.type
             guard stored == type else {
                 throw AccountsError(.invalidType, "field configuration: '\(name)' is \(type.rawValue), but the database already has it as \(stored.rawValue)")
             }
@@ -40,7 +44,10 @@ public final class FieldSchema: Sendable {
     func validate(_ changes: [(String, JSONValue)], _ connection: PostgresConnection) throws -> [(String, JSONValue)] {
         try validate(changes) { name, given in
             if let known = cache.withLock({ $0[name] }) { return known }
-            let claimed = try FieldTypeRepository.claim(connection, name: name, type: given)
+            guard let claimed = try FieldTypeRepository.claim(connection, name: name, type: given, maxNames: limits.maxFieldNames) else {
+                throw AccountsError.field("data.\(name)", .fieldLimitReached,
+                                          "the deployment already has \(limits.maxFieldNames) custom field names")
+            }
             // A type this transaction inserted is not settled until it commits: a refused write
             // (another field invalid, email taken, If-Match stale) rolls it back, so only a type
             // that was already committed may enter the cache.
@@ -63,6 +70,10 @@ public final class FieldSchema: Sendable {
             let path = "data.\(name)"
             guard FieldSchema.isValidName(name) else {
                 errors.append(.init(field: path, code: .invalidValue, detail: "field names match ^[A-Za-z][A-Za-z0-9_]{0,63}$"))
+                continue
+            }
+            if limits.schemaLocked, !writable.withLock({ $0.contains(name) }) {
+                errors.append(.init(field: path, code: .unknownField, detail: "is not a field of this deployment's schema"))
                 continue
             }
             if value.isNull {

@@ -63,6 +63,11 @@ public struct CustomFieldLimits: Sendable {
     public var maxFields = 64
     public var maxStringBytes = 4096
     public var maxDocumentBytes = 64 * 1024
+    /// The most custom field names the whole deployment may have; a write that would add one
+    /// more is `422 field_limit_reached`.
+    public var maxFieldNames = 1_000
+    /// Only the fields the field configuration pins may be written (`422 unknown_field` for others).
+    public var schemaLocked = false
 
     public init() {}
 }

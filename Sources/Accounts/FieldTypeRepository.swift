@@ -13,13 +13,22 @@ enum FieldTypeRepository {
         return types
     }
 
+    /// Advisory lock key serialising the claims of new names ("exo-ft" in ASCII), so that the
+    /// count that caps them is exact when transactions claim at once.
+    static let claimLockKey: Int64 = 0x6578_6F2D_6674
+
     /// Sets the type of a new field unless another writer got there first; returns the type in
-    /// force and whether this call inserted it (then it exists only if the caller's transaction commits).
+    /// force and whether this call inserted it (then it exists only if the caller's transaction
+    /// commits), or nil when the name is new and the deployment already has `maxNames` names.
     static func claim(_ connection: PostgresConnection, name: String, type: FieldType,
-                      pinned: Bool = false) throws -> (type: FieldType, inserted: Bool) {
+                      pinned: Bool = false, maxNames: Int = .max) throws -> (type: FieldType, inserted: Bool)? {
+        if maxNames < .max {
+            try connection.execute("SELECT pg_advisory_xact_lock(\(claimLockKey))")
+        }
         let rows = try connection.query("""
             WITH inserted AS (
-                INSERT INTO field_types (name, type, pinned) VALUES (\(name), \(type.rawValue), \(pinned))
+                INSERT INTO field_types (name, type, pinned)
+                SELECT \(name), \(type.rawValue), \(pinned) WHERE (SELECT count(*) FROM field_types) < \(Int64(min(maxNames, Int(Int32.max))))
                 ON CONFLICT (name) DO NOTHING RETURNING type
             )
             SELECT type, true FROM inserted UNION ALL SELECT type, false FROM field_types WHERE name = \(name) LIMIT 1
@@ -27,10 +36,11 @@ enum FieldTypeRepository {
         if let row = rows.first, let stored = FieldType(rawValue: try row.decode(String.self, at: 0)) {
             return (stored, try row.decode(Bool.self, at: 1))
         }
-        // The competing insert was not yet visible to this statement's snapshot: read again.
+        // The competing insert was not yet visible to this statement's snapshot, or the cap held: read again.
         let again = try connection.query("SELECT type FROM field_types WHERE name = \(name)")
-        guard let row = again.first, let stored = FieldType(rawValue: try row.decode(String.self, at: 0)) else {
-            throw PostgresError(code: .queryFailed, context: "field type claim found no row")
+        guard let row = again.first else { return nil }
+        guard let stored = FieldType(rawValue: try row.decode(String.self, at: 0)) else {
+            throw PostgresError(code: .decodingFailed, columnName: "type", context: "unknown field type")
         }
         return (stored, false)
     }

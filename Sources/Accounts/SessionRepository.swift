@@ -84,11 +84,22 @@ enum SessionRepository {
         return try connection.execute("DELETE FROM sessions WHERE user_id = \(userID)")
     }
 
-    /// Removes sessions past their absolute or idle end.
-    static func deleteExpired(_ connection: PostgresConnection, lifetime: SessionLifetime) throws -> Int {
+    /// Removes up to `limit` sessions past their absolute or idle end; returns how many.
+    static func purgeExpired(_ connection: PostgresConnection, lifetime: SessionLifetime, limit: Int) throws -> Int {
         try connection.execute("""
-            DELETE FROM sessions WHERE expires_at <= now()
-               OR last_seen_at <= now() - make_interval(secs => \(lifetime.idleSeconds))
+            DELETE FROM sessions WHERE id IN (
+                SELECT id FROM sessions
+                WHERE expires_at <= now() OR last_seen_at <= now() - make_interval(secs => \(lifetime.idleSeconds))
+                LIMIT \(limit))
+            """)
+    }
+
+    /// Ends the user's oldest sessions so that `kept` and the newest `keep - 1` others remain; returns how many.
+    static func evictOldest(_ connection: PostgresConnection, userID: UUID, keeping kept: UUID, keep: Int) throws -> Int {
+        try connection.execute("""
+            DELETE FROM sessions WHERE id IN (
+                SELECT id FROM sessions WHERE user_id = \(userID) AND id <> \(kept)
+                ORDER BY created_at DESC, id DESC OFFSET \(max(0, keep - 1)))
             """)
     }
 }

@@ -1,9 +1,28 @@
 import Postgres
 
-/// Failure counters in PostgreSQL, so every instance sees the same ones. A window opens at the
-/// first failure and lasts `windowSeconds`; `limit` failures within it lock the key until it ends.
+/// Attempt counters in PostgreSQL, so every instance sees the same ones. A window opens at the
+/// first attempt and lasts `windowSeconds`; `limit` attempts within it lock the key until it ends.
+///
+/// An attempt is counted *before* the work it guards (`acquire`), atomically for all of a
+/// request's keys (`exo_throttle_acquire`, migration 0003): counting after the work let every
+/// guess sent at once pass a check that none of them had been recorded in yet. A success then
+/// gives its attempt back (`release`) or clears the key.
 enum ThrottleRepository {
-    /// Seconds until the key unlocks, or nil when it is not locked.
+    /// Counts one attempt on every key, or none when any key is full: nil when counted, else the
+    /// seconds until the longest of the full keys' windows ends. Rules with limit 0 are off.
+    static func acquire(_ connection: PostgresConnection, _ keys: [(key: String, rule: ThrottleRule)]) throws -> Int? {
+        let active = keys.filter { $0.rule.limit > 0 }
+        guard !active.isEmpty else { return nil }
+        let rows = try connection.query("""
+            SELECT exo_throttle_acquire(\(PostgresArray(active.map(\.key)))::text[],
+                                        \(PostgresArray(active.map(\.rule.limit)))::integer[],
+                                        \(PostgresArray(active.map(\.rule.windowSeconds)))::double precision[])
+            """)
+        let wait = Int(try rows[0].decode(Int32.self, at: 0))
+        return wait > 0 ? wait : nil
+    }
+
+    /// Seconds until the key unlocks, or nil when it is not full (a read: counts nothing).
     static func lockedFor(_ connection: PostgresConnection, key: String, rule: ThrottleRule) throws -> Int? {
         let rows = try connection.query("""
             SELECT ceil(extract(epoch FROM window_start + make_interval(secs => \(rule.windowSeconds)) - now()))::bigint
@@ -15,25 +34,28 @@ enum ThrottleRepository {
         return max(1, Int(try row.decode(Int64.self, at: 0)))
     }
 
-    /// Counts one failure; returns the failures in the current window.
-    @discardableResult
-    static func recordFailure(_ connection: PostgresConnection, key: String, rule: ThrottleRule) throws -> Int {
-        let rows = try connection.query("""
-            INSERT INTO auth_throttles AS t (key, window_start, failures) VALUES (\(key), now(), 1)
-            ON CONFLICT (key) DO UPDATE SET
-                failures = CASE WHEN t.window_start <= now() - make_interval(secs => \(rule.windowSeconds)) THEN 1 ELSE t.failures + 1 END,
-                window_start = CASE WHEN t.window_start <= now() - make_interval(secs => \(rule.windowSeconds)) THEN now() ELSE t.window_start END
-            RETURNING failures
+    /// Gives back one attempt on each key: the attempt succeeded, or never ran.
+    static func release(_ connection: PostgresConnection, keys: [String]) throws {
+        guard !keys.isEmpty else { return }
+        try connection.execute("""
+            UPDATE auth_throttles SET failures = failures - 1 WHERE key = ANY (\(PostgresArray(keys))::text[]) AND failures > 0
             """)
-        return Int(try rows[0].decode(Int32.self, at: 0))
     }
 
     static func clear(_ connection: PostgresConnection, key: String) throws {
         try connection.execute("DELETE FROM auth_throttles WHERE key = \(key)")
     }
+
+    /// Deletes up to `limit` rows whose window ended more than `olderThanSeconds` ago; returns how many.
+    static func purge(_ connection: PostgresConnection, olderThanSeconds: Double, limit: Int) throws -> Int {
+        try connection.execute("""
+            DELETE FROM auth_throttles WHERE key IN (
+                SELECT key FROM auth_throttles WHERE window_start < now() - make_interval(secs => \(olderThanSeconds)) LIMIT \(limit))
+            """)
+    }
 }
 
-/// A throttle: `limit` failures within `windowSeconds` lock until the window ends.
+/// A throttle: `limit` attempts within `windowSeconds` lock until the window ends; a limit of 0 turns it off.
 public struct ThrottleRule: Sendable {
     public var limit: Int
     public var windowSeconds: Double

@@ -44,6 +44,22 @@ enum UserRepository {
         return try rows.first.map { (try $0.decode(UUID.self, at: 0), try $0.decode(String.self, at: 1)) }
     }
 
+    /// Whether a user has this login email.
+    static func exists(_ connection: PostgresConnection, email: EmailAddress) throws -> Bool {
+        try !connection.query("SELECT 1 FROM users WHERE email_normalized = \(email.normalized)").isEmpty
+    }
+
+    /// The user, if their password hash is still `hash`, with the row locked until the transaction
+    /// ends: shared (a session may be opened, while a password change waits), or for an update of
+    /// the hash. No row when the hash changed (or the user went) since it was read.
+    static func find(_ connection: PostgresConnection, id: UUID, passwordHash hash: String, forUpdate: Bool) throws -> User? {
+        let rows = try connection.query("""
+            SELECT \(unsafeRaw: columns) FROM users u WHERE u.id = \(id) AND u.password_hash = \(hash)
+            \(unsafeRaw: forUpdate ? "FOR NO KEY UPDATE" : "FOR SHARE")
+            """)
+        return try rows.first.map { try decode($0) }
+    }
+
     static func passwordHash(_ connection: PostgresConnection, id: UUID, forUpdate: Bool = false) throws -> String? {
         let rows = try connection.query("SELECT password_hash FROM users WHERE id = \(id) \(unsafeRaw: forUpdate ? "FOR UPDATE" : "")")
         return try rows.first.map { try $0.decode(String.self, at: 0) }

@@ -33,6 +33,13 @@ public struct Problem: Error, Sendable, HTTPResponseError, CustomStringConvertib
         self.headers = headers
     }
 
+    /// The most field errors a response lists; the rest are only counted (`errorCount`), so that
+    /// a 1 MiB body of invalid fields cannot make a many-times larger answer.
+    public static let maxListedErrors = 20
+    /// The longest field name or detail echoed, in Unicode scalars: a field name is the client's
+    /// own key, and may be a megabyte long.
+    static let maxEchoedLength = 256
+
     public var problem: Problem { self }
     public var description: String { "\(status.code) \(code)" }
 
@@ -44,23 +51,34 @@ public struct Problem: Error, Sendable, HTTPResponseError, CustomStringConvertib
         writer.key("title"); writer.string(status.reasonPhrase)
         writer.key("status"); writer.int(status.code)
         writer.key("code"); writer.string(code)
-        writer.key("detail"); writer.string(detail)
+        writer.key("detail"); writer.string(Problem.bounded(detail))
         if !errors.isEmpty {
             writer.key("errors")
             writer.beginArray()
-            for error in errors {
+            for error in errors.prefix(Problem.maxListedErrors) {
                 writer.beginObject()
-                writer.key("field"); writer.string(error.field)
+                writer.key("field"); writer.string(Problem.bounded(error.field))
                 writer.key("code"); writer.string(error.code)
-                writer.key("detail"); writer.string(error.detail)
+                writer.key("detail"); writer.string(Problem.bounded(error.detail))
                 writer.endObject()
             }
             writer.endArray()
+            if errors.count > Problem.maxListedErrors {
+                writer.key("errorCount"); writer.int(errors.count)
+            }
         }
         writer.endObject()
         var response = Response(status: status, headers: headers, body: writer.bytes)
         response.headers.replaceOrAdd(name: "Content-Type", value: "application/problem+json")
         return response
+    }
+
+    /// `text`, cut to `maxEchoedLength` scalars with an ellipsis.
+    static func bounded(_ text: String) -> String {
+        guard text.utf8.count > maxEchoedLength else { return text }
+        let scalars = text.unicodeScalars
+        guard scalars.count > maxEchoedLength else { return text }
+        return String(String.UnicodeScalarView(scalars.prefix(maxEchoedLength - 1))) + "…"
     }
 
     /// The problem for a request the parser refused.

@@ -120,3 +120,30 @@ func appendDecimal(_ value: Int64, to buffer: inout [UInt8]) {
         }
     }
 }
+
+/// A one-dimensional array parameter, sent as text in PostgreSQL's array syntax: cast it in the
+/// SQL (`\(keys)::text[]`, `\(limits)::integer[]`). Every element is quoted and escaped, so no
+/// element can end the array or add one.
+public struct PostgresArray<Element: LosslessStringConvertible & Sendable>: PostgresEncodable {
+    public var elements: [Element]
+
+    public init(_ elements: [Element]) {
+        self.elements = elements
+    }
+
+    public func encode(into bindings: inout PostgresBindings) {
+        bindings.appendText(type: .unspecified) { buffer in
+            buffer.append(UInt8(ascii: "{"))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { buffer.append(UInt8(ascii: ",")) }
+                buffer.append(UInt8(ascii: "\""))
+                for byte in element.description.utf8 {
+                    if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { buffer.append(UInt8(ascii: "\\")) }
+                    buffer.append(byte)
+                }
+                buffer.append(UInt8(ascii: "\""))
+            }
+            buffer.append(UInt8(ascii: "}"))
+        }
+    }
+}

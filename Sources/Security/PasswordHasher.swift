@@ -14,7 +14,7 @@ public struct PasswordHasher: Sendable {
 
     /// A hasher at OWASP's parameters.
     public init() {
-        self.init(validated: .owasp)
+        self.init(validated: .owaspCompact)
     }
 
     /// A hasher creating hashes with `parameters`.

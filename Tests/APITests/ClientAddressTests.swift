@@ -99,12 +99,31 @@ import Testing
     }
 
     @Test func signInLimitsFromFlags() throws {
-        let configuration = try Configuration.parse(arguments: ["--signin-email-limit", "3", "--signin-address-limit=4"], environment: [:])
+        let configuration = try Configuration.parse(arguments: ["--signin-limit", "2", "--signin-email-limit", "3", "--signin-address-limit=4",
+                                                                "--registration-address-limit", "0"], environment: [:])
+        #expect(configuration.accounts.signInPerEmailAndAddress.limit == 2)
         #expect(configuration.accounts.signInPerEmail.limit == 3)
         #expect(configuration.accounts.signInPerAddress.limit == 4)
+        #expect(configuration.accounts.registrationsPerAddress.limit == 0)
         let defaults = Configuration()
-        #expect(defaults.accounts.signInPerEmail.limit == 10)
+        #expect(defaults.accounts.signInPerEmailAndAddress.limit == 10)
+        #expect(defaults.accounts.signInPerEmail.limit == 100)
         #expect(defaults.accounts.signInPerAddress.limit == 100)
+        #expect(defaults.accounts.registrationsPerAddress.limit == 100)
+        #expect(defaults.accounts.registrationsPerAddress.windowSeconds == 3600)
         #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--signin-email-limit", "0"], environment: [:]) }
+        #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--signin-limit", "0"], environment: [:]) }
+    }
+
+    @Test(arguments: [
+        ("192.0.2.7", "192.0.2.7"),
+        ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+        ("2001:DB8:1:2::ff", "2001:db8:1:2::/64"),
+        ("::ffff:192.0.2.7", "192.0.2.7"),
+        ("::1", "::/64"),
+        ("unknown", "unknown"),
+    ])
+    func throttlesGroupIPv6By64(_ address: String, _ group: String) {
+        #expect(ClientAddress.throttleGroup(address) == group)
     }
 }

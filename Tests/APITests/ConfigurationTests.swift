@@ -149,11 +149,13 @@ private func failure(_ arguments: [String], _ environment: [String: String] = [:
     }
 
     @Test func scryptAcceptsOWASPsEquivalentsAndNothingWeaker() throws {
-        let lowMemory = try Configuration.parse(arguments: ["--scrypt-ln", "14", "--scrypt-p", "5"], environment: [:])
-        #expect(lowMemory.passwordHashing.description == "ln=14,r=8,p=5")
-        let stronger = try Configuration.parse(arguments: ["--scrypt-ln", "18"], environment: [:])
+        // The default is OWASP's 16 MiB configuration; the 128 MiB one is a configuration away.
+        #expect(try Configuration.parse(arguments: [], environment: [:]).passwordHashing.description == "ln=14,r=8,p=5")
+        let classic = try Configuration.parse(arguments: ["--scrypt-ln", "17", "--scrypt-p", "1"], environment: [:])
+        #expect(classic.passwordHashing.description == "ln=17,r=8,p=1")
+        let stronger = try Configuration.parse(arguments: ["--scrypt-ln", "18", "--scrypt-p", "1"], environment: [:])
         #expect(stronger.passwordHashing.description == "ln=18,r=8,p=1")
-        #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--scrypt-ln", "14"], environment: [:]) }
+        #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--scrypt-p", "4"], environment: [:]) }
         #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--scrypt-ln", "12", "--scrypt-p", "16"], environment: [:]) }
         #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--scrypt-r", "4"], environment: [:]) }
     }

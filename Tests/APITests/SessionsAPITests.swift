@@ -9,7 +9,7 @@ import Testing
 /// Sign-out, session lists and revocation, bearer authentication and the sign-in throttle.
 @Suite(.liveServer("sessions") { configuration in
     // A small, short throttle so the test can see it lock and unlock.
-    configuration.accounts.signInPerEmail = ThrottleRule(limit: 3, windowSeconds: 3)
+    configuration.accounts.signInPerEmailAndAddress = ThrottleRule(limit: 3, windowSeconds: 3)
 }, .serialized)
 struct SessionsAPITests {
     let server: TestServer

@@ -48,12 +48,17 @@ final class TestServer: Sendable {
         return parts.joined(separator: "/")
     }()
 
-    /// A server on a fresh database of `cluster` (the test process's shared one by default).
-    init(_ name: String, cluster: LocalCluster? = nil, _ adjust: (inout Configuration) throws -> Void = { _ in }) throws {
+    /// A server on a fresh database of `cluster` (the test process's shared one by default), or
+    /// a second instance on the database of `sibling`.
+    init(_ name: String, cluster: LocalCluster? = nil, sharingDatabaseWith sibling: TestServer? = nil,
+         _ adjust: (inout Configuration) throws -> Void = { _ in }) throws {
         self.name = name
-        let cluster = try cluster ?? TestCluster.cluster()
-        let database = "api_\(name)_\(getpid())"
-        databaseURL = try cluster.createDatabase(database)
+        if let sibling {
+            databaseURL = sibling.databaseURL
+        } else {
+            let cluster = try cluster ?? TestCluster.cluster()
+            databaseURL = try cluster.createDatabase("api_\(name)_\(getpid())")
+        }
         var configuration = Configuration()
         configuration.databaseURL = databaseURL
         configuration.migrationsDirectory = TestServer.repositoryRoot + "/migrations"
@@ -305,9 +310,23 @@ struct Reply: Sendable {
 /// arbitrary headers and raw bodies, so tests can send what no well-behaved client would.
 enum HTTPClient {
     static func send(port: Int, method: String, target: String, headers: [(String, String)], body: [UInt8]?) throws -> Reply {
+        let fd = try connect(port: port)
+        defer { close(fd) }
+        return try exchange(fd, port: port, method: method, target: target, headers: headers, body: body)
+    }
+
+    /// Sends a request and closes the connection at once, without reading the answer: a client
+    /// that gave up.
+    static func sendAndHangUp(port: Int, method: String, target: String, headers: [(String, String)], body: [UInt8]?) throws {
+        let fd = try connect(port: port)
+        defer { close(fd) }
+        _ = writeAll(fd, request(port: port, method: method, target: target, headers: headers, body: body))
+    }
+
+    /// A blocking TCP connection to 127.0.0.1:`port` with 30-second timeouts.
+    static func connect(port: Int) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
-        defer { close(fd) }
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -316,18 +335,29 @@ enum HTTPClient {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = in_addr_t(UInt32(0x7F00_0001).bigEndian)
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0 else { throw TestFailure("connect to port \(port): errno \(errno)") }
+        guard connected == 0 else {
+            close(fd)
+            throw TestFailure("connect to port \(port): errno \(errno)")
+        }
+        return fd
+    }
 
+    private static func request(port: Int, method: String, target: String, headers: [(String, String)], body: [UInt8]?) -> [UInt8] {
         var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if let body, !headers.contains(where: { ["content-length", "transfer-encoding"].contains($0.0.lowercased()) }) {
             head += "Content-Length: \(body.count)\r\n"
         }
         head += "\r\n"
+        return Array(head.utf8) + (body ?? [])
+    }
+
+    private static func exchange(_ fd: Int32, port: Int, method: String, target: String, headers: [(String, String)],
+                                 body: [UInt8]?) throws -> Reply {
         // A server may answer (413) before reading the whole body; it then discards the rest.
-        _ = writeAll(fd, Array(head.utf8) + (body ?? []))
+        _ = writeAll(fd, request(port: port, method: method, target: target, headers: headers, body: body))
 
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)

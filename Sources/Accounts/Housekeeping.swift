@@ -1,0 +1,92 @@
+import Logging
+import Postgres
+import Synchronization
+import Threads
+
+/// Deletes what accounts leave behind: sessions past their end and throttle rows whose window
+/// ended long ago, in batches, so that no statement holds many rows or runs for long.
+///
+/// Every instance runs it, but one at a time: a session-level advisory lock, taken without
+/// waiting, lets the first instance do a round while the others skip it.
+public final class Housekeeping: Sendable {
+    /// Advisory lock key: "exo-hk" in ASCII, so that it is recognisable in `pg_locks`.
+    public static let lockKey: Int64 = 0x6578_6F2D_686B
+    /// Rows deleted per statement.
+    static let batchSize = 1_000
+
+    private let pool: PostgresPool
+    private let lifetime: SessionLifetime
+    /// Throttle rows older than this (longer than any throttle's window) go.
+    private let throttleRetentionSeconds: Double
+    private let intervalNanoseconds: UInt64
+    private let logger: Logger
+    private let lock = ConditionLock()
+    private let state = Mutex<(stopping: Bool, thread: OSThread?)>((false, nil))
+
+    /// Starts the background thread; the first round runs after one interval.
+    public init(pool: PostgresPool, lifetime: SessionLifetime, throttleRetentionSeconds: Double, intervalSeconds: Double,
+                logger: Logger) {
+        self.pool = pool
+        self.lifetime = lifetime
+        self.throttleRetentionSeconds = throttleRetentionSeconds
+        self.intervalNanoseconds = UInt64(max(0.05, intervalSeconds) * 1e9)
+        self.logger = logger
+        let thread = OSThread(name: "housekeeping") { [self] in run() }
+        state.withLock { $0.thread = thread }
+    }
+
+    /// One round now, on the calling thread: the numbers deleted, or nil when another instance holds the lock.
+    @discardableResult
+    public func runOnce() throws -> (sessions: Int, throttles: Int)? {
+        try pool.withConnection { connection in
+            let locked = try connection.query("SELECT pg_try_advisory_lock(\(Housekeeping.lockKey))")[0].decode(Bool.self, at: 0)
+            guard locked else { return nil }
+            defer { _ = try? connection.query("SELECT pg_advisory_unlock(\(Housekeeping.lockKey))") }
+            var sessions = 0
+            var throttles = 0
+            while !isStopping {
+                let deleted = try SessionRepository.purgeExpired(connection, lifetime: lifetime, limit: Housekeeping.batchSize)
+                sessions += deleted
+                if deleted < Housekeeping.batchSize { break }
+            }
+            while !isStopping {
+                let deleted = try ThrottleRepository.purge(connection, olderThanSeconds: throttleRetentionSeconds,
+                                                           limit: Housekeeping.batchSize)
+                throttles += deleted
+                if deleted < Housekeeping.batchSize { break }
+            }
+            return (sessions, throttles)
+        }
+    }
+
+    /// Stops the thread after its current batch.
+    public func shutdown() {
+        let thread = state.withLock { state -> OSThread? in
+            state.stopping = true
+            defer { state.thread = nil }
+            return state.thread
+        }
+        lock.withLock { lock.signal() }
+        thread?.join()
+    }
+
+    private var isStopping: Bool { state.withLock { $0.stopping } }
+
+    private func run() {
+        while true {
+            let stopping = lock.withLock { () -> Bool in
+                if isStopping { return true }
+                _ = lock.wait(untilMonotonicNanoseconds: monotonicNanoseconds() + intervalNanoseconds)
+                return isStopping
+            }
+            if stopping { return }
+            do {
+                if let (sessions, throttles) = try runOnce(), sessions + throttles > 0 {
+                    logger.info("housekeeping", ["sessions.deleted": String(sessions), "throttles.deleted": String(throttles)])
+                }
+            } catch {
+                logger.warning("housekeeping failed", ["error": String(describing: error)])
+            }
+        }
+    }
+}

@@ -1,0 +1,31 @@
+import FoundationEssentials
+import Logging
+
+/// A structured log line for each event an operator audits accounts by (OWASP ASVS V16): who
+/// (user id when known), from where (client address, user agent), what and how it ended. Never
+/// a password, token, hash or email address: those are secrets or personal data a log keeps too long.
+struct SecurityEvent {
+    enum Kind: String {
+        case signedIn = "signed_in"
+        case signInFailed = "sign_in_failed"
+        case lockedOut = "locked_out"
+        case registered
+        case registrationThrottled = "registration_throttled"
+        case passwordChanged = "password_changed"
+        case passwordCheckFailed = "password_check_failed"
+        case sessionRevoked = "session_revoked"
+        case signedOut = "signed_out"
+        case accountDeleted = "account_deleted"
+    }
+
+    static func log(_ logger: Logger, _ kind: Kind, outcome: String, userID: UUID?, origin: RequestOrigin?, detail: String? = nil) {
+        logger.notice("security event", [
+            "event": kind.rawValue,
+            "outcome": outcome,
+            "user.id": userID?.lowercasedText ?? "-",
+            "client.address": origin?.address ?? "-",
+            "user_agent": origin?.userAgent.map { String($0.prefix(256)) } ?? "-",
+            "detail": detail ?? "-",
+        ])
+    }
+}
