@@ -19,6 +19,7 @@ DIR=$(mktemp -d /tmp/exo-accounts-bench.XXXXXX)
 cleanup() {
     [ -n "${RSS_PID:-}" ] && # Clients that give up (10) and connections that retry at once (8), against 2 polite clients.
 python3 bench/signin_retry.py "$PORT" "$DURATION" 2 8 10 "$USERS" "$PASSWORD" > "$DIR/retry.txt"
+HASHING=$(curl -fs "http://127.0.0.1:$PORT/metrics" | awk '/^exosphere_hashing_(completed|abandoned|rejected)_total / { sub("exosphere_hashing_", "", $1); sub("_total", "", $1); printf "%s=%s ", $1, $2 }')
 
 kill "$RSS_PID" 2>/dev/null || true
     [ -n "${EXO_PID:-}" ] && kill -TERM "$EXO_PID" 2>/dev/null && wait "$EXO_PID" 2>/dev/null || true
@@ -129,6 +130,7 @@ STORM_SIGNINS=$(cat "$DIR/storm-signin.txt")
 
 # Clients that give up (10) and connections that retry at once (8), against 2 polite clients.
 python3 bench/signin_retry.py "$PORT" "$DURATION" 2 8 10 "$USERS" "$PASSWORD" > "$DIR/retry.txt"
+HASHING=$(curl -fs "http://127.0.0.1:$PORT/metrics" | awk '/^exosphere_hashing_(completed|abandoned|rejected)_total / { sub("exosphere_hashing_", "", $1); sub("_total", "", $1); printf "%s=%s ", $1, $2 }')
 
 kill "$RSS_PID" 2>/dev/null || true
 RSS_MAX=$(sort -n "$DIR/rss.txt" | tail -1)
@@ -149,4 +151,5 @@ printf '%-34s %12s %10s\n' "GET /users/me during sign-in storm" "$STORM_ME_RPS" 
 echo "non-2xx: GET ${ME_ERR:-0}, PUT ${PUT_ERR:-0}, sign-in ${SIGNIN_ERR:-0}; storm sign-ins by status: ${STORM_SIGNINS}"
 echo "sign-ins of retrying clients against polite ones: $(head -1 "$DIR/retry.txt")"
 echo "  $(tail -1 "$DIR/retry.txt")"
+echo "hashing pool since start: ${HASHING:-(no figures)}"
 echo "exosphere RSS: median $((RSS_MEDIAN / 1024)) MiB, max $((RSS_MAX / 1024)) MiB"

@@ -107,7 +107,7 @@ public final class AccountService: Sendable {
             hash = try onHashingPool(.bulk, origin) { [hasher] in try hasher.hash(password: password) }
         } catch {
             // Refused or abandoned before any hashing: the attempt does not count.
-            try? pool.withConnection { try ThrottleRepository.release($0, keys: throttle.map(\.key)) }
+            giveBack(throttle.map(\.key))
             throw error
         }
         let token = try SessionToken.generate()
@@ -186,7 +186,7 @@ public final class AccountService: Sendable {
             }
         } catch {
             // Refused or abandoned before any hashing: the attempt does not count.
-            try? pool.withConnection { try ThrottleRepository.release($0, keys: throttles.map(\.key)) }
+            giveBack(throttles.map(\.key))
             throw error
         }
         guard let credentials, verdict.isValid else {
@@ -204,17 +204,17 @@ public final class AccountService: Sendable {
             guard let user = try UserRepository.find(connection, id: credentials.id, passwordHash: credentials.passwordHash,
                                                      forUpdate: upgraded != nil) else {
                 // The password changed (or the account went) while this one was being checked.
-                try ThrottleRepository.release(connection, keys: shared)
                 return nil
             }
-            try ThrottleRepository.clear(connection, key: pairKey)
-            try ThrottleRepository.release(connection, keys: shared)
             if let upgraded {
                 try UserRepository.upgradePasswordHash(connection, id: credentials.id, from: credentials.passwordHash, to: upgraded)
             }
             let session = try openSession(connection, userID: user.id, tokenHash: token.hash, userAgent: origin.userAgent)
             return IssuedSession(accessToken: token.text, session: session, user: user)
         }
+        // After the commit, not inside it: throttle rows are locked in key order by acquisitions,
+        // and a transaction holding the user row and some of them could deadlock with one.
+        giveBack(shared, clearing: issued == nil ? nil : pairKey)
         guard let issued else {
             SecurityEvent.log(logger, .signInFailed, outcome: "failure", userID: credentials.id, origin: origin,
                               detail: "password changed during sign-in")
@@ -222,6 +222,19 @@ public final class AccountService: Sendable {
         }
         SecurityEvent.log(logger, .signedIn, outcome: "success", userID: credentials.id, origin: origin)
         return issued
+    }
+
+    /// Gives back one counted attempt on each key (and clears `clearing`): the attempt succeeded,
+    /// or was never hashed. Bookkeeping only: a failure is logged, not the request's failure.
+    private func giveBack(_ keys: [String], clearing: String? = nil) {
+        do {
+            try pool.withConnection { connection in
+                try ThrottleRepository.release(connection, keys: keys)
+                if let clearing { try ThrottleRepository.clear(connection, key: clearing) }
+            }
+        } catch {
+            logger.warning("could not give back throttle attempts", ["keys": String(keys.count), "error": String(describing: error)])
+        }
     }
 
     /// Inserts a session and ends the user's oldest ones beyond `maxSessionsPerUser`.
@@ -411,7 +424,7 @@ public final class AccountService: Sendable {
                 !tooLong && ((try? hasher.verify(password: password, phc: stored))?.isValid ?? false)
             }
         } catch {
-            try? pool.withConnection { try ThrottleRepository.release($0, keys: throttle.map(\.key)) }
+            giveBack(throttle.map(\.key))
             throw error
         }
         guard valid else {

@@ -34,12 +34,13 @@ enum ThrottleRepository {
         return max(1, Int(try row.decode(Int64.self, at: 0)))
     }
 
-    /// Gives back one attempt on each key: the attempt succeeded, or never ran.
+    /// Gives back one attempt on each key: the attempt succeeded, or never ran. One row per
+    /// statement, outside any transaction, so that it never holds one row while waiting for
+    /// another (`exo_throttle_acquire` locks several, in key order).
     static func release(_ connection: PostgresConnection, keys: [String]) throws {
-        guard !keys.isEmpty else { return }
-        try connection.execute("""
-            UPDATE auth_throttles SET failures = failures - 1 WHERE key = ANY (\(PostgresArray(keys))::text[]) AND failures > 0
-            """)
+        for key in keys {
+            try connection.execute("UPDATE auth_throttles SET failures = failures - 1 WHERE key = \(key) AND failures > 0")
+        }
     }
 
     static func clear(_ connection: PostgresConnection, key: String) throws {

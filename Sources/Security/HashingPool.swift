@@ -84,9 +84,15 @@ public final class HashingPool: @unchecked Sendable {
         return try completion.wait().get()
     }
 
-    /// Whether new interactive work would be queued now (a hint: another caller may take the last place first).
+    /// Whether new interactive work would be queued now (a hint: another caller may take the last
+    /// place first). Places held by work whose client has gone count as free, and are freed.
     public var hasCapacity: Bool {
-        lock.withLock { busy + interactive.count + bulk.count < workerCount + queueCapacity }
+        var dropped: [Job] = []
+        defer { HashingPool.release(dropped) }
+        lock.lock()
+        defer { lock.unlock() }
+        if busy + interactive.count + bulk.count >= workerCount + queueCapacity { dropped = dropAbandoned() }
+        return busy + interactive.count + bulk.count < workerCount + queueCapacity
     }
 
     /// Current figures for metrics.
@@ -110,23 +116,30 @@ public final class HashingPool: @unchecked Sendable {
 
     // MARK: - Queueing
 
+    /// Removes the queued jobs whose client has gone; call with the lock held, and `release` them after.
+    private func dropAbandoned() -> [Job] {
+        let dropped = interactive.removeCancelled() + bulk.removeCancelled()
+        abandoned += UInt64(dropped.count)
+        return dropped
+    }
+
+    /// Tells the callers of dropped jobs; call without the lock.
+    private static func release(_ dropped: [Job]) {
+        for job in dropped {
+            job.cancelled()
+            job.finished()
+        }
+    }
+
     private func enqueue(_ job: Job) throws {
         var dropped: [Job] = []
-        defer {
-            for job in dropped {
-                job.cancelled()
-                job.finished()
-            }
-        }
+        defer { HashingPool.release(dropped) }
         lock.lock()
         defer { lock.unlock() }
         guard !stopping else { throw SecurityError(.shutDown, detail: "hashing pool is shut down") }
         let places = workerCount + queueCapacity
-        if busy + interactive.count + bulk.count >= places {
-            // Jobs of clients that went away hold places they will never use: free them first.
-            dropped = interactive.removeCancelled() + bulk.removeCancelled()
-            abandoned += UInt64(dropped.count)
-        }
+        // Jobs of clients that went away hold places they will never use: free them first.
+        if busy + interactive.count + bulk.count >= places { dropped = dropAbandoned() }
         let outstanding = busy + interactive.count + bulk.count
         let bulkOutstanding = busyBulk + bulk.count
         guard outstanding < places, job.lane == .interactive || bulkOutstanding < max(1, places / 2) else {

@@ -197,6 +197,23 @@ struct ParallelGuessingTests {
         #expect(counts == [401: 5, 429: 25], "30 parallel guesses over two instances with a limit of 5: \(counts)")
     }
 
+    @Test func rightAndWrongPasswordsFromManyAddressesAtOnceNeverFailTheServer() throws {
+        let account = try server.register()
+        let statuses = Mutex<[Int]>([])
+        let barrier = Barrier(24)
+        onThreads(24) { index in
+            barrier.arrive()
+            for round in 0..<3 {
+                let password = (index + round) % 3 == 0 ? self.server.uniquePassword("wrong") : account.password
+                let reply = try? self.signIn(account.email, password, from: "198.51.100.\(100 + index % 6)")
+                statuses.withLock { $0.append(reply?.status ?? -1) }
+            }
+        }
+        let counts = tally(statuses.withLock { $0 })
+        #expect(Set(counts.keys).isSubset(of: [200, 401, 429]), "\(counts)")
+        #expect(counts[200, default: 0] > 0)
+    }
+
     @Test func wrongOldPasswordsSentAtOnceLockTheChangeAtFive() throws {
         let account = try server.register()
         let barrier = Barrier(20)

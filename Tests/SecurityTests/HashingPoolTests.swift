@@ -158,8 +158,10 @@ extension HashingPoolTests {
         }
         while pool.statistics.queued < 2 { usleep(1_000) }
         expectSecurityError(.overloaded) { try pool.submit {} }
+        #expect(!pool.hasCapacity)
         gone.cancel()
         // Both places come back at once, before the worker is free.
+        #expect(pool.hasCapacity)
         try pool.submit {}
         for caller in callers { caller.join() }
         #expect((results.error(0) as? SecurityError)?.code == .cancelled)
