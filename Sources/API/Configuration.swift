@@ -74,6 +74,11 @@ public struct Configuration: Sendable {
                help: "open connections beyond which new ones get 503", defaultValue: { String($0.server.maxConnections) }) { config, value throws(ConfigurationError) in
             config.server.maxConnections = try integer(value, "--max-connections", 1...1_000_000)
         },
+        Option(flag: "--descriptor-reserve", environment: "EXOSPHERE_DESCRIPTOR_RESERVE", placeholder: "N",
+               help: "file descriptors kept out of --max-connections for the database, files and logs (the open-file limit is raised to its hard limit at start)",
+               defaultValue: { String($0.server.descriptorReserve) }) { config, value throws(ConfigurationError) in
+            config.server.descriptorReserve = try integer(value, "--descriptor-reserve", 0...1_000_000)
+        },
         Option(flag: "--max-body-bytes", environment: "EXOSPHERE_MAX_BODY_BYTES", placeholder: "BYTES",
                help: "default request body limit", defaultValue: { String($0.server.limits.maxBodyBytes) }) { config, value throws(ConfigurationError) in
             config.server.limits.maxBodyBytes = try integer(value, "--max-body-bytes", 0...(1 << 30))

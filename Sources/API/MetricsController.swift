@@ -72,6 +72,9 @@ struct MetricsController {
         text.metric("exosphere_http_connections_open", type: .gauge, help: "Open client connections.", http.connectionsOpen)
         text.metric("exosphere_http_connections_accepted_total", type: .counter,
                     help: "Client connections accepted.", http.connectionsAccepted)
+        text.metric("exosphere_http_accept_exhausted_total", type: .counter,
+                    help: "Accepts that failed for lack of file descriptors or memory; each pauses accepting for 100 ms.",
+                    http.acceptsExhausted)
 
         guard let workers = http.workerStatistics else { return }
         text.family("exosphere_http_workers", type: .gauge, help: "Threads of the HTTP worker pool, by state.")

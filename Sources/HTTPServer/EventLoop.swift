@@ -32,6 +32,8 @@ final class EventLoop: @unchecked Sendable {
     private var date = HTTPDate.format(secondsSinceEpoch: System.wallClockSeconds())
     private var draining = false
     private var drainDeadline: UInt64 = 0
+    /// While the process is out of descriptors: when this loop takes its listener back (0: accepting).
+    private var acceptResumesAt: UInt64 = 0
     private var requestCounter: UInt64 = 0
     private let requestIDPrefix: [UInt8]
     /// Access-log lines of this wake-up, written together after it.
@@ -88,7 +90,7 @@ final class EventLoop: @unchecked Sendable {
             draining = true
             drainDeadline = deadline
             if listenFD >= 0 {
-                try? System.epollControl(epfd, EPOLL_CTL_DEL, listenFD, events: 0, data: 0)
+                if acceptResumesAt == 0 { try? System.epollControl(epfd, EPOLL_CTL_DEL, listenFD, events: 0, data: 0) }
                 System.close(listenFD)
                 listenFD = -1
             }
@@ -107,7 +109,7 @@ final class EventLoop: @unchecked Sendable {
         defer { events.deallocate() }
         var nextTimerCheck = System.now() + 250_000_000
         while true {
-            let count = epoll_wait(epfd, events, Int32(maxEvents), 250)
+            let count = epoll_wait(epfd, events, Int32(maxEvents), acceptResumesAt == 0 ? 250 : 50)
             if count < 0, errno != EINTR {
                 shared.logger.critical("epoll_wait failed", ["error": String(cString: strerror(errno))])
                 break
@@ -131,6 +133,7 @@ final class EventLoop: @unchecked Sendable {
                 pendingLog.removeAll(keepingCapacity: true)
             }
             let now = System.now()
+            if acceptResumesAt != 0, now >= acceptResumesAt { resumeAccepting() }
             if now >= nextTimerCheck {
                 nextTimerCheck = now + 250_000_000
                 checkTimers(now: now)
@@ -214,8 +217,14 @@ final class EventLoop: @unchecked Sendable {
                 guard let accepted = try System.accept(listenFD) else { return }
                 fd = accepted
             } catch {
-                // EMFILE and friends: log and let the next readiness retry; the backlog holds the client.
-                if error.errno != ECONNABORTED { shared.logger.warning("accept failed", ["error": error.description]) }
+                if System.isExhaustion(error) {
+                    // Level-triggered, the listener would wake this loop again at once, and fail
+                    // again: leave it alone for a while; the backlog holds the clients meanwhile.
+                    shared.noteAcceptExhaustion(error, now: System.now())
+                    pauseAccepting()
+                } else if error.errno != ECONNABORTED {
+                    shared.logger.warning("accept failed", ["error": error.description])
+                }
                 return
             }
             guard shared.reserveConnection() else {
@@ -241,6 +250,23 @@ final class EventLoop: @unchecked Sendable {
             } catch {
                 closeConnection(connection)
             }
+        }
+    }
+
+    private func pauseAccepting() {
+        guard listenFD >= 0, acceptResumesAt == 0 else { return }
+        try? System.epollControl(epfd, EPOLL_CTL_DEL, listenFD, events: 0, data: 0)
+        acceptResumesAt = System.now() + shared.configuration.acceptPauseAfterExhaustion.nanoseconds
+    }
+
+    private func resumeAccepting() {
+        acceptResumesAt = 0
+        guard listenFD >= 0, !draining else { return }
+        do {
+            try System.epollControl(epfd, EPOLL_CTL_ADD, listenFD, events: EPOLLIN.rawValue | EPOLLEXCLUSIVE.rawValue,
+                                    data: EventLoop.listenerToken)
+        } catch {
+            shared.logger.error("cannot watch the listening socket again", ["error": error.description])
         }
     }
 

@@ -37,6 +37,7 @@ public final class HTTPMetrics: Sendable {
     private let inFlight = Atomic<Int>(0)
     private let openConnections = Atomic<Int>(0)
     private let acceptedConnections = Atomic<Int>(0)
+    private let exhaustedAccepts = Atomic<Int>(0)
     private let workerPool = Mutex<BoundedThreadPool?>(nil)
 
     public init() {}
@@ -79,6 +80,7 @@ public final class HTTPMetrics: Sendable {
         acceptedConnections.add(1, ordering: .relaxed)
     }
     func connectionClosed() { openConnections.subtract(1, ordering: .relaxed) }
+    func acceptExhausted() { exhaustedAccepts.add(1, ordering: .relaxed) }
 
     /// A consistent copy of every series.
     public var snapshot: [Series: Histogram] {
@@ -95,6 +97,8 @@ public final class HTTPMetrics: Sendable {
     public var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
     public var connectionsOpen: Int { openConnections.load(ordering: .relaxed) }
     public var connectionsAccepted: Int { acceptedConnections.load(ordering: .relaxed) }
+    /// Accepts that failed for lack of file descriptors or memory (each pauses accepting briefly).
+    public var acceptsExhausted: Int { exhaustedAccepts.load(ordering: .relaxed) }
     /// The figures of the worker pool of the server recording here; nil until a server uses these metrics.
     public var workerStatistics: BoundedThreadPool.Statistics? { workerPool.withLock { $0 }?.statistics }
 }

@@ -20,8 +20,16 @@ public struct ServerConfiguration: Sendable {
     public var minBodyBytesPerSecond: Int = 1024
     public var writeTimeout: Duration = .seconds(60)
     public var lingerTimeout: Duration = .seconds(2)
-    /// Open connections beyond which new ones get a fast `503` and are closed.
+    /// Open connections beyond which new ones get a fast `503` and are closed. Lowered at start
+    /// to the open-file limit less `descriptorReserve` when that is smaller.
     public var maxConnections: Int = 10_000
+    /// File descriptors kept out of `maxConnections` for everything else the process opens:
+    /// database connections, image files, epoll and eventfd descriptors, logs (at most a quarter
+    /// of the open-file limit).
+    public var descriptorReserve: Int = 256
+    /// How long an event loop stops accepting after the process ran out of file descriptors
+    /// (`EMFILE`, `ENFILE`), instead of retrying at once in a loop that spins.
+    public var acceptPauseAfterExhaustion: Duration = .milliseconds(100)
     /// Whether every request gets an access-log line (at level info).
     public var accessLog: Bool = true
     /// How long a graceful shutdown waits for in-flight requests.

@@ -12,9 +12,27 @@ final class ServerShared: Sendable {
     let accessLog: Logger
     let metrics: HTTPMetrics
     let overloadedResponse: [UInt8]
+    /// `configuration.maxConnections`, or less where the open-file limit leaves less room.
+    let maxConnections: Int
     private let openConnections = Atomic<Int>(0)
+    /// Accept failures for lack of descriptors: when the last was logged, and how many since.
+    private let exhaustion = Mutex<(loggedAt: UInt64?, unlogged: Int)>((nil, 0))
+    /// At most one log line per this interval about running out of descriptors.
+    static let exhaustionLogInterval: UInt64 = 10_000_000_000
 
     init(configuration: ServerConfiguration, router: Router, logger: Logger, metrics: HTTPMetrics) {
+        let fileLimit = System.raiseOpenFileLimit() ?? Int.max
+        // Under a small limit the reserve shrinks with it (at most a quarter), so that a few
+        // connections are still possible.
+        let reserve = min(configuration.descriptorReserve, fileLimit / 4)
+        let room = fileLimit == Int.max ? Int.max : max(1, fileLimit - reserve)
+        maxConnections = min(configuration.maxConnections, room)
+        if maxConnections < configuration.maxConnections {
+            logger.warning("max connections lowered to fit the open-file limit", [
+                "connections.max": String(maxConnections), "connections.configured": String(configuration.maxConnections),
+                "files.limit": String(fileLimit), "files.reserve": String(reserve),
+            ])
+        }
         self.configuration = configuration
         self.router = router
         self.logger = logger
@@ -34,9 +52,27 @@ final class ServerShared: Sendable {
 
     var openConnectionCount: Int { openConnections.load(ordering: .relaxed) }
 
+    /// Notes that an event loop could not accept for lack of descriptors (or memory), and logs it
+    /// once per `exhaustionLogInterval` with the number of failures since the last line.
+    func noteAcceptExhaustion(_ error: SystemError, now: UInt64) {
+        metrics.acceptExhausted()
+        let report: Int? = exhaustion.withLock { state in
+            state.unlogged += 1
+            if let last = state.loggedAt, now &- last < ServerShared.exhaustionLogInterval { return nil }
+            defer { state = (now, 0) }
+            return state.unlogged
+        }
+        if let report {
+            logger.error("cannot accept connections: out of file descriptors or memory; pausing accepts", [
+                "error": error.description, "accept.failures": String(report),
+                "connections.open": String(openConnectionCount), "connections.max": String(maxConnections),
+            ])
+        }
+    }
+
     func reserveConnection() -> Bool {
         let previous = openConnections.add(1, ordering: .relaxed).oldValue
-        if previous >= configuration.maxConnections {
+        if previous >= maxConnections {
             openConnections.subtract(1, ordering: .relaxed)
             return false
         }

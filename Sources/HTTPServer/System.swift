@@ -38,6 +38,26 @@ public enum System {
         }
     }
 
+    /// Raises the soft open-file limit to the hard one (where it is lower) and returns the
+    /// soft limit in force afterwards; nil when it cannot be read, `Int.max` for no limit.
+    public static func raiseOpenFileLimit() -> Int? {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return nil }
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = limit
+            raised.rlim_cur = limit.rlim_max
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+        }
+        // RLIM_INFINITY is all ones; Glibc's macro does not import into Swift.
+        return limit.rlim_cur >= UInt(Int.max) ? Int.max : Int(limit.rlim_cur)
+    }
+
+    /// Whether an `accept` error means the process or the system is out of descriptors or
+    /// memory: retrying at once would fail the same way, and spin.
+    static func isExhaustion(_ error: SystemError) -> Bool {
+        [EMFILE, ENFILE, ENOBUFS, ENOMEM].contains(error.errno)
+    }
+
     static func read(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int? {
         try retrying("read") { Glibc.read(fd, buffer.baseAddress, buffer.count) }
     }
