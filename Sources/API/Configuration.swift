@@ -20,6 +20,9 @@ public struct Configuration: Sendable {
     public var databasePoolSize = PostgresPool.defaultSize
     /// How long a request waits for a free database connection before a `503`.
     public var databaseAcquireTimeout: Duration = .seconds(5)
+    /// How long a statement waits for the database's answer before the request gets `503
+    /// database_unavailable` and the connection is abandoned (a frozen or unreachable server).
+    public var databaseResponseTimeout: Duration = .seconds(5)
     /// Whether `GET`, `PUT` and `PATCH /users/me` are answered on the event loop that read them,
     /// through a pipelined connection of that loop's own, instead of going to a worker thread and
     /// back. The loop never waits for the database: the statements of one wake-up go out together
@@ -122,6 +125,11 @@ public struct Configuration: Sendable {
         Option(flag: "--db-acquire-timeout", environment: "EXOSPHERE_DB_ACQUIRE_TIMEOUT", placeholder: "SECONDS",
                help: "wait for a free connection before 503", defaultValue: { seconds($0.databaseAcquireTimeout) }) { config, value throws(ConfigurationError) in
             config.databaseAcquireTimeout = .seconds(try integer(value, "--db-acquire-timeout", 1...300))
+        },
+        Option(flag: "--db-timeout", environment: "EXOSPHERE_DB_TIMEOUT", placeholder: "SECONDS",
+               help: "wait for the database's answer to a statement before 503 (a frozen or unreachable server)",
+               defaultValue: { seconds($0.databaseResponseTimeout) }) { config, value throws(ConfigurationError) in
+            config.databaseResponseTimeout = .seconds(try integer(value, "--db-timeout", 1...300))
         },
         Option(flag: "--db-pipelining", environment: "EXOSPHERE_DB_PIPELINING", placeholder: "on|off",
                help: "answer GET, PUT and PATCH /users/me on the event loops, one pipelined connection each (off: worker pool)",

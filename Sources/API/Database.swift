@@ -34,6 +34,7 @@ public final class Database: Sendable {
         }
         do {
             postgres.applicationName = "exosphere"
+            postgres.responseTimeout = configuration.databaseResponseTimeout
             let pool = PostgresPool(configuration: postgres, size: configuration.databasePoolSize,
                                     acquireTimeout: configuration.databaseAcquireTimeout)
             let database = Database(pool: pool, migrator: migrator, cluster: cluster, logger: logger)

@@ -57,6 +57,9 @@ struct Pipelines: Sendable {
                 switch result {
                 case .success(let rows):
                     answer(rows)
+                case .failure(let error) where error.code == .timedOut:
+                    // The database stopped answering: the workers' connections would wait as long.
+                    responder.respond(error.problem.response())
                 case .failure:
                     statistics.fallBack(responder)
                 }
@@ -266,6 +269,11 @@ final class LoopDatabase: LoopSource, @unchecked Sendable {
         // The reads' batch ends first: no read sees a write before it is committed.
         pipeline.sync()
         sendWrites(pipeline)
+        // A loop wakes at least every 250 ms, so a frozen server is noticed within that of the timeout.
+        if let timeout = configuration.responseTimeout {
+            pipeline.expire(timeout: UInt64(timeout.components.seconds) * 1_000_000_000
+                + UInt64(timeout.components.attoseconds / 1_000_000_000))
+        }
         closeIfBroken()
     }
 

@@ -7,7 +7,7 @@ extension PostgresError: HTTPResponseError {
         switch code {
         case .poolTimeout:
             return .serviceUnavailable(code: "database_busy", detail: "The database is busy; try again shortly.")
-        case .connectionFailed, .poolClosed:
+        case .connectionFailed, .poolClosed, .timedOut:
             return .serviceUnavailable(code: "database_unavailable", detail: "The database is unavailable; try again shortly.",
                                        retryAfterSeconds: 2)
         default:

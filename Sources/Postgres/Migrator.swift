@@ -103,7 +103,13 @@ public struct Migrator: Sendable {
     /// Applies pending migrations on a pooled connection.
     @discardableResult
     public func migrate(on pool: PostgresPool) throws -> [String] {
-        try pool.withConnection { try migrate(on: $0) }
+        try pool.withConnection { connection in
+            // A migration may rewrite a large table: no client-side limit (the server's statement_timeout still holds).
+            let timeout = connection.responseTimeout
+            connection.responseTimeout = nil
+            defer { connection.responseTimeout = timeout }
+            return try migrate(on: connection)
+        }
     }
 
     /// The file names not yet recorded as applied (for /readyz); does not take the lock.

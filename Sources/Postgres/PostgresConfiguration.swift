@@ -11,6 +11,9 @@ public struct PostgresConfiguration: Sendable {
     public var connectTimeout: Duration = .seconds(5)
     /// Server-side limit per statement; `nil` keeps the server's default.
     public var statementTimeout: Duration? = .seconds(30)
+    /// Client-side limit on waiting for the server's answer to a statement, which also holds when
+    /// the server cannot enforce its own (frozen, partitioned away); `nil` waits as long as it takes.
+    public var responseTimeout: Duration?
     /// TCP keepalive: idle seconds before the first probe, seconds between probes, probes before giving up.
     public var keepalivesIdle: Int = 30
     public var keepalivesInterval: Int = 10

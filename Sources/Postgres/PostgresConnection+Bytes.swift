@@ -15,7 +15,7 @@ extension PostgresConnection {
     public func copyIn(_ sql: StaticString, _ write: (inout PostgresCopyWriter) throws -> Void) throws -> Int {
         guard !isClosed else { throw PostgresError(code: .connectionFailed, context: "the connection is closed") }
         let text = UnsafeRawPointer(sql.utf8Start).assumingMemoryBound(to: CChar.self)
-        guard let started = PQexec(handle, text) else {
+        guard let started = try awaitResult(PQsendQuery(handle, text)) else {
             isBroken = true
             throw PostgresError(code: .connectionFailed, context: errorMessage)
         }

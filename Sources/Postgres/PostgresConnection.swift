@@ -1,10 +1,12 @@
 import CLibPQ
 import Glibc
+import Synchronization
+import Threads
 
 /// One blocking libpq connection, used by one thread at a time (lend it with a pool).
 ///
 /// Every statement is prepared once per connection, keyed by its SQL text, and then executed
-/// with `PQexecPrepared`: one round trip per query.
+/// with `PQsendQueryPrepared`: one round trip per query.
 public final class PostgresConnection {
     let handle: OpaquePointer
     let statementCacheCapacity: Int
@@ -16,6 +18,9 @@ public final class PostgresConnection {
     var isClosed = false
     /// Set when an error showed the connection to be unusable.
     var isBroken = false
+    /// How long a statement may wait for the server's answer before the connection is
+    /// abandoned (`timedOut`); nil waits as long as it takes. From the configuration.
+    public var responseTimeout: Duration?
 
     /// Connects synchronously; throws `connectionFailed` with libpq's message in `debugDescription`.
     public init(configuration: PostgresConfiguration) throws {
@@ -43,6 +48,7 @@ public final class PostgresConnection {
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
         handle = connection
         statementCacheCapacity = configuration.statementCacheCapacity
+        responseTimeout = configuration.responseTimeout
     }
 
     /// Connects to a connection string with default settings.
@@ -111,7 +117,7 @@ public final class PostgresConnection {
             recordFixedStatement(statement, types: binds.entries.map(\.type))
         }
         return try withParameters(binds) { values, lengths, formats in
-            try check(PQexecPrepared(handle, name, Int32(binds.entries.count), values, lengths, formats, 0))
+            try check(awaitResult(PQsendQueryPrepared(handle, name, Int32(binds.entries.count), values, lengths, formats, 0)))
         }
     }
 
@@ -145,7 +151,7 @@ public final class PostgresConnection {
         let resultFormat: Int32 = binaryResults ? 1 : 0
         if let name = cachedStatement(query) {
             return try withParameters(binds) { values, lengths, formats in
-                try check(PQexecPrepared(handle, name, Int32(count), values, lengths, formats, resultFormat))
+                try check(awaitResult(PQsendQueryPrepared(handle, name, Int32(count), values, lengths, formats, resultFormat)))
             }
         }
         if cachedStatementCount < statementCacheCapacity {
@@ -155,13 +161,13 @@ public final class PostgresConnection {
                 PreparedStatement(name: name, types: binds.entries.map(\.type)))
             cachedStatementCount += 1
             return try withParameters(binds) { values, lengths, formats in
-                try check(PQexecPrepared(handle, name, Int32(count), values, lengths, formats, resultFormat))
+                try check(awaitResult(PQsendQueryPrepared(handle, name, Int32(count), values, lengths, formats, resultFormat)))
             }
         }
         // Cache full (likely SQL built with varying `unsafeRaw` parts): run as the unnamed statement.
         let types = binds.entries.map { Oid($0.type.rawValue) }
         return try withParameters(binds) { values, lengths, formats in
-            try check(PQexecParams(handle, query.sql, Int32(count), types, values, lengths, formats, resultFormat))
+            try check(awaitResult(PQsendQueryParams(handle, query.sql, Int32(count), types, values, lengths, formats, resultFormat)))
         }
     }
 
@@ -180,7 +186,7 @@ public final class PostgresConnection {
 
     func prepare(name: String, query: PostgresQuery) throws {
         let types = query.binds.entries.map { Oid($0.type.rawValue) }
-        let result = try check(PQprepare(handle, name, query.sql, Int32(types.count), types))
+        let result = try check(awaitResult(PQsendPrepare(handle, name, query.sql, Int32(types.count), types)))
         _ = result
     }
 
@@ -213,6 +219,93 @@ public final class PostgresConnection {
             }
         }
     }
+
+    /// What `PQexec` does after sending, with `responseTimeout`: waits for the results of what
+    /// `sent` (a `PQsend…` call's status) sent, and returns the first failed one or else the last,
+    /// clearing the others; nil when the send failed. Past the timeout the connection is
+    /// abandoned (`abandon`) and `timedOut` is thrown: a server that stopped answering (a frozen
+    /// process, a partition) must not hold the request, or the thread, for as long as it lasts.
+    func awaitResult(_ sent: Int32) throws -> OpaquePointer? {
+        guard sent == 1 else { return nil }
+        let deadline = responseTimeout.map { monotonicNanoseconds() &+ UInt64($0.components.seconds) * 1_000_000_000
+            &+ UInt64($0.components.attoseconds / 1_000_000_000) }
+        var kept: OpaquePointer?
+        var keptFailure = false
+        while true {
+            guard waitUntilReadable(deadline: deadline) else {
+                if let kept { PQclear(kept) }
+                abandon()
+                throw PostgresError(code: .timedOut, context: "no answer from the server within \(responseTimeout!)")
+            }
+            guard let result = PQgetResult(handle) else { break }
+            let status = PQresultStatus(result)
+            let failed = status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK && status != PGRES_EMPTY_QUERY
+                && status != PGRES_COPY_IN && status != PGRES_COPY_OUT
+            if status == PGRES_COPY_IN || status == PGRES_COPY_OUT {
+                // COPY hands the connection to the caller: no NULL follows until the copy ends.
+                if let kept { PQclear(kept) }
+                return result
+            }
+            if keptFailure {
+                PQclear(result)
+                continue
+            }
+            if let kept { PQclear(kept) }
+            kept = result
+            keptFailure = failed
+        }
+        return kept
+    }
+
+    /// Whether libpq has a whole result to give (or an error to report) before `deadline`
+    /// (monotonic nanoseconds; nil waits as long as it takes).
+    private func waitUntilReadable(deadline: UInt64?) -> Bool {
+        while PQisBusy(handle) == 1 {
+            var timeout: Int32 = -1
+            if let deadline {
+                let now = monotonicNanoseconds()
+                guard now < deadline else { return false }
+                timeout = Int32(min(UInt64(Int32.max), (deadline - now + 999_999) / 1_000_000))
+            }
+            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, timeout)
+            if ready < 0, errno == EINTR { continue }
+            // The socket's error or hang-up, or libpq's own failure, is the result's to report.
+            if ready < 0 || PQconsumeInput(handle) == 0 { return true }
+        }
+        return true
+    }
+
+    /// Gives up on a connection whose server stopped answering: asks the server, from another
+    /// thread, to cancel what runs (a cancel request waits for an answer too, and may wait as long
+    /// as the server is frozen), and closes this end, so that the pool opens a new connection.
+    func abandon() {
+        sendCancel()
+        close()
+    }
+
+    /// Asks the server, from another thread, to cancel what this connection runs; marks it broken.
+    func sendCancel() {
+        isBroken = true
+        guard !isClosed else { return }
+        if let cancel = PQgetCancel(handle) {
+            if PostgresConnection.cancelsInFlight.add(1, ordering: .relaxed).newValue <= 8 {
+                let box = CancelBox(cancel)
+                OSThread(name: "pg-cancel", stackSize: 128 * 1024) {
+                    var buffer = [CChar](repeating: 0, count: 256)
+                    _ = PQcancel(box.cancel, &buffer, Int32(buffer.count))
+                    PQfreeCancel(box.cancel)
+                    PostgresConnection.cancelsInFlight.subtract(1, ordering: .relaxed)
+                }.detach()
+            } else {
+                PostgresConnection.cancelsInFlight.subtract(1, ordering: .relaxed)
+                PQfreeCancel(cancel)
+            }
+        }
+    }
+
+    /// Cancel requests still waiting for a frozen server; past 8 no more are sent.
+    static let cancelsInFlight = Atomic<Int>(0)
 
     /// Turns a libpq result into a `PostgresResult` or throws the matching `PostgresError`.
     @inline(__always)
@@ -264,14 +357,14 @@ public final class PostgresConnection {
         guard !isClosed else { throw PostgresError(code: .connectionFailed, context: "the connection is closed") }
         // A StaticString literal is stored NUL-terminated.
         let text = UnsafeRawPointer(sql.utf8Start).assumingMemoryBound(to: CChar.self)
-        _ = try check(PQexec(handle, text))
+        _ = try check(awaitResult(PQsendQuery(handle, text)))
     }
 
     /// THE ONE PLACE raw, unparameterised SQL is executed: a migration file's body, which may hold
     /// several statements. Only `Migrator` calls it, with files from the deployment's own directory.
     func unsafeExecuteScript(_ sql: String) throws {
         guard !isClosed else { throw PostgresError(code: .connectionFailed, context: "the connection is closed") }
-        _ = try check(PQexec(handle, sql))
+        _ = try check(awaitResult(PQsendQuery(handle, sql)))
     }
 
     // MARK: - Liveness
@@ -307,4 +400,10 @@ extension String {
         while let last = result.last, last == "\n" || last == "\r" || last == " " { result.removeLast() }
         return result
     }
+}
+
+/// A cancel handle handed to the thread that sends it.
+private final class CancelBox: @unchecked Sendable {
+    let cancel: OpaquePointer
+    init(_ cancel: OpaquePointer) { self.cancel = cancel }
 }

@@ -13,6 +13,9 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
         public static let queryFailed = Code("queryFailed")
         /// No pooled connection became free before the acquire timeout.
         public static let poolTimeout = Code("poolTimeout")
+        /// The server did not answer a statement within the connection's response timeout; the
+        /// connection was abandoned (the statement may or may not have run).
+        public static let timedOut = Code("timedOut")
         /// The pool was closed.
         public static let poolClosed = Code("poolClosed")
         /// A column value could not be converted to the requested Swift type.

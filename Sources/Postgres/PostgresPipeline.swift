@@ -1,4 +1,5 @@
 import CLibPQ
+import Threads
 
 /// A connection in libpq's non-blocking pipeline mode, for an event loop: statements go out without
 /// waiting for the ones before them, their results come back in order, and no call here blocks.
@@ -40,6 +41,8 @@ public final class PostgresPipeline {
     private var committing: [(Completion, Result<PostgresRows, PostgresError>)] = []
     /// Whether a statement of the batch being read failed: the batch is then rolled back.
     private var batchFailed = false
+    /// When each batch still unanswered was synced (monotonic nanoseconds), oldest first.
+    private var syncedAt: [UInt64] = []
     /// Whether libpq holds bytes the socket has not taken yet.
     public private(set) var wantsWrite = false
     /// Set once the connection failed or was closed; every later `send` throws.
@@ -109,7 +112,19 @@ public final class PostgresPipeline {
             return
         }
         queue.append(.sync)
+        syncedAt.append(monotonicNanoseconds())
         flush()
+    }
+
+    /// Gives up on the connection when the server has left a batch unanswered for longer than
+    /// `timeout` nanoseconds (frozen, partitioned away): every pending statement fails with
+    /// `timedOut` (a durable one may or may not have committed), the server is asked to cancel,
+    /// and the pipeline is broken. Call it now and then, say once per loop wake-up.
+    public func expire(timeout: UInt64, now: UInt64 = monotonicNanoseconds()) {
+        guard !isBroken, let oldest = syncedAt.first, now &- oldest > timeout else { return }
+        fail(PostgresError(code: .timedOut, context: "no answer from the server within \(timeout / 1_000_000) ms"))
+        // The socket stays open until `close`, after the owner stopped watching it.
+        connection.sendCancel()
     }
 
     /// The socket took bytes: send more of what libpq holds.
@@ -136,6 +151,7 @@ public final class PostgresPipeline {
                 if status == PGRES_PIPELINE_SYNC {
                     PQclear(result)
                     pop()
+                    if !syncedAt.isEmpty { syncedAt.removeFirst() }
                     // The batch is over: committed, or rolled back if one of its statements failed.
                     let ended = committing
                     let rolledBack = batchFailed
@@ -237,7 +253,7 @@ public final class PostgresPipeline {
     /// Marks the pipeline broken and fails every pending statement; the socket stays open until `close`.
     private func fail(_ error: PostgresError) {
         var error = error
-        error.code = .connectionFailed
+        if error.code != .timedOut { error.code = .connectionFailed }
         isBroken = true
         wantsWrite = false
         let pending = queue[head...]
@@ -246,6 +262,7 @@ public final class PostgresPipeline {
         head = 0
         outcome = nil
         committing = []
+        syncedAt = []
         batchFailed = false
         for (completion, _) in uncommitted { completion(.failure(error)) }
         for case .statement(let completion, _) in pending { completion(.failure(error)) }

@@ -176,7 +176,13 @@ public final class PostgresPool: @unchecked Sendable {
                 }
             case .open:
                 do {
-                    let connection = try PostgresConnection(configuration: configuration)
+                    // Connecting counts against the same deadline: a server that accepts but does not
+                    // answer (frozen) would otherwise hold this caller for a whole connect timeout more.
+                    var bounded = configuration
+                    let now = monotonicNanoseconds()
+                    let remaining = Duration.nanoseconds(Int64(clamping: deadline > now ? deadline - now : 0))
+                    bounded.connectTimeout = min(configuration.connectTimeout, max(.seconds(2), remaining))
+                    let connection = try PostgresConnection(configuration: bounded)
                     locked { created += 1 }
                     return connection
                 } catch {
