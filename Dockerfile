@@ -30,7 +30,7 @@ RUN apt-get update \
     && useradd --system --uid 10001 --gid exosphere --no-create-home --home-dir /app --shell /usr/sbin/nologin exosphere \
     && mkdir -p /var/lib/exosphere/images && chown 10001:10001 /var/lib/exosphere/images
 WORKDIR /app
-# Owned by root: the server cannot modify its own binary or migrations.
+# Owned by root: the server cannot modify its own binary (which carries its migrations).
 COPY --from=build /out/ /app/
 # Numeric, so that Kubernetes' runAsNonRoot can verify it.
 USER 10001:10001

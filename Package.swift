@@ -33,8 +33,12 @@ let package = Package(
         .target(name: "Images", dependencies: ["Postgres", "Security", "Files", "Logging"]),
         // Users, custom fields, sessions, throttles: rules and their SQL.
         .target(name: "Accounts", dependencies: ["Postgres", "Security", "JSON", "Logging", "Threads"]),
+        // The SQL of migrations/, compiled in at build time (Plugins/EmbedMigrations).
+        .executableTarget(name: "embed-migrations"),
+        .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["embed-migrations"]),
+        .target(name: "Migrations", plugins: ["EmbedMigrations"]),
         // Routes, DTOs, error mapping, configuration.
-        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres", "Security", "Accounts", "Images", "Threads", "Files", "CLinux"]),
+        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres", "Security", "Accounts", "Images", "Threads", "Files", "CLinux", "Migrations"]),
         .executableTarget(name: "exosphere", dependencies: ["API"]),
         // Benchmark of the Postgres module against pgbench (bench/postgres.sh).
         .executableTarget(name: "exosphere-dbbench", dependencies: ["Postgres"]),
@@ -47,7 +51,7 @@ let package = Package(
         // What several test targets share: image builders, embedded real images, a seeded generator.
         .target(name: "TestSupport", dependencies: ["Files"], path: "Tests/TestSupport"),
         .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport"]),
-        .testTarget(name: "APITests", dependencies: ["API", "Files", "Images", "TestSupport"]),
+        .testTarget(name: "APITests", dependencies: ["API", "Files", "Images", "Migrations", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

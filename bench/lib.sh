@@ -3,7 +3,7 @@
 # Sets BIN to the server binary: $EXOSPHERE_BIN when set (one built beforehand, e.g. under a build
 # lock that the benchmark itself then holds:
 #   flock L scripts/build-release.sh /tmp/d && flock L env EXOSPHERE_BIN=/tmp/d/exosphere bench/accounts.sh
-# it runs with this checkout's migrations/), else the release build into $1/dist, the same build as
+# it carries the migrations it was built with), else the release build into $1/dist, the same build as
 # the README, the Dockerfile and CI. Prints the binary's version.
 exosphere_binary() {
     if [ -n "${EXOSPHERE_BIN:-}" ]; then

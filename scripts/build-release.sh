@@ -4,8 +4,9 @@
 #   scripts/build-release.sh [OUTPUT_DIR]     (default: dist/ in the repository)
 #
 # Builds the `exosphere` product in release mode with the Swift runtime linked statically (the
-# binary then needs only glibc, libstdc++, libpq and OpenSSL at run time), copies it and the
-# migrations into OUTPUT_DIR, and prints the binary's version. Works as root and as a normal user.
+# binary then needs only glibc, libstdc++, libpq and OpenSSL at run time; the migrations are
+# compiled in), copies it into OUTPUT_DIR, and prints the binary's version. Works as root and as a
+# normal user.
 # It takes no build lock itself; on a shared machine run it under one:
 #   flock /tmp/exo-build.lock scripts/build-release.sh /tmp/out
 set -eu
@@ -27,7 +28,7 @@ mkdir -p "$out"
 # Replace, not overwrite in place: a running copy of the old binary keeps its inode.
 cp "$bin/exosphere" "$out/exosphere.new"
 mv -f "$out/exosphere.new" "$out/exosphere"
+# Releases before the migrations were compiled in shipped them beside the binary.
 rm -rf "$out/migrations"
-cp -R migrations "$out/migrations"
 
 "$out/exosphere" --version

@@ -104,7 +104,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # Port 0: the kernel picks a free port; the server logs it.
-"$exosphere" serve --host 127.0.0.1 --port 0 --data-dir "$work/postgres" --migrations-dir "$root/migrations" \
+"$exosphere" serve --host 127.0.0.1 --port 0 --data-dir "$work/postgres" \
     --log-format json --log-level info >"$work/server.log" 2>&1 &
 server_pid=$!
 port=

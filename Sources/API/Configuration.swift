@@ -14,8 +14,8 @@ public struct Configuration: Sendable {
     public var databaseURL: String?
     /// Where the managed local cluster keeps its data when there is no `databaseURL`.
     public var dataDirectory = "./.exosphere/postgres"
-    /// Where the `NNNN_name.sql` migrations are.
-    public var migrationsDirectory = "migrations"
+    /// Where the `NNNN_name.sql` migrations are; nil uses the ones compiled into the binary.
+    public var migrationsDirectory: String?
     /// Database connections (default 2 × cores).
     public var databasePoolSize = PostgresPool.defaultSize
     /// How long a request waits for a free database connection before a `503`.
@@ -114,7 +114,8 @@ public struct Configuration: Sendable {
             config.dataDirectory = value
         },
         Option(flag: "--migrations-dir", environment: "EXOSPHERE_MIGRATIONS_DIR", placeholder: "DIR",
-               help: "directory of NNNN_name.sql migrations", defaultValue: { $0.migrationsDirectory }) { config, value throws(ConfigurationError) in
+               help: "directory of NNNN_name.sql migrations to use instead of the built-in ones",
+               defaultValue: { $0.migrationsDirectory ?? "(built in)" }) { config, value throws(ConfigurationError) in
             guard !value.isEmpty else { throw ConfigurationError("--migrations-dir/EXOSPHERE_MIGRATIONS_DIR must not be empty") }
             config.migrationsDirectory = value
         },

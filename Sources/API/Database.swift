@@ -1,4 +1,5 @@
 import Logging
+import Migrations
 import Postgres
 
 /// The database as a service: a managed local cluster when no URL is given, the pool, and the
@@ -19,7 +20,8 @@ public final class Database: Sendable {
 
     /// Connects (starting the managed cluster first when there is no URL) and applies pending migrations.
     public static func start(_ configuration: Configuration, logger: Logger, migrate: Bool = true) throws -> Database {
-        let migrator = try Migrator(directory: configuration.migrationsDirectory)
+        let migrator = try configuration.migrationsDirectory.map { try Migrator(directory: $0) }
+            ?? Migrator(files: EmbeddedMigrations.files)
         var cluster: LocalCluster?
         var postgres: PostgresConfiguration
         if let url = configuration.databaseURL {

@@ -23,14 +23,23 @@ public struct Migrator: Sendable {
 
     /// Reads every `*.sql` file of `directory`; names must be `<digits>_<name>.sql`, versions unique.
     public init(directory: String) throws {
-        var migrations: [Migration] = []
+        var files: [(fileName: String, sql: String)] = []
         for fileName in try Self.fileNames(in: directory) where fileName.hasSuffix(".sql") {
+            files.append((fileName, try Self.readFile(directory + "/" + fileName)))
+        }
+        try self.init(files: files)
+    }
+
+    /// Migrations from files' names and SQL (read from a directory, or compiled in); names must
+    /// be `<digits>_<name>.sql`, versions unique.
+    public init(files: [(fileName: String, sql: String)]) throws {
+        var migrations: [Migration] = []
+        for (fileName, sql) in files {
             let digits = fileName.prefix(while: { $0.isASCII && $0.isNumber })
             guard digits.count >= 4, fileName.dropFirst(digits.count).first == "_",
                   let version = Int64(digits) else {
                 throw PostgresError(code: .migrationFailed, context: "\(fileName): name must be NNNN_name.sql")
             }
-            let sql = try Self.readFile(directory + "/" + fileName)
             migrations.append(Migration(version: version, fileName: fileName, sql: sql))
         }
         try self.init(migrations: migrations)

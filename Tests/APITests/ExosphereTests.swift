@@ -69,8 +69,6 @@ import Testing
             var environment = environment
             environment["EXOSPHERE_DATA_DIR"] = dataDirectory + "/pg"
             environment["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-            environment["EXOSPHERE_MIGRATIONS_DIR"] = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-                .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("migrations").path
             var actions = posix_spawn_file_actions_t()
             posix_spawn_file_actions_init(&actions)
             defer { posix_spawn_file_actions_destroy(&actions) }
@@ -169,6 +167,28 @@ import Testing
         #expect(child.killedBy == nil, "killed by signal \(child.killedBy ?? 0); stderr: \(child.stderr)")
         #expect(child.exitCode == 0)
         #expect(child.stderr.contains("msg=stopped"))
+    }
+
+    /// The binary carries its migrations: started from another directory, with none beside it,
+    /// it migrates a fresh database and serves.
+    @Test func servesFromAnyWorkingDirectoryWithItsBuiltInMigrations() throws {
+        let binary = try #require(Self.executable(), "exosphere binary not found")
+        let port = try Self.freePort()
+        let child = try Child(executable: "/usr/bin/env",
+                              arguments: ["-C", "/", binary.path, "serve", "--host", "127.0.0.1", "--port", String(port),
+                                          "--drain-timeout", "2"],
+                              environment: ["LOG_FORMAT": "logfmt"], port: port)
+        var ready: (status: Int, head: String, body: String)?
+        let deadline = Date().addingTimeInterval(60)
+        while ready?.status != 200, child.isRunning, Date() < deadline {
+            ready = try? httpGet(port: port, path: "/readyz")
+            if ready?.status != 200 { usleep(50_000) }
+        }
+        #expect(ready?.status == 200, Comment(rawValue: child.stderr))
+        #expect(child.stderr.contains("migrations.applied=3"), Comment(rawValue: child.stderr))
+        child.signal(SIGTERM)
+        #expect(child.waitForExit(timeout: 10))
+        #expect(child.exitCode == 0)
     }
 
     @Test func exitsCleanlyOnSIGINT() throws {

@@ -230,7 +230,6 @@ import Testing
     private static func withRouter<T>(_ body: (Router) throws -> T) throws -> T {
         var configuration = Configuration()
         configuration.databaseURL = "host=/nonexistent port=1 dbname=openapi_tests"
-        configuration.migrationsDirectory = #filePath.split(separator: "/").dropLast(3).map { "/" + $0 }.joined() + "/migrations"
         let database = try Database.start(configuration, logger: .silent, migrate: false)
         let hashing = HashingPool(workers: 1)
         defer {

@@ -61,7 +61,6 @@ final class TestServer: Sendable {
         }
         var configuration = Configuration()
         configuration.databaseURL = databaseURL
-        configuration.migrationsDirectory = TestServer.repositoryRoot + "/migrations"
         configuration.server.port = 0
         configuration.server.eventLoops = 1
         configuration.server.workerThreads = 16
