@@ -30,7 +30,7 @@ let package = Package(
         .target(name: "Postgres", dependencies: ["CLibPQ", "Files", "Threads"]),
         .target(name: "Security", dependencies: ["COpenSSL", "Threads"]),
         // Users' images: format inspection (pure), the two storages, their SQL and files.
-        .target(name: "Images", dependencies: ["Postgres", "Security", "Files", "Logging"]),
+        .target(name: "Images", dependencies: ["Postgres", "Security", "Files", "Logging", "Threads"]),
         // Users, custom fields, sessions, throttles: rules and their SQL.
         .target(name: "Accounts", dependencies: ["Postgres", "Security", "JSON", "Logging", "Threads"]),
         // The SQL of migrations/, compiled in at build time (Plugins/EmbedMigrations).

@@ -15,6 +15,8 @@ public final class Application: Sendable {
     public let accounts: AccountService
     public let images: ImageService
     public let server: HTTPServer
+    /// `/metrics` on its own listener (`Configuration.metricsListen`), or nil.
+    public let metricsServer: HTTPServer?
 
     /// Starts the database (migrating it) and the HTTP server; returns once the socket accepts.
     public init(configuration: Configuration, logger: Logger) throws {
@@ -28,12 +30,26 @@ public final class Application: Sendable {
         images = ImageService(pool: database.pool, configuration: configuration.images, logger: logger)
         // The metrics exist before the server so that the route serving them can be in its table.
         let metrics = HTTPMetrics()
+        let pipelines = configuration.databasePipelining ? Pipelines(configuration: database.pool.configuration, logger: logger) : nil
         server = HTTPServer(configuration: configuration.server,
                             router: Application.routes(database: database, accounts: accounts, images: images, hashing: hashing, metrics: metrics,
-                                                       trustedProxies: configuration.trustedProxies,
-                                                       pipelines: configuration.databasePipelining
-                                                           ? Pipelines(configuration: database.pool.configuration, logger: logger) : nil),
+                                                       trustedProxies: configuration.trustedProxies, pipelines: pipelines,
+                                                       servesMetrics: configuration.metricsListen == nil),
                             logger: logger, metrics: metrics)
+        let (pool, hashingPool, statistics, imageService) = (database.pool, hashing, accounts.statistics, images)
+        metricsServer = configuration.metricsListen.map { listen in
+            var router = Router()
+            MetricsController(http: metrics, database: pool, hashing: hashingPool, accounts: statistics, images: imageService,
+                              pipelines: pipelines?.statistics).register(in: &router)
+            var serverConfiguration = ServerConfiguration()
+            serverConfiguration.host = listen.host
+            serverConfiguration.port = listen.port
+            serverConfiguration.eventLoops = 1
+            serverConfiguration.workerThreads = 2
+            serverConfiguration.maxConnections = 64
+            serverConfiguration.accessLog = false
+            return HTTPServer(configuration: serverConfiguration, router: router, logger: logger.with("listener", "metrics"))
+        }
         do {
             if !pinned.isEmpty {
                 try database.pool.withConnection { try accounts.schema.pin(pinned, $0) }
@@ -45,6 +61,12 @@ public final class Application: Sendable {
                                                     "images.temporary_files": String(swept.temporaryFiles)])
             }
             try server.start()
+            do {
+                try metricsServer?.start()
+            } catch {
+                server.shutdown()
+                throw error
+            }
         } catch {
             hashing.shutdown()
             accounts.shutdown()
@@ -52,6 +74,9 @@ public final class Application: Sendable {
             throw error
         }
         logger.notice("listening", ["http.host": configuration.server.host, "http.port": String(server.port)])
+        if let metricsServer, let listen = configuration.metricsListen {
+            logger.notice("metrics listening", ["http.host": listen.host, "http.port": String(metricsServer.port)])
+        }
     }
 
     /// The route table, in one place. Without a hashing pool and the server's metrics (a table built
@@ -59,7 +84,7 @@ public final class Application: Sendable {
     /// `GET`, `PUT` and `PATCH /users/me` are answered on the event loops (`Configuration.databasePipelining`).
     static func routes(database: Database, accounts: AccountService, images: ImageService, hashing: HashingPool? = nil,
                        metrics: HTTPMetrics = HTTPMetrics(), trustedProxies: Set<String> = [],
-                       pipelines: Pipelines? = nil) -> Router {
+                       pipelines: Pipelines? = nil, servesMetrics: Bool = true) -> Router {
         var router = Router()
         let authenticator = Authenticator(accounts: accounts, trustedProxies: trustedProxies)
         HealthController(database: database).register(in: &router)
@@ -67,8 +92,10 @@ public final class Application: Sendable {
         ProfileController(accounts: accounts, images: images, authenticator: authenticator, pipelines: pipelines).register(in: &router)
         ImagesController(images: images, authenticator: authenticator).register(in: &router)
         OpenAPIController().register(in: &router)
-        MetricsController(http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics, images: images,
-                          pipelines: pipelines?.statistics).register(in: &router)
+        if servesMetrics {
+            MetricsController(http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics, images: images,
+                              pipelines: pipelines?.statistics).register(in: &router)
+        }
         return router
     }
 
@@ -76,6 +103,7 @@ public final class Application: Sendable {
     public func shutdown() {
         logger.notice("shutting down", ["drain.seconds": String(configuration.server.drainTimeout.components.seconds)])
         server.shutdown()
+        metricsServer?.shutdown()
         hashing.shutdown()
         accounts.shutdown()
         database.shutdown()

@@ -40,6 +40,9 @@ public struct Configuration: Sendable {
     public var fieldConfigPath: String?
     /// Where users' images are kept, their directory and size limit.
     public var images = ImageService.Configuration()
+    /// Where `/metrics` is served instead of on the public listener (for the operator's network);
+    /// nil serves it with the API.
+    public var metricsListen: (host: String, port: Int)?
     /// Reverse proxies whose `X-Forwarded-For` names the client, in `ClientAddress.canonical` form; none by default.
     public var trustedProxies: Set<String> = []
 
@@ -64,6 +67,17 @@ public struct Configuration: Sendable {
         Option(flag: "--port", environment: "PORT", placeholder: "PORT", help: "TCP port to listen on (0 picks a free one)",
                defaultValue: { String($0.server.port) }) { config, value throws(ConfigurationError) in
             config.server.port = try integer(value, "--port/PORT", 0...65535)
+        },
+        Option(flag: "--metrics-listen", environment: "EXOSPHERE_METRICS_LISTEN", placeholder: "HOST:PORT",
+               help: "serve /metrics on this address only, not with the API (for the operator's network)",
+               defaultValue: { $0.metricsListen.map { "\($0.host):\($0.port)" } ?? "(with the API)" }) { config, value throws(ConfigurationError) in
+            guard let colon = value.lastIndex(of: ":"), let port = Int(value[value.index(after: colon)...]), (0...65_535).contains(port),
+                  colon != value.startIndex else {
+                throw ConfigurationError("--metrics-listen/EXOSPHERE_METRICS_LISTEN: expected HOST:PORT, got '\(shown(value))'")
+            }
+            var host = String(value[..<colon])
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            config.metricsListen = (host, port)
         },
         Option(flag: "--event-loops", environment: "EXOSPHERE_EVENT_LOOPS", placeholder: "N", help: "event-loop threads",
                defaultValue: { String($0.server.eventLoops) }) { config, value throws(ConfigurationError) in

@@ -44,7 +44,7 @@ enum OpenAPIDocument {
             "tags": ["operations"],
             "operationId": "metrics",
             "summary": "Prometheus metrics",
-            "description": "The Prometheus text exposition format 0.0.4: requests by route pattern, method and status; a latency histogram per route; requests in flight; open and accepted connections; the HTTP worker pool, the database pool and the hashing pool; build and process figures. Route labels are patterns (`/users/me/sessions/{id}`), and requests no route matched are labelled `-` with their method (`other` for methods the server does not know), so the number of series is bounded. Serve it only to your monitoring network: it needs no authentication.",
+            "description": "The Prometheus text exposition format 0.0.4: requests by route pattern, method and status; a latency histogram per route; requests in flight; open and accepted connections; the HTTP worker pool, the database pool and the hashing pool; build and process figures. Route labels are patterns (`/users/me/sessions/{id}`), and requests no route matched are labelled `-` with their method (`other` for methods the server does not know), so the number of series is bounded. Serve it only to your monitoring network: it needs no authentication. With `--metrics-listen HOST:PORT` it is served on that listener only, and this listener answers `404`.",
             "responses": {
               "200": {
                 "description": "The metrics.",

@@ -3,6 +3,8 @@ import FoundationEssentials
 import Logging
 import Postgres
 import Security
+import Synchronization
+import Threads
 
 /// Users' images: validation, the two storages behind one interface, listing, deletion, the
 /// start-up sweep and the move between storages.
@@ -19,6 +21,8 @@ public final class ImageService: Sendable {
         public var directory = "./.exosphere/images"
         /// The largest image, in bytes.
         public var maxBytes = 10 << 20
+        /// How long `/metrics` reuses its count of images and bytes (a count reads every row).
+        public var totalsMaxAgeSeconds: Double = 60
         /// Pixel limits, checked from the headers.
         public var limits = ImageLimits()
         /// Temporary files older than this are leftovers of a crash and are swept.
@@ -35,6 +39,8 @@ public final class ImageService: Sendable {
 
     public let configuration: Configuration
     let pool: PostgresPool
+    /// The last `totals` and when they were counted (monotonic nanoseconds).
+    private let cachedTotals = Mutex<(totals: [ImageStorage: (count: Int, bytes: Int)], at: UInt64)?>(nil)
     let directory: ImageDirectory
     let logger: Logger
 
@@ -174,9 +180,17 @@ public final class ImageService: Sendable {
 
     // MARK: - Operations
 
-    /// Images and bytes per storage, for `/metrics`.
+    /// Images and bytes per storage, for `/metrics`: counted at most once per
+    /// `totalsMaxAgeSeconds` (the count reads every row's metadata, too much for every scrape of a
+    /// large deployment).
     public func totals() throws -> [ImageStorage: (count: Int, bytes: Int)] {
-        try pool.withConnection { try ImageRepository.totals($0) }
+        let now = monotonicNanoseconds()
+        if let cached = cachedTotals.withLock({ $0 }), Double(now &- cached.at) / 1e9 < configuration.totalsMaxAgeSeconds {
+            return cached.totals
+        }
+        let totals = try pool.withConnection { try ImageRepository.totals($0) }
+        cachedTotals.withLock { $0 = (totals, now) }
+        return totals
     }
 }
 

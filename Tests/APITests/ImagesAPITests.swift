@@ -443,3 +443,22 @@ struct ImagesFilesystemStorageTests {
         #expect(try FileSystem.entries(of: root + "/tmp").isEmpty, "no temporary file is left behind")
     }
 }
+
+/// `/metrics` counts images at most once per `totalsMaxAgeSeconds`: a scrape of a large deployment
+/// must not read every image row.
+@Suite(.liveServer("image_totals", { $0.images.totalsMaxAgeSeconds = 3_600 }))
+struct ImageTotalsCacheTests {
+    let server: TestServer
+    init() throws { server = try #require(TestServer.current) }
+
+    @Test func theCountIsReusedWithinItsMaximumAge() throws {
+        func stored() throws -> String? {
+            try server.send("GET", "/metrics").text.split(separator: "\n")
+                .first { $0.hasPrefix(#"exosphere_images_stored{storage="database"} "#) }.map { String($0.split(separator: " ")[1]) }
+        }
+        let before = try stored()
+        let account = try server.register()
+        #expect(try ImageScenarios.upload(server, account.token, "image/png", ImageScenarios.png(size: 1234)).status == 201)
+        #expect(try stored() == before, "counted again within the hour")
+    }
+}

@@ -324,3 +324,22 @@ private struct Scrape {
         return false
     }
 }
+
+/// `--metrics-listen`: `/metrics` on the operator's listener only.
+@Suite(.liveServer("metrics_listener", { $0.metricsListen = ("127.0.0.1", 0) }))
+struct MetricsListenerTests {
+    let server: TestServer
+    init() throws { server = try #require(TestServer.current) }
+
+    @Test func metricsAreServedOnTheirOwnListenerAndNotWithTheAPI() throws {
+        #expect(try server.send("GET", "/healthz").status == 200)
+        #expect(try server.send("GET", "/metrics").status == 404)
+        let port = try #require(server.app.metricsServer?.port)
+        #expect(port != server.port)
+        let scrape = try HTTPClient.send(port: port, method: "GET", target: "/metrics", headers: [], body: nil)
+        #expect(scrape.status == 200)
+        // The figures are the API listener's.
+        #expect(scrape.text.contains(#"exosphere_http_requests_total{route="/healthz",method="GET",status="200"}"#))
+        #expect(try HTTPClient.send(port: port, method: "GET", target: "/healthz", headers: [], body: nil).status == 404)
+    }
+}

@@ -69,6 +69,7 @@ final class TestServer: Sendable {
         configuration.hashingThreads = 2
         configuration.hashingQueue = 64
         configuration.databasePoolSize = 6
+        configuration.images.totalsMaxAgeSeconds = 0
         configuration.accounts.signInPerAddress = ThrottleRule(limit: 1_000_000, windowSeconds: 900)
         try adjust(&configuration)
         logPath = "/tmp/exo-apitests-\(name)-\(getpid()).log"
