@@ -16,14 +16,10 @@ enum Timestamp {
         var fraction = 0.0
         if bytes[index] == UInt8(ascii: ".") {
             index += 1
-            var scale = 0.1
             let start = index
-            while index < bytes.count, (0x30...0x39).contains(bytes[index]) {
-                fraction += Double(bytes[index] - 0x30) * scale
-                scale /= 10
-                index += 1
-            }
-            guard index > start else { return nil }
+            while index < bytes.count, (0x30...0x39).contains(bytes[index]) { index += 1 }
+            guard index > start, let value = Double("0." + String(decoding: bytes[start..<index], as: UTF8.self)) else { return nil }
+            fraction = value
         }
         guard index < bytes.count else { return nil }
         var offsetSeconds = 0

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// Registration, sign-in, sign-out, sessions, the password and the account, through the client.
-@Suite(.liveServer("accounts"))
+@Suite(.liveServer("accounts"), .serialized)  // tests count the server's answers in its metrics
 struct AccountsTests {
     let server: LiveServer
 
