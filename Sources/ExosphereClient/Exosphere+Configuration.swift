@@ -5,7 +5,8 @@ extension Exosphere {
     public struct Configuration: Sendable {
         /// How answers that say "try again" are retried.
         public var retryPolicy = RetryPolicy()
-        /// How long a request may wait for data before it fails with `network_error`.
+        /// How long a request may wait for data before it fails with `network_error` (at least
+        /// one second on Linux, whose URL session would otherwise time out at once).
         public var timeoutInterval: TimeInterval = 30
         /// Sent as `User-Agent`, and shown in `Exosphere.sessions()` (e.g. "MyApp/1.2 iPhone");
         /// nil sends the platform's default.

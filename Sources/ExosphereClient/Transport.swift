@@ -96,7 +96,12 @@ final class Transport: Sendable {
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
         sessionConfiguration.httpCookieStorage = nil
         sessionConfiguration.httpShouldSetCookies = false
+        #if canImport(FoundationNetworking)
+        // FoundationNetworking (Linux) times a request out at once when this is under a second.
+        sessionConfiguration.timeoutIntervalForRequest = max(1, configuration.timeoutInterval)
+        #else
         sessionConfiguration.timeoutIntervalForRequest = configuration.timeoutInterval
+        #endif
         session = URLSession(configuration: sessionConfiguration)
         var base = baseURL.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
