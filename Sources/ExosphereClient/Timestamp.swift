@@ -43,7 +43,8 @@ enum Timestamp {
 
     /// RFC 3339 in UTC with milliseconds, as the server writes them.
     static func format(_ date: Date) -> String {
-        let milliseconds = Int((date.timeIntervalSince1970 * 1000).rounded(.down))
+        // To the nearest millisecond: -0.001 s is -1.0000000000000000208 ms in binary.
+        let milliseconds = Int((date.timeIntervalSince1970 * 1000).rounded())
         var days = milliseconds / 86_400_000
         var rest = milliseconds % 86_400_000
         if rest < 0 {
