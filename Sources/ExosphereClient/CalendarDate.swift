@@ -71,6 +71,7 @@ public struct CalendarDate: Hashable, Comparable, Sendable, Codable, CustomStrin
         return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))"
     }
 
+    /// Earlier days first.
     public static func < (left: CalendarDate, right: CalendarDate) -> Bool {
         (left.year, left.month, left.day) < (right.year, right.month, right.day)
     }

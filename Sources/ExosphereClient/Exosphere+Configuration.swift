@@ -19,6 +19,7 @@ extension Exosphere {
         /// The most bytes the image cache keeps; the least recently used images go first.
         public var imageCacheMaxBytes = 100 * 1024 * 1024
 
+        /// The defaults: three retries, 30-second timeouts, the platform's user agent, a 100 MiB image cache.
         public init() {}
     }
 
@@ -41,6 +42,7 @@ extension Exosphere {
         /// The first wait after a connection failure, in seconds; doubled at each retry.
         public var networkRetryDelay: TimeInterval = 0.25
 
+        /// A policy; the defaults are the documented ones.
         public init(maxRetries: Int = 3, maxRetryAfter: TimeInterval = 10, defaultRetryAfter: TimeInterval = 1,
                     networkRetryDelay: TimeInterval = 0.25) {
             self.maxRetries = maxRetries

@@ -31,6 +31,10 @@ extension Exosphere {
     public func save(_ user: User) async throws -> User {
         guard let patch = user.mergePatch else { return user }
         let token = try accessToken()
+        guard user.id == currentUser?.id else {
+            // A patch computed from another account's copy must not be applied to this one.
+            throw ExosphereError(code: .invalidArgument, detail: "This user is not the signed-in user.")
+        }
         var etag = user.etag
         if etag == nil {
             // A copy from sign-in or registration carries no ETag: read the current one, and

@@ -20,6 +20,7 @@ import FoundationNetworking
 public final class Exosphere: Sendable {
     /// The server's base URL, e.g. `https://api.example.com` (a path prefix is kept).
     public let baseURL: URL
+    /// Retries, timeouts, the user agent and the image cache, as given at `init`.
     public let configuration: Configuration
     /// Why the stored session could not be restored at start, when it could not (`currentUser`
     /// is then nil); nil when there was none or it was restored.

@@ -20,9 +20,13 @@ import FoundationNetworking
 public struct ExosphereError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     /// A stable, machine-readable error code: the server's `code`, or one of the client's own.
     public struct Code: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+        /// The code as the server writes it: `email_taken`.
         public let rawValue: String
+        /// The code `rawValue`, known to this version or not.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// A code from a literal: `error.code == "range_not_satisfiable"`.
         public init(stringLiteral value: String) { rawValue = value }
+        /// `rawValue`.
         public var description: String { rawValue }
 
         // The server's codes that apps most often handle (the OpenAPI document lists them all).
@@ -84,12 +88,15 @@ public struct ExosphereError: Error, Sendable, CustomStringConvertible, CustomDe
     public struct FieldError: Hashable, Sendable {
         /// A JSON path into the request body: `email`, `data.height`.
         public let field: String
+        /// Why, e.g. `invalid_type`.
         public let code: Code
+        /// For people: `expected double, got string`.
         public let detail: String
     }
 
     /// The HTTP status, or nil when the error happened on this side.
     public let status: Int?
+    /// What went wrong, for the app to switch on.
     public let code: Code
     /// For people: the server's `detail`, or the client's explanation.
     public let detail: String
@@ -124,6 +131,7 @@ public struct ExosphereError: Error, Sendable, CustomStringConvertible, CustomDe
         "ExosphereError(\(status.map(String.init) ?? "client"), \(code))"
     }
 
+    /// Everything, `detail` included: for logs the app keeps to itself.
     public var debugDescription: String {
         var text = "ExosphereError(status: \(status.map(String.init) ?? "nil"), code: \(code), detail: \(detail)"
         if !fieldErrors.isEmpty {

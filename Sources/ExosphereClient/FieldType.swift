@@ -2,8 +2,10 @@
 ///
 /// A struct rather than an enum, so that a type a newer server adds is still read.
 public struct FieldType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The type as the API writes it: `double`.
     public let rawValue: String
 
+    /// The type `rawValue`, known to this version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
     /// A string of at most 4096 UTF-8 bytes: `User.string(forKey:)`.
@@ -19,5 +21,6 @@ public struct FieldType: RawRepresentable, Hashable, Sendable, CustomStringConve
     /// An RFC 3339 date-time: `User.dateTime(forKey:)`.
     public static let datetime = FieldType(rawValue: "datetime")
 
+    /// `rawValue`.
     public var description: String { rawValue }
 }

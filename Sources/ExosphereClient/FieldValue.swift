@@ -7,11 +7,13 @@ import Foundation
 /// `User.dateTime(forKey:)` read them, and `User.set(_:forKey:)` writes them in the right form.
 /// Literals work: `user["height"] = 177.5`, `user["isMarried"] = true`.
 public enum FieldValue: Hashable, Sendable, CustomStringConvertible {
+    /// A string (also a `date` or `datetime` field).
     case string(String)
     /// An integer literal (`78`); also accepted for a `double` field.
     case integer(Int)
     /// Sent with a fraction (`180.0`), so that a first write makes the field a `double`.
     case double(Double)
+    /// `true` or `false`.
     case bool(Bool)
 
     /// The string, for `.string` (also `date` and `datetime` fields).
@@ -86,8 +88,12 @@ public enum FieldValue: Hashable, Sendable, CustomStringConvertible {
 
 extension FieldValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByBooleanLiteral {
+    /// `user["nickname"] = "Ayu"`.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// `user["weight"] = 78`.
     public init(integerLiteral value: Int) { self = .integer(value) }
+    /// `user["height"] = 177.5`.
     public init(floatLiteral value: Double) { self = .double(value) }
+    /// `user["isMarried"] = true`.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
 }

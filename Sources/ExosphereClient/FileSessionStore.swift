@@ -22,10 +22,11 @@ public struct FileSessionStore: SessionStore {
     public static func defaultURL(name: String) -> URL {
         let environment = ProcessInfo.processInfo.environment
         let base = environment["XDG_DATA_HOME"].map { URL(fileURLWithPath: $0, isDirectory: true) }
-            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share", isDirectory: true)
+            ?? URL(fileURLWithPath: NSHomeDirectory(), isDirectory: true).appendingPathComponent(".local/share", isDirectory: true)
         return base.appendingPathComponent("exosphere", isDirectory: true).appendingPathComponent(name + ".session")
     }
 
+    /// The file's contents, or nil when there is no file.
     public func load() throws -> Data? {
         do {
             return try Data(contentsOf: url)
@@ -67,6 +68,7 @@ public struct FileSessionStore: SessionStore {
         }
     }
 
+    /// Removes the file.
     public func clear() throws {
         guard unlink(url.path) == 0 || errno == ENOENT else { throw FileSessionStore.posixError("unlink") }
     }

@@ -5,12 +5,14 @@
 /// Newest first, every page is fetched before the first image is returned: the server pages
 /// oldest first only.
 public struct ImageSequence: AsyncSequence, Sendable {
+    /// Each image's metadata; download the bytes with `Exosphere.downloadImage(_:)`.
     public typealias Element = UserImage
 
     let client: Exosphere
     let order: ImageOrder
     let pageSize: Int
 
+    /// A new iteration from the first image: nothing is fetched before its first `next()`.
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(client: client, order: order, pageSize: pageSize)
     }
@@ -31,6 +33,7 @@ public struct ImageSequence: AsyncSequence, Sendable {
             self.pageSize = pageSize
         }
 
+        /// The next image, fetching the next page when needed; nil after the last.
         public mutating func next() async throws -> UserImage? {
             while position == buffer.count {
                 if exhausted { return nil }

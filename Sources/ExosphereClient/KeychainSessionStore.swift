@@ -15,6 +15,7 @@ public struct KeychainSessionStore: SessionStore {
     /// A Keychain access group shared with app extensions, or nil for the app's own.
     public let accessGroup: String?
 
+    /// The store of one Keychain item.
     public init(service: String, account: String, accessGroup: String? = nil) {
         self.service = service
         self.account = account
@@ -31,6 +32,7 @@ public struct KeychainSessionStore: SessionStore {
         return query
     }
 
+    /// The item's data, or nil when there is no item.
     public func load() throws -> Data? {
         var search = query
         search[kSecReturnData as String] = true
@@ -42,6 +44,7 @@ public struct KeychainSessionStore: SessionStore {
         return result as? Data
     }
 
+    /// Updates the item, or adds it.
     public func save(_ session: Data) throws {
         let attributes: [String: Any] = [
             kSecValueData as String: session,
@@ -56,6 +59,7 @@ public struct KeychainSessionStore: SessionStore {
         }
     }
 
+    /// Deletes the item.
     public func clear() throws {
         let status = SecItemDelete(query as CFDictionary)
         guard status == errSecSuccess || status == errSecItemNotFound else { throw KeychainSessionStore.error(status, "SecItemDelete") }

@@ -20,9 +20,13 @@ public protocol SessionStore: Sendable {
 public final class InMemorySessionStore: SessionStore {
     private let stored = Locked<Data?>(nil)
 
+    /// An empty store.
     public init() {}
 
+    /// The blob last saved.
     public func load() throws -> Data? { stored.withLock { $0 } }
+    /// Keeps the blob until `clear()` or the end of the process.
     public func save(_ session: Data) throws { stored.withLock { $0 = session } }
+    /// Forgets the blob.
     public func clear() throws { stored.withLock { $0 = nil } }
 }

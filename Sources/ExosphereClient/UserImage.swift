@@ -40,14 +40,21 @@ public struct UserImage: Identifiable, Hashable, Sendable {
 
 /// An image format the server accepts, as its media type.
 public struct ImageContentType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The media type: `image/jpeg`.
     public let rawValue: String
 
+    /// The media type `rawValue` (the server accepts the five below; others are `415`).
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// `image/jpeg`.
     public static let jpeg = ImageContentType(rawValue: "image/jpeg")
+    /// `image/png`.
     public static let png = ImageContentType(rawValue: "image/png")
+    /// `image/gif`.
     public static let gif = ImageContentType(rawValue: "image/gif")
+    /// `image/webp`.
     public static let webp = ImageContentType(rawValue: "image/webp")
+    /// `image/heic`.
     public static let heic = ImageContentType(rawValue: "image/heic")
 
     /// The type a file's extension names (`jpg`, `jpeg`, `png`, `gif`, `webp`, `heic`), or nil.
@@ -62,6 +69,7 @@ public struct ImageContentType: RawRepresentable, Hashable, Sendable, CustomStri
         }
     }
 
+    /// `rawValue`.
     public var description: String { rawValue }
 }
 

@@ -165,6 +165,17 @@ struct ProfileTests {
         #expect(try await server.requests("PATCH", "/users/me", 200) == patches + 1)
     }
 
+    @Test func anotherAccountsCopyIsNotSavedIntoThisOne() async throws {
+        let (client, _, _) = try await server.signedInClient(firstname: "Ayu")
+        let (other, _, _) = try await server.signedInClient(firstname: "Budi")
+        var foreign = try await other.fetchUser()
+        foreign.firstname = "Changed"
+        let error = await exosphereError { try await client.save(foreign) }
+        #expect(error?.code == .invalidArgument)
+        #expect(try await client.fetchUser().firstname == "Ayu")
+        #expect(try await other.fetchUser().firstname == "Budi")
+    }
+
     @Test func aDoubleWithoutFractionStillMakesADoubleField() async throws {
         let (client, _, _) = try await server.signedInClient()
         var user = try await client.fetchUser()
