@@ -75,6 +75,13 @@ public final class Exosphere: Sendable {
         state = Locked(State(session: restored))
     }
 
+    /// Ends the streams of `authStateChanges()`, whose loops would otherwise wait forever.
+    deinit {
+        state.withLock { state in
+            for subscriber in state.subscribers.values { subscriber.finish() }
+        }
+    }
+
     /// The platform's default session store for a server (see `init`).
     public static func defaultSessionStore(for baseURL: URL) -> any SessionStore {
         #if canImport(Darwin) && canImport(Security)

@@ -187,6 +187,19 @@ struct AccountsTests {
         #expect(await second.next() == .signedOut)
     }
 
+    @Test func authStateChangesEndWithTheClient() async throws {
+        var client: Client? = try server.client()
+        let changes = client!.authStateChanges()
+        let watcher = Task {
+            var seen: [AuthStateChange] = []
+            for await change in changes { seen.append(change) }
+            return seen
+        }
+        try await Task.sleep(nanoseconds: 50_000_000)
+        client = nil
+        #expect(await watcher.value == [.initial(nil)])
+    }
+
     @Test func theSignedInUserSurvivesARestartOfTheApp() async throws {
         let directory = try temporaryDirectory("store")
         let file = directory.appendingPathComponent("session/exosphere.session")
