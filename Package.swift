@@ -3,8 +3,12 @@ import PackageDescription
 
 let package = Package(
     name: "Exosphere",
+    // For the client library; the server builds on Linux only.
+    platforms: [.macOS(.v12), .iOS(.v15)],
     products: [
         .executable(name: "exosphere", targets: ["exosphere"]),
+        // The Swift client an iOS app uses: Foundation only, no module of the server.
+        .library(name: "ExosphereClient", targets: ["ExosphereClient"]),
     ],
     targets: [
         // C shims: module maps and headers only.
@@ -40,6 +44,8 @@ let package = Package(
         // Routes, DTOs, error mapping, configuration.
         .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres", "Security", "Accounts", "Images", "Threads", "Files", "CLinux", "Migrations"]),
         .executableTarget(name: "exosphere", dependencies: ["API"]),
+        // The client library for apps (iOS 15+, macOS 12+, Linux): depends on nothing here.
+        .target(name: "ExosphereClient"),
         // Benchmark of the Postgres module against pgbench (bench/postgres.sh).
         .executableTarget(name: "exosphere-dbbench", dependencies: ["Postgres"]),
 
@@ -52,6 +58,8 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Files"], path: "Tests/TestSupport"),
         .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport"]),
         .testTarget(name: "APITests", dependencies: ["API", "Files", "Images", "Migrations", "TestSupport"]),
+        // The client against a real server started in-process on a throwaway PostgreSQL.
+        .testTarget(name: "ExosphereClientTests", dependencies: ["ExosphereClient", "API", "Postgres", "Logging", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

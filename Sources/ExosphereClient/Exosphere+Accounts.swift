@@ -1,0 +1,115 @@
+import Foundation
+
+/// Registration, sign-in and sign-out, sessions, the password and the account.
+extension Exosphere {
+    /// Creates an account and signs in to it.
+    ///
+    /// - Parameter data: initial custom fields (e.g. `["isMarried": false]`).
+    /// - Returns: the new user, also `currentUser` from now on.
+    /// - Throws: `ExosphereError`: `409 email_taken`, `422 invalid_email`, `422 weak_password`
+    ///   (fewer than 8 characters), `422 invalid_type` (a field of another type), …
+    @discardableResult
+    public func register(email: String, password: String, firstname: String? = nil, lastname: String? = nil,
+                         data: [String: FieldValue] = [:]) async throws -> User {
+        var body: [String: JSONValue] = ["email": .string(email), "password": .string(password)]
+        if let firstname { body["firstname"] = .string(firstname) }
+        if let lastname { body["lastname"] = .string(lastname) }
+        if !data.isEmpty { body["data"] = .object(data.mapValues(\.json)) }
+        let response = try await send(APIRequest("POST", "/users", body: .json(.object(body))))
+        return try begin(from: response)
+    }
+
+    /// Signs in with email and password, next to any other session of the user.
+    ///
+    /// - Returns: the user, also `currentUser` from now on.
+    /// - Throws: `ExosphereError`: `401 invalid_credentials` (the same for an unknown email and
+    ///   a wrong password), `429 too_many_attempts` with `retryAfter`.
+    @discardableResult
+    public func signIn(email: String, password: String) async throws -> User {
+        let body = JSONValue.object(["email": .string(email), "password": .string(password)])
+        let response = try await send(APIRequest("POST", "/users/signin", body: .json(body)))
+        return try begin(from: response)
+    }
+
+    /// Ends the sessions `scope` names. With `.current` and `.all` this client forgets its
+    /// session, even when the server cannot be told (then the error is thrown afterwards, and
+    /// the token stays valid on the server until it expires).
+    public func signOut(scope: SignOutScope = .current) async throws {
+        guard let token = currentToken else { return }
+        let request = APIRequest("POST", "/users/signout", body: .json(.object(["scope": .string(scope.rawValue)])))
+        do {
+            _ = try await send(request, token: token)
+        } catch let error as ExosphereError where error.isSessionExpired {
+            return  // already ended on the server; `send` has signed this client out
+        } catch {
+            if scope != .others { end(announcing: .signedOut, ifToken: token) }
+            throw error
+        }
+        if scope != .others { end(announcing: .signedOut, ifToken: token) }
+    }
+
+    /// The signed-in user's sessions (devices), oldest first; `isCurrent` marks this client's.
+    public func sessions() async throws -> [Session] {
+        let (response, _) = try await sendSignedIn(APIRequest("GET", "/users/me/sessions"))
+        guard let entries = try response.json()["sessions"]?.arrayValue else {
+            throw ExosphereError.invalidResponse("a session list without sessions")
+        }
+        return try entries.map(Session.init(json:))
+    }
+
+    /// Ends one of the user's sessions: signs another device out, or this client when it is
+    /// the current session.
+    ///
+    /// - Throws: `ExosphereError` `404 not_found` when the user has no such session.
+    public func revokeSession(_ session: Session) async throws {
+        let (_, token) = try await sendSignedIn(APIRequest("DELETE", "/users/me/sessions/" + APIRequest.segment(session.id)))
+        if session.isCurrent { end(announcing: .signedOut, ifToken: token) }
+    }
+
+    /// Changes the password. The server replaces this client's session with a new one (kept
+    /// here, so the client stays signed in) and ends every other session of the user.
+    ///
+    /// - Parameter confirm: the new password typed again, checked by the server when given.
+    /// - Returns: how many other sessions were ended.
+    /// - Throws: `ExosphereError`: `403 invalid_password` (the old one is wrong),
+    ///   `422 weak_password`, `422 password_unchanged`, `422 password_mismatch`, `429` after five
+    ///   wrong old passwords in 15 minutes.
+    @discardableResult
+    public func changePassword(old: String, new: String, confirm: String? = nil) async throws -> Int {
+        var body: [String: JSONValue] = ["oldPassword": .string(old), "newPassword": .string(new)]
+        if let confirm { body["confirmPassword"] = .string(confirm) }
+        let (response, _) = try await sendSignedIn(APIRequest("POST", "/users/me/password", body: .json(.object(body))))
+        let json = try response.json()
+        try begin(from: json, announcing: nil)
+        return json["revokedSessions"]?.intValue ?? 0
+    }
+
+    /// Deletes the account, with its sessions and images, and signs out.
+    ///
+    /// - Throws: `ExosphereError` `403 invalid_password`, `429` after five wrong passwords.
+    public func deleteAccount(password: String) async throws {
+        // Not repeated when its answer is lost: a second attempt would find the token gone.
+        let request = APIRequest("DELETE", "/users/me", body: .json(.object(["password": .string(password)])), isIdempotent: false)
+        let (_, token) = try await sendSignedIn(request)
+        end(announcing: .accountDeleted, ifToken: token)
+    }
+
+    // MARK: - Sessions from responses
+
+    /// Takes the session of a registration or sign-in response and announces it.
+    private func begin(from response: APIResponse) throws -> User {
+        try begin(from: try response.json(), announcing: AuthStateChange.signedIn)
+    }
+
+    /// `{"accessToken", "expiresAt", "user"}` becomes the current session.
+    @discardableResult
+    private func begin(from json: JSONValue, announcing change: ((User) -> AuthStateChange)?) throws -> User {
+        guard let token = json["accessToken"]?.stringValue, let userJSON = json["user"] else {
+            throw ExosphereError.invalidResponse("a session without accessToken or user")
+        }
+        let user = try User(json: userJSON, etag: nil)
+        let session = SignedIn(accessToken: token, expiresAt: json["expiresAt"]?.stringValue.flatMap(Timestamp.parse), user: user)
+        try begin(session, announcing: change?(user))
+        return user
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Every failure of the client: an error the server answered (its RFC 9457 problem document:
+/// `status`, `code`, `detail`, field errors, `Retry-After`), or one found on this side (no
+/// network, not signed in, an unexpected response), told apart by `status` being nil.
+///
+/// Switch on `code`, never on `detail`, which is for people and may change:
+///
+/// ```swift
+/// do {
+///     user = try await exosphere.save(user)
+/// } catch let error as ExosphereError where error.code == .preconditionFailed {
+///     user = user.rebased(onto: error.serverCopy!)   // someone else saved first
+/// }
+/// ```
+public struct ExosphereError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// A stable, machine-readable error code: the server's `code`, or one of the client's own.
+    public struct Code: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+        /// The code as the server writes it: `email_taken`.
+        public let rawValue: String
+        /// The code `rawValue`, known to this version or not.
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// A code from a literal: `error.code == "range_not_satisfiable"`.
+        public init(stringLiteral value: String) { rawValue = value }
+        /// `rawValue`.
+        public var description: String { rawValue }
+
+        // The server's codes that apps most often handle (the OpenAPI document lists them all).
+        /// `401` at sign-in: wrong email or password.
+        public static let invalidCredentials: Code = "invalid_credentials"
+        /// `401`: the token is unknown, expired or revoked; the client has signed out.
+        public static let invalidToken: Code = "invalid_token"
+        /// `401`: no token was sent.
+        public static let missingToken: Code = "missing_token"
+        /// `403`: the current password is wrong.
+        public static let invalidPassword: Code = "invalid_password"
+        /// `404`: the resource does not exist (or is another user's).
+        public static let notFound: Code = "not_found"
+        /// `404`: no image of the user has this id.
+        public static let imageNotFound: Code = "image_not_found"
+        /// `409`: another user has this email address.
+        public static let emailTaken: Code = "email_taken"
+        /// `412`: the profile changed on the server since it was read; see `serverCopy`.
+        public static let preconditionFailed: Code = "precondition_failed"
+        /// `422`: a custom field's value is not of the field's type.
+        public static let invalidType: Code = "invalid_type"
+        /// `422`: a value breaks a rule (length, name, count).
+        public static let invalidValue: Code = "invalid_value"
+        /// `422`: the email address is not valid.
+        public static let invalidEmail: Code = "invalid_email"
+        /// `422`: the password breaks the policy (at least 8 characters).
+        public static let weakPassword: Code = "weak_password"
+        /// `422`: the new password equals the old one.
+        public static let passwordUnchanged: Code = "password_unchanged"
+        /// `422`: the confirmation differs from the new password.
+        public static let passwordMismatch: Code = "password_mismatch"
+        /// `422`: the image's bytes are not the declared format.
+        public static let contentMismatch: Code = "content_mismatch"
+        /// `429`: throttled; see `retryAfter`.
+        public static let tooManyAttempts: Code = "too_many_attempts"
+        /// `503`: the server is at its limit; see `retryAfter`.
+        public static let overloaded: Code = "overloaded"
+        /// `503`: no database connection was free in time.
+        public static let databaseBusy: Code = "database_busy"
+        /// `503`: the database cannot be reached (on a write: it may or may not have happened).
+        public static let databaseUnavailable: Code = "database_unavailable"
+
+        // The client's own codes (with `status` nil).
+        /// The request needs a signed-in user and there is none.
+        public static let notSignedIn: Code = "not_signed_in"
+        /// The server could not be reached, or the connection broke (`underlyingError` says how).
+        public static let networkError: Code = "network_error"
+        /// The server's answer is not what the API promises.
+        public static let invalidResponse: Code = "invalid_response"
+        /// The session could not be written to or read from the session store.
+        public static let sessionStoreFailed: Code = "session_store_failed"
+        /// `User.decodeData(as:)` could not decode the custom fields.
+        public static let decodingFailed: Code = "decoding_failed"
+        /// A value that JSON cannot carry (NaN, infinity), or a file that cannot be read.
+        public static let invalidArgument: Code = "invalid_argument"
+    }
+
+    /// One offending field of a `422`.
+    public struct FieldError: Hashable, Sendable {
+        /// A JSON path into the request body: `email`, `data.height`.
+        public let field: String
+        /// Why, e.g. `invalid_type`.
+        public let code: Code
+        /// For people: `expected double, got string`.
+        public let detail: String
+    }
+
+    /// The HTTP status, or nil when the error happened on this side.
+    public let status: Int?
+    /// What went wrong, for the app to switch on.
+    public let code: Code
+    /// For people: the server's `detail`, or the client's explanation.
+    public let detail: String
+    /// The offending fields of a validation failure (`422`), the first 20.
+    public let fieldErrors: [FieldError]
+    /// How long the server asked to wait before trying again (`429`, `503`), in seconds.
+    public let retryAfter: TimeInterval?
+    /// For `412 precondition_failed` from `save`: the server's current copy of the user.
+    public let serverCopy: User?
+    /// The transport's error, for `network_error`.
+    public let underlyingError: (any Error)?
+
+    init(status: Int? = nil, code: Code, detail: String, fieldErrors: [FieldError] = [], retryAfter: TimeInterval? = nil,
+         serverCopy: User? = nil, underlyingError: (any Error)? = nil) {
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.fieldErrors = fieldErrors
+        self.retryAfter = retryAfter
+        self.serverCopy = serverCopy
+        self.underlyingError = underlyingError
+    }
+
+    /// Whether the profile changed on the server since it was read (`412`); `serverCopy` has it.
+    public var isConflict: Bool { code == .preconditionFailed }
+
+    /// Whether the session ended (`401` on an authenticated request); the client has signed out.
+    public var isSessionExpired: Bool { status == 401 && code != .invalidCredentials }
+
+    /// The status and code only: `detail` may echo what the user typed.
+    public var description: String {
+        "ExosphereError(\(status.map(String.init) ?? "client"), \(code))"
+    }
+
+    /// Everything, `detail` included: for logs the app keeps to itself.
+    public var debugDescription: String {
+        var text = "ExosphereError(status: \(status.map(String.init) ?? "nil"), code: \(code), detail: \(detail)"
+        if !fieldErrors.isEmpty {
+            text += ", fields: " + fieldErrors.map { "\($0.field) \($0.code)" }.joined(separator: ", ")
+        }
+        if let retryAfter { text += ", retryAfter: \(retryAfter)s" }
+        if let underlyingError { text += ", underlying: \(underlyingError)" }
+        return text + ")"
+    }
+
+    static func invalidResponse(_ detail: String, status: Int? = nil) -> ExosphereError {
+        ExosphereError(status: status, code: .invalidResponse, detail: "Unexpected response from the server: \(detail)")
+    }
+
+    static let notSignedIn = ExosphereError(code: .notSignedIn, detail: "Sign in first: there is no session.")
+
+    /// The error of a problem document (or of a response that is not one).
+    init(status: Int, body: Data, retryAfter: TimeInterval?, serverCopy: User? = nil) {
+        let problem = try? JSONValue.parse(body)
+        let code = problem?["code"]?.stringValue.map(Code.init(rawValue:)) ?? Code(rawValue: "http_\(status)")
+        let detail = problem?["detail"]?.stringValue ?? HTTPURLResponse.localizedString(forStatusCode: status)
+        let fields = problem?["errors"]?.arrayValue?.compactMap { entry -> FieldError? in
+            guard let field = entry["field"]?.stringValue else { return nil }
+            return FieldError(field: field, code: Code(rawValue: entry["code"]?.stringValue ?? ""), detail: entry["detail"]?.stringValue ?? "")
+        } ?? []
+        self.init(status: status, code: code, detail: detail, fieldErrors: fields, retryAfter: retryAfter, serverCopy: serverCopy)
+    }
+}

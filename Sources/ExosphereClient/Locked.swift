@@ -1,0 +1,16 @@
+import Foundation
+
+/// A value behind a lock. `Mutex` from the Synchronization module needs iOS 18 and macOS 15, so
+/// this is an `NSLock` around the value.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+
+/// The metadata of one of the user's images. (Not `Image`, which SwiftUI has.)
+public struct UserImage: Identifiable, Hashable, Sendable {
+    /// Opaque; do not parse.
+    public let id: String
+    /// The format the server checked the bytes to be.
+    public let contentType: ImageContentType
+    /// The size of the image in bytes.
+    public let byteSize: Int
+    /// The lowercase hex SHA-256 of the bytes.
+    public let sha256: String
+    /// In pixels, as encoded (before EXIF orientation is applied).
+    public let width: Int
+    /// In pixels, as encoded (before EXIF orientation is applied).
+    public let height: Int
+    /// When it was uploaded.
+    public let createdAt: Date
+    /// The download's path relative to the base URL (`/users/me/images/{id}`); it needs the
+    /// bearer token: download with `Exosphere.downloadImage(_:)`.
+    public let path: String
+
+    init(json: JSONValue) throws {
+        guard let id = json["id"]?.stringValue, let contentType = json["contentType"]?.stringValue,
+              let byteSize = json["byteSize"]?.intValue, let sha256 = json["sha256"]?.stringValue,
+              let width = json["width"]?.intValue, let height = json["height"]?.intValue,
+              let createdAt = json["createdAt"]?.stringValue.flatMap(Timestamp.parse) else {
+            throw ExosphereError.invalidResponse("image metadata without id, type, size or dimensions")
+        }
+        self.id = id
+        self.contentType = ImageContentType(rawValue: contentType)
+        self.byteSize = byteSize
+        self.sha256 = sha256
+        self.width = width
+        self.height = height
+        self.createdAt = createdAt
+        self.path = json["url"]?.stringValue ?? "/users/me/images/\(id)"
+    }
+}
+
+/// An image format the server accepts, as its media type.
+public struct ImageContentType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The media type: `image/jpeg`.
+    public let rawValue: String
+
+    /// The media type `rawValue` (the server accepts the five below; others are `415`).
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// `image/jpeg`.
+    public static let jpeg = ImageContentType(rawValue: "image/jpeg")
+    /// `image/png`.
+    public static let png = ImageContentType(rawValue: "image/png")
+    /// `image/gif`.
+    public static let gif = ImageContentType(rawValue: "image/gif")
+    /// `image/webp`.
+    public static let webp = ImageContentType(rawValue: "image/webp")
+    /// `image/heic`.
+    public static let heic = ImageContentType(rawValue: "image/heic")
+
+    /// The type a file's extension names (`jpg`, `jpeg`, `png`, `gif`, `webp`, `heic`), or nil.
+    public init?(fileExtension: String) {
+        switch fileExtension.lowercased() {
+        case "jpg", "jpeg": self = .jpeg
+        case "png": self = .png
+        case "gif": self = .gif
+        case "webp": self = .webp
+        case "heic", "heif": self = .heic
+        default: return nil
+        }
+    }
+
+    /// `rawValue`.
+    public var description: String { rawValue }
+}
+
+/// The order of `Exosphere.images(order:)`.
+public enum ImageOrder: Sendable, Hashable {
+    /// Upload order, as the server pages it: each page is fetched as the sequence reaches it.
+    case oldestFirst
+    /// Newest upload first. The server pages oldest first only, so the first element comes
+    /// after every page has been fetched (one request per `pageSize` images).
+    case newestFirst
+}
+
+/// How far an upload has got.
+public struct UploadProgress: Hashable, Sendable {
+    /// Bytes of the body sent so far.
+    public let sentBytes: Int64
+    /// The size of the body.
+    public let totalBytes: Int64
+
+    /// From 0 to 1.
+    public var fractionCompleted: Double { totalBytes > 0 ? min(1, Double(sentBytes) / Double(totalBytes)) : 0 }
+}
+
+/// How `Exosphere.downloadImage(_:cachePolicy:)` uses the disk cache.
+public enum ImageCachePolicy: Sendable, Hashable {
+    /// A cached copy is revalidated with `If-None-Match`: `304` (no body sent) returns it, and an
+    /// image deleted meanwhile is `image_not_found`. The default.
+    case revalidate
+    /// A cached copy is returned without asking the server (images never change behind an id).
+    case returnCacheDataElseLoad
+    /// The cache is neither read nor written.
+    case ignoreCache
+}

@@ -1,0 +1,213 @@
+// The code of README.md's "Using Exosphere from an iOS app", compiled with the tests and run by
+// ReadmeTests against a live server. Each part between "README begin" and "README end" is one of
+// that section's code blocks, in order, word for word (ReadmeTests checks it).
+
+// README begin
+import ExosphereClient
+import Foundation
+
+/// One client for the whole app. The session is kept in the Keychain, so the user stays
+/// signed in across launches.
+let exosphere = Exosphere(baseURL: URL(string: "https://api.example.com")!)
+// README end
+
+// README begin
+/// The app's root: the sign-in screen, or the profile when signed in.
+@MainActor
+final class SessionModel {
+    let exosphere: Exosphere
+    private(set) var user: User?
+    var message: String?
+
+    init(exosphere: Exosphere) {
+        self.exosphere = exosphere
+        user = exosphere.currentUser  // restored from the Keychain: no sign-in screen
+    }
+
+    /// Follows sign-ins and sign-outs, also a session that ended on the server.
+    func watch() async {
+        for await change in exosphere.authStateChanges() {
+            switch change {
+            case .initial(let user):
+                self.user = user
+            case .signedIn(let user):
+                self.user = user
+            case .signedOut, .accountDeleted:
+                user = nil
+            case .sessionExpired:
+                user = nil
+                message = "Your session has ended. Please sign in again."
+            }
+        }
+    }
+
+    func signUp(email: String, password: String, firstname: String) async {
+        do {
+            user = try await exosphere.register(email: email, password: password, firstname: firstname)
+        } catch let error as ExosphereError where error.code == .emailTaken {
+            message = "This email address already has an account."
+        } catch let error as ExosphereError where error.code == .weakPassword {
+            message = "Use at least 8 characters."
+        } catch {
+            message = "Could not sign up. Please try again."
+        }
+    }
+
+    func signIn(email: String, password: String) async {
+        do {
+            user = try await exosphere.signIn(email: email, password: password)
+        } catch let error as ExosphereError where error.code == .invalidCredentials {
+            message = "Wrong email or password."
+        } catch let error as ExosphereError where error.code == .tooManyAttempts {
+            message = "Too many attempts. Try again in \(Int(error.retryAfter ?? 60) / 60 + 1) minutes."
+        } catch {
+            message = "Could not sign in. Please try again."
+        }
+    }
+
+    func signOut() async {
+        // Signed out on this device even when the server cannot be told.
+        do { try await exosphere.signOut() } catch {}
+        user = nil
+    }
+}
+// README end
+
+// README begin
+/// The profile screen: a form bound to these properties.
+@MainActor
+final class ProfileModel {
+    let exosphere: Exosphere
+    private var user: User?
+    var email = ""
+    var firstname = ""
+    var lastname = ""
+    var dateOfBirth = Date()  // what a DatePicker shows, in the device's time zone
+    var height = 0.0
+    var weight = 0
+    var isMarried = false
+    var message: String?
+
+    init(exosphere: Exosphere) {
+        self.exosphere = exosphere
+        if let user = exosphere.currentUser { show(user) }  // at once, before the network answers
+    }
+
+    /// Refreshes the form; when nothing changed the server answers 304 and nothing is decoded.
+    func load() async throws {
+        show(try await exosphere.fetchUser())
+    }
+
+    private func show(_ user: User) {
+        self.user = user
+        email = user.email
+        firstname = user.firstname
+        lastname = user.lastname
+        dateOfBirth = user.date(forKey: "dateOfBirth")?.date(in: .current) ?? Date()
+        height = user.double(forKey: "height") ?? 0
+        weight = user.integer(forKey: "weight") ?? 0
+        isMarried = user.bool(forKey: "isMarried") ?? false
+    }
+}
+// README end
+
+// README begin
+extension ProfileModel {
+    /// Saves the form. Only the fields that changed are sent, and only if nobody changed the
+    /// profile since it was loaded.
+    func save() async throws {
+        guard var user else { return }
+        user.email = email
+        user.firstname = firstname
+        user.lastname = lastname
+        user.set(CalendarDate(dateOfBirth, in: .current), forKey: "dateOfBirth")
+        user.set(height, forKey: "height")
+        user.set(weight, forKey: "weight")
+        user.set(isMarried, forKey: "isMarried")
+        do {
+            show(try await exosphere.save(user))
+            message = "Saved."
+        } catch let error as ExosphereError where error.isConflict {
+            // Changed on another device meanwhile: apply these edits on top of that copy.
+            guard let serverCopy = error.serverCopy else { throw error }
+            show(try await exosphere.save(user.rebased(onto: serverCopy)))
+            message = "Saved, with the changes made on another device."
+        } catch let error as ExosphereError where error.code == .emailTaken {
+            message = "This email address already has an account."
+        }
+    }
+
+    /// The change-password form.
+    func changePassword(old: String, new: String, confirm: String) async {
+        do {
+            let others = try await exosphere.changePassword(old: old, new: new, confirm: confirm)
+            message = "Password changed; \(others) other devices were signed out."
+        } catch let error as ExosphereError {
+            switch error.code {
+            case .invalidPassword: message = "The current password is wrong."
+            case .passwordMismatch: message = "The new passwords differ."
+            case .weakPassword: message = "Use at least 8 characters."
+            case .passwordUnchanged: message = "The new password is the current one."
+            default: message = "Could not change the password."
+            }
+        } catch {
+            message = "Could not change the password."
+        }
+    }
+}
+// README end
+
+// README begin
+/// The custom fields decoded at once into the app's own type.
+struct Profile: Decodable {
+    var dateOfBirth: CalendarDate?
+    var height: Double?
+    var weight: Int?
+    var isMarried: Bool?
+}
+
+func profile(of user: User) throws -> Profile {
+    try user.decodeData(as: Profile.self)
+}
+// README end
+
+// README begin
+/// The image grid: the user's photos, oldest or newest first.
+@MainActor
+final class GalleryModel {
+    let exosphere: Exosphere
+    private(set) var images: [UserImage] = []
+    var order = ImageOrder.newestFirst
+    private(set) var uploadProgress = 0.0
+
+    init(exosphere: Exosphere) {
+        self.exosphere = exosphere
+    }
+
+    func reload() async throws {
+        var loaded: [UserImage] = []
+        for try await image in exosphere.images(order: order) {
+            loaded.append(image)
+        }
+        images = loaded
+    }
+
+    /// Uploads a photo, e.g. the `Data` of a `PhotosPicker` item.
+    func upload(_ photo: Data) async throws {
+        let image = try await exosphere.uploadImage(photo, contentType: .jpeg) { progress in
+            Task { @MainActor in self.uploadProgress = progress.fractionCompleted }
+        }
+        if order == .newestFirst { images.insert(image, at: 0) } else { images.append(image) }
+    }
+
+    /// A cell's bytes: from the disk cache, revalidated with the server (a 304 sends no bytes).
+    func data(for image: UserImage) async throws -> Data {
+        try await exosphere.downloadImage(image)
+    }
+
+    func delete(_ image: UserImage) async throws {
+        try await exosphere.deleteImage(image)
+        images.removeAll { $0.id == image.id }
+    }
+}
+// README end

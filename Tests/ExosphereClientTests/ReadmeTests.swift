@@ -1,0 +1,161 @@
+import ExosphereClient
+import Foundation
+import TestSupport
+import Testing
+
+/// README.md's "Using Exosphere from an iOS app": its code is ReadmeSamples.swift's, which
+/// compiles with the tests and runs here against a live server.
+@Suite(.liveServer("readme"), .serialized)
+struct ReadmeTests {
+    let server: LiveServer
+
+    init() throws { server = try liveServer() }
+
+    static let sectionTitle = "## Using Exosphere from an iOS app"
+
+    /// The ```swift blocks of the README's section, in order.
+    static func readmeBlocks() throws -> [String] {
+        let readme = try String(contentsOfFile: LiveServer.repositoryRoot + "/README.md", encoding: .utf8)
+        let lines = readme.components(separatedBy: "\n")
+        let start = try #require(lines.firstIndex(of: sectionTitle), "README.md has no section \(sectionTitle)")
+        var blocks: [String] = []
+        var current: [String]?
+        for line in lines[(start + 1)...] {
+            if current == nil, line.hasPrefix("## ") { break }
+            if line == "```swift" {
+                current = []
+            } else if line == "```", let block = current {
+                blocks.append(block.joined(separator: "\n"))
+                current = nil
+            } else {
+                current?.append(line)
+            }
+        }
+        return blocks
+    }
+
+    /// The parts of ReadmeSamples.swift between `// README begin` and `// README end`.
+    static func sampleParts() throws -> [String] {
+        let path = String(#filePath).replacingOccurrences(of: "ReadmeTests.swift", with: "ReadmeSamples.swift")
+        let lines = try String(contentsOfFile: path, encoding: .utf8).components(separatedBy: "\n")
+        var parts: [String] = []
+        var current: [String]?
+        for line in lines {
+            if line == "// README begin" {
+                current = []
+            } else if line == "// README end", let part = current {
+                parts.append(part.joined(separator: "\n"))
+                current = nil
+            } else {
+                current?.append(line)
+            }
+        }
+        return parts
+    }
+
+    @Test func theReadmesCodeIsTheCompiledSamples() throws {
+        let blocks = try ReadmeTests.readmeBlocks()
+        let parts = try ReadmeTests.sampleParts()
+        #expect(parts.count >= 6)
+        #expect(blocks.count == parts.count, "README blocks: \(blocks.count), sample parts: \(parts.count)")
+        for (index, (block, part)) in zip(blocks, parts).enumerated() {
+            #expect(block == part, "README block \(index + 1) differs from ReadmeSamples.swift")
+        }
+    }
+
+    @Test func theSessionAndProfileSamplesRun() async throws {
+        let app = try server.client()
+        let session = await SessionModel(exosphere: app)
+        let watching = Task { await session.watch() }
+        defer { watching.cancel() }
+        let email = server.uniqueEmail("readme")
+        await session.signUp(email: email, password: "short", firstname: "Ayu")
+        #expect(await session.message == "Use at least 8 characters.")
+        await session.signUp(email: email, password: "correct horse battery", firstname: "Ayu")
+        #expect(await session.user?.firstname == "Ayu")
+
+        // The profile screen: load, edit every field, save.
+        let profileScreen = await ProfileModel(exosphere: app)
+        #expect(await profileScreen.firstname == "Ayu", "shown at once from the held copy")
+        try await profileScreen.load()
+        let birthday = CalendarDate(year: 1994, month: 5, day: 17)!
+        await MainActor.run {
+            profileScreen.lastname = "Lestari"
+            profileScreen.dateOfBirth = birthday.date(in: .current)
+            profileScreen.height = 177.5
+            profileScreen.weight = 78
+            profileScreen.isMarried = true
+        }
+        try await profileScreen.save()
+        #expect(await profileScreen.message == "Saved.")
+        let saved = try await app.fetchUser()
+        #expect(saved.lastname == "Lestari")
+        let decoded = try profile(of: saved)
+        #expect(decoded.dateOfBirth == birthday)
+        #expect(decoded.height == 177.5 && decoded.weight == 78 && decoded.isMarried == true)
+
+        // Another device changes the profile meanwhile: the save merges.
+        let tablet = try server.client()
+        var onTablet = try await tablet.signIn(email: email, password: "correct horse battery")
+        onTablet.set("Ayu L.", forKey: "nickname")
+        try await tablet.save(onTablet)
+        await MainActor.run { profileScreen.weight = 77 }
+        try await profileScreen.save()
+        #expect(await profileScreen.message == "Saved, with the changes made on another device.")
+        let merged = try await app.fetchUser()
+        #expect(merged.integer(forKey: "weight") == 77)
+        #expect(merged.string(forKey: "nickname") == "Ayu L.")
+
+        // The change-password form, then the sign-in screen with the new password.
+        await profileScreen.changePassword(old: "wrong password", new: "staple battery horse", confirm: "staple battery horse")
+        #expect(await profileScreen.message == "The current password is wrong.")
+        await profileScreen.changePassword(old: "correct horse battery", new: "staple battery horse", confirm: "staple battery horse")
+        #expect(await profileScreen.message == "Password changed; 1 other devices were signed out.")
+        await session.signOut()
+        #expect(await session.user == nil)
+        await session.signIn(email: email, password: "correct horse battery")
+        #expect(await session.message == "Wrong email or password.")
+        await session.signIn(email: email, password: "staple battery horse")
+        #expect(await session.user?.lastname == "Lestari")
+
+        // The watcher saw the session end on the tablet's side.
+        let tabletSession = await SessionModel(exosphere: tablet)
+        let tabletWatching = Task { await tabletSession.watch() }
+        defer { tabletWatching.cancel() }
+        _ = try? await tablet.fetchUser()  // refused: the password change ended this session
+        try await waitUntil { await tabletSession.message == "Your session has ended. Please sign in again." }
+        #expect(await tabletSession.user == nil)
+    }
+
+    @Test func theGallerySampleRuns() async throws {
+        let (app, _, _) = try await server.signedInClient()
+        let gallery = await GalleryModel(exosphere: app)
+        let photos = (0..<3).map { Data(Build.jpeg([Build.app0JFIF, Build.sof(width: 40 + $0, height: 30), Build.sos])) }
+        for photo in photos { try await gallery.upload(photo) }
+        #expect(await gallery.images.map(\.width) == [42, 41, 40], "newest first")
+        try await gallery.reload()
+        #expect(await gallery.images.map(\.width) == [42, 41, 40])
+        await MainActor.run { gallery.order = .oldestFirst }
+        try await gallery.reload()
+        #expect(await gallery.images.map(\.width) == [40, 41, 42])
+        try await waitUntil { await gallery.uploadProgress == 1 }
+
+        let first = try #require(await gallery.images.first)
+        let revalidated = try await server.requests("GET", "/users/me/images/{id}", 304)
+        #expect(try await gallery.data(for: first) == photos[0])
+        #expect(try await server.requests("GET", "/users/me/images/{id}", 304) == revalidated + 1)
+        try await gallery.delete(first)
+        #expect(await gallery.images.map(\.width) == [41, 42])
+        try await gallery.reload()
+        #expect(await gallery.images.map(\.width) == [41, 42])
+    }
+}
+
+/// Waits up to two seconds for `condition`.
+func waitUntil(_ condition: () async -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    for _ in 0..<200 {
+        if await condition() { return }
+        try await Task.sleep(nanoseconds: 10_000_000)
+    }
+    Issue.record("the condition did not become true within 2 s", sourceLocation: sourceLocation)
+}
