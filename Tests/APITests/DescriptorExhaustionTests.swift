@@ -61,6 +61,7 @@ import Testing
         // so the clients exhaust the descriptors themselves.
         let child = try Self.serve("exhausted", nofile: "128:128", extra: ["--descriptor-reserve", "0"])
         let port = try MultiInstanceTests.Deployment.listeningPort(child)
+        let exhaustedSince = ContinuousClock.now
         let held = try Self.connect(300, port: port)
         defer { held.forEach { close($0) } }
         usleep(300_000)  // the server meets EMFILE
@@ -69,7 +70,9 @@ import Testing
         let cpu = try Self.cpuSeconds(child.pid) - cpuBefore
         #expect(cpu < 0.5, "the server used \(cpu) s of CPU in 3 s while out of descriptors")
         let lines = child.stderr.split(separator: "\n").filter { $0.contains("cannot accept connections") }
-        #expect(lines.count == 1, "\(lines.count) log lines about it: \(lines.prefix(3))")
+        // One line per 10 s (a loaded machine may stretch the 3.3 s this takes).
+        let intervals = Int((ContinuousClock.now - exhaustedSince).components.seconds / 10) + 1
+        #expect(lines.count >= 1 && lines.count <= intervals, "\(lines.count) log lines about it in \(intervals) intervals: \(lines.prefix(3))")
         #expect(lines.first?.contains("EMFILE") == true || lines.first?.contains("Too many open files") == true)
         // Freed descriptors are used again at once, backlog first.
         held.forEach { close($0) }
