@@ -11,7 +11,7 @@ struct AccountsController: Sendable {
     func register(in router: inout Router) {
         router.post("/users", use: register)
         router.post("/users/signin", use: signIn)
-        router.post("/users/signout", use: signOut)
+        router.post("/users/signout", admission: authenticator.admission, use: signOut)
         router.get("/users/me/sessions", use: sessions)
         router.delete("/users/me/sessions/{id}", use: revokeSession)
     }

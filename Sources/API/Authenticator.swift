@@ -26,8 +26,19 @@ struct Authenticator: Sendable {
         try accounts.authenticatedUser(token: try token(request))
     }
 
+    /// The admission of routes that need a session: a large request's token is checked from its
+    /// head, before its body is read, so that a client without a session cannot make the server
+    /// buffer megabytes (the handler checks the session again once the body is in).
+    var admission: Router.Admission {
+        { [accounts] head, _ in _ = try accounts.authenticatedUser(token: try Authenticator.token(head.headers)) }
+    }
+
     func token(_ request: Request) throws -> String {
-        guard let header = request.headers["Authorization"] else {
+        try Authenticator.token(request.headers)
+    }
+
+    static func token(_ headers: HTTPHeaders) throws -> String {
+        guard let header = headers["Authorization"] else {
             throw AccountsError(.missingToken, "This endpoint needs Authorization: Bearer <accessToken>.")
         }
         guard let token = Authenticator.bearerToken(header) else {

@@ -20,7 +20,7 @@ struct ImagesController: Sendable {
         router.post("/users/me/images", bodyLimit: { head in
             MultipartFormData.boundary(fromContentType: head.headers["Content-Type"] ?? "") == nil
                 ? maxBytes : maxBytes + ImagesController.multipartOverhead
-        }, use: upload)
+        }, admission: authenticator.admission, use: upload)
         router.get("/users/me/images", use: list)
         router.get("/users/me/images/{id}", use: download)
         router.delete("/users/me/images/{id}", use: delete)

@@ -19,15 +19,17 @@ struct ProfileController: Sendable {
     func register(in router: inout Router) {
         if let pipelines {
             router.add(.get, "/users/me", show, asynchronous: { showPipelined($0, $1, $2, pipelines) })
-            router.add(.put, "/users/me", replace, asynchronous: { replacePipelined($0, $1, $2, pipelines) })
-            router.add(.patch, "/users/me", patch, asynchronous: { patchPipelined($0, $1, $2, pipelines) })
+            router.add(.put, "/users/me", admission: authenticator.admission, replace,
+                       asynchronous: { replacePipelined($0, $1, $2, pipelines) })
+            router.add(.patch, "/users/me", admission: authenticator.admission, patch,
+                       asynchronous: { patchPipelined($0, $1, $2, pipelines) })
         } else {
             router.get("/users/me", use: show)
-            router.put("/users/me", use: replace)
-            router.patch("/users/me", use: patch)
+            router.put("/users/me", admission: authenticator.admission, use: replace)
+            router.patch("/users/me", admission: authenticator.admission, use: patch)
         }
-        router.delete("/users/me", use: deleteAccount)
-        router.post("/users/me/password", use: changePassword)
+        router.delete("/users/me", admission: authenticator.admission, use: deleteAccount)
+        router.post("/users/me/password", admission: authenticator.admission, use: changePassword)
         router.get("/users/schema", use: schema)
     }
 

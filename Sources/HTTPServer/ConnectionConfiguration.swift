@@ -14,6 +14,8 @@ struct ConnectionConfiguration: Sendable {
     var writeTimeout: UInt64
     /// How long to keep reading after an error response before closing, so the client sees it.
     var lingerTimeout: UInt64
+    /// Bodies larger than this (and chunked ones) are read only once their route admitted the head.
+    var admissionThreshold: Int
 
     init(_ server: ServerConfiguration) {
         limits = server.limits
@@ -23,6 +25,7 @@ struct ConnectionConfiguration: Sendable {
         minBodyBytesPerSecond = UInt64(max(1, server.minBodyBytesPerSecond))
         writeTimeout = server.writeTimeout.nanoseconds
         lingerTimeout = server.lingerTimeout.nanoseconds
+        admissionThreshold = server.admissionThreshold
     }
 }
 

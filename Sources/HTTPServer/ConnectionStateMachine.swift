@@ -13,6 +13,9 @@ struct ConnectionStateMachine {
         case sendContinue
         /// Run the handler for this request, then call `respond`.
         case dispatch(Request)
+        /// Decide from the head alone whether the body may be read (authentication, before a large
+        /// body is buffered), then call `admitted` or `refused` and `respond`. Nothing is read meanwhile.
+        case admit(RequestHead)
         /// Answer with this error (through `respond`), then close.
         case reject(HTTPParseError)
         /// Write these bytes, then the file region if there is one, then call `writeCompleted`.
@@ -25,6 +28,7 @@ struct ConnectionStateMachine {
         static func == (lhs: Action, rhs: Action) -> Bool {
             switch (lhs, rhs) {
             case (.none, .none), (.sendContinue, .sendContinue), (.closeWrite, .closeWrite), (.close, .close): return true
+            case (.admit(let a), .admit(let b)): return a.method == b.method && a.target == b.target
             case (.dispatch(let a), .dispatch(let b)):
                 return a.head.method == b.head.method && a.head.target == b.head.target && a.body == b.body
             case (.reject(let a), .reject(let b)): return a == b
@@ -38,6 +42,8 @@ struct ConnectionStateMachine {
         /// Waiting for (the rest of) a request head; `since` is the first byte's arrival or nil when idle.
         case head(since: UInt64?)
         case body(RequestHead, BodyReader, since: UInt64)
+        /// The head is with the shell for admission; the body waits (unread) until it answers.
+        case admitting(RequestHead, BodyReader, since: UInt64)
         /// A request (or a rejection) is with the shell; `close` forces the connection to end after it.
         case responding(RequestHead?, close: Bool)
         /// The final response is being written.
@@ -50,11 +56,22 @@ struct ConnectionStateMachine {
     private enum BodyReader {
         case length(remaining: Int, body: [UInt8])
         case chunked(ChunkedDecoder, body: [UInt8])
+
+        /// Whether the body may be longer than `bytes`: a `Content-Length` over it, or chunked.
+        func mayExceed(_ bytes: Int) -> Bool {
+            switch self {
+            case .length(let remaining, _): remaining > bytes
+            case .chunked: true
+            }
+        }
     }
 
     let configuration: ConnectionConfiguration
     /// The largest body a request may carry, decided from its head (routes may allow more).
     let bodyLimit: @Sendable (RequestHead) -> Int
+    /// Whether a request's route must admit it from its head before a body of this head's size is
+    /// read (asked only for bodies over `configuration.admissionThreshold`, or chunked ones).
+    let needsAdmission: @Sendable (RequestHead) -> Bool
 
     private var state = State.head(since: nil)
     private var parser: RequestHeadParser
@@ -65,9 +82,11 @@ struct ConnectionStateMachine {
     private var draining = false
     private var peerHalfClosed = false
 
-    init(configuration: ConnectionConfiguration, now: UInt64, bodyLimit: @escaping @Sendable (RequestHead) -> Int) {
+    init(configuration: ConnectionConfiguration, now: UInt64, bodyLimit: @escaping @Sendable (RequestHead) -> Int,
+         needsAdmission: @escaping @Sendable (RequestHead) -> Bool = { _ in false }) {
         self.configuration = configuration
         self.bodyLimit = bodyLimit
+        self.needsAdmission = needsAdmission
         self.parser = RequestHeadParser(limits: configuration.limits)
         self.idleSince = now
     }
@@ -79,6 +98,7 @@ struct ConnectionStateMachine {
         switch state {
         case .closed: return false
         case .responding, .writing: return !peerHalfClosed && buffered < configuration.limits.maxHeaderBytes
+        case .admitting: return false
         default: return !peerHalfClosed
         }
     }
@@ -97,6 +117,7 @@ struct ConnectionStateMachine {
             case .length(_, let body), .chunked(_, let body): received = body.count
             }
             return since + configuration.bodyGrace + UInt64(received) * 1_000_000_000 / configuration.minBodyBytesPerSecond
+        case .admitting: return nil
         case .writing(_, let progressAt): return progressAt + configuration.writeTimeout
         case .lingering(let until): return until
         case .responding, .closed: return nil
@@ -110,7 +131,7 @@ struct ConnectionStateMachine {
         switch state {
         case .closed: return .none
         case .lingering: return .none
-        case .responding, .writing:
+        case .responding, .writing, .admitting:
             buffer.append(contentsOf: bytes)
             return .none
         case .head, .body:
@@ -128,7 +149,7 @@ struct ConnectionStateMachine {
     mutating func peerClosed() -> Action {
         peerHalfClosed = true
         switch state {
-        case .head, .body, .lingering:
+        case .head, .body, .admitting, .lingering:
             // Nothing complete is pending; an incomplete request cannot be answered usefully.
             state = .closed
             return .close
@@ -198,6 +219,8 @@ struct ConnectionStateMachine {
             return reject(.headerTimeout)
         case .body(let head, _, _):
             return reject(.bodyTimeout, head: head)
+        case .admitting:
+            return .none
         case .writing, .lingering:
             state = .closed
             return .close
@@ -214,9 +237,27 @@ struct ConnectionStateMachine {
             // A partial head is not in flight yet; the client will retry on a new connection.
             state = .closed
             return .close
-        case .body, .responding, .writing, .lingering, .closed:
+        case .body, .admitting, .responding, .writing, .lingering, .closed:
             return .none
         }
+    }
+
+    /// The shell admitted the request of `.admit`: its body is read now.
+    mutating func admitted(now: UInt64) -> Action {
+        guard case .admitting(let head, let reader, _) = state else { return .none }
+        state = .body(head, reader, since: now)
+        if head.expectContinue, buffered == 0 { return .sendContinue }
+        return processBuffer(now: now)
+    }
+
+    /// The shell refused the request of `.admit`; answer it with `respond`. The unread body
+    /// leaves the connection unusable, so it closes after the answer.
+    mutating func refused() {
+        guard case .admitting(let head, _, _) = state else { return }
+        parser.reset()
+        buffer = []
+        bufferStart = 0
+        state = .responding(head, close: true)
     }
 
     // MARK: - Parsing
@@ -260,6 +301,15 @@ struct ConnectionStateMachine {
                     state = .body(head, .length(remaining: length, body: body), since: now)
                 case .chunked:
                     state = .body(head, .chunked(ChunkedDecoder(maxBodyBytes: bodyLimit(head), limits: configuration.limits), body: []), since: now)
+                }
+                if case .body(_, let reader, _) = state, reader.mayExceed(configuration.admissionThreshold), needsAdmission(head) {
+                    // Kept unread: bytes of the body already here wait in the buffer.
+                    if offset < input.count {
+                        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[offset...]))
+                        offset = input.count
+                    }
+                    state = .admitting(head, reader, since: now)
+                    return .admit(head)
                 }
                 if head.expectContinue, offset == input.count {
                     return .sendContinue

@@ -239,7 +239,7 @@ final class EventLoop: @unchecked Sendable {
             if nextGeneration >= 1 << 31 { nextGeneration = 1 }
             let connection = Connection(fd: fd, generation: generation,
                                         machine: ConnectionStateMachine(configuration: connectionConfiguration, now: System.now(),
-                                                                        bodyLimit: shared.bodyLimit))
+                                                                        bodyLimit: shared.bodyLimit, needsAdmission: shared.needsAdmission))
             let slot = Int(fd)
             if slot >= connections.count { connections.append(contentsOf: repeatElement(nil, count: slot - connections.count + 1)) }
             connections[slot] = connection
@@ -321,6 +321,8 @@ final class EventLoop: @unchecked Sendable {
                 next = flush(connection)
             case .dispatch(let request):
                 next = dispatch(request, on: connection)
+            case .admit(let head):
+                next = admit(head, on: connection)
             case .reject(let error):
                 connection.startRequest(id: nextRequestID(from: nil), method: "-", route: nil, now: System.now())
                 next = finish(Problem(error).response(), on: connection)
@@ -512,6 +514,47 @@ final class EventLoop: @unchecked Sendable {
                 return .none
             }
         }
+    }
+
+    /// Runs the route's admission check for `head` on the worker pool; the body is read, or the
+    /// request refused, once it has answered (`admissionDecided`).
+    private func admit(_ head: RequestHead, on connection: Connection) -> ConnectionStateMachine.Action {
+        guard case .found(let route, let parameters) = shared.router.match(method: head.method, path: head.path),
+              let admission = route.admission else {
+            return connection.machine.admitted(now: System.now())
+        }
+        if connection.remoteAddress == nil { connection.remoteAddress = System.peerAddress(connection.fd) }
+        let context = RequestContext(requestID: nextRequestID(from: head.headers["X-Request-Id"]), parameters: parameters,
+                                     remoteAddress: connection.remoteAddress ?? "unknown", logger: shared.logger)
+        let token = connection.token
+        let shared = self.shared
+        let submitted = shared.workers.submit { [self] in
+            var refusal: Response?
+            do {
+                try admission(head, context)
+            } catch {
+                refusal = shared.response(for: route, context) { throw error }
+            }
+            let decided = refusal
+            execute { [self] in admissionDecided(token: token, route: route, context: context, refusal: decided) }
+        }
+        if !submitted {
+            connection.machine.refused()
+            connection.startRequest(id: context.requestID, method: head.method.rawValue, route: route, now: System.now())
+            return finish(Problem.serviceUnavailable().response(), on: connection)
+        }
+        return .none
+    }
+
+    private func admissionDecided(token: UInt64, route: Router.Route, context: RequestContext, refusal: Response?) {
+        guard let connection = connection(for: token) else { return }
+        guard let refusal else {
+            perform(connection.machine.admitted(now: System.now()), on: connection)
+            return
+        }
+        connection.machine.refused()
+        connection.startRequest(id: context.requestID, method: route.method.rawValue, route: route, now: System.now())
+        perform(finish(refusal, on: connection), on: connection)
     }
 
     /// Runs the route's blocking handler on the worker pool and answers from this loop; false

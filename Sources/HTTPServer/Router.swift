@@ -5,6 +5,9 @@ public struct Router: Sendable {
     public typealias Handler = @Sendable (Request, RequestContext) throws -> Response
     /// A handler that answers through its `Responder`, now or later, on the event loop.
     public typealias AsynchronousHandler = @Sendable (Request, RequestContext, Responder) -> Void
+    /// Decides from the head alone, on the worker pool, whether a large body may be read; throws
+    /// the error to answer instead (the connection then closes: the body stays unread).
+    public typealias Admission = @Sendable (RequestHead, RequestContext) throws -> Void
 
     /// Where a handler runs.
     public enum Execution: Sendable {
@@ -23,6 +26,9 @@ public struct Router: Sendable {
         /// is read (an upload route may allow more for one content type than another); nil means the
         /// server's default.
         public let bodyLimit: (@Sendable (RequestHead) -> Int)?
+        /// Run before a body over `ServerConfiguration.admissionThreshold` is read (authentication:
+        /// an upload with a bad token is refused before its megabytes arrive); nil reads any body.
+        public let admission: Admission?
         /// Position in the table, for cheap metric keys.
         let index: Int
         let segments: [Segment]
@@ -56,12 +62,12 @@ public struct Router: Sendable {
 
     /// Adds a route; a pattern is `/literal/{parameter}/...`.
     public mutating func add(_ method: HTTPMethod, _ pattern: String, execution: Execution = .blocking,
-                             bodyLimit: (@Sendable (RequestHead) -> Int)? = nil, _ handler: @escaping Handler,
-                             asynchronous: AsynchronousHandler? = nil) {
+                             bodyLimit: (@Sendable (RequestHead) -> Int)? = nil, admission: Admission? = nil,
+                             _ handler: @escaping Handler, asynchronous: AsynchronousHandler? = nil) {
         let segments = Router.segments(of: pattern).map { part -> Segment in
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
-        let route = Route(method: method, pattern: pattern, execution: execution, bodyLimit: bodyLimit,
+        let route = Route(method: method, pattern: pattern, execution: execution, bodyLimit: bodyLimit, admission: admission,
                           index: routeCount, segments: segments, handler: handler,
                           asynchronousHandler: asynchronous)
         routeCount += 1
@@ -82,28 +88,33 @@ public struct Router: Sendable {
         add(.get, pattern, handler, asynchronous: asynchronous)
     }
 
-    public mutating func post(_ pattern: String, execution: Execution = .blocking, maxBodyBytes: Int? = nil, use handler: @escaping Handler) {
+    public mutating func post(_ pattern: String, execution: Execution = .blocking, maxBodyBytes: Int? = nil,
+                              admission: Admission? = nil, use handler: @escaping Handler) {
         var bodyLimit: (@Sendable (RequestHead) -> Int)?
         if let maxBodyBytes { bodyLimit = { _ in maxBodyBytes } }
-        add(.post, pattern, execution: execution, bodyLimit: bodyLimit, handler)
+        add(.post, pattern, execution: execution, bodyLimit: bodyLimit, admission: admission, handler)
     }
 
     /// A `POST` route whose body limit depends on the request head (its `Content-Type`, say).
     public mutating func post(_ pattern: String, execution: Execution = .blocking,
-                              bodyLimit: @escaping @Sendable (RequestHead) -> Int, use handler: @escaping Handler) {
-        add(.post, pattern, execution: execution, bodyLimit: bodyLimit, handler)
+                              bodyLimit: @escaping @Sendable (RequestHead) -> Int, admission: Admission? = nil,
+                              use handler: @escaping Handler) {
+        add(.post, pattern, execution: execution, bodyLimit: bodyLimit, admission: admission, handler)
     }
 
-    public mutating func put(_ pattern: String, execution: Execution = .blocking, use handler: @escaping Handler) {
-        add(.put, pattern, execution: execution, handler)
+    public mutating func put(_ pattern: String, execution: Execution = .blocking, admission: Admission? = nil,
+                             use handler: @escaping Handler) {
+        add(.put, pattern, execution: execution, admission: admission, handler)
     }
 
-    public mutating func patch(_ pattern: String, execution: Execution = .blocking, use handler: @escaping Handler) {
-        add(.patch, pattern, execution: execution, handler)
+    public mutating func patch(_ pattern: String, execution: Execution = .blocking, admission: Admission? = nil,
+                             use handler: @escaping Handler) {
+        add(.patch, pattern, execution: execution, admission: admission, handler)
     }
 
-    public mutating func delete(_ pattern: String, execution: Execution = .blocking, use handler: @escaping Handler) {
-        add(.delete, pattern, execution: execution, handler)
+    public mutating func delete(_ pattern: String, execution: Execution = .blocking, admission: Admission? = nil,
+                             use handler: @escaping Handler) {
+        add(.delete, pattern, execution: execution, admission: admission, handler)
     }
 
     /// All routes in the order they were added, for documentation and metrics.

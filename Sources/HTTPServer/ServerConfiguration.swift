@@ -20,6 +20,9 @@ public struct ServerConfiguration: Sendable {
     public var minBodyBytesPerSecond: Int = 1024
     public var writeTimeout: Duration = .seconds(60)
     public var lingerTimeout: Duration = .seconds(2)
+    /// A route with an admission check (authentication) runs it from the request head before
+    /// reading a body larger than this, or a chunked one.
+    public var admissionThreshold: Int = 64 * 1024
     /// Open connections beyond which new ones get a fast `503` and are closed. Lowered at start
     /// to the open-file limit less `descriptorReserve` when that is smaller.
     public var maxConnections: Int = 10_000

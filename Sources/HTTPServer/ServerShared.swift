@@ -95,6 +95,14 @@ final class ServerShared: Sendable {
         }
     }
 
+    /// Whether a request head's route must admit it before its body is read.
+    var needsAdmission: @Sendable (RequestHead) -> Bool {
+        { [router] head in
+            if case .found(let route, _) = router.match(method: head.method, path: head.path) { return route.admission != nil }
+            return false
+        }
+    }
+
     /// Runs a handler, turning thrown errors into responses; unknown errors are logged and become `500`.
     func run(_ route: Router.Route, _ request: Request, _ context: RequestContext) -> Response {
         metrics.requestStarted()

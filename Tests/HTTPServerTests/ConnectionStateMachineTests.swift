@@ -609,3 +609,69 @@ private func get(_ path: String, _ extra: String = "") -> String {
         #expect(!m.wantsRead)  // still writing, still full
     }
 }
+
+/// Admission: a route that must check a request's head before a large body is read.
+@Suite struct ConnectionAdmissionTests {
+    private func admitting(threshold: Int = 100) -> ConnectionStateMachine {
+        ConnectionStateMachine(configuration: configuration { $0.admissionThreshold = threshold }, now: 0,
+                               bodyLimit: { _ in 1 << 20 }, needsAdmission: { $0.path == "/upload" })
+    }
+
+    @Test func aLargeBodyWaitsUnreadUntilTheHeadIsAdmitted() {
+        var m = admitting()
+        let body = String(repeating: "x", count: 150)
+        let head = "POST /upload HTTP/1.1\r\nHost: h\r\nContent-Length: 150\r\n\r\n"
+        // The head and the body's first bytes arrive together: the body is kept, not read.
+        guard case .admit(let admitted) = m.receive(head + body.prefix(40), at: 0) else {
+            Issue.record("expected .admit")
+            return
+        }
+        #expect(admitted.path == "/upload")
+        #expect(!m.wantsRead, "nothing is read while the shell decides")
+        #expect(m.deadline == nil)
+        #expect(m.receive(String(body.dropFirst(40).prefix(10)), at: 1) == .none)
+        // Admitted: what is buffered is read, the rest follows.
+        #expect(m.admitted(now: 2) == .none)
+        #expect(m.wantsRead)
+        let request = dispatched(m.receive(String(body.dropFirst(50)), at: 3))
+        #expect(request?.body == Array(body.utf8))
+    }
+
+    @Test func aRefusedHeadIsAnsweredAndTheConnectionClosesWithTheBodyUnread() {
+        var m = admitting()
+        guard case .admit = m.receive("POST /upload HTTP/1.1\r\nHost: h\r\nContent-Length: 500000\r\n\r\nxxxx", at: 0) else {
+            Issue.record("expected .admit")
+            return
+        }
+        m.refused()
+        let answer = written(m.respond("no", status: .unauthorized, at: 1))
+        #expect(answer?.text.hasPrefix("HTTP/1.1 401") == true)
+        #expect(answer?.close == true)
+    }
+
+    @Test func smallBodiesAndOtherRoutesAreNotHeldBack() {
+        var m = admitting()
+        #expect(dispatched(m.receive("POST /upload HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc", at: 0))?.body == Array("abc".utf8))
+        #expect(written(m.respond(at: 1))?.close == false)
+        #expect(m.writeCompleted(now: 1) == .none)
+        #expect(dispatched(m.receive("POST /other HTTP/1.1\r\nHost: h\r\nContent-Length: 150\r\n\r\n" + String(repeating: "y", count: 150), at: 2)) != nil)
+        #expect(written(m.respond(at: 3))?.close == false)
+        #expect(m.writeCompleted(now: 3) == .none)
+        // A chunked body may be of any size: checked first.
+        guard case .admit = m.receive("POST /upload HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n", at: 4) else {
+            Issue.record("expected .admit for a chunked body")
+            return
+        }
+        #expect(m.admitted(now: 5) == .none)
+        #expect(dispatched(m.receive("3\r\nabc\r\n0\r\n\r\n", at: 6))?.body == Array("abc".utf8))
+    }
+
+    @Test func expectContinueIsAnsweredOnceAdmitted() {
+        var m = admitting()
+        guard case .admit = m.receive("PUT /upload HTTP/1.1\r\nHost: h\r\nContent-Length: 500\r\nExpect: 100-continue\r\n\r\n", at: 0) else {
+            Issue.record("expected .admit")
+            return
+        }
+        #expect(m.admitted(now: 1) == .sendContinue)
+    }
+}

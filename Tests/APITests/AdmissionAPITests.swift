@@ -1,0 +1,61 @@
+import Glibc
+import TestSupport
+import Testing
+
+/// Routes that need a session check it from the request head before a large body is read.
+@Suite(.liveServer("admission"))
+struct AdmissionAPITests {
+    let server: TestServer
+    init() throws { server = try #require(TestServer.current) }
+
+    /// Sends `head` alone on a new connection and reads what comes back within `seconds` (nil for
+    /// nothing); the connection stays open for `continuing`.
+    func sendHead(_ head: String, seconds: Int, continuing: ((Int32) throws -> Void)? = nil) throws -> String? {
+        let fd = try HTTPClient.connect(port: server.port)
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        _ = head.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        try continuing?(fd)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = recv(fd, &buffer, buffer.count, 0)
+        return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
+    }
+
+    @Test func anUploadWithoutAValidSessionIsRefusedBeforeItsBodyIsSent() throws {
+        for authorization in ["", "Authorization: Bearer \(String(repeating: "A", count: 43))\r\n"] {
+            let answer = try sendHead("""
+                POST /users/me/images HTTP/1.1\r\nHost: h\r\nContent-Type: image/png\r\nContent-Length: 10000000\r\n\(authorization)\r\n
+                """, seconds: 10)
+            let text = try #require(answer, "no answer to the head alone")
+            #expect(text.hasPrefix("HTTP/1.1 401"), "\(text.prefix(80))")
+            #expect(text.lowercased().contains("connection: close"))
+            #expect(text.contains("WWW-Authenticate"))
+        }
+    }
+
+    @Test func anUploadWithASessionIsReadAndStored() throws {
+        let account = try server.register()
+        let image = ImageScenarios.png(size: 100_000)
+        let head = """
+            POST /users/me/images HTTP/1.1\r\nHost: h\r\nContent-Type: image/png\r\nContent-Length: \(image.count)\r\nAuthorization: Bearer \(account.token)\r\nConnection: close\r\n\r\n
+            """
+        let answer = try sendHead(head, seconds: 10) { fd in
+            // Nothing is answered while the body has not come.
+            var timeout = timeval(tv_sec: 0, tv_usec: 300_000)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var byte: UInt8 = 0
+            #expect(recv(fd, &byte, 1, 0) < 0, "an answer before the body")
+            timeout = timeval(tv_sec: 10, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            _ = image.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
+        #expect(answer?.hasPrefix("HTTP/1.1 201") == true, "\(answer?.prefix(120) ?? "nothing")")
+    }
+
+    @Test func largeProfileBodiesNeedASessionFirstToo() throws {
+        let answer = try sendHead("PATCH /users/me HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 900000\r\n\r\n",
+                                  seconds: 10)
+        #expect(answer?.hasPrefix("HTTP/1.1 401") == true)
+    }
+}
