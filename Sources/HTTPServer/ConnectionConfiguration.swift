@@ -16,6 +16,12 @@ struct ConnectionConfiguration: Sendable {
     var lingerTimeout: UInt64
     /// Bodies larger than this (and chunked ones) are read only once their route admitted the head.
     var admissionThreshold: Int
+    /// A body whose bytes stop coming for this long is cut (`408`).
+    var bodyStallTimeout: UInt64
+    /// From the first byte of a request's head to the end of its body, at most.
+    var requestTimeout: UInt64
+    /// The same for a route that allows bodies beyond the server's default (an upload).
+    var uploadTimeout: UInt64
 
     init(_ server: ServerConfiguration) {
         limits = server.limits
@@ -26,6 +32,9 @@ struct ConnectionConfiguration: Sendable {
         writeTimeout = server.writeTimeout.nanoseconds
         lingerTimeout = server.lingerTimeout.nanoseconds
         admissionThreshold = server.admissionThreshold
+        bodyStallTimeout = server.bodyStallTimeout.nanoseconds
+        requestTimeout = server.requestTimeout.nanoseconds
+        uploadTimeout = server.uploadTimeout.nanoseconds
     }
 }
 

@@ -41,9 +41,9 @@ struct ConnectionStateMachine {
     private enum State {
         /// Waiting for (the rest of) a request head; `since` is the first byte's arrival or nil when idle.
         case head(since: UInt64?)
-        case body(RequestHead, BodyReader, since: UInt64)
+        case body(RequestHead, BodyReader, BodyTimes)
         /// The head is with the shell for admission; the body waits (unread) until it answers.
-        case admitting(RequestHead, BodyReader, since: UInt64)
+        case admitting(RequestHead, BodyReader, BodyTimes)
         /// A request (or a rejection) is with the shell; `close` forces the connection to end after it.
         case responding(RequestHead?, close: Bool)
         /// The final response is being written.
@@ -51,6 +51,14 @@ struct ConnectionStateMachine {
         /// Our side is shut for writing; discarding input until EOF or the deadline.
         case lingering(until: UInt64)
         case closed
+    }
+
+    /// When a body began, when its last bytes came, and when its request must be complete.
+    private struct BodyTimes {
+        var since: UInt64
+        var progressAt: UInt64
+        /// The request's absolute deadline, from the first byte of its head.
+        let endBy: UInt64
     }
 
     private enum BodyReader {
@@ -111,12 +119,14 @@ struct ConnectionStateMachine {
         case .head(let since):
             if let since { return since + configuration.headerTimeout }
             return idleSince + configuration.idleTimeout
-        case .body(_, let reader, let since):
+        case .body(_, let reader, let times):
             let received: Int
             switch reader {
             case .length(_, let body), .chunked(_, let body): received = body.count
             }
-            return since + configuration.bodyGrace + UInt64(received) * 1_000_000_000 / configuration.minBodyBytesPerSecond
+            // The slowest of: a minimum rate, a pause in the bytes, the request's absolute deadline.
+            return min(times.since + configuration.bodyGrace + UInt64(received) * 1_000_000_000 / configuration.minBodyBytesPerSecond,
+                       times.progressAt + configuration.bodyStallTimeout, times.endBy)
         case .admitting: return nil
         case .writing(_, let progressAt): return progressAt + configuration.writeTimeout
         case .lingering(let until): return until
@@ -244,8 +254,8 @@ struct ConnectionStateMachine {
 
     /// The shell admitted the request of `.admit`: its body is read now.
     mutating func admitted(now: UInt64) -> Action {
-        guard case .admitting(let head, let reader, _) = state else { return .none }
-        state = .body(head, reader, since: now)
+        guard case .admitting(let head, let reader, let times) = state else { return .none }
+        state = .body(head, reader, BodyTimes(since: now, progressAt: now, endBy: times.endBy))
         if head.expectContinue, buffered == 0 { return .sendContinue }
         return processBuffer(now: now)
     }
@@ -290,25 +300,30 @@ struct ConnectionStateMachine {
                 return reject(error)
             case .complete(let head, let consumed):
                 offset = consumed
+                var started = now
+                if case .head(let since?) = state { started = since }
                 switch head.framing {
                 case .none:
                     // No body, so no limit to look up (it matches the route a second time).
                     return dispatch(Request(head: head))
                 case .contentLength(let length):
-                    if length > bodyLimit(head) { return reject(.bodyTooLarge, head: head) }
+                    let limit = bodyLimit(head)
+                    if length > limit { return reject(.bodyTooLarge, head: head) }
                     var body: [UInt8] = []
                     body.reserveCapacity(min(length, 1 << 20))
-                    state = .body(head, .length(remaining: length, body: body), since: now)
+                    state = .body(head, .length(remaining: length, body: body), bodyTimes(started: started, now: now, limit: limit))
                 case .chunked:
-                    state = .body(head, .chunked(ChunkedDecoder(maxBodyBytes: bodyLimit(head), limits: configuration.limits), body: []), since: now)
+                    let limit = bodyLimit(head)
+                    state = .body(head, .chunked(ChunkedDecoder(maxBodyBytes: limit, limits: configuration.limits), body: []),
+                                  bodyTimes(started: started, now: now, limit: limit))
                 }
-                if case .body(_, let reader, _) = state, reader.mayExceed(configuration.admissionThreshold), needsAdmission(head) {
+                if case .body(_, let reader, let times) = state, reader.mayExceed(configuration.admissionThreshold), needsAdmission(head) {
                     // Kept unread: bytes of the body already here wait in the buffer.
                     if offset < input.count {
                         buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[offset...]))
                         offset = input.count
                     }
-                    state = .admitting(head, reader, since: now)
+                    state = .admitting(head, reader, times)
                     return .admit(head)
                 }
                 if head.expectContinue, offset == input.count {
@@ -316,7 +331,8 @@ struct ConnectionStateMachine {
                 }
             }
         }
-        guard case .body(let head, var reader, let since) = state else { return .none }
+        guard case .body(let head, var reader, var times) = state else { return .none }
+        if offset < input.count { times.progressAt = now }
         state = .closed  // while `reader` is being mutated outside the enum, to keep its buffer unique
         let rest = UnsafeRawBufferPointer(rebasing: input[offset...])
         switch reader {
@@ -348,8 +364,16 @@ struct ConnectionStateMachine {
                 return reject(error, head: head)
             }
         }
-        state = .body(head, reader, since: since)
+        state = .body(head, reader, times)
         return .none
+    }
+
+    /// A body's times: it begins now, and its request must be complete by the request timeout
+    /// from the head's first byte (the upload timeout for a route that allows more than the
+    /// server's default body).
+    private func bodyTimes(started: UInt64, now: UInt64, limit: Int) -> BodyTimes {
+        let timeout = limit > configuration.limits.maxBodyBytes ? configuration.uploadTimeout : configuration.requestTimeout
+        return BodyTimes(since: now, progressAt: now, endBy: started + timeout)
     }
 
     private mutating func dispatch(_ request: Request) -> Action {

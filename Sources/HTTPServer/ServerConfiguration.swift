@@ -18,6 +18,12 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeout: Duration = .seconds(75)
     public var bodyTimeoutGrace: Duration = .seconds(10)
     public var minBodyBytesPerSecond: Int = 1024
+    /// A body whose bytes stop coming for this long is cut with `408`.
+    public var bodyStallTimeout: Duration = .seconds(10)
+    /// A request must have arrived whole (head and body) this long after its first byte.
+    public var requestTimeout: Duration = .seconds(60)
+    /// The same for an upload (a route that allows a body beyond `limits.maxBodyBytes`).
+    public var uploadTimeout: Duration = .seconds(900)
     public var writeTimeout: Duration = .seconds(60)
     public var lingerTimeout: Duration = .seconds(2)
     /// A route with an admission check (authentication) runs it from the request head before

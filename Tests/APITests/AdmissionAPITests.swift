@@ -59,3 +59,52 @@ struct AdmissionAPITests {
         #expect(answer?.hasPrefix("HTTP/1.1 401") == true)
     }
 }
+
+/// Bodies that stall, and requests that dribble, against the real server.
+@Suite(.liveServer("bodytimeouts") { configuration in
+    configuration.server.bodyStallTimeout = .seconds(1)
+    configuration.server.requestTimeout = .seconds(3)
+})
+struct BodyTimeoutAPITests {
+    let server: TestServer
+    init() throws { server = try #require(TestServer.current) }
+
+    /// Sends `head`, then one byte of body every `interval` seconds; the answer and when it came.
+    func dribble(interval: Double) throws -> (answer: String, seconds: Double) {
+        let fd = try HTTPClient.connect(port: server.port)
+        defer { close(fd) }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        let head = "POST /users/signin HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+        _ = head.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        let start = ContinuousClock.now
+        var nextByte = start
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while ContinuousClock.now - start < .seconds(10) {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count > 0 {
+                let elapsed = ContinuousClock.now - start
+                return (String(decoding: buffer[..<count], as: UTF8.self),
+                        Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            }
+            if interval > 0, ContinuousClock.now >= nextByte {
+                _ = send(fd, "{", 1, Int32(MSG_NOSIGNAL))
+                nextByte = nextByte + .milliseconds(Int(interval * 1000))
+            }
+            usleep(20_000)
+        }
+        return ("", 10)
+    }
+
+    @Test func aStalledBodyIsCutWith408() throws {
+        let (answer, seconds) = try dribble(interval: 0)
+        #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer.prefix(60))")
+        #expect(answer.contains("body_timeout"))
+        #expect(seconds >= 0.9 && seconds < 5, "\(seconds) s")
+    }
+
+    @Test func aBodyThatDribblesIsCutAtTheRequestDeadline() throws {
+        let (answer, seconds) = try dribble(interval: 0.3)
+        #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer.prefix(60))")
+        #expect(seconds >= 2.5 && seconds < 7, "\(seconds) s")
+    }
+}

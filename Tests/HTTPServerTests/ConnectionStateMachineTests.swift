@@ -675,3 +675,54 @@ private func get(_ path: String, _ extra: String = "") -> String {
         #expect(m.admitted(now: 1) == .sendContinue)
     }
 }
+
+/// Bodies that stall, and requests that take too long in all.
+@Suite struct BodyDeadlineTests {
+    private func slowBodies(bodyLimit: Int = 1 << 20) -> ConnectionStateMachine {
+        ConnectionStateMachine(configuration: configuration { server in
+            server.bodyTimeoutGrace = .seconds(100)  // out of the way: the rate rule is tested elsewhere
+            server.bodyStallTimeout = .seconds(10)
+            server.requestTimeout = .seconds(20)
+            server.uploadTimeout = .seconds(40)
+        }, now: 0, bodyLimit: { _ in bodyLimit })
+    }
+
+    private func isTimeout(_ action: ConnectionStateMachine.Action) -> Bool {
+        if case .reject(let error) = action { return error.status == .requestTimeout }
+        return false
+    }
+
+    @Test func aBodyThatStopsComingIsCutAfterTenSeconds() {
+        var m = slowBodies()
+        #expect(m.receive("POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\n0123456789", at: 0) == .none)
+        #expect(m.receive("0123456789", at: 5 * second) == .none)
+        #expect(m.deadline == 15 * second, "ten seconds after the last bytes")
+        #expect(m.timeout(now: 15 * second - 1) == .none)
+        #expect(isTimeout(m.timeout(now: 15 * second)))
+    }
+
+    @Test func aRequestThatDribblesIsCutAtItsAbsoluteDeadline() {
+        var m = slowBodies()
+        #expect(m.receive("POST /x HTTP/1.1\r\n", at: 0) == .none)
+        #expect(m.receive("Host: h\r\nContent-Length: 100\r\n\r\n", at: 4 * second) == .none)
+        var now: UInt64 = 4 * second
+        while now < 20 * second {
+            #expect(m.receive("x", at: now) == .none)
+            now += 5 * second
+        }
+        // Never silent for ten seconds, but 20 s after its first byte the request is cut.
+        #expect(m.deadline == 20 * second)
+        #expect(isTimeout(m.timeout(now: 20 * second)))
+    }
+
+    @Test func anUploadRouteHasTheLongerDeadline() {
+        var m = slowBodies(bodyLimit: 10 << 20)
+        #expect(m.receive("POST /upload HTTP/1.1\r\nHost: h\r\nContent-Length: 2000000\r\n\r\n", at: 0) == .none)
+        var now: UInt64 = 0
+        while now < 35 * second {
+            #expect(m.receive("x", at: now) == .none)
+            now += 5 * second
+        }
+        #expect(m.deadline == 40 * second)
+    }
+}
