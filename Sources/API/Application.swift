@@ -31,7 +31,10 @@ public final class Application: Sendable {
         // The metrics exist before the server so that the route serving them can be in its table.
         let metrics = HTTPMetrics()
         let pipelines = configuration.databasePipelining ? Pipelines(configuration: database.pool.configuration, logger: logger) : nil
-        server = HTTPServer(configuration: configuration.server,
+        var serverConfiguration = configuration.server
+        // A trusted proxy carries many clients: no per-address cap on its connections.
+        serverConfiguration.unlimitedAddresses.formUnion(configuration.trustedProxies)
+        server = HTTPServer(configuration: serverConfiguration,
                             router: Application.routes(database: database, accounts: accounts, images: images, hashing: hashing, metrics: metrics,
                                                        trustedProxies: configuration.trustedProxies, pipelines: pipelines,
                                                        servesMetrics: configuration.metricsListen == nil),

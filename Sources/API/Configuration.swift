@@ -91,6 +91,16 @@ public struct Configuration: Sendable {
                help: "open connections beyond which new ones get 503", defaultValue: { String($0.server.maxConnections) }) { config, value throws(ConfigurationError) in
             config.server.maxConnections = try integer(value, "--max-connections", 1...1_000_000)
         },
+        Option(flag: "--max-connections-per-address", environment: "EXOSPHERE_MAX_CONNECTIONS_PER_ADDRESS", placeholder: "N",
+               help: "open connections from one client address beyond which new ones get 503 (0: no limit; trusted proxies are exempt)",
+               defaultValue: { String($0.server.maxConnectionsPerAddress) }) { config, value throws(ConfigurationError) in
+            config.server.maxConnectionsPerAddress = try integer(value, "--max-connections-per-address", 0...1_000_000)
+        },
+        Option(flag: "--max-buffered-body-bytes", environment: "EXOSPHERE_MAX_BUFFERED_BODY_BYTES", placeholder: "BYTES",
+               help: "request body bytes held at once by the whole server; a body past it gets 503",
+               defaultValue: { String($0.server.maxBufferedBodyBytes) }) { config, value throws(ConfigurationError) in
+            config.server.maxBufferedBodyBytes = try integer(value, "--max-buffered-body-bytes", (1 << 20)...(1 << 40))
+        },
         Option(flag: "--descriptor-reserve", environment: "EXOSPHERE_DESCRIPTOR_RESERVE", placeholder: "N",
                help: "file descriptors kept out of --max-connections for the database, files and logs (the open-file limit is raised to its hard limit at start)",
                defaultValue: { String($0.server.descriptorReserve) }) { config, value throws(ConfigurationError) in

@@ -252,6 +252,34 @@ struct ConnectionStateMachine {
         }
     }
 
+    /// The body bytes this request will hold once read: its `Content-Length` (the body buffer is
+    /// reserved for it), or what a chunked body has so far; 0 outside a body.
+    var expectedBodyBytes: Int {
+        switch state {
+        case .body(_, let reader, _), .admitting(_, let reader, _):
+            switch reader {
+            case .length(let remaining, let body): return body.count + remaining
+            case .chunked(_, let body): return body.count
+            }
+        default:
+            return 0
+        }
+    }
+
+    /// The shell cannot hold this request's body (the server's bodies are at their cap): answer it
+    /// with `respond`; the connection closes after, with the body unread.
+    mutating func bodyRefused() {
+        switch state {
+        case .body(let head, _, _), .admitting(let head, _, _):
+            parser.reset()
+            buffer = []
+            bufferStart = 0
+            state = .responding(head, close: true)
+        default:
+            return
+        }
+    }
+
     /// The shell admitted the request of `.admit`: its body is read now.
     mutating func admitted(now: UInt64) -> Action {
         guard case .admitting(let head, let reader, let times) = state else { return .none }
@@ -263,11 +291,8 @@ struct ConnectionStateMachine {
     /// The shell refused the request of `.admit`; answer it with `respond`. The unread body
     /// leaves the connection unusable, so it closes after the answer.
     mutating func refused() {
-        guard case .admitting(let head, _, _) = state else { return }
-        parser.reset()
-        buffer = []
-        bufferStart = 0
-        state = .responding(head, close: true)
+        guard case .admitting = state else { return }
+        bodyRefused()
     }
 
     // MARK: - Parsing

@@ -233,6 +233,14 @@ final class EventLoop: @unchecked Sendable {
                 System.close(fd)
                 continue
             }
+            let address = System.peerAddress(fd)
+            guard shared.reserve(address: address) else {
+                // This client has its share of connections already.
+                shared.releaseConnection()
+                _ = try? System.write(fd, shared.overloadedResponse.withUnsafeBytes { $0 })
+                System.close(fd)
+                continue
+            }
             System.setNoDelay(fd)
             let generation = nextGeneration
             nextGeneration &+= 1
@@ -240,6 +248,7 @@ final class EventLoop: @unchecked Sendable {
             let connection = Connection(fd: fd, generation: generation,
                                         machine: ConnectionStateMachine(configuration: connectionConfiguration, now: System.now(),
                                                                         bodyLimit: shared.bodyLimit, needsAdmission: shared.needsAdmission))
+            connection.remoteAddress = address
             let slot = Int(fd)
             if slot >= connections.count { connections.append(contentsOf: repeatElement(nil, count: slot - connections.count + 1)) }
             connections[slot] = connection
@@ -314,6 +323,13 @@ final class EventLoop: @unchecked Sendable {
         while !connection.closed {
             switch next {
             case .none:
+                if connection.machine.expectedBodyBytes > connection.reservedBodyBytes, !reserveBody(connection) {
+                    connection.machine.bodyRefused()
+                    connection.startRequest(id: nextRequestID(from: nil), method: "-", route: nil, now: System.now())
+                    next = finish(Problem.serviceUnavailable(detail: "The server holds too many request bodies; try again shortly.")
+                        .response(), on: connection)
+                    continue
+                }
                 updateInterest(connection)
                 return
             case .sendContinue:
@@ -434,6 +450,9 @@ final class EventLoop: @unchecked Sendable {
         guard !connection.closed else { return }
         connection.closed = true
         connection.cancellation?.cancel()
+        shared.releaseBodyBytes(connection.reservedBodyBytes)
+        connection.reservedBodyBytes = 0
+        if let address = connection.remoteAddress { shared.release(address: address) }
         connection.file = nil
         System.close(connection.fd)
         connections[Int(connection.fd)] = nil
@@ -583,7 +602,19 @@ final class EventLoop: @unchecked Sendable {
         perform(finish(response, on: connection), on: connection)
     }
 
+    /// Reserves the rest of the body the connection's request announced (or has sent so far,
+    /// chunked) against the server's cap on bodies held at once; false past the cap.
+    private func reserveBody(_ connection: Connection) -> Bool {
+        let wanted = connection.machine.expectedBodyBytes
+        guard shared.reserveBodyBytes(wanted - connection.reservedBodyBytes) else { return false }
+        connection.reservedBodyBytes = wanted
+        return true
+    }
+
     private func finish(_ response: Response, on connection: Connection) -> ConnectionStateMachine.Action {
+        // The request's body is no longer held once it is answered.
+        shared.releaseBodyBytes(connection.reservedBodyBytes)
+        connection.reservedBodyBytes = 0
         connection.cancellation = nil
         var response = response
         response.headers.replaceOrAdd(name: "X-Request-Id", value: connection.requestID)
@@ -623,6 +654,8 @@ final class Connection {
     var remoteAddress: String?
     /// The cancellation of the request being answered off the loop, if any.
     var cancellation: Cancellation?
+    /// Bytes of the server's body cap this connection's request holds.
+    var reservedBodyBytes = 0
     // The request being answered, for the access log.
     var requestID = ""
     var method = "-"

@@ -32,6 +32,13 @@ public struct ServerConfiguration: Sendable {
     /// Open connections beyond which new ones get a fast `503` and are closed. Lowered at start
     /// to the open-file limit less `descriptorReserve` when that is smaller.
     public var maxConnections: Int = 10_000
+    /// Open connections from one client address beyond which new ones get a fast `503` (0: no
+    /// limit); `unlimitedAddresses` (trusted proxies, which carry many clients) are exempt.
+    public var maxConnectionsPerAddress: Int = 256
+    public var unlimitedAddresses: Set<String> = []
+    /// Request body bytes the whole server holds at once (being read, or with their handlers);
+    /// a body that would take it past this is refused with `503`.
+    public var maxBufferedBodyBytes: Int = 256 << 20
     /// File descriptors kept out of `maxConnections` for everything else the process opens:
     /// database connections, image files, epoll and eventfd descriptors, logs (at most a quarter
     /// of the open-file limit).

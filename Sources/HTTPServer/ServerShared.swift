@@ -15,6 +15,10 @@ final class ServerShared: Sendable {
     /// `configuration.maxConnections`, or less where the open-file limit leaves less room.
     let maxConnections: Int
     private let openConnections = Atomic<Int>(0)
+    /// Open connections by client address, for `maxConnectionsPerAddress`.
+    private let connectionsByAddress = Mutex<[String: Int]>([:])
+    /// Body bytes reserved by all connections, for `maxBufferedBodyBytes`.
+    private let bufferedBodyBytes = Atomic<Int>(0)
     /// Accept failures for lack of descriptors: when the last was logged, and how many since.
     private let exhaustion = Mutex<(loggedAt: UInt64?, unlogged: Int)>((nil, 0))
     /// At most one log line per this interval about running out of descriptors.
@@ -43,7 +47,7 @@ final class ServerShared: Sendable {
                                          queueLimit: configuration.workerQueueLimit)
         metrics.attach(workers: workers)
         var bytes: [UInt8] = []
-        var response = Problem.serviceUnavailable(detail: "The server has too many open connections.").response()
+        var response = Problem.serviceUnavailable(detail: "The server, or this client, has too many open connections.").response()
         response.headers.add(name: "X-Request-Id", value: "-")
         ResponseSerializer.serialize(response, requestMethod: .get, keepAlive: false,
                                      date: HTTPDate.format(secondsSinceEpoch: System.wallClockSeconds()), into: &bytes)
@@ -79,6 +83,44 @@ final class ServerShared: Sendable {
         metrics.connectionOpened()
         return true
     }
+
+    /// Counts a connection from `address`; false (nothing counted) when that address has its
+    /// share of connections already.
+    func reserve(address: String) -> Bool {
+        let limit = configuration.maxConnectionsPerAddress
+        guard limit > 0, !configuration.unlimitedAddresses.contains(address) else { return true }
+        return connectionsByAddress.withLock { counts in
+            let open = counts[address, default: 0]
+            guard open < limit else { return false }
+            counts[address] = open + 1
+            return true
+        }
+    }
+
+    func release(address: String) {
+        let limit = configuration.maxConnectionsPerAddress
+        guard limit > 0, !configuration.unlimitedAddresses.contains(address) else { return }
+        connectionsByAddress.withLock { counts in
+            let open = counts[address, default: 1] - 1
+            counts[address] = open > 0 ? open : nil
+        }
+    }
+
+    /// Reserves `bytes` more of request bodies held at once; false (nothing reserved) past the cap.
+    func reserveBodyBytes(_ bytes: Int) -> Bool {
+        let total = bufferedBodyBytes.add(bytes, ordering: .relaxed).newValue
+        if total > configuration.maxBufferedBodyBytes {
+            bufferedBodyBytes.subtract(bytes, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    func releaseBodyBytes(_ bytes: Int) {
+        if bytes > 0 { bufferedBodyBytes.subtract(bytes, ordering: .relaxed) }
+    }
+
+    var bodyBytesBuffered: Int { bufferedBodyBytes.load(ordering: .relaxed) }
 
     func releaseConnection() {
         openConnections.subtract(1, ordering: .relaxed)

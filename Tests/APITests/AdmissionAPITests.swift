@@ -108,3 +108,64 @@ struct BodyTimeoutAPITests {
         #expect(seconds >= 2.5 && seconds < 7, "\(seconds) s")
     }
 }
+
+/// The server's caps on connections per client address and on request bodies held at once.
+@Suite(.liveServer("caps") { configuration in
+    configuration.server.maxConnectionsPerAddress = 5
+    configuration.server.maxBufferedBodyBytes = 2 << 20
+}, .serialized)
+struct ServerCapsAPITests {
+    let server: TestServer
+    init() throws { server = try #require(TestServer.current) }
+
+    @Test func oneAddressGetsItsShareOfConnections() throws {
+        var held = try (0..<5).map { _ in try HTTPClient.connect(port: server.port) }
+        defer { held.forEach { close($0) } }
+        usleep(100_000)
+        let refused = try server.send("GET", "/healthz")
+        #expect(refused.status == 503)
+        #expect(refused.code == "overloaded")
+        close(held.removeLast())
+        var status = 0
+        for _ in 0..<50 where status != 200 {
+            status = (try? server.send("GET", "/healthz").status) ?? 0
+            if status != 200 { usleep(20_000) }
+        }
+        #expect(status == 200, "a freed connection makes room")
+        server.acceptServerErrors(503)
+    }
+
+    @Test func bodiesHeldAtOnceAreCappedServerWide() throws {
+        let account = try server.register()
+        /// Opens an upload of `size` bytes and sends its head and first 64 KiB.
+        func startUpload(_ size: Int) throws -> Int32 {
+            let fd = try HTTPClient.connect(port: server.port)
+            let head = "POST /users/me/images HTTP/1.1\r\nHost: h\r\nContent-Type: image/png\r\nContent-Length: \(size)\r\n"
+                + "Authorization: Bearer \(account.token)\r\nConnection: close\r\n\r\n"
+            let first = Array(head.utf8) + ImageScenarios.png(size: size).prefix(64 * 1024)
+            _ = first.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            return fd
+        }
+        let first = try startUpload(1_500_000)
+        defer { close(first) }
+        usleep(300_000)  // admitted, and its 1.5 MB reserved
+        let second = try startUpload(1_000_000)
+        defer { close(second) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(second, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let count = recv(second, &buffer, buffer.count, 0)
+        let answer = count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : ""
+        #expect(answer.hasPrefix("HTTP/1.1 503"), "\(answer.prefix(80))")
+        #expect(answer.contains("Retry-After"))
+        // The first upload goes on, and once it is answered its bytes are free again.
+        let rest = Array(ImageScenarios.png(size: 1_500_000).dropFirst(64 * 1024))
+        _ = rest.withUnsafeBytes { send(first, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        setsockopt(first, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let firstCount = recv(first, &buffer, buffer.count, 0)
+        #expect(firstCount > 0 && String(decoding: buffer[..<max(0, firstCount)], as: UTF8.self).hasPrefix("HTTP/1.1 201"))
+        let again = try ImageScenarios.upload(server, account.token, "image/png", ImageScenarios.png(size: 1_000_000))
+        #expect(again.status == 201)
+        server.acceptServerErrors(503)
+    }
+}

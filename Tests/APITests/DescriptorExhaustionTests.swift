@@ -39,13 +39,16 @@ import Testing
         let port = try MultiInstanceTests.Deployment.listeningPort(child)
         #expect(child.stderr.contains("max connections lowered to fit the open-file limit"))
         #expect(child.stderr.contains("connections.max=150"))
-        let held = try Self.connect(150, port: port)
+        var held = try Self.connect(150, port: port)
+        // Closed exactly once: this process also runs other suites' servers, whose sockets may
+        // take a number again as soon as it is free, and a second close would close theirs.
         defer { held.forEach { close($0) } }
         // The next one is over the cap: a fast 503 and a close, not a hang.
         let refused = try HTTPClient.send(port: port, method: "GET", target: "/healthz", headers: [], body: nil)
         #expect(refused.status == 503)
         #expect(refused.code == "overloaded")
         held.forEach { close($0) }
+        held = []
         var healthy = false
         for _ in 0..<100 where !healthy {
             healthy = (try? HTTPClient.send(port: port, method: "GET", target: "/healthz", headers: [], body: nil))?.status == 200
@@ -62,7 +65,7 @@ import Testing
         let child = try Self.serve("exhausted", nofile: "128:128", extra: ["--descriptor-reserve", "0"])
         let port = try MultiInstanceTests.Deployment.listeningPort(child)
         let exhaustedSince = ContinuousClock.now
-        let held = try Self.connect(300, port: port)
+        var held = try Self.connect(300, port: port)
         defer { held.forEach { close($0) } }
         usleep(300_000)  // the server meets EMFILE
         let cpuBefore = try Self.cpuSeconds(child.pid)
@@ -76,6 +79,7 @@ import Testing
         #expect(lines.first?.contains("EMFILE") == true || lines.first?.contains("Too many open files") == true)
         // Freed descriptors are used again at once, backlog first.
         held.forEach { close($0) }
+        held = []
         var healthy = false
         for _ in 0..<200 where !healthy {
             healthy = (try? HTTPClient.send(port: port, method: "GET", target: "/healthz", headers: [], body: nil))?.status == 200

@@ -93,10 +93,10 @@ struct ThrottleRetryTests {
         #expect(locked?.code == .tooManyAttempts)
         let wait = try #require(locked?.retryAfter)
         #expect(wait >= 1 && wait <= 60)
-        // Two seconds left of the lock.
+        // Four seconds left of the lock.
         let moved = try server.withDatabase { connection in
             try connection.execute("""
-                UPDATE auth_throttles SET window_start = now() - interval '58 seconds' WHERE key LIKE \("signin:pair:" + email.lowercased() + " %")
+                UPDATE auth_throttles SET window_start = now() - interval '56 seconds' WHERE key LIKE \("signin:pair:" + email.lowercased() + " %")
                 """)
         }
         #expect(moved == 1)
