@@ -93,7 +93,10 @@ struct ThrottleRetryTests {
         #expect(locked?.code == .tooManyAttempts)
         let wait = try #require(locked?.retryAfter)
         #expect(wait >= 1 && wait <= 60)
-        // Four seconds left of the lock.
+        let patient = try server.client()
+        let throttled = try await server.requests("POST", "/users/signin", 429)
+        // Four seconds left of the lock, and the patient client's first attempt follows at once
+        // (no suspension point between them).
         let moved = try server.withDatabase { connection in
             try connection.execute("""
                 UPDATE auth_throttles SET window_start = now() - interval '56 seconds' WHERE key LIKE \("signin:pair:" + email.lowercased() + " %")
@@ -102,8 +105,6 @@ struct ThrottleRetryTests {
         #expect(moved == 1)
 
         // The default policy waits those seconds and signs in.
-        let patient = try server.client()
-        let throttled = try await server.requests("POST", "/users/signin", 429)
         try await patient.signIn(email: email, password: password)
         #expect(try await server.requests("POST", "/users/signin", 429) >= throttled + 1, "it was refused first")
     }
