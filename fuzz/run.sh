@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
-# Builds the request-parser fuzzer (libFuzzer + AddressSanitizer) straight from the sources and
-# runs it. Usage: fuzz/run.sh SECONDS. Exits non-zero if the fuzzer found a crash.
+# Builds the libFuzzer targets (with AddressSanitizer) straight from the sources and runs each for
+# SECONDS: the request parser (with chunked bodies, multipart bodies and Range headers), the JSON
+# parser, and image inspection. Usage: fuzz/run.sh SECONDS [http|json|image ...] (default: all).
+# Exits non-zero if a fuzzer found a crash; reproducers are left in fuzz/artifacts/.
 #
-# The compile holds the shared build lock; the run does not, and is niced. lld, because gold
-# warns about every ASan symbol it cannot export.
+# Each target's seeds are in the repository (the http ones below, the others in fuzz/seeds/); a
+# run's corpus grows in fuzz/corpus/<target>/. The compiles hold the shared build lock; the runs
+# do not, and are niced. lld, because gold warns about every ASan symbol it cannot export.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds="${1:?usage: fuzz/run.sh SECONDS}"
-mkdir -p fuzz/corpus fuzz/artifacts
+seconds="${1:?usage: fuzz/run.sh SECONDS [http|json|image ...]}"
+shift
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(http json image)
+mkdir -p fuzz/corpus/http fuzz/corpus/json fuzz/corpus/image fuzz/artifacts
 
-flock /tmp/exo-build.lock swiftc -sanitize=fuzzer,address -parse-as-library -O -use-ld=lld -module-name HTTP \
-    Sources/HTTP/*.swift fuzz/ParserFuzzer.swift -o fuzz/parser-fuzzer
+build() { # name module sources...
+    local name=$1 module=$2
+    shift 2
+    flock /tmp/exo-build.lock swiftc -sanitize=fuzzer,address -parse-as-library -O -use-ld=lld -module-name "$module" \
+        "$@" -o "fuzz/$name-fuzzer"
+}
+# Image inspection is pure: the inspector and what it reads with, without the storages.
+image_sources=(Sources/Images/ImageInspector*.swift Sources/Images/ImageFormat*.swift Sources/Images/ByteReader.swift
+               Sources/Images/ISOBox.swift Sources/Images/CRC32.swift Sources/Images/ImageInfo.swift
+               Sources/Images/ImageLimits.swift Sources/Images/ImageError.swift)
 
-seed() { printf '%b' "$2" > "fuzz/corpus/seed-$1"; }
+seed() { printf '%b' "$2" > "fuzz/corpus/http/seed-$1"; }
 seed get 'GET / HTTP/1.1\r\nHost: example.com\r\n\r\n'
 seed query 'GET /a/b?x=1&y=2 HTTP/1.1\r\nHost: h\r\nAccept: */*\r\n\r\n'
 seed http10 'GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n'
@@ -30,12 +44,24 @@ seed fold 'GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n b\r\n\r\n'
 seed multipart '--xb\r\nContent-Disposition: form-data; name="f"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n\x89PNG\r\n--xb--\r\n'
 seed range 'bytes=0-9'
 
+cp fuzz/seeds/json/* fuzz/corpus/json/
+cp fuzz/seeds/images/* fuzz/corpus/image/
+
 # libFuzzer, not the Swift runtime's backtracer, must handle the crash signal.
 export SWIFT_BACKTRACE=enable=no
 status=0
-nice -n 10 fuzz/parser-fuzzer fuzz/corpus -dict=fuzz/http.dict -max_total_time="$seconds" -max_len=1024 -timeout=10 \
-    -artifact_prefix=fuzz/artifacts/ -print_final_stats=1 || status=$?
-if [ "$status" -ne 0 ]; then
-    echo "fuzz/run.sh: the fuzzer failed (exit $status); reproducers are in fuzz/artifacts/" >&2
-fi
-exit "$status"
+for target in "${targets[@]}"; do
+    case "$target" in
+        http) build parser HTTP Sources/HTTP/*.swift fuzz/ParserFuzzer.swift; binary=fuzz/parser-fuzzer; options=(-dict=fuzz/http.dict -max_len=1024) ;;
+        json) build json JSON Sources/JSON/*.swift fuzz/JSONFuzzer.swift; binary=fuzz/json-fuzzer; options=(-max_len=2048) ;;
+        image) build image Images "${image_sources[@]}" fuzz/ImageFuzzer.swift; binary=fuzz/image-fuzzer; options=(-max_len=4096) ;;
+        *) echo "fuzz/run.sh: unknown target $target" >&2; exit 2 ;;
+    esac
+    echo "fuzz/run.sh: $target for $seconds s"
+    nice -n 10 "$binary" "fuzz/corpus/$target" "${options[@]}" -max_total_time="$seconds" -timeout=10 \
+        -artifact_prefix="fuzz/artifacts/$target-" -print_final_stats=1 || status=$?
+    if [ "$status" -ne 0 ]; then
+        echo "fuzz/run.sh: the $target fuzzer failed (exit $status); reproducers are in fuzz/artifacts/" >&2
+        exit "$status"
+    fi
+done

@@ -107,6 +107,7 @@ public final class Application: Sendable {
         logger.notice("shutting down", ["drain.seconds": String(configuration.server.drainTimeout.components.seconds)])
         server.shutdown()
         metricsServer?.shutdown()
+        images.shutdown()
         hashing.shutdown()
         accounts.shutdown()
         database.shutdown()

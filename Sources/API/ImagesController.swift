@@ -124,6 +124,8 @@ struct ImagesController: Sendable {
         switch try images.content(of: image, offset: offset, length: length) {
         case .bytes(let bytes):
             response.body = bytes
+        case .chunks(let first, let id, let offset, let length):
+            response.file = ImageChunks(images: images, id: id, offset: offset, length: length, first: first)
         case .file(let file, let offset, let length):
             response.file = try FileRegion(file, offset: offset, length: length)
         }

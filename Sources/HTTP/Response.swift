@@ -1,15 +1,16 @@
 /// A response as a handler builds it; the serializer adds framing (`Content-Length`, `Date`, `Connection`).
 ///
 /// The body is either `body` (bytes in memory) or `file` (a region of an open file the server
-/// writes with `sendfile`); setting one clears the other, so the last one set wins.
+/// writes with `sendfile`, or a stream it pulls chunk by chunk); setting one clears the other, so
+/// the last one set wins.
 public struct Response: Sendable {
     public var status: HTTPStatus
     public var headers: HTTPHeaders
     public var body: [UInt8] {
         didSet { if !body.isEmpty { file = nil } }
     }
-    /// A body taken from a file instead of `body`; dropping the response closes the file.
-    public var file: (any ResponseFile)? {
+    /// A body taken from a file or a stream instead of `body`; dropping the response releases it.
+    public var file: (any ResponseBodySource)? {
         didSet { if file != nil { body = [] } }
     }
 

@@ -19,7 +19,7 @@ struct ConnectionStateMachine {
         /// Answer with this error (through `respond`), then close.
         case reject(HTTPParseError)
         /// Write these bytes, then the file region if there is one, then call `writeCompleted`.
-        case write([UInt8], file: (any ResponseFile)?, close: Bool)
+        case write([UInt8], file: (any ResponseBodySource)?, close: Bool)
         /// Half-close (`shutdown(SHUT_WR)`) and keep reading and discarding until EOF or the linger deadline.
         case closeWrite
         /// Close the socket now.

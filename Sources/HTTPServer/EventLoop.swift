@@ -347,7 +347,7 @@ final class EventLoop: @unchecked Sendable {
                 // Nothing is queued after a response until it is written, so the file follows these bytes.
                 if let file {
                     connection.file = file
-                    connection.fileOffset = file.offset
+                    connection.fileOffset = (file as? ResponseFile)?.offset ?? 0
                     connection.fileRemaining = file.length
                 }
                 connection.awaitingFinalFlush = true
@@ -394,7 +394,8 @@ final class EventLoop: @unchecked Sendable {
     /// Sends up to `fileChunk` bytes of the file body; nil once it is all sent (and closed),
     /// otherwise what to do now (wait for `EPOLLOUT`, or close).
     private func sendFile(_ connection: Connection) -> ConnectionStateMachine.Action? {
-        guard let file = connection.file else { return nil }
+        if let stream = connection.file as? ResponseStream { return pull(stream, for: connection) }
+        guard let file = connection.file as? ResponseFile else { return nil }
         var budget = EventLoop.fileChunk
         while connection.fileRemaining > 0 {
             guard budget > 0 else {
@@ -429,6 +430,48 @@ final class EventLoop: @unchecked Sendable {
         }
         connection.file = nil
         return nil
+    }
+
+    /// The size of the chunks a stream body is asked for: what one connection holds at most.
+    static let streamChunk = 256 * 1024
+
+    /// Asks a stream body for its next chunk, once what was written before has gone; nil once the
+    /// whole body is out.
+    private func pull(_ stream: any ResponseStream, for connection: Connection) -> ConnectionStateMachine.Action? {
+        guard connection.fileRemaining > 0 else {
+            connection.file = nil
+            return nil
+        }
+        if !connection.awaitingChunk {
+            connection.awaitingChunk = true
+            let token = connection.token
+            stream.next(maxBytes: min(EventLoop.streamChunk, connection.fileRemaining)) { [self] result in
+                execute { [self] in received(result, token: token) }
+            }
+        }
+        // The write deadline holds while the chunk is being made: a stalled source ends the connection.
+        updateInterest(connection)
+        return ConnectionStateMachine.Action.none
+    }
+
+    /// A stream's chunk (or its failure), on the loop.
+    private func received(_ chunk: Result<[UInt8], any Error>, token: UInt64) {
+        guard let connection = connection(for: token), connection.awaitingChunk else { return }
+        connection.awaitingChunk = false
+        switch chunk {
+        case .success(let bytes) where !bytes.isEmpty && bytes.count <= connection.fileRemaining:
+            connection.output.append(contentsOf: bytes)
+            connection.fileRemaining -= bytes.count
+            connection.machine.writeProgressed(now: System.now())
+            perform(flush(connection), on: connection)
+        case .success:
+            shared.logger.warning("stream body gave a wrong chunk", ["request.id": connection.requestID])
+            closeConnection(connection)
+        case .failure(let error):
+            // The head announced a length that can no longer be met: only closing tells the client.
+            shared.logger.warning("stream body failed", ["request.id": connection.requestID, "error": String(reflecting: error)])
+            closeConnection(connection)
+        }
     }
 
     private func updateInterest(_ connection: Connection) {
@@ -644,8 +687,10 @@ final class Connection {
     var machine: ConnectionStateMachine
     var output: [UInt8] = []
     var outputOffset = 0
-    /// The file body being sent after `output`, where it has got to and what is left.
-    var file: (any ResponseFile)?
+    /// The file or stream body being sent after `output`, where it has got to and what is left.
+    var file: (any ResponseBodySource)?
+    /// Whether a stream body's next chunk has been asked for and not come yet.
+    var awaitingChunk = false
     var fileOffset = 0
     var fileRemaining = 0
     var awaitingFinalFlush = false
@@ -669,7 +714,8 @@ final class Connection {
         self.machine = machine
     }
 
-    var hasPendingOutput: Bool { outputOffset < output.count || file != nil }
+    /// Whether there is something to write now (a stream's chunk being made is not, yet).
+    var hasPendingOutput: Bool { outputOffset < output.count || (file != nil && !awaitingChunk) }
 
     func startRequest(id: String, method: String, route: Router.Route?, now: UInt64) {
         requestID = id

@@ -31,16 +31,26 @@ public final class ImageService: Sendable {
         public init() {}
     }
 
-    /// What a download sends: bytes in memory (database storage) or a region of an open file.
+    /// What a download sends: bytes in memory (a small part of the database storage), the first
+    /// chunk of a larger one whose rest is read with `readChunk` as the client takes it, or a
+    /// region of an open file.
     public enum Content: Sendable {
         case bytes([UInt8])
+        case chunks(first: [UInt8], id: UUID, offset: Int, length: Int)
         case file(ReadableFile, offset: Int, length: Int)
     }
+
+    /// Bytes of a database-stored image are read in chunks of this size: a download holds at most
+    /// one in memory however slowly its client reads.
+    public static let chunkSize = 256 * 1024
 
     public let configuration: Configuration
     let pool: PostgresPool
     /// The last `totals` and when they were counted (monotonic nanoseconds).
     private let cachedTotals = Mutex<(totals: [ImageStorage: (count: Int, bytes: Int)], at: UInt64)?>(nil)
+    /// Threads that read the chunks of downloads from the database storage (`readChunk`),
+    /// started on the first such download; nil once shut down.
+    private let readers = Mutex<(pool: BoundedThreadPool?, stopped: Bool)>((nil, false))
     let directory: ImageDirectory
     let logger: Logger
 
@@ -49,6 +59,15 @@ public final class ImageService: Sendable {
         self.configuration = configuration
         self.directory = ImageDirectory(root: configuration.directory)
         self.logger = logger
+    }
+
+    /// Stops the threads that read download chunks, after the chunks asked for.
+    public func shutdown() {
+        let pool = readers.withLock { readers -> BoundedThreadPool? in
+            readers.stopped = true
+            return readers.pool
+        }
+        pool?.shutdown()
     }
 
     /// Creates the directory layout when the filesystem storage is in use.
@@ -129,11 +148,12 @@ public final class ImageService: Sendable {
         for attempt in 0..<2 {
             switch image.storage {
             case .database:
-                if let bytes = try pool.withConnection({ try ImageRepository.data($0, id: image.id, offset: offset, length: length) }) {
-                    guard bytes.count == length else {
-                        throw ImageStoreCorruption("image \(image.id) has \(bytes.count) bytes at \(offset), expected \(length)")
+                let first = min(length, ImageService.chunkSize)
+                if let bytes = try pool.withConnection({ try ImageRepository.data($0, id: image.id, offset: offset, length: first) }) {
+                    guard bytes.count == first else {
+                        throw ImageStoreCorruption("image \(image.id) has \(bytes.count) bytes at \(offset), expected \(first)")
                     }
-                    return .bytes(bytes)
+                    return first == length ? .bytes(bytes) : .chunks(first: bytes, id: image.id, offset: offset, length: length)
                 }
             case .filesystem:
                 do {
@@ -176,6 +196,30 @@ public final class ImageService: Sendable {
                 logger.warning("could not remove an image file", ["image.id": id.uuidString.lowercased(), "error": error.description])
             }
         }
+    }
+
+    /// Reads `length` bytes from `offset` of a database-stored image on a reader thread and hands
+    /// them to `completion`: the next chunk of a `.chunks` download. Fails when the image left the
+    /// database storage meanwhile (moved or deleted).
+    public func readChunk(of id: UUID, offset: Int, length: Int,
+                          _ completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) {
+        let pool = self.pool
+        let readers = self.readers.withLock { readers -> BoundedThreadPool? in
+            if readers.pool == nil, !readers.stopped {
+                readers.pool = BoundedThreadPool(name: "image-read", threads: 4, queueLimit: 4096)
+            }
+            return readers.pool
+        }
+        let queued = readers?.submit {
+            completion(Result {
+                let bytes = try pool.withConnection { try ImageRepository.data($0, id: id, offset: offset, length: length) }
+                guard let bytes, bytes.count == length else {
+                    throw ImageStoreCorruption("image \(id) has no \(length) bytes at \(offset) any more")
+                }
+                return bytes
+            })
+        }
+        if queued != true { completion(.failure(ImageStoreCorruption("no reader free for image \(id)"))) }
     }
 
     // MARK: - Operations

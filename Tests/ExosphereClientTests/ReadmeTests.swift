@@ -122,6 +122,9 @@ struct ReadmeTests {
         let tabletSession = await SessionModel(exosphere: tablet)
         let tabletWatching = Task { await tabletSession.watch() }
         defer { tabletWatching.cancel() }
+        // The watcher is listening once it has the stream's first event (the tablet still thinks
+        // it is signed in); only then is the session's end found out, or the watcher could miss it.
+        try await waitUntil { await tabletSession.user != nil }
         _ = try? await tablet.fetchUser()  // refused: the password change ended this session
         try await waitUntil { await tabletSession.message == "Your session has ended. Please sign in again." }
         #expect(await tabletSession.user == nil)

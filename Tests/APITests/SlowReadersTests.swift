@@ -1,0 +1,76 @@
+import Foundation
+import Glibc
+import JSON
+import Testing
+
+/// Downloads from the database storage are read chunk by chunk as the client takes them: a
+/// hundred clients that do not read their 10 MiB images must not make the server hold a gigabyte.
+@Suite struct SlowReadersTests {
+    static func residentKiB(_ pid: pid_t) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
+        return try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
+    }
+
+    @Test func aHundredSlowReadersOfLargeImagesCostChunksNotImages() throws {
+        let binary = try #require(ExosphereProcessTests.executable(), "the exosphere binary was not found next to the tests")
+        let databaseURL = try TestCluster.cluster().createDatabase("slow_readers_\(getpid())")
+        let child = try ExosphereProcessTests.Child(
+            executable: binary.path,
+            arguments: ["serve", "--host", "127.0.0.1", "--port", "0", "--database-url", databaseURL, "--image-storage", "database",
+                        "--access-log", "off", "--db-pool-size", "4", "--scrypt-ln", "14", "--scrypt-p", "5"],
+            environment: ["LOG_FORMAT": "logfmt"], port: 0)
+        let port = try MultiInstanceTests.Deployment.listeningPort(child)
+        defer {
+            child.signal(SIGTERM)
+            _ = child.waitForExit(timeout: 15)
+        }
+        let registered = try HTTPClient.send(port: port, method: "POST", target: "/users", headers: [("Content-Type", "application/json")],
+                                             body: Array(#"{"email": "slow@example.com", "password": "slow readers 1"}"#.utf8))
+        let token = try #require(registered.json["accessToken"]?.stringValue)
+        let image = ImageScenarios.png(size: 10 << 20)
+        let uploaded = try HTTPClient.send(port: port, method: "POST", target: "/users/me/images",
+                                           headers: [("Content-Type", "image/png"), ("Authorization", "Bearer \(token)")], body: image)
+        let id = try #require(uploaded.json["id"]?.stringValue, "upload: \(uploaded.status)")
+        usleep(500_000)
+        let before = try Self.residentKiB(child.pid)
+
+        // A hundred clients ask for it and read nothing: a small receive buffer each.
+        var readers: [Int32] = []
+        defer { readers.forEach { close($0) } }
+        for _ in 0..<100 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            var small: Int32 = 4096
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = in_addr_t(UInt32(0x7F00_0001).bigEndian)
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            try #require(connected == 0)
+            readers.append(fd)
+            let request = "GET /users/me/images/\(id) HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer \(token)\r\n\r\n"
+            _ = request.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        }
+        // Every download has begun and filled what the sockets take.
+        var peak = before
+        for _ in 0..<20 {
+            usleep(100_000)
+            peak = max(peak, try Self.residentKiB(child.pid))
+        }
+        let grown = (peak - before) / 1024
+        print("100 slow readers of a 10 MiB image: the server grew by \(grown) MiB (from \(before / 1024) MiB)")
+        #expect(grown < 150, "the server grew by \(grown) MiB for 100 readers of 10 MiB")
+        // The server still serves, and a reader that reads gets the whole image.
+        let whole = try HTTPClient.send(port: port, method: "GET", target: "/users/me/images/\(id)",
+                                        headers: [("Authorization", "Bearer \(token)")], body: nil)
+        #expect(whole.status == 200)
+        #expect(whole.body.count == image.count && whole.body == image)
+        let tail = try HTTPClient.send(port: port, method: "GET", target: "/users/me/images/\(id)",
+                                       headers: [("Authorization", "Bearer \(token)"), ("Range", "bytes=5000000-5600000")], body: nil)
+        #expect(tail.status == 206)
+        #expect(tail.body == Array(image[5_000_000...5_600_000]))
+    }
+}
