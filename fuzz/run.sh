@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (with AddressSanitizer) straight from the sources and runs each for
-# SECONDS: the request parser (with chunked bodies, multipart bodies and Range headers), the JSON
-# parser, and image inspection. Usage: fuzz/run.sh SECONDS [http|json|image ...] (default: all).
+# SECONDS: the request parser (with chunked bodies, multipart bodies and Range headers), the
+# connection state machine fed random events, the JSON parser, and image inspection.
+# Usage: fuzz/run.sh SECONDS [http|connection|json|image ...] (default: all).
 # Exits non-zero if a fuzzer found a crash; reproducers are left in fuzz/artifacts/.
 #
 # Each target's seeds are in the repository (the http ones below, the others in fuzz/seeds/); a
@@ -10,11 +11,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds="${1:?usage: fuzz/run.sh SECONDS [http|json|image ...]}"
+seconds="${1:?usage: fuzz/run.sh SECONDS [http|connection|json|image ...]}"
 shift
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(http json image)
-mkdir -p fuzz/corpus/http fuzz/corpus/json fuzz/corpus/image fuzz/artifacts
+[ ${#targets[@]} -gt 0 ] || targets=(http connection json image)
+mkdir -p fuzz/corpus/http fuzz/corpus/connection fuzz/corpus/json fuzz/corpus/image fuzz/artifacts
 
 build() { # name module sources...
     local name=$1 module=$2
@@ -44,6 +45,7 @@ seed fold 'GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n b\r\n\r\n'
 seed multipart '--xb\r\nContent-Disposition: form-data; name="f"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n\x89PNG\r\n--xb--\r\n'
 seed range 'bytes=0-9'
 
+cp fuzz/seeds/connection/* fuzz/corpus/connection/
 cp fuzz/seeds/json/* fuzz/corpus/json/
 cp fuzz/seeds/images/* fuzz/corpus/image/
 
@@ -53,6 +55,15 @@ status=0
 for target in "${targets[@]}"; do
     case "$target" in
         http) build parser HTTP Sources/HTTP/*.swift fuzz/ParserFuzzer.swift; binary=fuzz/parser-fuzzer; options=(-dict=fuzz/http.dict -max_len=1024) ;;
+        connection)
+            # The machine's two files join the HTTP sources in one module: their `import HTTP` goes.
+            staged=$(mktemp -d /tmp/exo-fuzz.XXXXXX)
+            for file in Sources/HTTPServer/ConnectionStateMachine.swift Sources/HTTPServer/ConnectionConfiguration.swift; do
+                sed '/^import HTTP$/d' "$file" > "$staged/$(basename "$file")"
+            done
+            build connection HTTP Sources/HTTP/*.swift "$staged"/*.swift fuzz/ConnectionFuzzer.swift
+            rm -rf "$staged"
+            binary=fuzz/connection-fuzzer; options=(-max_len=2048) ;;
         json) build json JSON Sources/JSON/*.swift fuzz/JSONFuzzer.swift; binary=fuzz/json-fuzzer; options=(-max_len=2048) ;;
         image) build image Images "${image_sources[@]}" fuzz/ImageFuzzer.swift; binary=fuzz/image-fuzzer; options=(-max_len=4096) ;;
         *) echo "fuzz/run.sh: unknown target $target" >&2; exit 2 ;;

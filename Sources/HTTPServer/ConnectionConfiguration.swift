@@ -22,25 +22,4 @@ struct ConnectionConfiguration: Sendable {
     var requestTimeout: UInt64
     /// The same for a route that allows bodies beyond the server's default (an upload).
     var uploadTimeout: UInt64
-
-    init(_ server: ServerConfiguration) {
-        limits = server.limits
-        headerTimeout = server.headerTimeout.nanoseconds
-        idleTimeout = server.idleTimeout.nanoseconds
-        bodyGrace = server.bodyTimeoutGrace.nanoseconds
-        minBodyBytesPerSecond = UInt64(max(1, server.minBodyBytesPerSecond))
-        writeTimeout = server.writeTimeout.nanoseconds
-        lingerTimeout = server.lingerTimeout.nanoseconds
-        admissionThreshold = server.admissionThreshold
-        bodyStallTimeout = server.bodyStallTimeout.nanoseconds
-        requestTimeout = server.requestTimeout.nanoseconds
-        uploadTimeout = server.uploadTimeout.nanoseconds
-    }
-}
-
-extension Duration {
-    var nanoseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000
-    }
 }
