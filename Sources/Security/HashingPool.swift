@@ -213,25 +213,3 @@ public final class HashingPool: @unchecked Sendable {
         }
     }
 }
-
-/// The result of one `run` call, handed from a pool thread to the waiting caller.
-private final class Completion<T: Sendable>: @unchecked Sendable {
-    private let lock = ConditionLock()
-    private var result: Result<T, any Error>?
-    private var isFinished = false
-
-    func store(_ result: Result<T, any Error>) {
-        lock.withLock { self.result = result }
-    }
-
-    func finish() {
-        lock.withLock {
-            isFinished = true
-            lock.signal()
-        }
-    }
-
-    func wait() -> Result<T, any Error> {
-        lock.withLock(when: { isFinished }) { result! }
-    }
-}

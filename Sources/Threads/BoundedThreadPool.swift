@@ -132,24 +132,29 @@ public final class BoundedThreadPool: @unchecked Sendable {
     }
 }
 
-/// The result of one `run` call, handed from a pool thread to the waiting caller.
-private final class Completion<T: Sendable>: @unchecked Sendable {
+/// The result of one job that a caller waits for, handed from a pool thread to it: stored by the
+/// job, released by `finish` once the pool has booked the job as done (so that the caller sees
+/// current figures and a free place).
+public final class Completion<T: Sendable>: @unchecked Sendable {
     private let lock = ConditionLock()
     private var result: Result<T, any Error>?
     private var isFinished = false
 
-    func store(_ result: Result<T, any Error>) {
+    public init() {}
+
+    public func store(_ result: Result<T, any Error>) {
         lock.withLock { self.result = result }
     }
 
-    func finish() {
+    public func finish() {
         lock.withLock {
             isFinished = true
             lock.signal()
         }
     }
 
-    func wait() -> Result<T, any Error> {
+    /// Blocks until `finish`; the stored result (`finish` comes after `store`).
+    public func wait() -> Result<T, any Error> {
         lock.withLock(when: { isFinished }) { result! }
     }
 }

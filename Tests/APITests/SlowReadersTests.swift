@@ -39,17 +39,7 @@ import Testing
         var readers: [Int32] = []
         defer { readers.forEach { close($0) } }
         for _ in 0..<100 {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            var small: Int32 = 4096
-            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = in_addr_t(UInt32(0x7F00_0001).bigEndian)
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            try #require(connected == 0)
+            let fd = try HTTPClient.connect(port: port, receiveBuffer: 4096)
             readers.append(fd)
             let request = "GET /users/me/images/\(id) HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer \(token)\r\n\r\n"
             _ = request.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }

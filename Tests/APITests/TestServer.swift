@@ -323,10 +323,12 @@ enum HTTPClient {
         _ = writeAll(fd, request(port: port, method: method, target: target, headers: headers, body: body))
     }
 
-    /// A blocking TCP connection to 127.0.0.1:`port` with 30-second timeouts.
-    static func connect(port: Int) throws -> Int32 {
+    /// A blocking TCP connection to 127.0.0.1:`port` with 30-second timeouts; `receiveBuffer`
+    /// makes the kernel's receive buffer that small (a client that reads slowly).
+    static func connect(port: Int, receiveBuffer: Int32? = nil) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
+        if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
