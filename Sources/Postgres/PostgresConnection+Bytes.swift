@@ -25,23 +25,36 @@ extension PostgresConnection {
             throw PostgresError(code: .queryFailed, context: "the statement did not start COPY FROM STDIN")
         }
         PQclear(started)
+        // Non-blocking while the data goes out, so that a server that stops reading (frozen,
+        // partitioned away) costs at most the response timeout per wait, not the upload forever.
+        PQsetnonblocking(handle, 1)
+        defer { if !isClosed { PQsetnonblocking(handle, 0) } }
         var writer = PostgresCopyWriter(connection: self)
         do {
             try writer.start()
             try write(&writer)
             try writer.finish()
+        } catch let error as PostgresError where error.code == .timedOut {
+            throw error  // the connection is abandoned already
         } catch {
             _ = PQputCopyEnd(handle, "aborted by the client")
+            _ = try? flushCopy()
             drainResults()
             throw error
         }
-        guard PQputCopyEnd(handle, nil) == 1 else {
-            isBroken = true
-            throw PostgresError(code: .connectionFailed, context: errorMessage)
+        while true {
+            let ended = PQputCopyEnd(handle, nil)
+            if ended == 1 { break }
+            guard ended == 0 else {
+                isBroken = true
+                throw PostgresError(code: .connectionFailed, context: errorMessage)
+            }
+            try waitUntilWritable()
         }
+        try flushCopy()
         var copied = 0
         var failure: Error?
-        while let result = PQgetResult(handle) {
+        while let result = try awaitNextResult() {
             if failure == nil {
                 do {
                     let rows = PostgresRows(result: try check(result))
@@ -74,11 +87,53 @@ extension PostgresConnection {
         var offset = 0
         while offset < bytes.count {
             let piece = min(1 << 20, bytes.count - offset)
-            guard PQputCopyData(handle, base + offset, Int32(piece)) == 1 else {
+            switch PQputCopyData(handle, base + offset, Int32(piece)) {
+            case 1:
+                offset += piece
+            case 0:
+                // Non-blocking and libpq's buffer is full: wait until the server takes some.
+                try waitUntilWritable()
+            default:
                 isBroken = true
                 throw PostgresError(code: .connectionFailed, context: errorMessage)
             }
-            offset += piece
+        }
+    }
+
+    /// Pushes what libpq holds of the COPY data to the server, waiting as `waitUntilWritable` does.
+    private func flushCopy() throws {
+        while true {
+            let status = PQflush(handle)
+            if status == 0 { return }
+            guard status == 1 else {
+                isBroken = true
+                throw PostgresError(code: .connectionFailed, context: errorMessage)
+            }
+            try waitUntilWritable()
+        }
+    }
+
+    /// Waits for the socket to take more (and lets libpq read what the server sent meanwhile);
+    /// past the response timeout the connection is abandoned and `timedOut` thrown.
+    private func waitUntilWritable() throws {
+        let timeout = responseTimeout.map { Int32(clamping: $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000) } ?? -1
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLOUT | POLLIN), revents: 0)
+        while true {
+            let ready = poll(&descriptor, 1, timeout)
+            if ready < 0, errno == EINTR { continue }
+            if ready == 0 {
+                abandon()
+                throw PostgresError(code: .timedOut, context: "the server took no data within \(responseTimeout!)")
+            }
+            if descriptor.revents & Int16(POLLIN) != 0, PQconsumeInput(handle) == 0 {
+                isBroken = true
+                throw PostgresError(code: .connectionFailed, context: errorMessage)
+            }
+            if ready < 0 || descriptor.revents & Int16(POLLERR | POLLHUP) != 0 {
+                isBroken = true
+                throw PostgresError(code: .connectionFailed, context: errorMessage)
+            }
+            return
         }
     }
 

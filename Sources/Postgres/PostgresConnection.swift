@@ -257,6 +257,18 @@ public final class PostgresConnection {
         return kept
     }
 
+    /// The next result of what was sent, waiting at most the response timeout for it; nil once
+    /// they are all read. Past the timeout the connection is abandoned and `timedOut` thrown.
+    func awaitNextResult() throws -> OpaquePointer? {
+        let deadline = responseTimeout.map { monotonicNanoseconds() &+ UInt64($0.components.seconds) * 1_000_000_000
+            &+ UInt64($0.components.attoseconds / 1_000_000_000) }
+        guard waitUntilReadable(deadline: deadline) else {
+            abandon()
+            throw PostgresError(code: .timedOut, context: "no answer from the server within \(responseTimeout!)")
+        }
+        return PQgetResult(handle)
+    }
+
     /// Whether libpq has a whole result to give (or an error to report) before `deadline`
     /// (monotonic nanoseconds; nil waits as long as it takes).
     private func waitUntilReadable(deadline: UInt64?) -> Bool {
