@@ -52,7 +52,7 @@ let package = Package(
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP", "Files"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "Files", "TestSupport"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "Threads"]),
         // What several test targets share: image builders, embedded real images, a seeded generator.
         .target(name: "TestSupport", dependencies: ["Files"], path: "Tests/TestSupport"),

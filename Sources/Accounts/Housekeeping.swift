@@ -1,6 +1,5 @@
 import Logging
 import Postgres
-import Synchronization
 import Threads
 
 /// Deletes what accounts leave behind: sessions past their end and throttle rows whose window
@@ -18,10 +17,8 @@ public final class Housekeeping: Sendable {
     private let lifetime: SessionLifetime
     /// Throttle rows older than this (longer than any throttle's window) go.
     private let throttleRetentionSeconds: Double
-    private let intervalNanoseconds: UInt64
     private let logger: Logger
-    private let lock = ConditionLock()
-    private let state = Mutex<(stopping: Bool, thread: OSThread?)>((false, nil))
+    private let thread: PeriodicThread
 
     /// Starts the background thread; the first round runs after one interval.
     public init(pool: PostgresPool, lifetime: SessionLifetime, throttleRetentionSeconds: Double, intervalSeconds: Double,
@@ -29,10 +26,9 @@ public final class Housekeeping: Sendable {
         self.pool = pool
         self.lifetime = lifetime
         self.throttleRetentionSeconds = throttleRetentionSeconds
-        self.intervalNanoseconds = UInt64(max(0.05, intervalSeconds) * 1e9)
         self.logger = logger
-        let thread = OSThread(name: "housekeeping") { [self] in run() }
-        state.withLock { $0.thread = thread }
+        thread = PeriodicThread(name: "housekeeping", intervalNanoseconds: UInt64(max(0.05, intervalSeconds) * 1e9))
+        thread.start { [self] in round() }
     }
 
     /// One round now, on the calling thread: the numbers deleted, or nil when another instance holds the lock.
@@ -44,12 +40,12 @@ public final class Housekeeping: Sendable {
             defer { _ = try? connection.query("SELECT pg_advisory_unlock(\(Housekeeping.lockKey))") }
             var sessions = 0
             var throttles = 0
-            while !isStopping {
+            while !thread.isStopping {
                 let deleted = try SessionRepository.purgeExpired(connection, lifetime: lifetime, limit: Housekeeping.batchSize)
                 sessions += deleted
                 if deleted < Housekeeping.batchSize { break }
             }
-            while !isStopping {
+            while !thread.isStopping {
                 let deleted = try ThrottleRepository.purge(connection, olderThanSeconds: throttleRetentionSeconds,
                                                            limit: Housekeeping.batchSize)
                 throttles += deleted
@@ -61,32 +57,16 @@ public final class Housekeeping: Sendable {
 
     /// Stops the thread after its current batch.
     public func shutdown() {
-        let thread = state.withLock { state -> OSThread? in
-            state.stopping = true
-            defer { state.thread = nil }
-            return state.thread
-        }
-        lock.withLock { lock.signal() }
-        thread?.join()
+        thread.stop()
     }
 
-    private var isStopping: Bool { state.withLock { $0.stopping } }
-
-    private func run() {
-        while true {
-            let stopping = lock.withLock { () -> Bool in
-                if isStopping { return true }
-                _ = lock.wait(untilMonotonicNanoseconds: monotonicNanoseconds() + intervalNanoseconds)
-                return isStopping
+    private func round() {
+        do {
+            if let (sessions, throttles) = try runOnce(), sessions + throttles > 0 {
+                logger.info("housekeeping", ["sessions.deleted": String(sessions), "throttles.deleted": String(throttles)])
             }
-            if stopping { return }
-            do {
-                if let (sessions, throttles) = try runOnce(), sessions + throttles > 0 {
-                    logger.info("housekeeping", ["sessions.deleted": String(sessions), "throttles.deleted": String(throttles)])
-                }
-            } catch {
-                logger.warning("housekeeping failed", ["error": String(describing: error)])
-            }
+        } catch {
+            logger.warning("housekeeping failed", ["error": String(describing: error)])
         }
     }
 }

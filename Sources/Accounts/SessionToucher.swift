@@ -14,8 +14,7 @@ final class SessionToucher: Sendable {
     /// How often the noted sessions are written.
     let intervalNanoseconds: UInt64
     private let pending = Mutex<Set<UUID>>([])
-    private let lock = ConditionLock()
-    private let state = Mutex<(stopping: Bool, thread: OSThread?)>((false, nil))
+    private let thread: PeriodicThread
 
     init(pool: PostgresPool, lifetime: SessionLifetime, logger: Logger) {
         self.pool = pool
@@ -23,8 +22,8 @@ final class SessionToucher: Sendable {
         // Often enough that a session in use never idles out between its refreshes.
         let seconds = min(1, lifetime.refreshAfterSeconds / 2)
         intervalNanoseconds = UInt64(max(0.01, seconds) * 1e9)
-        let thread = OSThread(name: "session-touch") { [self] in run() }
-        state.withLock { $0.thread = thread }
+        thread = PeriodicThread(name: "session-touch", intervalNanoseconds: intervalNanoseconds)
+        thread.start { [self] in flush() }
     }
 
     /// Notes that `id` was used; written within `intervalNanoseconds`.
@@ -55,25 +54,7 @@ final class SessionToucher: Sendable {
 
     /// Writes what is noted and stops the thread.
     func shutdown() {
-        let thread = state.withLock { state -> OSThread? in
-            state.stopping = true
-            defer { state.thread = nil }
-            return state.thread
-        }
-        lock.withLock { lock.signal() }
-        thread?.join()
+        thread.stop()
         flush()
-    }
-
-    private func run() {
-        while true {
-            let stopping = lock.withLock { () -> Bool in
-                if state.withLock({ $0.stopping }) { return true }
-                lock.wait(untilMonotonicNanoseconds: monotonicNanoseconds() + intervalNanoseconds)
-                return state.withLock { $0.stopping }
-            }
-            if stopping { return }
-            flush()
-        }
     }
 }

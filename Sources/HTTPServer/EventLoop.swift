@@ -245,10 +245,9 @@ final class EventLoop: @unchecked Sendable {
             let generation = nextGeneration
             nextGeneration &+= 1
             if nextGeneration >= 1 << 31 { nextGeneration = 1 }
-            let connection = Connection(fd: fd, generation: generation,
+            let connection = Connection(fd: fd, generation: generation, remoteAddress: address,
                                         machine: ConnectionStateMachine(configuration: connectionConfiguration, now: System.now(),
                                                                         bodyLimit: shared.bodyLimit, needsAdmission: shared.needsAdmission))
-            connection.remoteAddress = address
             let slot = Int(fd)
             if slot >= connections.count { connections.append(contentsOf: repeatElement(nil, count: slot - connections.count + 1)) }
             connections[slot] = connection
@@ -495,7 +494,7 @@ final class EventLoop: @unchecked Sendable {
         connection.cancellation?.cancel()
         shared.releaseBodyBytes(connection.reservedBodyBytes)
         connection.reservedBodyBytes = 0
-        if let address = connection.remoteAddress { shared.release(address: address) }
+        shared.release(address: connection.remoteAddress)
         connection.file = nil
         System.close(connection.fd)
         connections[Int(connection.fd)] = nil
@@ -547,12 +546,11 @@ final class EventLoop: @unchecked Sendable {
             return finish(Problem.methodNotAllowed(allow: allow).response(), on: connection)
         case .found(let route, let parameters):
             connection.startRequest(id: requestID, method: request.method.rawValue, route: route, now: now)
-            if connection.remoteAddress == nil { connection.remoteAddress = System.peerAddress(connection.fd) }
             // Only work on the worker pool can outlive its client for long (hashing, queued).
             let cancellation = route.asynchronousHandler == nil && route.execution == .blocking ? Cancellation() : nil
             connection.cancellation = cancellation
             let context = RequestContext(requestID: requestID, parameters: parameters,
-                                         remoteAddress: connection.remoteAddress ?? "unknown",
+                                         remoteAddress: connection.remoteAddress,
                                          cancellation: cancellation, logger: shared.logger)
             if let asynchronous = route.asynchronousHandler {
                 shared.metrics.requestStarted()
@@ -585,9 +583,8 @@ final class EventLoop: @unchecked Sendable {
               let admission = route.admission else {
             return connection.machine.admitted(now: System.now())
         }
-        if connection.remoteAddress == nil { connection.remoteAddress = System.peerAddress(connection.fd) }
         let context = RequestContext(requestID: nextRequestID(from: head.headers["X-Request-Id"]), parameters: parameters,
-                                     remoteAddress: connection.remoteAddress ?? "unknown", logger: shared.logger)
+                                     remoteAddress: connection.remoteAddress, logger: shared.logger)
         let token = connection.token
         let shared = self.shared
         let submitted = shared.workers.submit { [self] in
@@ -696,7 +693,8 @@ final class Connection {
     var awaitingFinalFlush = false
     var registeredEvents: UInt32 = 0
     var closed = false
-    var remoteAddress: String?
+    /// The peer's address, read at accept (it counts against `maxConnectionsPerAddress`).
+    let remoteAddress: String
     /// The cancellation of the request being answered off the loop, if any.
     var cancellation: Cancellation?
     /// Bytes of the server's body cap this connection's request holds.
@@ -708,8 +706,9 @@ final class Connection {
     var status = 0
     var requestStart: UInt64 = 0
 
-    init(fd: Int32, generation: UInt32, machine: ConnectionStateMachine) {
+    init(fd: Int32, generation: UInt32, remoteAddress: String, machine: ConnectionStateMachine) {
         self.fd = fd
+        self.remoteAddress = remoteAddress
         self.token = UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
         self.machine = machine
     }

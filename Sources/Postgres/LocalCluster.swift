@@ -163,6 +163,24 @@ public final class LocalCluster: Sendable {
     }
 
     /// Stops the server and, for a temporary cluster, deletes its directory. Idempotent.
+    /// The server's process and every process it started (backends, background workers), from
+    /// `/proc`: for tests that stop them all at once (`SIGSTOP`) to freeze the database.
+    public func processIDs() -> [pid_t] {
+        let postmaster = state.withLock { $0.serverPID }
+        guard postmaster > 0, let proc = opendir("/proc") else { return [] }
+        defer { closedir(proc) }
+        var pids = [postmaster]
+        while let entry = readdir(proc) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let pid = pid_t(name), let stat = try? FileReader.bytes("/proc/\(name)/stat", limit: 4096) else { continue }
+            // The parent is the second field after the command, which is in parentheses and may hold spaces.
+            guard let close = stat.lastIndex(of: UInt8(ascii: ")")) else { continue }
+            let fields = stat[(close + 1)...].split(separator: UInt8(ascii: " "))
+            if fields.count > 1, pid_t(String(decoding: fields[1], as: UTF8.self)) == postmaster { pids.append(pid) }
+        }
+        return pids
+    }
+
     public func stop(mode: ShutdownMode = .fast) {
         let alreadyStopped = state.withLock { state in
             defer { state.stopped = true }

@@ -10,20 +10,6 @@ import Testing
 /// within the response timeout, on the event loops' pipelines and on the worker pool alike, and
 /// service resumes by itself once it answers again (`SIGCONT`).
 @Suite(.serialized) struct DatabaseFreezeTests {
-    /// The postmaster of `cluster` and every process it started.
-    static func processes(of cluster: LocalCluster) throws -> [pid_t] {
-        let pidFile = try String(contentsOfFile: cluster.dataDirectory + "/postmaster.pid", encoding: .utf8)
-        let postmaster = try #require(pid_t(pidFile.split(separator: "\n")[0]))
-        var pids = [postmaster]
-        for entry in try FileManager.default.contentsOfDirectory(atPath: "/proc") {
-            guard let pid = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-                  let close = stat.lastIndex(of: ")") else { continue }
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            if fields.count > 1, pid_t(fields[1]) == postmaster { pids.append(pid) }
-        }
-        return pids
-    }
-
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
@@ -48,7 +34,7 @@ import Testing
             #expect(try put(n).status == 200)
         }
 
-        let frozen = try Self.processes(of: cluster)
+        let frozen = cluster.processIDs()
         try #require(frozen.count > 1)
         for pid in frozen { kill(pid, SIGSTOP) }
         var thawed = false

@@ -1,6 +1,5 @@
 import FoundationEssentials
 import Glibc
-import Files
 import Postgres
 import Testing
 
@@ -8,24 +7,6 @@ import Testing
 /// statement or of a `COPY`: the connection gives up after its response timeout instead of
 /// waiting for as long as the server is frozen.
 @Suite(.serialized) struct ResponseTimeoutTests {
-    /// The postmaster of `cluster` and every process it started.
-    static func processes(of cluster: LocalCluster) throws -> [pid_t] {
-        let pidFile = String(decoding: try FileReader.bytes(cluster.dataDirectory + "/postmaster.pid", limit: 4096), as: UTF8.self)
-        let postmaster = try #require(pid_t(pidFile.split(separator: "\n")[0]))
-        var pids = [postmaster]
-        let proc = try #require(opendir("/proc"))
-        defer { closedir(proc) }
-        while let entry = readdir(proc) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) }
-            guard let pid = pid_t(name), let stat = try? FileReader.bytes("/proc/\(name)/stat", limit: 4096) else { continue }
-            let text = String(decoding: stat, as: UTF8.self)
-            guard let close = text.lastIndex(of: ")") else { continue }
-            let fields = text[text.index(after: close)...].split(separator: " ")
-            if fields.count > 1, pid_t(fields[1]) == postmaster { pids.append(pid) }
-        }
-        return pids
-    }
-
     @Test func aStatementAndACopyToAFrozenServerTimeOut() throws {
         let cluster = try LocalCluster.startTemporary()
         defer { cluster.stop() }
@@ -39,7 +20,8 @@ import Testing
         // A COPY that the server stops reading halfway (its backend exists before the freeze).
         let copying = try PostgresConnection(configuration: configuration)
         let querying = try PostgresConnection(configuration: configuration)
-        let pids = try Self.processes(of: cluster)
+        let pids = cluster.processIDs()
+        try #require(pids.count > 1)
         var frozen = false
         defer { if frozen { pids.forEach { kill($0, SIGCONT) } } }
 
