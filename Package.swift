@@ -33,6 +33,8 @@ let package = Package(
         // libpq client, pool, bound queries, migrations, a managed local cluster.
         .target(name: "Postgres", dependencies: ["CLibPQ", "Files", "Threads"]),
         .target(name: "Security", dependencies: ["COpenSSL", "Threads"]),
+        // The event loops' pipelined database connections and the executor handlers use on them.
+        .target(name: "PostgresLoop", dependencies: ["Postgres", "HTTPServer", "HTTP", "Logging", "Threads"]),
         // Users' images: format inspection (pure), the two storages, their SQL and files.
         .target(name: "Images", dependencies: ["Postgres", "Security", "Files", "Logging", "Threads"]),
         // Users, custom fields, sessions, throttles: rules and their SQL.
@@ -42,7 +44,7 @@ let package = Package(
         .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["embed-migrations"]),
         .target(name: "Migrations", plugins: ["EmbedMigrations"]),
         // Routes, DTOs, error mapping, configuration.
-        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres", "Security", "Accounts", "Images", "Threads", "Files", "CLinux", "Migrations"]),
+        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres", "Security", "Accounts", "Images", "Threads", "Files", "CLinux", "Migrations", "PostgresLoop"]),
         .executableTarget(name: "exosphere", dependencies: ["API"]),
         // The client library for apps (iOS 15+, macOS 12+, Linux): depends on nothing here.
         .target(name: "ExosphereClient"),

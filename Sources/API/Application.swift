@@ -4,6 +4,7 @@ import Glibc
 import HTTPServer
 import Images
 import Logging
+import PostgresLoop
 import Security
 
 /// The running service: the database, the hashing pool, then the HTTP server; stopped in reverse order.
@@ -92,7 +93,8 @@ public final class Application: Sendable {
         let authenticator = Authenticator(accounts: accounts, trustedProxies: trustedProxies)
         HealthController(database: database).register(in: &router)
         AccountsController(accounts: accounts, authenticator: authenticator).register(in: &router)
-        ProfileController(accounts: accounts, images: images, authenticator: authenticator, pipelines: pipelines).register(in: &router)
+        ProfileController(accounts: accounts, images: images, authenticator: authenticator,
+                          database: DatabaseRouting(pool: database.pool, pipelines: pipelines)).register(in: &router)
         ImagesController(images: images, authenticator: authenticator).register(in: &router)
         OpenAPIController().register(in: &router)
         if servesMetrics {

@@ -1,6 +1,7 @@
 import Accounts
 import HTTP
 import HTTPServer
+import Postgres
 
 /// Finds the session of a request from `Authorization: Bearer <token>`, the only place a token is read.
 struct Authenticator: Sendable {
@@ -19,6 +20,15 @@ struct Authenticator: Sendable {
 
     func authenticate(_ request: Request) throws -> (session: Session, user: User) {
         try accounts.authenticate(token: try token(request))
+    }
+
+    /// The signed-in user, read through `executor`, for endpoints that need nothing of the session itself.
+    func user(_ request: Request, on executor: any QueryExecutor, _ completion: @escaping (Result<User, any Error>) -> Void) {
+        do {
+            accounts.authenticate(token: try token(request), withSession: false, on: executor) { completion($0.map(\.user)) }
+        } catch {
+            completion(.failure(error))
+        }
     }
 
     /// The signed-in user, for endpoints that need nothing of the session itself.

@@ -5,6 +5,7 @@ import HTTP
 import HTTPServer
 import Images
 import Postgres
+import PostgresLoop
 import Security
 
 /// `GET /metrics`: the HTTP server's, the pools' and the process's figures in the Prometheus text format.

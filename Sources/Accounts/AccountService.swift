@@ -82,15 +82,10 @@ public final class AccountService: Sendable {
     /// Cheap refusals come first (the body, a taken email, the address's registration limit), and
     /// the hash runs in the pool's bulk lane, so a flood of registrations never takes the places
     /// that sign-ins of existing users need.
-    public func register(_ body: JSONObject, origin: RequestOrigin) throws -> IssuedSession {
-        let reader = RequestBody(object: body)
-        try reader.checkKeys(allowed: ["email", "password", "firstname", "lastname", "data"])
-        let email = try validEmail(try reader.string("email", required: true)!)
-        let password = try reader.string("password", required: true)!
+    public func register(_ registration: Registration, origin: RequestOrigin) throws -> IssuedSession {
+        let (email, password, firstname, lastname, data) = (registration.email, registration.password, registration.firstname,
+                                                            registration.lastname, registration.data)
         try configuration.passwordPolicy.validate(password, field: "password")
-        let firstname = try reader.name("firstname") ?? ""
-        let lastname = try reader.name("lastname") ?? ""
-        let data = try reader.data() ?? JSONObject()
         try checkFieldCount(data.count)
         let throttle = [(key: "register:address:" + origin.throttleAddress, rule: configuration.registrationsPerAddress)]
         let wait = try pool.withConnection { connection -> Int? in
@@ -140,11 +135,8 @@ public final class AccountService: Sendable {
     /// attempt back. The session is opened only if the user's hash is still the one verified,
     /// with the row share-locked, so a sign-in that overlapped a password change either commits
     /// first (and the change revokes its session) or finds the new hash and fails.
-    public func signIn(_ body: JSONObject, origin: RequestOrigin) throws -> IssuedSession {
-        let reader = RequestBody(object: body)
-        try reader.checkKeys(allowed: ["email", "password"])
-        let emailText = try reader.string("email", required: true)!
-        let password = try reader.string("password", required: true)!
+    public func signIn(_ attempt: SignInAttempt, origin: RequestOrigin) throws -> IssuedSession {
+        let (emailText, password) = (attempt.email, attempt.password)
         let invalid = AccountsError(.invalidCredentials, "The email or password is wrong.")
         // In a storm, refuse before any database work what the hashing pool would refuse anyway.
         guard hashing.hasCapacity else {
@@ -247,61 +239,34 @@ public final class AccountService: Sendable {
 
     /// The live session and user of a bearer token, or `invalid_token`.
     public func authenticate(token: String) throws -> (session: Session, user: User) {
-        try withAuthenticatedRow(token: token) { row in
-            (try SessionRepository.decode(row), try UserRepository.decode(row, offset: 6))
-        }
+        let found = try PooledExecutor(pool).wait { authenticate(token: token, withSession: true, on: $0, $1) }
+        return (found.session!, found.user)
     }
 
     /// The user of a bearer token, or `invalid_token`, for requests that need nothing of the
-    /// session but that it is live: its five other columns are not decoded.
+    /// session but that it is live.
     public func authenticatedUser(token: String) throws -> User {
-        try withAuthenticatedRow(token: token) { row in try UserRepository.decode(row, offset: 6) }
+        try PooledExecutor(pool).wait { authenticate(token: token, withSession: false, on: $0, $1) }.user
     }
 
-    /// The session lookup of a bearer token as a statement and its parameters, for a caller that
-    /// runs it itself (pipelined, on an event loop); `invalid_token` for a malformed token. Read
-    /// its rows with `authenticatedUser(lookupRows:)`.
-    public func sessionLookup(token: String) throws -> (statement: PostgresStatement, binds: PostgresBindings) {
-        guard SessionToken.isWellFormed(token) else { throw AccountsError.invalidToken }
-        return (sessionLookup.statement, sessionLookup.binds(tokenHash: SessionToken.hash(of: token)))
-    }
-
-    /// The user of a `sessionLookup`'s rows, or `invalid_token` when there are none.
-    public func authenticatedUser(lookupRows rows: PostgresRows) throws -> User {
-        try authenticatedRow(rows.first) { row in try UserRepository.decode(row, offset: 6) }
-    }
-
-    private func withAuthenticatedRow<Result>(token: String, _ decode: (PostgresRow) throws -> Result) throws -> Result {
-        let (statement, binds) = try sessionLookup(token: token)
-        return try pool.withConnection { connection in
-            try authenticatedRow(try connection.query(statement, binds).first, decode)
+    /// The live session (when `withSession`) and user of a bearer token, or `invalid_token`: one
+    /// read, whichever executor runs it. A session last seen over a minute ago is noted for the
+    /// background writer.
+    public func authenticate(token: String, withSession: Bool, on executor: some QueryExecutor,
+                             _ completion: @escaping (Result<(session: Session?, user: User), any Error>) -> Void) {
+        guard SessionToken.isWellFormed(token) else { return completion(.failure(AccountsError.invalidToken)) }
+        executor.read(sessionLookup.query(tokenHash: SessionToken.hash(of: token), withSession: withSession)) { [toucher] result in
+            completion(result.flatMap { rows in
+                guard let row = rows.first else { return .failure(AccountsError.invalidToken) }
+                if row.isStale { toucher.note(row.sessionID) }
+                return .success((row.session, row.user))
+            })
         }
-    }
-
-    private func authenticatedRow<Result>(_ row: PostgresRow?, _ decode: (PostgresRow) throws -> Result) throws -> Result {
-        guard let row else { throw AccountsError.invalidToken }
-        let result = try decode(row)
-        if try SessionRepository.isStale(row) { toucher.note(try SessionRepository.id(row)) }
-        return result
     }
 
     /// Which sessions `signOut` ends.
     public enum SignOutScope: String, Sendable {
         case current, others, all
-    }
-
-    /// `POST /users/signout` with an optional body `{"scope": "current" | "others" | "all"}`.
-    public func signOut(_ body: JSONObject, session: Session, origin: RequestOrigin? = nil) throws {
-        let reader = RequestBody(object: body)
-        try reader.checkKeys(allowed: ["scope"])
-        var scope = SignOutScope.current
-        if let text = try reader.string("scope") {
-            guard let parsed = SignOutScope(rawValue: text) else {
-                throw AccountsError.field("scope", .invalidValue, "expected current, others or all")
-            }
-            scope = parsed
-        }
-        try signOut(session, scope: scope, origin: origin)
     }
 
     public func signOut(_ session: Session, scope: SignOutScope, origin: RequestOrigin? = nil) throws {
@@ -332,14 +297,12 @@ public final class AccountService: Sendable {
 
     /// `POST /users/me/password`: verifies the old password, stores the new hash, revokes every
     /// other session and replaces the calling one, all in one transaction.
-    public func changePassword(_ body: JSONObject, session: Session, origin: RequestOrigin) throws -> (IssuedSession, revokedSessions: Int) {
-        // While locked, every attempt gets 429, whatever the body says.
+    /// The caller checks the lock (`checkPasswordLock`) before it reads the body: while locked,
+    /// every attempt gets 429, whatever the body says.
+    public func changePassword(_ change: PasswordChange, session: Session, origin: RequestOrigin) throws -> (IssuedSession, revokedSessions: Int) {
         try checkPasswordLock(userID: session.userID, origin: origin)
-        let reader = RequestBody(object: body)
-        try reader.checkKeys(allowed: ["oldPassword", "newPassword", "confirmPassword"])
-        let old = try reader.string("oldPassword", required: true)!
-        let new = try reader.string("newPassword", required: true)!
-        if let confirm = try reader.string("confirmPassword"), confirm != new {
+        let (old, new) = (change.oldPassword, change.newPassword)
+        if let confirm = change.confirmPassword, confirm != new {
             throw AccountsError.field("confirmPassword", .passwordMismatch, "does not match newPassword")
         }
         try configuration.passwordPolicy.validate(new, field: "newPassword")
@@ -374,12 +337,9 @@ public final class AccountService: Sendable {
     /// `DELETE /users/me`: the user and, by cascade, their sessions.
     /// `alsoDelete` runs in the same transaction, after the password check and before the user row goes:
     /// what other modules keep for the user (images) is deleted with it or not at all.
-    public func deleteAccount(_ body: JSONObject, userID: UUID, origin: RequestOrigin,
+    public func deleteAccount(password: String, userID: UUID, origin: RequestOrigin,
                               alsoDelete: (PostgresConnection) throws -> Void = { _ in }) throws {
         try checkPasswordLock(userID: userID, origin: origin)
-        let reader = RequestBody(object: body)
-        try reader.checkKeys(allowed: ["password"])
-        let password = try reader.string("password", required: true)!
         let verifiedHash = try verifyCurrentPassword(password, userID: userID, origin: origin)
         try pool.withTransaction { connection in
             guard try UserRepository.passwordHash(connection, id: userID, forUpdate: true) == verifiedHash else {
@@ -394,7 +354,7 @@ public final class AccountService: Sendable {
 
     /// Throws `too_many_attempts` while the user's password checks are locked (a read: the
     /// attempt is counted by `verifyCurrentPassword`, once the body is known to be worth checking).
-    private func checkPasswordLock(userID: UUID, origin: RequestOrigin) throws {
+    public func checkPasswordLock(userID: UUID, origin: RequestOrigin) throws {
         let locked = try pool.withConnection {
             try ThrottleRepository.lockedFor($0, key: passwordKey(userID), rule: configuration.passwordChecks)
         }
@@ -438,176 +398,105 @@ public final class AccountService: Sendable {
 
     // MARK: - Profile
 
-    /// `PUT /users/me`: replaces the editable representation.
-    ///
-    /// When every custom field's type is already known and `If-Match` is absent, `*` or one tag of
-    /// this user, the write is a single conditional `UPDATE` (`profileReplacement`); otherwise a
-    /// transaction locks the row.
-    public func replaceProfile(_ body: JSONObject, user current: User, ifMatch: String?) throws -> User {
-        let input = try ProfileInput(body, service: self)
-        if let replacement = try profileReplacement(input, user: current, ifMatch: ifMatch) {
-            let rows: PostgresRows
-            do {
-                rows = try pool.withConnection { try $0.query(replacement.statement, replacement.binds) }
-            } catch let error as PostgresError {
-                return try replacedProfile(.failure(error))
-            }
-            return try replacedProfile(.success(rows))
+    /// `PUT /users/me`: replaces the editable representation. Without a condition the write does
+    /// not depend on what is stored (last write wins).
+    public func replaceProfile(_ replacement: ProfileReplacement, of user: User, condition: WriteCondition,
+                               on executor: some QueryExecutor, _ completion: @escaping (Result<User, any Error>) -> Void) {
+        do {
+            try checkFieldCount(replacement.data.count)
+        } catch {
+            return completion(.failure(error))
         }
-        return try updateProfile(userID: current.id, ifMatch: ifMatch) { user, connection in
-            user.firstname = input.firstname
-            user.lastname = input.lastname
+        writeProfile(of: user, condition: condition, dependsOnStored: false, on: executor, completion) { [self] user, validate in
+            user.firstname = replacement.firstname
+            user.lastname = replacement.lastname
             user.data = JSONObject()
-            apply(try schema.validate(Array(input.data), connection), to: &user.data)
-            return input.email
+            guard let fields = try validate(Array(replacement.data)) else { return nil }
+            apply(fields, to: &user.data)
+            return replacement.email
         }
     }
 
-    /// `replaceProfile`'s single statement, for a caller that runs it itself (pipelined, on an
-    /// event loop); nil when this request needs `replaceProfile`'s transaction instead (a custom
-    /// field whose type is not fixed yet, or an `If-Match` that is not one of this user's tags).
-    /// Read its outcome with `replacedProfile`.
-    public func profileReplacement(_ body: JSONObject, user current: User,
-                                   ifMatch: String?) throws -> (statement: PostgresStatement, binds: PostgresBindings)? {
-        try profileReplacement(try ProfileInput(body, service: self), user: current, ifMatch: ifMatch)
-    }
-
-    /// The user a `profileReplacement` statement returned, or its failure as `replaceProfile` reports it.
-    public func replacedProfile(_ outcome: Result<PostgresRows, PostgresError>) throws -> User {
-        switch outcome {
-        case .failure(let error) where error.sqlState == .uniqueViolation:
-            throw AccountsError.field("email", .emailTaken, "is already registered")
-        case .failure(let error):
-            throw error
-        case .success(let rows):
-            guard let row = rows.first else {
-                throw AccountsError(.preconditionFailed, "The user changed since it was read (If-Match is stale).")
-            }
-            return try UserRepository.decode(row)
-        }
-    }
-
-    /// A `PUT` body, checked.
-    private struct ProfileInput {
-        let email: EmailAddress
-        let firstname: String
-        let lastname: String
-        let data: JSONObject
-
-        init(_ body: JSONObject, service: AccountService) throws {
-            let reader = RequestBody(object: body)
-            try reader.checkKeys(allowed: ["email", "firstname", "lastname", "data"], ignoringReadOnly: true)
-            email = try service.validEmail(try reader.string("email", required: true)!)
-            firstname = try reader.name("firstname") ?? ""
-            lastname = try reader.name("lastname") ?? ""
-            data = try reader.data() ?? JSONObject()
-            try service.checkFieldCount(data.count)
-        }
-    }
-
-    private func profileReplacement(_ input: ProfileInput, user current: User,
-                                    ifMatch: String?) throws -> (statement: PostgresStatement, binds: PostgresBindings)? {
-        guard let condition = ETag.condition(ifMatch, of: current), let fields = try schema.validateCached(Array(input.data)) else {
-            return nil
-        }
-        var replaced = current
-        replaced.email = input.email.value
-        replaced.firstname = input.firstname
-        replaced.lastname = input.lastname
-        replaced.data = JSONObject()
-        apply(fields, to: &replaced.data)
-        try checkDocumentSize(replaced)
-        return (UserRepository.replace, UserRepository.replaceBinds(id: current.id, email: input.email, firstname: input.firstname,
-                                                                    lastname: input.lastname, data: replaced.data,
-                                                                    expectedVersion: condition.version))
-    }
-
-    /// `PATCH /users/me`: a JSON Merge Patch (RFC 7396) of the editable representation.
-    public func patchProfile(_ patch: JSONObject, userID: UUID, ifMatch: String?) throws -> User {
-        let input = try PatchInput(patch, service: self)
-        return try updateProfile(userID: userID, ifMatch: ifMatch) { user, connection in
-            // Validation in the transaction always knows every type, so `apply` always returns.
-            try input.apply(to: &user, service: self) { try schema.validate($0, connection) }!
-        }
-    }
-
-    /// `patchProfile` as one statement on the user `current` just read, for a caller that runs it
-    /// itself (pipelined, on an event loop): an `UPDATE` on the condition that the row still has
-    /// `current`'s version. Its outcome is read with `replacedProfile`, except that no row means
-    /// that the user changed in between: then run `patchProfile`, whose transaction reads the row
-    /// again. Nil when the patch needs that transaction anyway (a custom field whose type is not
-    /// fixed yet, or an `If-Match` other than `current`'s tag).
-    public func profilePatch(_ patch: JSONObject, user current: User,
-                             ifMatch: String?) throws -> (statement: PostgresStatement, binds: PostgresBindings)? {
-        let input = try PatchInput(patch, service: self)
-        if let ifMatch, !ETag.matches(ifMatch, current.etag, weak: false) { return nil }
-        var user = current
-        guard let email = try input.apply(to: &user, service: self, validate: schema.validateCached) else { return nil }
-        try checkDocumentSize(user)
-        return (UserRepository.replace, UserRepository.replaceBinds(id: user.id, email: email, firstname: user.firstname,
-                                                                    lastname: user.lastname, data: user.data,
-                                                                    expectedVersion: current.version))
-    }
-
-    /// A `PATCH` body, checked.
-    private struct PatchInput {
-        let email: EmailAddress?
-        let firstname: String?
-        let lastname: String?
-        let data: JSONObject?
-        let removesAllData: Bool
-
-        init(_ patch: JSONObject, service: AccountService) throws {
-            let reader = RequestBody(object: patch)
-            try reader.checkKeys(allowed: ["email", "firstname", "lastname", "data"], ignoringReadOnly: true)
-            email = try reader.string("email").map { text throws(AccountsError) in try service.validEmail(text) }
-            firstname = try reader.name("firstname")
-            lastname = try reader.name("lastname")
-            data = try reader.data()
-            removesAllData = patch["data"]?.isNull ?? false
+    /// `PATCH /users/me`: merges the patch into the stored user.
+    public func patchProfile(_ patch: ProfilePatch, of user: User, condition: WriteCondition,
+                             on executor: some QueryExecutor, _ completion: @escaping (Result<User, any Error>) -> Void) {
+        do {
             // More names than a user may hold can never be valid: refused before any of them is looked up or claimed.
-            try service.checkFieldCount(data?.count ?? 0)
+            try checkFieldCount(patch.data?.count ?? 0)
+        } catch {
+            return completion(.failure(error))
         }
-
-        /// Merges the patch into `user`, validating custom fields with `validate`; returns the email to store.
-        /// The email to store, or nil when `validate` returned nil (a field type it cannot check).
-        func apply(to user: inout User, service: AccountService,
-                   validate: ([(String, JSONValue)]) throws -> [(String, JSONValue)]?) throws -> EmailAddress? {
-            if let firstname { user.firstname = firstname }
-            if let lastname { user.lastname = lastname }
-            if removesAllData { user.data = JSONObject() }
-            if let data, !removesAllData {
+        writeProfile(of: user, condition: condition, dependsOnStored: true, on: executor, completion) { [self] user, validate in
+            if let firstname = patch.firstname { user.firstname = firstname }
+            if let lastname = patch.lastname { user.lastname = lastname }
+            if patch.removesAllData { user.data = JSONObject() }
+            if let data = patch.data, !patch.removesAllData {
                 guard let fields = try validate(Array(data)) else { return nil }
-                service.apply(fields, to: &user.data)
+                apply(fields, to: &user.data)
             }
-            try service.checkFieldCount(user.data.count)
-            return try email ?? service.validEmail(user.email)
+            try checkFieldCount(user.data.count)
+            return try patch.email ?? validEmail(user.email)
         }
+    }
+
+    /// Checks custom fields (nil values remove a field) and returns them in canonical form; nil
+    /// when a field's type is not known yet.
+    private typealias FieldValidation = ([(String, JSONValue)]) throws -> [(String, JSONValue)]?
+
+    /// A profile write: `edit` changes a copy of the user (returning the email to store, or nil
+    /// when a custom field's type is not known yet), and one `UPDATE` writes it on the condition
+    /// that the row still has the version read, or, when the change `dependsOnStored` nothing and
+    /// any version is allowed, unconditionally. When that statement finds the row changed, or a
+    /// field's type is new (claiming it must commit or roll back with the write), a transaction
+    /// locks the row and edits what it holds.
+    private func writeProfile(of current: User, condition: WriteCondition, dependsOnStored: Bool, on executor: some QueryExecutor,
+                              _ completion: @escaping (Result<User, any Error>) -> Void,
+                              edit: @escaping (inout User, FieldValidation) throws -> EmailAddress?) {
+        let inTransaction = { [self] in
+            executor.transaction({ [self] connection in
+                guard var user = try UserRepository.find(connection, id: current.id, forUpdate: true) else {
+                    throw AccountsError(.invalidToken, "The user no longer exists.")
+                }
+                guard condition.allows(user) else { throw AccountService.stale }
+                let email = try edit(&user) { try schema.validate($0, connection) }!
+                try checkDocumentSize(user)
+                return try connection.query(UserRepository.replace(user, email: email, expectedVersion: nil))[0]
+            }) { completion($0.mapError(AccountService.emailTakenError)) }
+        }
+        let update: PreparedQuery<User>
+        do {
+            guard condition.allows(current) else { throw AccountService.stale }
+            var user = current
+            guard let email = try edit(&user, schema.validateCached) else { return inTransaction() }
+            try checkDocumentSize(user)
+            let unconditional = condition == .any && !dependsOnStored
+            update = UserRepository.replace(user, email: email, expectedVersion: unconditional ? nil : current.version)
+        } catch {
+            return completion(.failure(error))
+        }
+        executor.write(update, lockOrder: current.id.lowercasedText) { result in
+            switch result {
+            case .success(let rows) where rows.isEmpty:
+                // The user changed since it was read: edit what is stored now.
+                inTransaction()
+            case .success(let rows):
+                completion(.success(rows[0]))
+            case .failure(let error):
+                completion(.failure(AccountService.emailTakenError(error)))
+            }
+        }
+    }
+
+    private static let stale = AccountsError(.preconditionFailed, "The user changed since it was read (If-Match is stale).")
+
+    private static func emailTakenError(_ error: any Error) -> any Error {
+        if let error = error as? PostgresError, error.sqlState == .uniqueViolation { return AccountService.emailTaken }
+        return error
     }
 
     /// `GET /users/schema`.
     public func fieldTypes() throws -> [String: FieldType] {
         try pool.withConnection { try schema.all($0) }
-    }
-
-    /// Locks the user row, checks `If-Match`, lets `change` edit a copy, and writes it.
-    private func updateProfile(userID: UUID, ifMatch: String?,
-                               _ change: (inout User, PostgresConnection) throws -> EmailAddress) throws -> User {
-        try pool.withTransaction { connection in
-            guard var user = try UserRepository.find(connection, id: userID, forUpdate: true) else {
-                throw AccountsError(.invalidToken, "The user no longer exists.")
-            }
-            if let ifMatch, !ETag.matches(ifMatch, user.etag, weak: false) {
-                throw AccountsError(.preconditionFailed, "The user changed since it was read (If-Match is stale).")
-            }
-            let email = try change(&user, connection)
-            try checkDocumentSize(user)
-            do {
-                return try UserRepository.update(connection, user, email: email)
-            } catch let error as PostgresError where error.sqlState == .uniqueViolation {
-                throw AccountsError.field("email", .emailTaken, "is already registered")
-            }
-        }
     }
 
     // MARK: - Helpers
@@ -657,39 +546,5 @@ extension AccountService {
         public let signInThrottled = Atomic<Int>(0)
         public let passwordChecksThrottled = Atomic<Int>(0)
         public let registrationThrottled = Atomic<Int>(0)
-    }
-}
-
-/// Entity-tag comparison for `If-Match` / `If-None-Match` lists (RFC 9110 §13.1).
-public enum ETag {
-    /// What a single-statement write must check: no version for no header or `*`, the version
-    /// named by one strong tag of this user; nil when the header needs the general comparison.
-    struct Condition {
-        let version: Int64?
-    }
-
-    static func condition(_ header: String?, of user: User) -> Condition? {
-        guard let header else { return Condition(version: nil) }
-        let tag = header.trimmingASCIIWhitespace()
-        if tag == "*" { return Condition(version: nil) }
-        let prefix = "\"" + user.id.lowercasedText.prefix(8) + "-"
-        guard tag.hasPrefix(prefix), tag.hasSuffix("\""), tag.count > prefix.count + 1,
-              let version = Int64(tag.dropFirst(prefix.count).dropLast()) else { return nil }
-        return Condition(version: version)
-    }
-
-    /// Whether a header value (`*`, or a comma-separated list of tags) names `etag`: weakly for
-    /// `If-None-Match` (a `W/` prefix is ignored), strongly for `If-Match` (a weak tag never matches).
-    public static func matches(_ header: String, _ etag: String, weak: Bool) -> Bool {
-        let trimmed = header.trimmingASCIIWhitespace()
-        if trimmed == "*" { return true }
-        return trimmed.split(separator: ",").contains { (candidate: Substring) -> Bool in
-            var tag = String(candidate).trimmingASCIIWhitespace()
-            if tag.hasPrefix("W/") {
-                guard weak else { return false }
-                tag.removeFirst(2)
-            }
-            return tag == etag
-        }
     }
 }

@@ -61,13 +61,13 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
     public static let invalidToken = AccountsError(.invalidToken, "The access token is missing, malformed, unknown, expired or revoked.")
 
     /// A validation failure of several fields: the first one's code leads.
-    static func invalid(_ fields: [FieldError]) -> AccountsError {
+    public static func invalid(_ fields: [FieldError]) -> AccountsError {
         let first = fields[0]
         let detail = fields.count == 1 ? "\(first.field): \(first.detail)" : "\(fields.count) fields are invalid; the first: \(first.field): \(first.detail)"
         return AccountsError(first.code, detail, fields: fields)
     }
 
-    static func field(_ field: String, _ code: Code, _ detail: String) -> AccountsError {
+    public static func field(_ field: String, _ code: Code, _ detail: String) -> AccountsError {
         AccountsError(code, "\(field): \(detail)", fields: [FieldError(field: field, code: code, detail: detail)])
     }
 

@@ -48,7 +48,7 @@ public enum FieldType: String, Sendable, CaseIterable, Equatable {
     }
 
     /// How a JSON value is described in an error ("got string").
-    static func describe(_ value: JSONValue) -> String {
+    public static func describe(_ value: JSONValue) -> String {
         switch value {
         case .array: return "array"
         case .object: return "object"

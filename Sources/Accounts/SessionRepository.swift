@@ -4,10 +4,15 @@ import Postgres
 /// The SQL of sessions; tokens appear only as their SHA-256.
 enum SessionRepository {
 
-    static func decode(_ row: PostgresRow, offset: Int = 0) throws -> Session {
-        Session(id: try row.decode(UUID.self, at: offset), userID: try row.decode(UUID.self, at: offset + 1),
-                createdAt: try row.decode(Date.self, at: offset + 2), lastSeenAt: try row.decode(Date.self, at: offset + 3),
-                expiresAt: try row.decode(Date.self, at: offset + 4), userAgent: try row.decode(String?.self, at: offset + 5))
+    /// Reads a session's six columns: id, user id, created, last seen, expiry, user agent.
+    static func decode(_ columns: inout PostgresColumns) throws -> Session {
+        Session(id: try columns.next(), userID: try columns.next(), createdAt: try columns.next(), lastSeenAt: try columns.next(),
+                expiresAt: try columns.next(), userAgent: try columns.next())
+    }
+
+    static func decode(_ row: PostgresRow) throws -> Session {
+        var columns = PostgresColumns(row)
+        return try decode(&columns)
     }
 
     static func insert(_ connection: PostgresConnection, userID: UUID, tokenHash: [UInt8], userAgent: String?,
@@ -45,22 +50,36 @@ enum SessionRepository {
             lifetimeBinds = binds
         }
 
-        /// The parameters for one token: its row is the token's live session with its user, in
-        /// one round trip: the session's six columns (`decode`), the user's nine from offset 6
-        /// (`UserRepository.decode`), then whether `last_seen_at` is old enough to be refreshed
-        /// (`isStale`).
-        func binds(tokenHash: [UInt8]) -> PostgresBindings {
+        /// The token's live session with its user, in one round trip; the session's columns other
+        /// than its id are decoded only when `withSession` (most requests need only the user).
+        func query(tokenHash: [UInt8], withSession: Bool) -> PreparedQuery<Row> {
             var binds = lifetimeBinds
             binds.append(tokenHash)
-            return binds
+            return PreparedQuery(statement, binds) { columns in
+                let session: Session?
+                let sessionID: UUID
+                if withSession {
+                    session = try SessionRepository.decode(&columns)
+                    sessionID = session!.id
+                } else {
+                    session = nil
+                    sessionID = try columns.next()
+                    columns.skip(5)
+                }
+                return Row(sessionID: sessionID, session: session, user: try UserRepository.decode(&columns),
+                           isStale: try columns.next())
+            }
+        }
+
+        /// A lookup's row; `session` is nil unless asked for.
+        struct Row {
+            let sessionID: UUID
+            let session: Session?
+            let user: User
+            /// Whether `last_seen_at` is old enough to be refreshed.
+            let isStale: Bool
         }
     }
-
-    /// The session id of a `Lookup` row.
-    static func id(_ row: PostgresRow) throws -> UUID { try row.decode(UUID.self, at: 0) }
-
-    /// Whether a `Lookup` row's `last_seen_at` should be refreshed.
-    static func isStale(_ row: PostgresRow) throws -> Bool { try row.decode(Bool.self, at: 15) }
 
     static func list(_ connection: PostgresConnection, userID: UUID, lifetime: SessionLifetime) throws -> [Session] {
         try connection.query("""

@@ -6,9 +6,16 @@ import Postgres
 enum UserRepository {
     static let columns = "u.id, u.email, u.firstname, u.lastname, u.email_verified, u.created_at, u.updated_at, u.data::text, u.version"
 
-    /// Decodes the nine `columns` starting at `offset`.
-    static func decode(_ row: PostgresRow, offset: Int = 0) throws -> User {
-        let dataText = try row.decode(String.self, at: offset + 7)
+    /// Reads the nine `columns`, in their order.
+    static func decode(_ columns: inout PostgresColumns) throws -> User {
+        let id = try columns.next(UUID.self)
+        let email = try columns.next(String.self)
+        let firstname = try columns.next(String.self)
+        let lastname = try columns.next(String.self)
+        let emailVerified = try columns.next(Bool.self)
+        let createdAt = try columns.next(Date.self)
+        let updatedAt = try columns.next(Date.self)
+        let dataText = try columns.next(String.self)
         let data: JSONObject
         do {
             // Doubles are stored as plain decimals (see `storageText`), up to ~330 characters long.
@@ -17,10 +24,13 @@ enum UserRepository {
         } catch {
             throw PostgresError(code: .decodingFailed, columnName: "data", context: "stored data is not a JSON object")
         }
-        return User(id: try row.decode(UUID.self, at: offset), email: try row.decode(String.self, at: offset + 1),
-                    firstname: try row.decode(String.self, at: offset + 2), lastname: try row.decode(String.self, at: offset + 3),
-                    emailVerified: try row.decode(Bool.self, at: offset + 4), createdAt: try row.decode(Date.self, at: offset + 5),
-                    updatedAt: try row.decode(Date.self, at: offset + 6), data: data, version: try row.decode(Int64.self, at: offset + 8))
+        return User(id: id, email: email, firstname: firstname, lastname: lastname, emailVerified: emailVerified,
+                    createdAt: createdAt, updatedAt: updatedAt, data: data, version: try columns.next(Int64.self))
+    }
+
+    static func decode(_ row: PostgresRow) throws -> User {
+        var columns = PostgresColumns(row)
+        return try decode(&columns)
     }
 
     static func insert(_ connection: PostgresConnection, email: EmailAddress, passwordHash: String, firstname: String,
@@ -65,42 +75,29 @@ enum UserRepository {
         return try rows.first.map { try $0.decode(String.self, at: 0) }
     }
 
-    /// Writes the editable fields and bumps the version; email changes reset verification.
-    static func update(_ connection: PostgresConnection, _ user: User, email: EmailAddress) throws -> User {
-        let rows = try connection.query("""
-            UPDATE users AS u SET email = \(email.value), email_normalized = \(email.normalized),
-                email_verified = CASE WHEN u.email_normalized = \(email.normalized) THEN u.email_verified ELSE false END,
-                firstname = \(user.firstname), lastname = \(user.lastname), data = \(PostgresJSON(user.data.storageText))::jsonb,
-                version = u.version + 1, updated_at = now()
-            WHERE u.id = \(user.id)
-            RETURNING \(unsafeRaw: columns)
-            """)
-        return try decode(rows[0])
+    /// Replaces the editable fields and bumps the version if the version is still
+    /// `expectedVersion` (any version when nil); an email change resets verification. Returns the
+    /// user, or no row when the version moved on (or the user is gone).
+    static func replace(_ user: User, email: EmailAddress, expectedVersion: Int64?) -> PreparedQuery<User> {
+        var binds = PostgresBindings()
+        binds.append(user.id)
+        binds.append(email.value)
+        binds.append(email.normalized)
+        binds.append(user.firstname)
+        binds.append(user.lastname)
+        binds.append(PostgresJSON(user.data.storageText))
+        // Typed even when NULL: the statement keeps the types of its first run.
+        if let expectedVersion { binds.append(expectedVersion) } else { binds.appendNull(type: .int8) }
+        return PreparedQuery(replaceStatement, binds, decode: decode)
     }
 
-    /// Replaces the editable fields if the version is still `$7` (or `$7` is NULL); returns the
-    /// user's `columns`, or no row when the version moved on.
-    static let replace = PostgresStatement(unsafeSQL: """
+    private static let replaceStatement = PostgresStatement(unsafeSQL: """
         UPDATE users AS u SET email = $2, email_normalized = $3,
             email_verified = CASE WHEN u.email_normalized = $3 THEN u.email_verified ELSE false END,
             firstname = $4, lastname = $5, data = $6, version = u.version + 1, updated_at = now()
         WHERE u.id = $1 AND ($7::bigint IS NULL OR u.version = $7)
         RETURNING \(columns)
         """)
-
-    static func replaceBinds(id: UUID, email: EmailAddress, firstname: String, lastname: String,
-                             data: JSONObject, expectedVersion: Int64?) -> PostgresBindings {
-        var binds = PostgresBindings()
-        binds.append(id)
-        binds.append(email.value)
-        binds.append(email.normalized)
-        binds.append(firstname)
-        binds.append(lastname)
-        binds.append(PostgresJSON(data.storageText))
-        // Typed even when NULL: the statement keeps the types of its first run.
-        if let expectedVersion { binds.append(expectedVersion) } else { binds.appendNull(type: .int8) }
-        return binds
-    }
 
     static func setPasswordHash(_ connection: PostgresConnection, id: UUID, hash: String) throws {
         try connection.execute("UPDATE users SET password_hash = \(hash), version = version + 1, updated_at = now() WHERE id = \(id)")

@@ -7,27 +7,28 @@ import Threads
 /// The statements run from the event loops: each loop keeps one pipelined PostgreSQL connection,
 /// opened on first use by a background thread. While a loop has none (opening, or the database
 /// restarting), or when a statement could not run, the request falls back to its route's
-/// blocking handler on the worker pool.
+/// blocking handler on the worker pool. Handlers reach it through `LoopExecutor`.
 ///
 /// Reads go out as they come and end their batch when the loop's wake-up ends. Writes wait for
 /// the end of the wake-up, then go out together in a batch of their own, ordered by the row they
 /// lock (so that two loops' batches cannot deadlock), and are committed together: one disk flush
 /// for all of them. Each is reported once its batch is committed.
-struct Pipelines: Sendable {
+public struct Pipelines: Sendable {
     /// The name pipelined connections show in `pg_stat_activity`.
-    static let applicationName = "exosphere-pipeline"
+    public static let applicationName = "exosphere-pipeline"
     let configuration: PostgresConfiguration
     let logger: Logger
-    let statistics = Statistics()
+    public let statistics = Statistics()
 
     /// Counters for metrics, shared by every loop.
-    final class Statistics: Sendable {
+    public final class Statistics: Sendable {
         /// Statements sent on a pipeline (reads and writes).
-        let sent = Atomic<Int>(0)
-        /// Requests handed to the worker pool: no pipeline open, or the statement failed.
-        let fallbacks = Atomic<Int>(0)
+        public let sent = Atomic<Int>(0)
+        /// Requests handed to the worker pool: no pipeline open, a statement that failed, or a
+        /// transaction.
+        public let fallbacks = Atomic<Int>(0)
         /// Pipelines open now.
-        let open = Atomic<Int>(0)
+        public let open = Atomic<Int>(0)
 
         /// Counts a fallback and hands `responder`'s request to the worker pool.
         func fallBack(_ responder: Responder) {
@@ -36,30 +37,30 @@ struct Pipelines: Sendable {
         }
     }
 
-    init(configuration: PostgresConfiguration, logger: Logger) {
+    public init(configuration: PostgresConfiguration, logger: Logger) {
         var configuration = configuration
         configuration.applicationName = Pipelines.applicationName
         self.configuration = configuration
         self.logger = logger
     }
 
-    /// Runs a read for `responder`'s request on its loop's pipeline and hands the rows to `answer`.
-    /// Without an open pipeline (which starts opening one, after a back-off once one failed), or when
-    /// the statement fails, the request goes to the route's blocking handler on the worker pool:
-    /// a read is safe to run again.
-    func query(_ statement: PostgresStatement, _ binds: PostgresBindings, for responder: Responder,
-               _ answer: @escaping (PostgresRows) -> Void) {
+    /// Runs a read for `responder`'s request on its loop's pipeline and hands the rows to `answer`,
+    /// or `timedOut` when the database stopped answering (the workers' connections would wait as
+    /// long). Without an open pipeline (which starts opening one, after a back-off once one
+    /// failed), or when the statement fails otherwise, the request goes to the route's blocking
+    /// handler on the worker pool: a read is safe to run again.
+    func read(_ statement: PostgresStatement, _ binds: PostgresBindings, for responder: Responder,
+              _ answer: @escaping (Result<PostgresRows, PostgresError>) -> Void) {
         guard let pipeline = database(responder.loop).pipeline() else {
             return statistics.fallBack(responder)
         }
         do {
             try pipeline.send(statement, binds) { result in
                 switch result {
-                case .success(let rows):
-                    answer(rows)
+                case .success:
+                    answer(result)
                 case .failure(let error) where error.code == .timedOut:
-                    // The database stopped answering: the workers' connections would wait as long.
-                    responder.respond(error.problem.response())
+                    answer(result)
                 case .failure:
                     statistics.fallBack(responder)
                 }
