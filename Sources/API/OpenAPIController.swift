@@ -3,7 +3,7 @@ import HTTPServer
 
 /// `GET /openapi.json`: the OpenAPI document, a constant encoded once and served on the event loop.
 struct OpenAPIController {
-    private static let body = Array(OpenAPIDocument.json.utf8)
+    private static let body = OpenAPIDocument.bytes
 
     func register(in router: inout Router) {
         router.get("/openapi.json", execution: .inline) { _, _ in
