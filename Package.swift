@@ -25,43 +25,51 @@ let package = Package(
         // Reading whole small files with plain system calls.
         .target(name: "Files"),
         // Structured JSON / logfmt log lines.
-        .target(name: "Logging", dependencies: ["JSON"]),
+        .target(name: "StructuredLogging", dependencies: ["JSON"]),
         // Sockets, event loops, connections, routing, graceful shutdown.
-        .target(name: "HTTPServer", dependencies: ["HTTP", "CLinux", "JSON", "Logging", "Threads", "Files"]),
+        .target(name: "HTTPServer", dependencies: ["HTTP", "CLinux", "JSON", "StructuredLogging", "Threads", "Files"]),
         // A strict JSON value type with limits: no Foundation.
         .target(name: "JSON"),
-        // libpq client, pool, bound queries, migrations, a managed local cluster.
+        // libpq client, pool, bound queries, migrations.
         .target(name: "Postgres", dependencies: ["CLibPQ", "Files", "Threads"]),
-        .target(name: "Security", dependencies: ["COpenSSL", "Threads"]),
+        // A PostgreSQL cluster this process creates, starts, supervises and stops.
+        .target(name: "PostgresCluster", dependencies: ["Postgres", "CLibPQ", "Files"]),
+        // Password hashing (scrypt) on a bounded pool, session tokens, digests, constant-time comparison.
+        .target(name: "Cryptography", dependencies: ["COpenSSL", "Threads"]),
         // The event loops' pipelined database connections and the executor handlers use on them.
-        .target(name: "PostgresLoop", dependencies: ["Postgres", "HTTPServer", "HTTP", "Logging", "Threads"]),
+        .target(name: "PostgresLoop", dependencies: ["Postgres", "HTTPServer", "HTTP", "StructuredLogging", "Threads"]),
         // Users' images: format inspection (pure), the two storages, their SQL and files.
-        .target(name: "Images", dependencies: ["Postgres", "Security", "Files", "Logging", "Threads"]),
+        .target(name: "Images", dependencies: ["Postgres", "Cryptography", "Files", "StructuredLogging", "Threads"]),
         // Users, custom fields, sessions, throttles: rules and their SQL.
-        .target(name: "Accounts", dependencies: ["Postgres", "Security", "JSON", "Logging", "Threads"]),
+        .target(name: "Accounts", dependencies: ["Postgres", "Cryptography", "JSON", "StructuredLogging", "Threads"]),
         // The SQL of migrations/, compiled in at build time (Plugins/EmbedMigrations).
         .executableTarget(name: "embed-migrations"),
         .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["embed-migrations"]),
         .target(name: "Migrations", plugins: ["EmbedMigrations"]),
         // Routes, DTOs, error mapping, configuration.
-        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "Logging", "Postgres", "Security", "Accounts", "Images", "Threads", "Files", "CLinux", "Migrations", "PostgresLoop"]),
+        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "StructuredLogging", "Postgres", "Cryptography", "Accounts", "Images", "Threads", "Files", "CLinux", "Migrations", "PostgresLoop", "PostgresCluster"],
+                resources: [.embedInCode("Resources/openapi.json")]),
         .executableTarget(name: "exosphere", dependencies: ["API"]),
         // The client library for apps (iOS 15+, macOS 12+, Linux): depends on nothing here.
         .target(name: "ExosphereClient"),
         // Benchmark of the Postgres module against pgbench (bench/postgres.sh).
-        .executableTarget(name: "exosphere-dbbench", dependencies: ["Postgres"]),
+        .executableTarget(name: "exosphere-dbbench", dependencies: ["Postgres", "PostgresCluster"]),
 
+        // Test targets list every module their files import: nothing reaches them transitively.
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP", "Files"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP", "Files", "StructuredLogging"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
-        .testTarget(name: "SecurityTests", dependencies: ["Security", "Threads"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "PostgresCluster", "TestSupport"]),
+        .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "COpenSSL", "Threads"]),
         // What several test targets share: image builders, embedded real images, a seeded generator.
         .target(name: "TestSupport", dependencies: ["Files"], path: "Tests/TestSupport"),
+        // The account rules against a real PostgreSQL, without HTTP.
+        .testTarget(name: "AccountsTests", dependencies: ["Accounts", "Cryptography", "JSON", "Migrations", "Postgres", "PostgresCluster", "StructuredLogging"]),
         .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport"]),
-        .testTarget(name: "APITests", dependencies: ["API", "Files", "Images", "Migrations", "TestSupport"]),
+        .testTarget(name: "APITests", dependencies: ["API", "Accounts", "Cryptography", "Files", "HTTP", "HTTPServer", "Images", "JSON",
+                                                 "Migrations", "Postgres", "PostgresCluster", "StructuredLogging", "TestSupport"]),
         // The client against a real server started in-process on a throwaway PostgreSQL.
-        .testTarget(name: "ExosphereClientTests", dependencies: ["ExosphereClient", "API", "Postgres", "Logging", "TestSupport"]),
+        .testTarget(name: "ExosphereClientTests", dependencies: ["ExosphereClient", "API", "Postgres", "PostgresCluster", "StructuredLogging", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -3,9 +3,9 @@ import CLinux
 import Glibc
 import HTTPServer
 import Images
-import Logging
+import StructuredLogging
 import PostgresLoop
-import Security
+import Cryptography
 
 /// The running service: the database, the hashing pool, then the HTTP server; stopped in reverse order.
 public final class Application: Sendable {
@@ -15,9 +15,9 @@ public final class Application: Sendable {
     public let hashing: HashingPool
     public let accounts: AccountService
     public let images: ImageService
-    public let server: HTTPServer
+    public let server: Server
     /// `/metrics` on its own listener (`Configuration.metricsListen`), or nil.
-    public let metricsServer: HTTPServer?
+    public let metricsServer: Server?
 
     /// Starts the database (migrating it) and the HTTP server; returns once the socket accepts.
     public init(configuration: Configuration, logger: Logger) throws {
@@ -35,7 +35,7 @@ public final class Application: Sendable {
         var serverConfiguration = configuration.server
         // A trusted proxy carries many clients: no per-address cap on its connections.
         serverConfiguration.unlimitedAddresses.formUnion(configuration.trustedProxies)
-        server = HTTPServer(configuration: serverConfiguration,
+        server = Server(configuration: serverConfiguration,
                             router: Application.routes(database: database, accounts: accounts, images: images, hashing: hashing, metrics: metrics,
                                                        trustedProxies: configuration.trustedProxies, pipelines: pipelines,
                                                        servesMetrics: configuration.metricsListen == nil),
@@ -52,7 +52,7 @@ public final class Application: Sendable {
             serverConfiguration.workerThreads = 2
             serverConfiguration.maxConnections = 64
             serverConfiguration.accessLog = false
-            return HTTPServer(configuration: serverConfiguration, router: router, logger: logger.with("listener", "metrics"))
+            return Server(configuration: serverConfiguration, router: router, logger: logger.with("listener", "metrics"))
         }
         do {
             if !pinned.isEmpty {

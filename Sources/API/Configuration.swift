@@ -1,9 +1,9 @@
 import Accounts
 import HTTPServer
 import Images
-import Logging
+import StructuredLogging
 import Postgres
-import Security
+import Cryptography
 
 /// Everything `exosphere serve` needs, read once at start-up from flags, then the environment, then defaults.
 public struct Configuration: Sendable {

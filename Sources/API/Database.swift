@@ -1,6 +1,7 @@
-import Logging
+import StructuredLogging
 import Migrations
 import Postgres
+import PostgresCluster
 
 /// The database as a service: a managed local cluster when no URL is given, the pool, and the
 /// migrations; started before the HTTP server and stopped after it.

@@ -1,7 +1,7 @@
 import Glibc
 import Images
-import Logging
-import Security
+import StructuredLogging
+import Cryptography
 import Synchronization
 import Threads
 

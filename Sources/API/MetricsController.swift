@@ -6,7 +6,7 @@ import HTTPServer
 import Images
 import Postgres
 import PostgresLoop
-import Security
+import Cryptography
 
 /// `GET /metrics`: the HTTP server's, the pools' and the process's figures in the Prometheus text format.
 struct MetricsController {

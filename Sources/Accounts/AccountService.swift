@@ -1,8 +1,8 @@
 import FoundationEssentials
 import JSON
-import Logging
+import StructuredLogging
 import Postgres
-import Security
+import Cryptography
 import Synchronization
 
 /// The rules of accounts, sessions and profiles; the only place that decides what a request may do.

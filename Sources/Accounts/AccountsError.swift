@@ -1,34 +1,32 @@
 /// A rule of the accounts domain was broken: a stable code, a message for people, and the
 /// fields involved. The API maps codes to HTTP statuses; nothing here holds a secret.
 public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// A stable, machine-readable code; an open set of static members.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
+    /// A stable, machine-readable code.
+    public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
         public var description: String { rawValue }
 
-        public static let invalidJSON = Code("invalid_json")
-        public static let unknownField = Code("unknown_field")
-        public static let invalidType = Code("invalid_type")
-        public static let invalidValue = Code("invalid_value")
-        public static let invalidEmail = Code("invalid_email")
-        public static let weakPassword = Code("weak_password")
-        public static let passwordNotAllowed = Code("password_not_allowed")
-        public static let passwordUnchanged = Code("password_unchanged")
-        public static let passwordMismatch = Code("password_mismatch")
-        public static let emailTaken = Code("email_taken")
-        public static let invalidCredentials = Code("invalid_credentials")
-        public static let invalidToken = Code("invalid_token")
-        public static let missingToken = Code("missing_token")
-        public static let invalidPassword = Code("invalid_password")
-        public static let tooManyAttempts = Code("too_many_attempts")
-        public static let notFound = Code("not_found")
-        public static let preconditionFailed = Code("precondition_failed")
-        public static let overloaded = Code("overloaded")
+        case invalidJSON = "invalid_json"
+        case unknownField = "unknown_field"
+        case invalidType = "invalid_type"
+        case invalidValue = "invalid_value"
+        case invalidEmail = "invalid_email"
+        case weakPassword = "weak_password"
+        case passwordNotAllowed = "password_not_allowed"
+        case passwordUnchanged = "password_unchanged"
+        case passwordMismatch = "password_mismatch"
+        case emailTaken = "email_taken"
+        case invalidCredentials = "invalid_credentials"
+        case invalidToken = "invalid_token"
+        case missingToken = "missing_token"
+        case invalidPassword = "invalid_password"
+        case tooManyAttempts = "too_many_attempts"
+        case notFound = "not_found"
+        case preconditionFailed = "precondition_failed"
+        case overloaded
         /// The client went away before expensive work for it started; the answer reaches nobody.
-        public static let cancelled = Code("cancelled")
+        case cancelled
         /// The deployment has as many custom field names as it allows.
-        public static let fieldLimitReached = Code("field_limit_reached")
+        case fieldLimitReached = "field_limit_reached"
     }
 
     /// One offending field, named by its JSON path (`data.height`).

@@ -1,4 +1,4 @@
-import Logging
+import StructuredLogging
 import Postgres
 import Threads
 

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import Logging
+import StructuredLogging
 
 /// A structured log line for each event an operator audits accounts by (OWASP ASVS V16): who
 /// (user id when known), from where (client address, user agent), what and how it ended. Never

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import Logging
+import StructuredLogging
 import Postgres
 import Synchronization
 import Threads

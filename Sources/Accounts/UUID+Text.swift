@@ -1,5 +1,5 @@
 import FoundationEssentials
-import Security
+import Cryptography
 
 extension UUID {
     /// The lowercase canonical text (`5f0c…-…`), as ids appear in JSON, ETags and throttle keys;

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import Security
+import Cryptography
 import JSON
 
 /// A user as stored: identity, names, custom fields and the version that makes the ETag.

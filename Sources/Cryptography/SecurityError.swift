@@ -5,31 +5,26 @@ import COpenSSL
 public struct SecurityError: Error, Sendable, Hashable, CustomStringConvertible,
     CustomDebugStringConvertible
 {
-    /// A stable, machine-readable error code; new codes may be added without breaking callers.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        /// The code's stable name, e.g. `"overloaded"`.
-        public let name: String
-
-        init(_ name: String) { self.name = name }
-
-        public var description: String { name }
+    /// A stable, machine-readable error code.
+    public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
+        public var description: String { rawValue }
 
         /// The system's CSPRNG failed; no bytes were produced.
-        public static let randomFailed = Code("randomFailed")
+        case randomFailed
         /// A key derivation or digest failed inside OpenSSL (often out of memory).
-        public static let hashingFailed = Code("hashingFailed")
+        case hashingFailed
         /// A stored password hash is not a well-formed, supported PHC string.
-        public static let malformedHash = Code("malformedHash")
+        case malformedHash
         /// Parameters were outside the accepted range for the operation.
-        public static let invalidParameters = Code("invalidParameters")
+        case invalidParameters
         /// New hashes were requested with parameters weaker than OWASP's recommendation.
-        public static let weakParameters = Code("weakParameters")
+        case weakParameters
         /// The hashing pool's queue is full; the request should be retried later (HTTP 503).
-        public static let overloaded = Code("overloaded")
+        case overloaded
         /// The hashing pool has been shut down and accepts no more work.
-        public static let shutDown = Code("shutDown")
+        case shutDown
         /// Work dropped before it started because its requester went away.
-        public static let cancelled = Code("cancelled")
+        case cancelled
     }
 
     /// What went wrong, in a form that programs can match on.

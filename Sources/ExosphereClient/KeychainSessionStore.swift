@@ -2,7 +2,7 @@
 // `Security`, which Linux builds can import.
 #if canImport(Darwin) && canImport(Security)
 import Foundation
-import Security
+import Cryptography
 
 /// A session store in the Keychain: one generic password item (`kSecClassGenericPassword`) per
 /// service and account, readable after the device's first unlock and never synced or migrated

@@ -1,7 +1,7 @@
 import CLinux
 import Glibc
 import HTTP
-import Logging
+import StructuredLogging
 import Synchronization
 import Threads
 
@@ -29,15 +29,15 @@ final class EventLoop: @unchecked Sendable {
     private var openCount = 0
     private var nextGeneration: UInt32 = 1
     private var readBuffer: UnsafeMutableRawBufferPointer
-    private var date = HTTPDate.format(secondsSinceEpoch: System.wallClockSeconds())
+    private(set) var date = HTTPDate.format(secondsSinceEpoch: System.wallClockSeconds())
     private var draining = false
     private var drainDeadline: UInt64 = 0
     /// While the process is out of descriptors: when this loop takes its listener back (0: accepting).
     private var acceptResumesAt: UInt64 = 0
-    private var requestCounter: UInt64 = 0
-    private let requestIDPrefix: [UInt8]
+    var requestCounter: UInt64 = 0
+    let requestIDPrefix: [UInt8]
     /// Access-log lines of this wake-up, written together after it.
-    private var pendingLog: [UInt8] = []
+    var pendingLog: [UInt8] = []
 
     private let tasks = Mutex<[@Sendable () -> Void]>([])
     /// Watched sources by slot (the low bits of their token), and each one's registered events.
@@ -278,7 +278,7 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private func connection(for token: UInt64) -> Connection? {
+    func connection(for token: UInt64) -> Connection? {
         let slot = Int(token & 0xFFFF_FFFF)
         guard slot < connections.count, let connection = connections[slot], connection.token == token else { return nil }
         return connection
@@ -317,7 +317,7 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: - Actions
 
-    private func perform(_ action: ConnectionStateMachine.Action, on connection: Connection) {
+    func perform(_ action: ConnectionStateMachine.Action, on connection: Connection) {
         var next = action
         while !connection.closed {
             switch next {
@@ -508,228 +508,6 @@ final class EventLoop: @unchecked Sendable {
         for case let connection? in connections {
             guard let deadline = connection.machine.deadline, now >= deadline else { continue }
             perform(connection.machine.timeout(now: now), on: connection)
-        }
-    }
-
-    // MARK: - Requests
-
-    private func nextRequestID(from header: String?) -> String {
-        if let header, RequestID.isAcceptable(header) { return header }
-        requestCounter &+= 1
-        // prefix + counter in hex, built in place: this runs for every request.
-        let digits = (64 - requestCounter.leadingZeroBitCount + 3) / 4
-        return String(unsafeUninitializedCapacity: requestIDPrefix.count + digits) { buffer in
-            _ = buffer.initialize(fromContentsOf: requestIDPrefix)
-            var rest = requestCounter
-            for i in stride(from: requestIDPrefix.count + digits - 1, through: requestIDPrefix.count, by: -1) {
-                let nibble = UInt8(rest & 0xF)
-                buffer[i] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
-                rest >>= 4
-            }
-            return requestIDPrefix.count + digits
-        }
-    }
-
-    private func dispatch(_ request: Request, on connection: Connection) -> ConnectionStateMachine.Action {
-        let now = System.now()
-        let requestID = nextRequestID(from: request.headers["X-Request-Id"])
-        switch shared.router.match(method: request.method, path: request.path) {
-        case .notFound:
-            connection.startRequest(id: requestID, method: request.method.rawValue, route: nil, now: now)
-            return finish(Problem.notFound().response(), on: connection)
-        case .notImplemented:
-            connection.startRequest(id: requestID, method: request.method.rawValue, route: nil, now: now)
-            return finish(Problem(status: .notImplemented, code: "method_not_implemented",
-                                  detail: "The request method is not implemented.").response(), on: connection)
-        case .methodNotAllowed(let allow):
-            connection.startRequest(id: requestID, method: request.method.rawValue, route: nil, now: now)
-            return finish(Problem.methodNotAllowed(allow: allow).response(), on: connection)
-        case .found(let route, let parameters):
-            connection.startRequest(id: requestID, method: request.method.rawValue, route: route, now: now)
-            // Only work on the worker pool can outlive its client for long (hashing, queued).
-            let cancellation = route.asynchronousHandler == nil && route.execution == .blocking ? Cancellation() : nil
-            connection.cancellation = cancellation
-            let context = RequestContext(requestID: requestID, parameters: parameters,
-                                         remoteAddress: connection.remoteAddress,
-                                         cancellation: cancellation, logger: shared.logger)
-            if let asynchronous = route.asynchronousHandler {
-                shared.metrics.requestStarted()
-                let responder = Responder(loop: LoopContext(loop: self), token: connection.token, route: route,
-                                          request: request, context: context)
-                asynchronous(request, context, responder)
-                responder.handlerReturned()
-                if let response = responder.immediate {
-                    shared.metrics.requestFinished()
-                    return finish(response, on: connection)
-                }
-                return .none
-            }
-            switch route.execution {
-            case .inline:
-                return finish(shared.run(route, request, context), on: connection)
-            case .blocking:
-                if !submit(route, request, context, token: connection.token) {
-                    return finish(Problem.serviceUnavailable().response(), on: connection)
-                }
-                return .none
-            }
-        }
-    }
-
-    /// Runs the route's admission check for `head` on the worker pool; the body is read, or the
-    /// request refused, once it has answered (`admissionDecided`).
-    private func admit(_ head: RequestHead, on connection: Connection) -> ConnectionStateMachine.Action {
-        guard case .found(let route, let parameters) = shared.router.match(method: head.method, path: head.path),
-              let admission = route.admission else {
-            return connection.machine.admitted(now: System.now())
-        }
-        let context = RequestContext(requestID: nextRequestID(from: head.headers["X-Request-Id"]), parameters: parameters,
-                                     remoteAddress: connection.remoteAddress, logger: shared.logger)
-        let token = connection.token
-        let shared = self.shared
-        let submitted = shared.workers.submit { [self] in
-            var refusal: Response?
-            do {
-                try admission(head, context)
-            } catch {
-                refusal = shared.response(for: route, context) { throw error }
-            }
-            let decided = refusal
-            execute { [self] in admissionDecided(token: token, route: route, context: context, refusal: decided) }
-        }
-        if !submitted {
-            connection.machine.refused()
-            connection.startRequest(id: context.requestID, method: head.method.rawValue, route: route, now: System.now())
-            return finish(Problem.serviceUnavailable().response(), on: connection)
-        }
-        return .none
-    }
-
-    private func admissionDecided(token: UInt64, route: Router.Route, context: RequestContext, refusal: Response?) {
-        guard let connection = connection(for: token) else { return }
-        guard let refusal else {
-            perform(connection.machine.admitted(now: System.now()), on: connection)
-            return
-        }
-        connection.machine.refused()
-        connection.startRequest(id: context.requestID, method: route.method.rawValue, route: route, now: System.now())
-        perform(finish(refusal, on: connection), on: connection)
-    }
-
-    /// Runs the route's blocking handler on the worker pool and answers from this loop; false
-    /// when the pool's queue is full. `counted`: the request is in flight already (an asynchronous
-    /// handler falling back), so only its end is counted.
-    func submit(_ route: Router.Route, _ request: Request, _ context: RequestContext, token: UInt64,
-                counted: Bool = false) -> Bool {
-        let shared = self.shared
-        return shared.workers.submit { [self] in
-            if !counted { shared.metrics.requestStarted() }
-            let response = shared.response(for: route, context) { try route.handler(request, context) }
-            // Counted here, not on the loop: a loop that ends at its drain deadline runs no more tasks.
-            shared.metrics.requestFinished()
-            execute { [self] in deliver(response, token: token) }
-        }
-    }
-
-    /// An asynchronous handler's later answer.
-    func complete(token: UInt64, with response: Response) {
-        shared.metrics.requestFinished()
-        deliver(response, token: token)
-    }
-
-    private func deliver(_ response: Response, token: UInt64) {
-        guard let connection = connection(for: token) else { return }
-        perform(finish(response, on: connection), on: connection)
-    }
-
-    /// Reserves the rest of the body the connection's request announced (or has sent so far,
-    /// chunked) against the server's cap on bodies held at once; false past the cap.
-    private func reserveBody(_ connection: Connection) -> Bool {
-        let wanted = connection.machine.expectedBodyBytes
-        guard shared.reserveBodyBytes(wanted - connection.reservedBodyBytes) else { return false }
-        connection.reservedBodyBytes = wanted
-        return true
-    }
-
-    private func finish(_ response: Response, on connection: Connection) -> ConnectionStateMachine.Action {
-        // The request's body is no longer held once it is answered.
-        shared.releaseBodyBytes(connection.reservedBodyBytes)
-        connection.reservedBodyBytes = 0
-        connection.cancellation = nil
-        var response = response
-        response.headers.replaceOrAdd(name: "X-Request-Id", value: connection.requestID)
-        connection.status = response.status.code
-        return connection.machine.respond(response, date: date, now: System.now())
-    }
-
-    private func logAccess(_ connection: Connection) {
-        let elapsed = System.now() &- connection.requestStart
-        shared.observe(route: connection.route?.index ?? -1, unmatchedMethod: connection.route == nil ? connection.method : nil,
-                       status: connection.status, nanoseconds: elapsed)
-        guard shared.accessLog.isEnabled(.info) else { return }
-        shared.accessLog.render(.info, "request", [
-            "request.id": connection.requestID,
-            "http.method": connection.method,
-            "http.route": connection.route?.pattern ?? "-",
-            "http.status": String(connection.status),
-            "duration.ms": String(Double(elapsed / 1000) / 1000),
-        ], into: &pendingLog)
-    }
-}
-
-/// The shell's side of one connection: its socket, its machine and its pending output.
-final class Connection {
-    let fd: Int32
-    let token: UInt64
-    var machine: ConnectionStateMachine
-    var output: [UInt8] = []
-    var outputOffset = 0
-    /// The file or stream body being sent after `output`, where it has got to and what is left.
-    var file: (any ResponseBodySource)?
-    /// Whether a stream body's next chunk has been asked for and not come yet.
-    var awaitingChunk = false
-    var fileOffset = 0
-    var fileRemaining = 0
-    var awaitingFinalFlush = false
-    var registeredEvents: UInt32 = 0
-    var closed = false
-    /// The peer's address, read at accept (it counts against `maxConnectionsPerAddress`).
-    let remoteAddress: String
-    /// The cancellation of the request being answered off the loop, if any.
-    var cancellation: Cancellation?
-    /// Bytes of the server's body cap this connection's request holds.
-    var reservedBodyBytes = 0
-    // The request being answered, for the access log.
-    var requestID = ""
-    var method = "-"
-    var route: Router.Route?
-    var status = 0
-    var requestStart: UInt64 = 0
-
-    init(fd: Int32, generation: UInt32, remoteAddress: String, machine: ConnectionStateMachine) {
-        self.fd = fd
-        self.remoteAddress = remoteAddress
-        self.token = UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
-        self.machine = machine
-    }
-
-    /// Whether there is something to write now (a stream's chunk being made is not, yet).
-    var hasPendingOutput: Bool { outputOffset < output.count || (file != nil && !awaitingChunk) }
-
-    func startRequest(id: String, method: String, route: Router.Route?, now: UInt64) {
-        requestID = id
-        self.method = method
-        self.route = route
-        requestStart = now
-    }
-}
-
-/// Rules for client-supplied request ids.
-enum RequestID {
-    /// Up to 128 characters of letters, digits and `-_.:`; anything else is replaced by our own id.
-    static func isAcceptable(_ id: String) -> Bool {
-        !id.isEmpty && id.utf8.count <= 128 && id.utf8.allSatisfy {
-            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || "-_.:".utf8.contains($0)
         }
     }
 }

@@ -1,4 +1,4 @@
-import Logging
+import StructuredLogging
 import Threads
 
 /// What a handler knows about its request beyond the request itself.

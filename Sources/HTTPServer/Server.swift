@@ -1,8 +1,8 @@
-import Logging
+import StructuredLogging
 import Threads
 
 /// The HTTP/1.1 server: event loops that accept and parse, a worker pool that runs blocking handlers.
-public final class HTTPServer: @unchecked Sendable {
+public final class Server: @unchecked Sendable {
     public let configuration: ServerConfiguration
     public let metrics: HTTPMetrics
     private let shared: ServerShared

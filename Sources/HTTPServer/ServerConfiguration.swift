@@ -3,7 +3,7 @@ import HTTP
 /// How the HTTP server listens and what it tolerates; every field has a production default.
 public struct ServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
-    /// 0 picks a free port (tests); the bound port is reported by `HTTPServer.port`.
+    /// 0 picks a free port (tests); the bound port is reported by `Server.port`.
     public var port: Int = 8080
     /// Event-loop threads; each has its own `SO_REUSEPORT` listening socket. Two per core: measured
     /// faster than one on plain HTTP, and each loop's pipelined database connection is then one more

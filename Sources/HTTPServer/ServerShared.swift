@@ -1,5 +1,5 @@
 import HTTP
-import Logging
+import StructuredLogging
 import Synchronization
 import Threads
 

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import Security
+import Cryptography
 
 /// A position in a user's list of images: the (createdAt, id) of the last image of a page.
 ///

@@ -1,7 +1,7 @@
 import Files
 import FoundationEssentials
 import Glibc
-import Security
+import Cryptography
 
 /// The layout of the filesystem storage: `<root>/<first two hex digits of the id>/<id>` for
 /// images, `<root>/tmp/<id>.<random>.part` for uploads being written. Every name comes from the

@@ -3,30 +3,28 @@
 /// The detail names formats and numbers only; it never echoes the uploaded bytes. The API maps
 /// codes to statuses (`image_not_found` to `404`, `image_too_large` to `413`, the rest to `422`).
 public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
-    /// A stable, machine-readable code; an open set of static members.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
+    /// A stable, machine-readable code.
+    public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
         public var description: String { rawValue }
 
         /// The bytes are not the declared format (they may be another supported one: `detected`).
-        public static let contentMismatch = Code("content_mismatch")
+        case contentMismatch = "content_mismatch"
         /// The bytes end before the header does.
-        public static let truncated = Code("truncated")
+        case truncated
         /// The width or the height is zero.
-        public static let invalidDimensions = Code("invalid_dimensions")
+        case invalidDimensions = "invalid_dimensions"
         /// The width, the height or their product is over the limits.
-        public static let tooManyPixels = Code("too_many_pixels")
+        case tooManyPixels = "too_many_pixels"
         /// The header's structure is broken.
-        public static let malformed = Code("malformed")
+        case malformed
         /// There are no bytes at all.
-        public static let empty = Code("empty_image")
+        case empty = "empty_image"
         /// The image is larger than the deployment allows.
-        public static let tooLarge = Code("image_too_large")
+        case tooLarge = "image_too_large"
         /// No image with this id belongs to the user (another user's image is not found either).
-        public static let notFound = Code("image_not_found")
+        case notFound = "image_not_found"
         /// A list cursor that this server did not issue.
-        public static let invalidCursor = Code("invalid_cursor")
+        case invalidCursor = "invalid_cursor"
     }
 
     public let code: Code

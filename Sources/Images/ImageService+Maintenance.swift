@@ -2,7 +2,7 @@ import Files
 import FoundationEssentials
 import Glibc
 import Postgres
-import Security
+import Cryptography
 
 extension ImageService {
     /// What a sweep removed.

@@ -1,8 +1,8 @@
 import Files
 import FoundationEssentials
-import Logging
+import StructuredLogging
 import Postgres
-import Security
+import Cryptography
 import Synchronization
 import Threads
 

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import Security
+import Cryptography
 
 /// Where an image's bytes are kept.
 public enum ImageStorage: String, Sendable, CaseIterable, CustomStringConvertible {

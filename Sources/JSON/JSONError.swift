@@ -3,39 +3,36 @@
 /// `code` is stable and machine-readable; `description` is generic and safe to show to a client:
 /// it never contains any of the input.
 public struct JSONError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
-    /// A stable, extensible error code (a struct with static members rather than an enum, so that
-    /// adding a code is not a breaking change).
-    public struct Code: Sendable, Hashable, RawRepresentable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
+    /// A stable, machine-readable code.
+    public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
         public var description: String { rawValue }
 
         /// A byte that cannot start or continue a value here (includes a byte order mark).
-        public static let invalidJSON = Code(rawValue: "invalid_json")
+        case invalidJSON = "invalid_json"
         /// A number that breaks the RFC 8259 grammar (leading zero, `1.`, `-`, `1e`, …).
-        public static let invalidNumber = Code(rawValue: "invalid_number")
+        case invalidNumber = "invalid_number"
         /// An unknown escape, a malformed `\u` escape or an unpaired surrogate escape.
-        public static let invalidEscape = Code(rawValue: "invalid_escape")
+        case invalidEscape = "invalid_escape"
         /// An unescaped control character (U+0000–U+001F) inside a string.
-        public static let controlCharacter = Code(rawValue: "control_character")
+        case controlCharacter = "control_character"
         /// A string holding bytes that are not well-formed UTF-8.
-        public static let invalidUTF8 = Code(rawValue: "invalid_utf8")
+        case invalidUTF8 = "invalid_utf8"
         /// The input ended inside a value (also: empty input).
-        public static let unexpectedEnd = Code(rawValue: "unexpected_end")
+        case unexpectedEnd = "unexpected_end"
         /// Something other than whitespace follows the top-level value.
-        public static let trailingData = Code(rawValue: "trailing_data")
+        case trailingData = "trailing_data"
         /// Arrays and objects nested deeper than `JSONLimits.maxDepth`.
-        public static let tooDeep = Code(rawValue: "too_deep")
+        case tooDeep = "too_deep"
         /// The input is longer than `JSONLimits.maxBytes`.
-        public static let tooLarge = Code(rawValue: "too_large")
+        case tooLarge = "too_large"
         /// An object names the same key twice.
-        public static let duplicateKey = Code(rawValue: "duplicate_key")
+        case duplicateKey = "duplicate_key"
         /// A number literal longer than `JSONLimits.maxNumberLength` characters.
-        public static let numberTooLong = Code(rawValue: "number_too_long")
+        case numberTooLong = "number_too_long"
         /// A string (or key) longer than `JSONLimits.maxStringBytes` UTF-8 bytes once unescaped.
-        public static let stringTooLong = Code(rawValue: "string_too_long")
+        case stringTooLong = "string_too_long"
         /// An object with more keys than `JSONLimits.maxKeysPerObject`.
-        public static let tooManyKeys = Code(rawValue: "too_many_keys")
+        case tooManyKeys = "too_many_keys"
     }
 
     /// What went wrong, for machines.

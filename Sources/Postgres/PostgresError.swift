@@ -1,40 +1,38 @@
 /// An error from the database layer: a stable `code`, the server's SQLSTATE when there is one,
 /// a generic `description` safe for users and the details in `debugDescription` for logs.
 public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
-    /// What kind of failure this is; an open set of static members, compared with `==`.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
+    /// What kind of failure this is.
+    public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
         public var description: String { rawValue }
 
         /// The connection could not be opened, or broke during the operation.
-        public static let connectionFailed = Code("connectionFailed")
+        case connectionFailed
         /// The server rejected a statement; see `sqlState`.
-        public static let queryFailed = Code("queryFailed")
+        case queryFailed
         /// No pooled connection became free before the acquire timeout.
-        public static let poolTimeout = Code("poolTimeout")
+        case poolTimeout
         /// The server did not answer a statement within the connection's response timeout; the
         /// connection was abandoned (the statement may or may not have run).
-        public static let timedOut = Code("timedOut")
+        case timedOut
         /// The pool was closed.
-        public static let poolClosed = Code("poolClosed")
+        case poolClosed
         /// A column value could not be converted to the requested Swift type.
-        public static let decodingFailed = Code("decodingFailed")
+        case decodingFailed
         /// A parameter could not be sent (for example text containing a NUL byte).
-        public static let encodingFailed = Code("encodingFailed")
+        case encodingFailed
         /// A migration file could not be read or applied.
-        public static let migrationFailed = Code("migrationFailed")
+        case migrationFailed
         /// An applied migration file was changed afterwards.
-        public static let migrationChecksumMismatch = Code("migrationChecksumMismatch")
+        case migrationChecksumMismatch
         /// A managed local cluster could not be created, started or stopped.
-        public static let clusterFailed = Code("clusterFailed")
+        case clusterFailed
         /// A pipelined statement was not run because an earlier one of its batch failed: nothing of
         /// it happened, so it is safe to run again.
-        public static let statementAborted = Code("statementAborted")
+        case statementAborted
         /// The layer was used in a way it does not support (for example a nested transaction).
-        public static let invalidUsage = Code("invalidUsage")
+        case invalidUsage
         /// The configuration (for example `DATABASE_URL`) is invalid.
-        public static let invalidConfiguration = Code("invalidConfiguration")
+        case invalidConfiguration
     }
 
     /// The kind of failure.

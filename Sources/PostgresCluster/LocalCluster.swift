@@ -1,6 +1,7 @@
 import CLibPQ
 import Files
 import Glibc
+import Postgres
 import Synchronization
 
 /// A PostgreSQL server that this process creates and runs on a unix socket only: for development
@@ -444,7 +445,7 @@ public final class LocalCluster: Sendable {
         guard waitForExit(pid, timeout: .seconds(10), reportStatus: true) else {
             throw PostgresError(code: .clusterFailed, context: "\(arguments[0]) failed")
         }
-        let text = (try? Migrator.readFile(path + "/out")) ?? ""
+        let text = (try? FileReader.text(path + "/out")) ?? ""
         return String(text.split(separator: "\n").first ?? "")
     }
 
@@ -486,7 +487,7 @@ public final class LocalCluster: Sendable {
     }
 
     static func tail(of path: String) -> String {
-        guard let text = try? Migrator.readFile(path) else { return "(no log at \(path))" }
+        guard let text = try? FileReader.text(path) else { return "(no log at \(path))" }
         return String(text.suffix(2_000))
     }
 

@@ -1,5 +1,5 @@
 import HTTPServer
-import Logging
+import StructuredLogging
 import Postgres
 import Synchronization
 import Threads

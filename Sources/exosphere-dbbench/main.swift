@@ -6,6 +6,7 @@
 //   exosphere-dbbench run <conninfo> <clients> <seconds> <rows>
 import Glibc
 import Postgres
+import PostgresCluster
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {

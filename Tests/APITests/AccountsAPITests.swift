@@ -4,7 +4,7 @@ import FoundationEssentials
 import Glibc
 import JSON
 import Postgres
-import Security
+import Cryptography
 import Synchronization
 import Testing
 
@@ -227,9 +227,9 @@ struct AccountsAPITests {
             let email = server.uniqueEmail("race\(round)")
             let statuses = Mutex<[Int]>([])
             let barrier = Barrier(4)
-            onThreads(4) { index in
+            try onThreads(4) { index in
                 let password = server.uniquePassword()
-                barrier.arrive()
+                try barrier.arrive()
                 let reply = try? server.call("POST", "/users", json: #"{"email": "\#(email)", "password": "\#(password)"}"#)
                 if let token = reply?.json["accessToken"]?.stringValue { server.remember(token: token) }
                 statuses.withLock { $0.append(reply?.status ?? -1) }

@@ -121,7 +121,8 @@ struct ServerCapsAPITests {
     @Test func oneAddressGetsItsShareOfConnections() throws {
         var held = try (0..<5).map { _ in try HTTPClient.connect(port: server.port) }
         defer { held.forEach { close($0) } }
-        usleep(100_000)
+        let httpServer = server.app.server
+        try waitUntil(timeout: .seconds(10), "the server to accept the 5 connections") { httpServer.openConnections >= 5 }
         let refused = try server.send("GET", "/healthz")
         #expect(refused.status == 503)
         #expect(refused.code == "overloaded")

@@ -2,11 +2,12 @@
 import Glibc
 import HTTP
 import HTTPServer
-import Logging
+import StructuredLogging
 import Synchronization
 import TestSupport
 import Testing
 import Postgres
+import PostgresCluster
 import Foundation
 
 /// `GET path` over a fresh connection with `Connection: close`: status, the header lines and the body.
@@ -84,7 +85,7 @@ func httpGet(port: Int, path: String) throws -> (status: Int, head: String, body
         let account = try server.register()
         #expect(try server.me(account.token).status == 200)
         // The first read opened it in the background.
-        for _ in 0..<50 where try server.pipelineBackends() == 0 { usleep(100_000) }
+        try waitUntil(timeout: .seconds(30), "the pipeline to open") { try server.pipelineBackends() > 0 }
         #expect(try server.pipelineBackends() == 1)
         #expect(try server.terminatePipelineBackends() == 1)
         for _ in 0..<50 {
@@ -92,13 +93,11 @@ func httpGet(port: Int, path: String) throws -> (status: Int, head: String, body
             #expect(me.status == 200)
             #expect(me.json["id"]?.stringValue == account.id)
         }
-        var reopened = false
-        for _ in 0..<40 where !reopened {
-            usleep(100_000)
+        // Reads go on (one opens a new pipeline once the back-off has passed) until it is there.
+        try waitUntil(timeout: .seconds(30), pollingEvery: .milliseconds(100), "a new pipeline") {
             #expect(try server.me(account.token).status == 200)
-            reopened = try server.pipelineBackends() == 1
+            return try server.pipelineBackends() == 1
         }
-        #expect(reopened)
         for _ in 0..<5 { #expect(try server.me(account.token).status == 200) }
         #expect(try server.metric("exosphere_db_pipelines_open") == 1)
         #expect(try server.metric("exosphere_db_pipelined_queries_total") ?? 0 > 0)
@@ -154,8 +153,7 @@ func httpGet(port: Int, path: String) throws -> (status: Int, head: String, body
         #expect(healthy == 3, "not recovered: \(statuses.suffix(10))")
         #expect(statuses.allSatisfy { $0 == 200 || $0 == 503 }, "\(statuses)")
         #expect(try server.me(account.token).json["data"]?["weight"]?.int64Value == Int64(acknowledged))
-        for _ in 0..<50 where try server.pipelineBackends() < 2 { usleep(100_000) }
-        #expect(try server.pipelineBackends() >= 1)
+        try waitUntil(timeout: .seconds(30), "the loops to open new pipelines") { try server.pipelineBackends() >= 1 }
     }
 
     @Test func pipeliningOffAnswersFromTheWorkers() throws {

@@ -1,5 +1,5 @@
 @testable import API
-import Logging
+import StructuredLogging
 import Testing
 
 /// The configuration error of a parse that must fail, or a recorded issue.

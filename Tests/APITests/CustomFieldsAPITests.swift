@@ -264,8 +264,8 @@ struct CustomFieldsAPITests {
             let name = "race\(round)"
             let statuses = Mutex<[Int]>([0, 0])
             let barrier = Barrier(2)
-            onThreads(2) { index in
-                barrier.arrive()
+            try onThreads(2) { index in
+                try barrier.arrive()
                 let value = index == 0 ? "1" : #""one""#
                 let reply = try? server.call("PATCH", "/users/me", token: users[index].token, json: #"{"data": {"\#(name)": \#(value)}}"#)
                 statuses.withLock { $0[index] = reply?.status ?? -1 }

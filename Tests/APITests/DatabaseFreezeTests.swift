@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Postgres
+import PostgresCluster
 import Synchronization
 import TestSupport
 import Testing

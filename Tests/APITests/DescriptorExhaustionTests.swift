@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// `exosphere serve` under an open-file limit that clients can exhaust: started through
@@ -67,7 +68,7 @@ import Testing
         let exhaustedSince = ContinuousClock.now
         var held = try Self.connect(300, port: port)
         defer { held.forEach { close($0) } }
-        usleep(300_000)  // the server meets EMFILE
+        try waitUntil(timeout: .seconds(30), "the server to meet EMFILE") { child.stderr.contains("cannot accept connections") }
         let cpuBefore = try Self.cpuSeconds(child.pid)
         usleep(3_000_000)
         let cpu = try Self.cpuSeconds(child.pid) - cpuBefore

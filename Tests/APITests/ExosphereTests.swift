@@ -1,6 +1,7 @@
 @testable import API
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 @Suite struct ExosphereTests {
@@ -34,6 +35,12 @@ import Testing
     }
 
     /// A port that was free a moment ago: bind port 0, read it, close.
+    ///
+    /// Racy by nature: another process on the machine may bind it before whoever it is for does.
+    /// So not for `exosphere serve`, which is started with `--port 0` and logs the port it got
+    /// (`listeningPort`). Used only for haproxy (MultiInstanceTests), which cannot report a port
+    /// it picked and is retried on other ports when it fails to bind; a test that needs a port
+    /// nobody listens on holds one with `ClosedPort` (HealthcheckCommandTests) instead.
     static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
@@ -56,7 +63,8 @@ import Testing
     /// threads block SIGTERM, which would hide exactly the signal handling these tests are about.
     final class Child {
         let pid: pid_t
-        let port: Int
+        /// The port given at the start, or the one the process logged (`listeningPort()`).
+        private(set) var port: Int
         let log: String
         /// The managed PostgreSQL of this child (`EXOSPHERE_DATA_DIR`), removed with it.
         let dataDirectory: String
@@ -128,6 +136,25 @@ import Testing
         }
 
         func signal(_ signal: Int32) { kill(pid, signal) }
+
+        /// The port an `exosphere serve` started with `--port 0` logged once it was listening
+        /// (`msg=listening … http.port=N`, logfmt, at notice level); also becomes `port`. Throws if
+        /// the process exits first or logs nothing of the kind within `timeout`.
+        func listeningPort(timeout: Duration = .seconds(60)) throws -> Int {
+            let deadline = ContinuousClock.now + timeout
+            while ContinuousClock.now < deadline {
+                let log = stderr
+                if let line = log.components(separatedBy: "\n").first(where: { $0.contains("msg=listening") }),
+                   let field = line.split(separator: " ").first(where: { $0.hasPrefix("http.port=") }),
+                   let port = Int(field.dropFirst("http.port=".count)), port > 0 {
+                    self.port = port
+                    return port
+                }
+                guard isRunning else { throw TestFailure("exosphere exited at start: \(log)") }
+                usleep(20_000)
+            }
+            throw TestFailure("exosphere did not start listening within \(timeout): \(stderr)")
+        }
     }
 
     static func run(_ arguments: [String]) throws -> Child {
@@ -135,15 +162,16 @@ import Testing
         return try Child(executable: binary.path, arguments: arguments, environment: [:], port: 0)
     }
 
-    /// Starts `exosphere serve` on a free port and waits until it accepts connections.
+    /// Starts `exosphere serve` on a port of its own choosing (`--port 0`: no other process can
+    /// take it first) and waits until it accepts connections.
     static func serve(_ extra: [String] = []) throws -> Child {
         let binary = try #require(executable(), "exosphere binary not found next to \(Bundle.main.bundleURL.path)")
-        let port = try freePort()
         let child = try Child(executable: binary.path,
-                              arguments: ["serve", "--host", "127.0.0.1", "--port", String(port), "--drain-timeout", "2",
+                              arguments: ["serve", "--host", "127.0.0.1", "--port", "0", "--drain-timeout", "2",
                                           "--log-level", "notice"] + extra,
-                              environment: ["LOG_FORMAT": "logfmt"], port: port)
+                              environment: ["LOG_FORMAT": "logfmt"], port: 0)
         // The first start of a managed cluster runs initdb: allow for a loaded machine.
+        let port = try child.listeningPort(timeout: .seconds(60))
         let deadline = Date().addingTimeInterval(60)
         while (try? httpGet(port: port, path: "/healthz")) == nil {
             guard child.isRunning, Date() < deadline else {
@@ -173,11 +201,11 @@ import Testing
     /// it migrates a fresh database and serves.
     @Test func servesFromAnyWorkingDirectoryWithItsBuiltInMigrations() throws {
         let binary = try #require(Self.executable(), "exosphere binary not found")
-        let port = try Self.freePort()
         let child = try Child(executable: "/usr/bin/env",
-                              arguments: ["-C", "/", binary.path, "serve", "--host", "127.0.0.1", "--port", String(port),
+                              arguments: ["-C", "/", binary.path, "serve", "--host", "127.0.0.1", "--port", "0",
                                           "--drain-timeout", "2"],
-                              environment: ["LOG_FORMAT": "logfmt"], port: port)
+                              environment: ["LOG_FORMAT": "logfmt"], port: 0)
+        let port = try child.listeningPort(timeout: .seconds(60))
         var ready: (status: Int, head: String, body: String)?
         let deadline = Date().addingTimeInterval(60)
         while ready?.status != 200, child.isRunning, Date() < deadline {
@@ -218,7 +246,10 @@ import Testing
         try #require(recv(fd, &byte, 1, 0) == 1)  // the 400 has been written: the connection lingers
 
         child.signal(SIGTERM)
-        usleep(300_000)
+        // The drain has begun (not merely the signal sent) before the second signal comes.
+        try waitUntil(timeout: .seconds(10), "exosphere to log the start of its drain") {
+            child.stderr.contains("msg=\"shutting down\"") || !child.isRunning
+        }
         #expect(child.isRunning, "exosphere did not wait for the lingering connection")
         child.signal(SIGTERM)
         #expect(child.waitForExit(timeout: 5))

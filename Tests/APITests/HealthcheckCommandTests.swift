@@ -2,14 +2,14 @@
 import Glibc
 import HTTP
 import HTTPServer
-import Logging
+import StructuredLogging
 import Testing
 
 /// `exosphere healthcheck` against real sockets: a closed port, bare servers answering 200 or
 /// 503 or nothing, and a whole `Application`.
 @Suite struct HealthcheckCommandTests {
     /// A bare HTTP server on a free loopback port whose `GET /healthz` answers `status`.
-    static func server(status: HTTPStatus, host: String = "127.0.0.1") throws -> HTTPServer {
+    static func server(status: HTTPStatus, host: String = "127.0.0.1") throws -> Server {
         var router = Router()
         router.get("/healthz", execution: .inline) { _, _ in
             Response(status: status, contentType: "application/json", body: Array(#"{"status":"ok"}"#.utf8))
@@ -21,14 +21,44 @@ import Testing
         configuration.workerThreads = 1
         configuration.accessLog = false
         configuration.drainTimeout = .seconds(1)
-        let server = HTTPServer(configuration: configuration, router: router, logger: Logger(label: "healthcheck-tests", level: .critical))
+        let server = Server(configuration: configuration, router: router, logger: Logger(label: "healthcheck-tests", level: .critical))
         try server.start()
         return server
     }
 
+    /// A loopback port on which nothing listens until `release()`: a socket bound to it that never
+    /// listens, so that no other process can bind it and start listening meanwhile (as could
+    /// happen to a port found free and closed again). Connecting to it is refused.
+    struct ClosedPort {
+        let fd: Int32
+        let port: Int
+
+        init() throws {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            }
+            guard bound else {
+                let error = errno
+                close(fd)
+                throw TestFailure("bind: errno \(error)")
+            }
+            self.fd = fd
+            port = Int(UInt16(bigEndian: address.sin_port))
+        }
+
+        func release() { close(fd) }
+    }
+
     @Test func closedPortIsUnhealthy() throws {
-        let port = try ExosphereProcessTests.freePort()
-        #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(port)], environment: [:]) == 1)
+        let closed = try ClosedPort()
+        defer { closed.release() }
+        #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(closed.port)], environment: [:]) == 1)
     }
 
     @Test func okIsHealthy() throws {
@@ -41,11 +71,12 @@ import Testing
     @Test func readsPortAndHostLikeServe() throws {
         let server = try Self.server(status: .ok)
         defer { server.shutdown() }
-        let closed = try ExosphereProcessTests.freePort()
+        let closed = try ClosedPort()
+        defer { closed.release() }
         #expect(Exosphere.main(arguments: ["healthcheck"], environment: ["PORT": String(server.port), "HOST": "127.0.0.1"]) == 0)
         // A flag wins over its variable.
-        #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(server.port)], environment: ["PORT": String(closed)]) == 0)
-        #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(closed)], environment: ["PORT": String(server.port)]) == 1)
+        #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(server.port)], environment: ["PORT": String(closed.port)]) == 0)
+        #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(closed.port)], environment: ["PORT": String(server.port)]) == 1)
         // Serve's other settings are not its business, even when invalid.
         #expect(Exosphere.main(arguments: ["healthcheck"], environment: ["PORT": String(server.port), "LOG_LEVEL": "loud"]) == 0)
     }
@@ -97,6 +128,8 @@ import Testing
         let server = try TestServer("healthcheck")
         #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(server.port)], environment: [:]) == 0)
         server.shutdown()
+        // The port is closed now; another process could bind it in the meantime (unlikely: the
+        // kernel hands out ephemeral ports in turn), which is the price of checking this server.
         #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(server.port)], environment: [:]) == 1)
     }
 }

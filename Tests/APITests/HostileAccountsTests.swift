@@ -4,7 +4,7 @@ import FoundationEssentials
 import Glibc
 import JSON
 import Postgres
-import Security
+import Cryptography
 import Synchronization
 import TestSupport
 import Testing
@@ -33,24 +33,41 @@ struct SignInRaceTests {
     init() throws { server = try #require(TestServer.current) }
 
     /// Signs in with `password` on `threads` threads in a loop while `action` runs on another one,
-    /// and until a moment after it answered; returns the tokens issued.
+    /// and until every thread has finished a sign-in begun after it answered; returns the tokens issued.
     func signInsDuring(_ account: TestServer.Account, threads: Int, _ action: @escaping @Sendable () throws -> Int) throws
         -> (tokens: [String], actionStatus: Int, statuses: [Int: Int]) {
         let stop = Atomic<Bool>(false)
         let tokens = Mutex<[String]>([])
         let statuses = Mutex<[Int]>([])
         let actionStatus = Atomic<Int>(0)
+        let actionAnswered = Atomic<Bool>(false)
+        /// Threads that have finished a sign-in begun after the action answered.
+        let caughtUp = Atomic<Int>(0)
         let server = self.server
-        onThreads(threads + 1) { index in
+        try onThreads(threads + 1) { index in
             if index == threads {
-                usleep(100_000)  // the sign-ins are hashing by now
+                defer { stop.store(true, ordering: .sequentiallyConsistent) }
+                try waitUntil(timeout: .seconds(30), "the sign-ins to be hashing") {
+                    try server.metric("exosphere_hashing_busy") ?? 0 > 0
+                }
                 actionStatus.store((try? action()) ?? -1, ordering: .sequentiallyConsistent)
-                usleep(300_000)  // sign-ins that overlapped the action finish
-                stop.store(true, ordering: .sequentiallyConsistent)
+                actionAnswered.store(true, ordering: .sequentiallyConsistent)
+                // Every sign-in that overlapped the action has finished once each thread has
+                // finished one that began after it.
+                try waitUntil(timeout: .seconds(60), "a sign-in begun after the action to finish on every thread") {
+                    caughtUp.load(ordering: .sequentiallyConsistent) == threads
+                }
                 return
             }
+            var caughtUpHere = false
             while !stop.load(ordering: .sequentiallyConsistent) {
-                guard let reply = try? server.signIn(account.email, account.password) else { continue }
+                let afterAction = actionAnswered.load(ordering: .sequentiallyConsistent)
+                let reply = try? server.signIn(account.email, account.password)
+                if afterAction, !caughtUpHere {
+                    caughtUpHere = true
+                    caughtUp.add(1, ordering: .sequentiallyConsistent)
+                }
+                guard let reply else { continue }
                 statuses.withLock { $0.append(reply.status) }
                 if reply.status == 200, let token = reply.json["accessToken"]?.stringValue {
                     tokens.withLock { $0.append(token) }
@@ -126,12 +143,12 @@ struct ParallelGuessingTests {
     }
 
     /// `count` wrong guesses for `email` at once from `address`, spread over `ports`; their statuses.
-    func guesses(_ count: Int, _ email: String, from address: String, ports: [Int]) -> [Int] {
+    func guesses(_ count: Int, _ email: String, from address: String, ports: [Int]) throws -> [Int] {
         let barrier = Barrier(count)
         let statuses = Mutex<[Int]>([])
         let wrong = server.uniquePassword("wrong")
-        onThreads(count) { index in
-            barrier.arrive()
+        try onThreads(count) { index in
+            try barrier.arrive()
             let reply = try? self.signIn(email, wrong, from: address, port: ports[index % ports.count])
             if let reply, reply.status == 429 {
                 precondition((reply.header("Retry-After").flatMap { Int($0) } ?? 0) >= 1, "429 without Retry-After")
@@ -144,7 +161,7 @@ struct ParallelGuessingTests {
     @Test func guessesSentAtOnceAreVerifiedAtMostUpToTheLimit() throws {
         let account = try server.register()
         let failuresBefore = try #require(try server.metric("exosphere_signin_failures_total"))
-        let counts = tally(guesses(30, account.email, from: "198.51.100.1", ports: [server.port]))
+        let counts = tally(try guesses(30, account.email, from: "198.51.100.1", ports: [server.port]))
         #expect(counts == [401: 5, 429: 25], "30 parallel guesses with a limit of 5: \(counts)")
         let failuresAfter = try #require(try server.metric("exosphere_signin_failures_total"))
         #expect(failuresAfter - failuresBefore == 5, "passwords verified as wrong")
@@ -154,7 +171,7 @@ struct ParallelGuessingTests {
 
     @Test func oneAddressCannotLockTheOwnerOut() throws {
         let account = try server.register()
-        _ = guesses(8, account.email, from: "198.51.100.2", ports: [server.port])
+        _ = try guesses(8, account.email, from: "198.51.100.2", ports: [server.port])
         #expect(try signIn(account.email, account.password, from: "198.51.100.2").status == 429)
         // The owner, elsewhere, signs in; and that success does not unlock the attacker's address.
         #expect(try signIn(account.email, account.password, from: "192.0.2.55").status == 200)
@@ -193,7 +210,7 @@ struct ParallelGuessingTests {
         }
         defer { second.shutdown() }
         let account = try server.register()
-        let counts = tally(guesses(30, account.email, from: "198.51.100.3", ports: [server.port, second.port]))
+        let counts = tally(try guesses(30, account.email, from: "198.51.100.3", ports: [server.port, second.port]))
         #expect(counts == [401: 5, 429: 25], "30 parallel guesses over two instances with a limit of 5: \(counts)")
     }
 
@@ -201,8 +218,8 @@ struct ParallelGuessingTests {
         let account = try server.register()
         let statuses = Mutex<[Int]>([])
         let barrier = Barrier(24)
-        onThreads(24) { index in
-            barrier.arrive()
+        try onThreads(24) { index in
+            try barrier.arrive()
             for round in 0..<3 {
                 let password = (index + round) % 3 == 0 ? self.server.uniquePassword("wrong") : account.password
                 let reply = try? self.signIn(account.email, password, from: "198.51.100.\(100 + index % 6)")
@@ -219,8 +236,8 @@ struct ParallelGuessingTests {
         let barrier = Barrier(20)
         let statuses = Mutex<[Int]>([])
         let new = server.uniquePassword("new")
-        onThreads(20) { _ in
-            barrier.arrive()
+        try onThreads(20) { _ in
+            try barrier.arrive()
             let wrong = self.server.uniquePassword("wrong")
             let reply = try? self.server.call("POST", "/users/me/password", token: account.token,
                                               json: #"{"oldPassword": \#(jsonString(wrong)), "newPassword": \#(jsonString(new))}"#)
@@ -270,7 +287,11 @@ struct FloodTests {
             try HTTPClient.sendAndHangUp(port: server.port, method: "POST", target: "/users/signin",
                                          headers: [("Content-Type", "application/json")], body: body)
         }
-        usleep(200_000)
+        // Each of the eight reached the hashing pool, and was hashed or dropped there.
+        try waitUntil(timeout: .seconds(30), "the 8 sign-ins of gone clients to be hashed or dropped") {
+            try (server.metric("exosphere_hashing_completed_total") ?? 0) - completed
+                + (server.metric("exosphere_hashing_abandoned_total") ?? 0) - abandoned >= 8
+        }
         try waitForIdleHashing()
         let hashed = try #require(try server.metric("exosphere_hashing_completed_total")) - completed
         let dropped = try #require(try server.metric("exosphere_hashing_abandoned_total")) - abandoned
@@ -290,15 +311,16 @@ struct FloodTests {
         let stop = Atomic<Bool>(false)
         let statuses = Mutex<[Int]>([])
         let signIn = Mutex<(status: Int, seconds: Double)?>(nil)
-        onThreads(13) { index in
+        try onThreads(13) { index in
             if index == 12 {
-                usleep(400_000)  // the flood fills the pool first
+                defer { stop.store(true, ordering: .relaxed) }
+                // The flood fills the registrations' share of the pool first.
+                try waitUntil(timeout: .seconds(30), "a registration refused with 503") { statuses.withLock { $0.contains(503) } }
                 let start = ContinuousClock.now
                 let status = (try? self.server.signIn(account.email, account.password).status) ?? -1
                 let elapsed = ContinuousClock.now - start
                 signIn.withLock { $0 = (status, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) }
-                usleep(200_000)
-                stop.store(true, ordering: .relaxed)
+                usleep(200_000)  // the flood goes on a little after the sign-in
                 return
             }
             while !stop.load(ordering: .relaxed) {
@@ -519,10 +541,15 @@ struct HousekeepingTests {
         #expect(try server.signIn(account.email, server.uniquePassword("wrong"), userAgent: "EventTest/1.0").status == 401)
         let token = try server.newSession(account, userAgent: "EventTest/1.0")
         #expect(try server.call("POST", "/users/signout", token: token).status == 204)
-        usleep(100_000)
-        let lines = String(decoding: try readFile(server.logPath), as: UTF8.self).split(separator: "\n")
-            .filter { $0.contains("security event") && $0.contains(account.id.lowercased()) }
-        for event in ["registered", "sign_in_failed", "signed_in", "signed_out"] {
+        let events = ["registered", "sign_in_failed", "signed_in", "signed_out"]
+        var lines: [Substring] = []
+        // Waited for rather than assumed written; what is missing after the wait is reported below.
+        _ = try? waitUntil(timeout: .seconds(10), "the security events in the log") {
+            lines = String(decoding: try readFile(server.logPath), as: UTF8.self).split(separator: "\n")
+                .filter { $0.contains("security event") && $0.contains(account.id.lowercased()) }
+            return events.allSatisfy { event in lines.contains { $0.contains("\"\(event)\"") } }
+        }
+        for event in events {
             let line = lines.first { $0.contains("\"\(event)\"") }
             #expect(line != nil, "no \(event) event")
             #expect(line?.contains("127.0.0.1") == true)

@@ -6,7 +6,7 @@ import TestSupport
 import Images
 import JSON
 import Postgres
-import Security
+import Cryptography
 import Synchronization
 import Testing
 

@@ -5,7 +5,7 @@ import Glibc
 import TestSupport
 import JSON
 import Postgres
-import Security
+import Cryptography
 import Synchronization
 import Testing
 
@@ -108,8 +108,9 @@ import Testing
         let pid = child.pid
         onThreads(7) { index in
             if index == 6 {
-                // Killed while the other threads are sending.
-                usleep(1_500_000)
+                // Killed while the other threads are sending, once some uploads were acknowledged
+                // (if none ever is, killed anyway, and the check of them below fails).
+                _ = try? waitUntil(timeout: .seconds(60), "6 acknowledged uploads") { acknowledged.withLock { $0.count } >= 6 }
                 kill(pid, SIGKILL)
                 stop.store(true, ordering: .sequentiallyConsistent)
                 return

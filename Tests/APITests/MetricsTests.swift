@@ -4,9 +4,9 @@ import Glibc
 import HTTP
 @testable import HTTPServer
 import JSON
-import Logging
+import StructuredLogging
 import Postgres
-import Security
+import Cryptography
 import Testing
 
 /// The Prometheus text writer, and `/metrics` as a scraper sees it over a real socket.

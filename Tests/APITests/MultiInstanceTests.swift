@@ -280,7 +280,11 @@ import Testing
                 directory = try makeTemporaryDirectory("exo-multi")
                 let configPath = directory! + "/haproxy.cfg"
                 var proxy: (Child, retryingPort: Int)?
-                for _ in 0..<3 {  // the ports were free a moment ago; another process may take one first
+                // Not `--port 0` here: haproxy does not report the ports it was given by the
+                // kernel (no log line, no output), and the two frontends must be told apart. So
+                // its ports are picked free beforehand (the only freePort() left): another process
+                // may take one first, and then haproxy exits and is started again on others.
+                for _ in 0..<3 {
                     let (port, retryingPort) = (try ExosphereProcessTests.freePort(), try ExosphereProcessTests.freePort())
                     let configuration = haproxyConfiguration(plainPort: port, retryingPort: retryingPort, servers: [portA, portB])
                     try Array(configuration.utf8).write(to: configPath)
@@ -366,18 +370,7 @@ import Testing
 
         /// The port an instance started with `--port 0` logged (`msg=listening … http.port=N`).
         static func listeningPort(_ child: Child) throws -> Int {
-            let deadline = ContinuousClock.now + .seconds(60)
-            while ContinuousClock.now < deadline {
-                let log = child.stderr
-                if let line = log.components(separatedBy: "\n").first(where: { $0.contains("msg=listening") }),
-                   let field = line.split(separator: " ").first(where: { $0.hasPrefix("http.port=") }),
-                   let port = Int(field.dropFirst("http.port=".count)) {
-                    return port
-                }
-                guard child.isRunning else { throw TestFailure("exosphere exited at start: \(log)") }
-                usleep(20_000)
-            }
-            throw TestFailure("exosphere did not start listening within 60 s: \(child.stderr)")
+            try child.listeningPort(timeout: .seconds(60))
         }
 
         /// Whether haproxy answers `GET /healthz` on every port (false if it exited, e.g. a port was taken).

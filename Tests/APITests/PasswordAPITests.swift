@@ -4,7 +4,7 @@ import FoundationEssentials
 import Glibc
 import JSON
 import Postgres
-import Security
+import Cryptography
 import Synchronization
 import Testing
 
@@ -142,8 +142,8 @@ struct PasswordAPITests {
             let passwords = [server.uniquePassword("a\(round)"), server.uniquePassword("b\(round)")]
             let statuses = Mutex<[Int]>([0, 0])
             let barrier = Barrier(2)
-            onThreads(2) { index in
-                barrier.arrive()
+            try onThreads(2) { index in
+                try barrier.arrive()
                 let body = #"{"oldPassword": "\#(account.password)", "newPassword": "\#(passwords[index])"}"#
                 let reply = try? server.call("POST", "/users/me/password", token: tokens[index], json: body)
                 if let token = reply?.json["accessToken"]?.stringValue { server.remember(token: token) }

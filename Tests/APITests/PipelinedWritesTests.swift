@@ -9,9 +9,17 @@ import Testing
 /// reported only once committed; a failing one sends the others of its batch to the workers.
 @Suite(.liveServer("pipelinedwrites", { $0.server.eventLoops = 2 }), .serialized)
 struct PipelinedWritesTests {
+    /// As the trait above configures.
+    static let eventLoops = 2
     let server: TestServer
 
     init() throws { server = try #require(TestServer.current) }
+
+    /// The counters once both loops have their pipelines open (`account` reads to open them).
+    func countersWithPipelinesOpen(_ account: TestServer.Account) throws -> PipelineCounters {
+        try server.openPipelines(eventLoops: Self.eventLoops, token: account.token)
+        return try #require(try server.pipelineCounters())
+    }
 
     static func body(_ email: String, height: Int) -> String {
         #"{"email": "\#(email)", "firstname": "F\#(height)", "data": {"height": \#(height).5}}"#
@@ -21,11 +29,12 @@ struct PipelinedWritesTests {
     @Test func concurrentWritesOfManyUsersAreEachCommitted() throws {
         let server = server
         let accounts = try (0..<8).map { _ in try server.register(extra: #", "data": {"height": 1.5}"#) }
-        let sentBefore = try server.metric("exosphere_db_pipelined_queries_total") ?? 0
+        let writes = 25
+        let before = try countersWithPipelinesOpen(accounts[0])
         let wrong = Atomic<Int>(0)
         onThreads(accounts.count) { index in
             let account = accounts[index]
-            for height in 1...25 {
+            for height in 1...writes {
                 guard let reply = try? server.call("PUT", "/users/me", token: account.token, json: Self.body(account.email, height: height)),
                       reply.status == 200, reply.json["id"]?.stringValue == account.id,
                       reply.json["data"]?["height"]?.doubleValue == Double(height) + 0.5 else {
@@ -35,8 +44,11 @@ struct PipelinedWritesTests {
             }
         }
         #expect(wrong.load(ordering: .relaxed) == 0)
-        // A lookup and an UPDATE each, all but the loops' first few on the pipelines.
-        #expect(try server.metric("exosphere_db_pipelined_queries_total") ?? 0 - sentBefore > 350)
+        // With both loops' pipelines open, every write ran on them: a lookup and an UPDATE each,
+        // and none went to the workers (no write failed, and "height" has a known type).
+        let ran = try #require(try server.pipelineCounters()) - before
+        #expect(ran.sent >= 2 * accounts.count * writes, "\(ran) for \(accounts.count * writes) writes")
+        #expect(ran.fallbacks == 0, "\(ran) for \(accounts.count * writes) writes")
         for account in accounts {
             let me = try server.me(account.token).json
             #expect(me["firstname"]?.stringValue == "F25")
@@ -49,6 +61,7 @@ struct PipelinedWritesTests {
     @Test func concurrentPatchesOfOneUserAllSurvive() throws {
         let server = server
         let account = try server.register()
+        let before = try countersWithPipelinesOpen(account)
         let failures = Atomic<Int>(0)
         onThreads(6) { index in
             for round in 1...20 {
@@ -57,6 +70,11 @@ struct PipelinedWritesTests {
             }
         }
         #expect(failures.load(ordering: .relaxed) == 0)
+        // Each patch began on a pipeline (its lookup at least); those that lost a race, or
+        // wrote a field of a new type, were finished by the workers.
+        let ran = try #require(try server.pipelineCounters()) - before
+        #expect(ran.sent >= 6 * 20, "\(ran) for \(6 * 20) patches")
+        print("PipelinedWritesTests: 120 concurrent patches of one user: \(ran)")
         let data = try server.me(account.token).json["data"]
         for index in 0..<6 { #expect(data?["p\(index)"]?.int64Value == 20, "p\(index)") }
     }
@@ -65,25 +83,33 @@ struct PipelinedWritesTests {
     /// writes that shared their batch still land (through the workers when it was rolled back).
     @Test func aConflictRollsBackItsBatchButLosesNoOtherWrite() throws {
         let server = server
+        var ran = PipelineCounters(sent: 0, fallbacks: 0)
         for round in 0..<10 {
             let accounts = try (0..<6).map { _ in try server.register() }
+            let before = try countersWithPipelinesOpen(accounts[0])
             let contested = server.uniqueEmail("contested")
             let statuses = Mutex<[Int]>([])
             let barrier = Barrier(accounts.count)
-            onThreads(accounts.count) { index in
+            try onThreads(accounts.count) { index in
                 let account = accounts[index]
                 let email = index < 2 ? contested : account.email
-                barrier.arrive()
+                try barrier.arrive()
                 let status = (try? server.call("PUT", "/users/me", token: account.token, json: Self.body(email, height: round)))?.status ?? 0
                 statuses.withLock { $0.append(index < 2 ? -status : status) }
             }
             let all = statuses.withLock { $0 }
             #expect(all.filter { $0 > 0 }.allSatisfy { $0 == 200 }, "round \(round): \(all)")
             #expect(all.filter { $0 < 0 }.sorted() == [-409, -200], "round \(round): \(all)")
+            let after = try #require(try server.pipelineCounters())
             for account in accounts[2...] {
                 #expect(try server.me(account.token).json["firstname"]?.stringValue == "F\(round)")
             }
+            // Every write began on a pipeline (its lookup at least).
+            #expect((after - before).sent >= accounts.count, "round \(round): \(after - before)")
+            ran.sent += (after - before).sent
+            ran.fallbacks += (after - before).fallbacks
         }
+        print("PipelinedWritesTests: 10 rounds of 6 writes, 2 of them contending for one address: \(ran)")
     }
 
     /// The pipelined connections die again and again while users write: every write answered
@@ -96,7 +122,7 @@ struct PipelinedWritesTests {
         let outcomes = Mutex<[(acknowledged: Int, unknown: [Int], other: [Int])]>(Array(repeating: (0, [], []), count: accounts.count))
         let finished = Atomic<Int>(0)
         let killed = Atomic<Int>(0)
-        let sentBefore = try server.metric("exosphere_db_pipelined_queries_total") ?? 0
+        let before = try countersWithPipelinesOpen(accounts[0])
         onThreads(accounts.count + 1) { index in
             guard index < accounts.count else {
                 while finished.load(ordering: .relaxed) < accounts.count {
@@ -124,7 +150,11 @@ struct PipelinedWritesTests {
         let final = outcomes.withLock { $0 }
         // The writes went through pipelines that were ended under them, again and again.
         #expect(killed.load(ordering: .relaxed) >= 3)
-        #expect(try server.metric("exosphere_db_pipelined_queries_total") ?? 0 - sentBefore > 300)
+        let ran = try #require(try server.pipelineCounters()) - before
+        #expect(ran.sent > 300, "\(ran)")
+        // ...and requests that came while a loop had none went to the workers.
+        #expect(ran.fallbacks > 0, "\(ran)")
+        print("PipelinedWritesTests: 900 writes while pipelines were killed \(killed.load(ordering: .relaxed)) times: \(ran)")
         for (index, account) in accounts.enumerated() {
             #expect(final[index].other.isEmpty, "statuses other than 200 and 503: \(final[index].other)")
             #expect(final[index].acknowledged > 0)

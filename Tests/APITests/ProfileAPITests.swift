@@ -261,8 +261,8 @@ struct ProfileAPITests {
         let failures = Atomic<Int>(0)
         for round in 1...15 {
             let barrier = Barrier(2)
-            onThreads(2) { index in
-                barrier.arrive()
+            try onThreads(2) { index in
+                try barrier.arrive()
                 let body = index == 0 ? #"{"firstname": "f\#(round)", "data": {"lostA": \#(round)}}"#
                                       : #"{"lastname": "l\#(round)", "data": {"lostB": \#(round)}}"#
                 if (try? server.call("PATCH", "/users/me", token: account.token, json: body))?.status != 200 {

@@ -3,7 +3,7 @@ import Accounts
 import FoundationEssentials
 import Glibc
 import JSON
-import Security
+import Cryptography
 import Testing
 
 /// Sign-out, session lists and revocation, bearer authentication and the sign-in throttle.

@@ -3,9 +3,10 @@ import API
 import Accounts
 import Glibc
 import JSON
-import Logging
+import StructuredLogging
 import Postgres
-import Security
+import PostgresCluster
+import Cryptography
 import Synchronization
 import TestSupport
 import Testing

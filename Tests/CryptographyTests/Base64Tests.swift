@@ -1,5 +1,5 @@
 import Testing
-import Security
+import Cryptography
 
 @Suite struct Base64Tests {
     /// RFC 4648 §10 vectors, padding removed.

@@ -1,5 +1,5 @@
 import Testing
-import Security
+import Cryptography
 
 @Suite struct ConstantTimeTests {
     @Test func equalAndUnequal() {

@@ -1,6 +1,6 @@
 import Glibc
 import Testing
-@testable import Security
+@testable import Cryptography
 import Threads
 
 /// A one-shot latch: `wait()` blocks until `open()`.

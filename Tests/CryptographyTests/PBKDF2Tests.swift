@@ -1,5 +1,5 @@
 import Testing
-import Security
+import Cryptography
 
 @Suite struct PBKDF2Tests {
     /// RFC 7914 §11.

@@ -1,6 +1,6 @@
 import Glibc
 import Testing
-import Security
+import Cryptography
 
 @Suite struct PasswordHasherTests {
     let hasher = try! PasswordHasher(parameters: .testing, allowWeakParameters: true)

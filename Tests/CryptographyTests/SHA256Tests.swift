@@ -1,5 +1,5 @@
 import Testing
-@testable import Security
+@testable import Cryptography
 
 @Suite struct SHA256Tests {
     @Test func knownAnswers() {

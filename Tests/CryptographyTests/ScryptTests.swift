@@ -1,5 +1,5 @@
 import Testing
-@testable import Security
+@testable import Cryptography
 
 @Suite struct ScryptTests {
     /// RFC 7914 §12 (the N=2^20 vector is left out: about 1 GiB and several seconds).

@@ -1,12 +1,12 @@
 import COpenSSL
 import Testing
-@testable import Security
+@testable import Cryptography
 
 @Suite struct SecurityErrorTests {
     @Test func descriptionIsGenericAndDetailOnlyInDebugDescription() {
         let error = SecurityError(.malformedHash, detail: "malformed salt")
         #expect(error.code == .malformedHash)
-        #expect(error.code.name == "malformedHash")
+        #expect(error.code.rawValue == "malformedHash")
         #expect("\(error)" == "SecurityError(malformedHash)")
         #expect(String(reflecting: error) == "SecurityError(malformedHash: malformed salt)")
     }

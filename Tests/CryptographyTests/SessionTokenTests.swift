@@ -1,5 +1,5 @@
 import Testing
-import Security
+import Cryptography
 
 @Suite struct SessionTokenTests {
     @Test func formatAndLength() throws {

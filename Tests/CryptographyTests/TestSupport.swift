@@ -1,5 +1,5 @@
 import Testing
-import Security
+import Cryptography
 
 /// Expects `body` to throw a `SecurityError` with `code`.
 func expectSecurityError<R>(

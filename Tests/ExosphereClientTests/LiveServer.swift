@@ -1,8 +1,9 @@
 import API
 import ExosphereClient
 import Foundation
-import Logging
+import StructuredLogging
 import Postgres
+import PostgresCluster
 import Synchronization
 import TestSupport
 import Testing

@@ -46,7 +46,7 @@ private struct TemporaryFile {
 
 /// A server whose `/file` serves `file` with `sendfile`, `/range` a region of it, and `/truncated`
 /// a response whose file shrinks to 1000 bytes after the region was taken.
-private func startFileServer(_ file: TemporaryFile) throws -> HTTPServer {
+private func startFileServer(_ file: TemporaryFile) throws -> Server {
     try startServer(router: testRouter { router in
         router.get("/file") { _, _ in
             Response(status: .ok, contentType: "application/octet-stream", file: try FileRegion(ReadableFile(path: file.path)))

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import HTTP
 import HTTPServer
-import Logging
+import StructuredLogging
 import Synchronization
 
 /// A failure of the raw test client, with the errno or the reason.
@@ -236,7 +236,7 @@ func testRouter(_ extra: (inout Router) -> Void = { _ in }) -> Router {
 }
 
 /// Starts a server on 127.0.0.1 and an ephemeral port, with timeouts short enough for tests.
-func startServer(router: Router = testRouter(), _ adjust: (inout ServerConfiguration) -> Void = { _ in }) throws -> HTTPServer {
+func startServer(router: Router = testRouter(), _ adjust: (inout ServerConfiguration) -> Void = { _ in }) throws -> Server {
     var configuration = ServerConfiguration()
     configuration.host = "127.0.0.1"
     configuration.port = 0
@@ -248,7 +248,7 @@ func startServer(router: Router = testRouter(), _ adjust: (inout ServerConfigura
     configuration.lingerTimeout = .milliseconds(500)
     configuration.drainTimeout = .seconds(3)
     adjust(&configuration)
-    let server = HTTPServer(configuration: configuration, router: router, logger: .silent)
+    let server = Server(configuration: configuration, router: router, logger: .silent)
     try server.start()
     return server
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import PostgresCluster
 import Testing
 
 @Suite struct LocalClusterTests {

@@ -64,14 +64,16 @@ import Testing
         let applied = Mutex<[String]>([])
         let failures = Mutex<[String]>([])
         let barrier = Barrier(4)
-        onThreads(4) { _ in
+        try onThreads(4) { _ in
             do {
                 let migrator = try Migrator(directory: directory)
                 let configuration = pool.configuration
                 let connection = try PostgresConnection(configuration: configuration)
-                barrier.arrive()
+                try barrier.arrive()
                 let names = try migrator.migrate(on: connection)
                 applied.withLock { $0 += names }
+            } catch let error as BarrierTimeout {
+                throw error
             } catch {
                 failures.withLock { $0.append(String(reflecting: error)) }
             }

@@ -1,6 +1,7 @@
 import TestSupport
 import Glibc
 import Postgres
+import PostgresCluster
 import Synchronization
 import Testing
 
@@ -31,17 +32,21 @@ import Testing
         let holding = Barrier(2)
         let served = Atomic<Int>(0)
         let sawWaiter = Atomic<Bool>(false)
-        onThreads(2) { index in
+        try onThreads(2) { index in
             if index == 0 {
-                _ = try? pool.withConnection { _ in
-                    holding.arrive()
-                    // Hold until the other thread is queued.
-                    let start = ContinuousClock.now
-                    while pool.statistics.waiting == 0, ContinuousClock.now - start < .seconds(5) { usleep(1000) }
-                    sawWaiter.store(pool.statistics.waiting == 1, ordering: .relaxed)
-                }
+                do {
+                    try pool.withConnection { _ in
+                        try holding.arrive()
+                        // Hold until the other thread is queued.
+                        let start = ContinuousClock.now
+                        while pool.statistics.waiting == 0, ContinuousClock.now - start < .seconds(5) { usleep(1000) }
+                        sawWaiter.store(pool.statistics.waiting == 1, ordering: .relaxed)
+                    }
+                } catch let error as BarrierTimeout {
+                    throw error
+                } catch {}
             } else {
-                holding.arrive()
+                try holding.arrive()
                 if (try? pool.withConnection({ try $0.query("SELECT 1") })) != nil { served.add(1, ordering: .relaxed) }
             }
         }

@@ -51,11 +51,11 @@ struct Deliberate: Error {}
 
         // Write skew: each transaction reads one class and writes the other. With both reads done
         // before either write, serializable isolation must abort one of them.
-        func run(retries: Int) -> (attempts: Int, errors: [PostgresError]) {
+        func run(retries: Int) throws -> (attempts: Int, errors: [PostgresError]) {
             let attempts = Atomic<Int>(0)
             let errors = Mutex<[PostgresError]>([])
             let barrier = Barrier(2)
-            onThreads(2) { index in
+            try onThreads(2) { index in
                 let (read, write) = index == 0 ? (1, 2) : (2, 1)
                 var first = true
                 do {
@@ -63,22 +63,24 @@ struct Deliberate: Error {}
                         attempts.add(1, ordering: .relaxed)
                         let sum = try connection.query(
                             "SELECT coalesce(sum(value), 0)::int8 FROM \(identifier: table) WHERE class = \(read)")[0].decode(Int.self, at: 0)
-                        if first { first = false; barrier.arrive() }
+                        if first { first = false; try barrier.arrive() }
                         try connection.execute("INSERT INTO \(identifier: table) VALUES (\(write), \(sum))")
                     }
                 } catch let error as PostgresError {
                     errors.withLock { $0.append(error) }
+                } catch let error as BarrierTimeout {
+                    throw error
                 } catch {}
             }
             return (attempts.load(ordering: .relaxed), errors.withLock { $0 })
         }
 
-        let withoutRetry = run(retries: 0)
+        let withoutRetry = try run(retries: 0)
         #expect(withoutRetry.errors.count == 1)
         #expect(withoutRetry.errors.first?.sqlState == .serializationFailure)
         #expect(withoutRetry.errors.first?.isTransient == true)
 
-        let withRetry = run(retries: 3)
+        let withRetry = try run(retries: 3)
         #expect(withRetry.errors.isEmpty)
         #expect(withRetry.attempts == 3)
     }
@@ -91,16 +93,18 @@ struct Deliberate: Error {}
         let attempts = Atomic<Int>(0)
         let failures = Atomic<Int>(0)
         let barrier = Barrier(2)
-        onThreads(2) { index in
+        try onThreads(2) { index in
             let (first, second): (Int32, Int32) = index == 0 ? (1, 2) : (2, 1)
             var initial = true
             do {
                 try pool.withTransaction(retries: 3) { connection in
                     attempts.add(1, ordering: .relaxed)
                     try connection.execute("UPDATE \(identifier: table) SET n = n + 1 WHERE id = \(first)")
-                    if initial { initial = false; barrier.arrive() }
+                    if initial { initial = false; try barrier.arrive() }
                     try connection.execute("UPDATE \(identifier: table) SET n = n + 1 WHERE id = \(second)")
                 }
+            } catch let error as BarrierTimeout {
+                throw error
             } catch {
                 failures.add(1, ordering: .relaxed)
             }

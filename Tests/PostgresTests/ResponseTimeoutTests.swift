@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import Postgres
+import PostgresCluster
 import Testing
 
 /// A server that stops answering (its processes stopped with `SIGSTOP`) in the middle of a

@@ -1,6 +1,7 @@
 import TestSupport
 import Glibc
 import Postgres
+import PostgresCluster
 import Synchronization
 
 /// The one throwaway cluster of this test target: started on first use, stopped at process exit

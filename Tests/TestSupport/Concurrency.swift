@@ -21,17 +21,49 @@ public func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
     threads.forEach { pthread_join($0, nil) }
 }
 
-/// All threads wait in `arrive()` until `count` have arrived (or a timeout passes), so their
-/// work starts together.
+/// `onThreads` for a body that may throw (a `Barrier` that timed out, say): waits for all the
+/// threads, then throws the error of the lowest-numbered thread that threw, so that the test
+/// fails instead of carrying on.
+public func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Void) throws {
+    let errors = Mutex<[(index: Int, error: any Error)]>([])
+    onThreads(count) { index in
+        do {
+            try body(index)
+        } catch {
+            errors.withLock { $0.append((index, error)) }
+        }
+    }
+    if let first = errors.withLock({ $0.min { $0.index < $1.index } }) {
+        throw first.error
+    }
+}
+
+/// A `Barrier` whose threads did not all arrive in time: the work it was to line up did not
+/// start together, so whatever the test measures next proves nothing.
+public struct BarrierTimeout: Error, CustomStringConvertible {
+    public let arrived: Int
+    public let expected: Int
+    public let timeout: Duration
+    public var description: String {
+        "barrier timed out after \(timeout): \(arrived) of \(expected) threads arrived"
+    }
+}
+
+/// All threads wait in `arrive()` until `count` have arrived, so their work starts together. A
+/// thread that waits longer than the timeout throws `BarrierTimeout` (run the threads with the
+/// throwing `onThreads`, which hands that error to the test).
 public final class Barrier: Sendable {
     public let count: Int
     let arrived = Atomic<Int>(0)
     public init(_ count: Int) { self.count = count }
 
-    public func arrive(timeout: Duration = .seconds(10)) {
+    public func arrive(timeout: Duration = .seconds(30)) throws {
         arrived.add(1, ordering: .sequentiallyConsistent)
         let start = ContinuousClock.now
-        while arrived.load(ordering: .sequentiallyConsistent) < count, ContinuousClock.now - start < timeout {
+        while arrived.load(ordering: .sequentiallyConsistent) < count {
+            guard ContinuousClock.now - start < timeout else {
+                throw BarrierTimeout(arrived: arrived.load(ordering: .sequentiallyConsistent), expected: count, timeout: timeout)
+            }
             usleep(100)
         }
     }

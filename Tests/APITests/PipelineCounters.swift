@@ -1,0 +1,41 @@
+import TestSupport
+import Testing
+
+/// The pipeline counters of `GET /metrics`, to tell which way requests ran: on the event loops'
+/// pipelined connections (`sent` goes up) or handed to the worker pool (`fallbacks` goes up).
+struct PipelineCounters: Equatable, CustomStringConvertible {
+    /// `exosphere_db_pipelined_queries_total`: statements sent on the pipelines.
+    var sent: Int
+    /// `exosphere_db_pipeline_fallbacks_total`: requests handed to the worker pool.
+    var fallbacks: Int
+
+    static func - (after: PipelineCounters, before: PipelineCounters) -> PipelineCounters {
+        PipelineCounters(sent: after.sent - before.sent, fallbacks: after.fallbacks - before.fallbacks)
+    }
+
+    var description: String { "\(sent) statements pipelined, \(fallbacks) fallbacks" }
+}
+
+extension TestServer {
+    /// The pipeline counters now; nil when the server has no pipelines (`databasePipelining` off),
+    /// whose metrics then carry no such samples.
+    func pipelineCounters(sourceLocation: SourceLocation = #_sourceLocation) throws -> PipelineCounters? {
+        let sent = try metric("exosphere_db_pipelined_queries_total")
+        let fallbacks = try metric("exosphere_db_pipeline_fallbacks_total")
+        guard let sent, let fallbacks else {
+            try #require(sent == nil && fallbacks == nil, "only one of the pipeline counters is exposed", sourceLocation: sourceLocation)
+            return nil
+        }
+        return PipelineCounters(sent: sent, fallbacks: fallbacks)
+    }
+
+    /// Reads `/users/me` with `token` on new connections until every one of the `eventLoops` has
+    /// its pipelined connection open (a loop opens it on its first such request, which meanwhile
+    /// goes to the workers), so that what a test sends next can run on the pipelines.
+    func openPipelines(eventLoops: Int, token: String) throws {
+        try waitUntil(timeout: .seconds(60), pollingEvery: .milliseconds(5), "a pipeline open on each of the \(eventLoops) event loops") {
+            _ = try me(token)
+            return try metric("exosphere_db_pipelines_open") == eventLoops
+        }
+    }
+}
