@@ -121,9 +121,9 @@ struct MetricsController {
         text.metric("exosphere_db_pipelines_open", type: .gauge,
                     help: "Pipelined database connections of the event loops that are open.", pipelines.open.load(ordering: .relaxed))
         text.metric("exosphere_db_pipelined_queries_total", type: .counter,
-                    help: "Reads sent on the event loops' pipelined connections.", pipelines.sent.load(ordering: .relaxed))
+                    help: "Statements (reads and writes) sent on the event loops' pipelined connections.", pipelines.sent.load(ordering: .relaxed))
         text.metric("exosphere_db_pipeline_fallbacks_total", type: .counter,
-                    help: "Reads handed to the worker pool because no pipeline was open or the statement failed.",
+                    help: "Requests handed to the worker pool: no pipeline open, a statement that failed, a transaction or a large body.",
                     pipelines.fallbacks.load(ordering: .relaxed))
     }
 
