@@ -1,6 +1,6 @@
 import COpenSSL
 
-/// An error from the `Security` module: a stable `code`, a generic `description`, and
+/// An error from the `Cryptography` module: a stable `code`, a generic `description`, and
 /// details for operators in `debugDescription` that never contain passwords, hashes or tokens.
 public struct SecurityError: Error, Sendable, Hashable, CustomStringConvertible,
     CustomDebugStringConvertible
