@@ -40,26 +40,29 @@ struct ProfileController: Sendable {
 
     @Sendable func replace(_ request: Request, _ context: RequestContext, _ executor: any QueryExecutor,
                            _ respond: @escaping (() throws -> Response) -> Void) {
-        authenticator.user(request, on: executor) { [accounts] result in
-            do {
-                let user = try result.get()
-                let replacement = try AccountBodies.replacement(try JSONBody.object(request))
-                accounts.replaceProfile(replacement, of: user, condition: ETag.condition(request.headers["If-Match"]),
-                                        on: executor) { written in respond { userResponse(try written.get()) } }
-            } catch {
-                respond { throw error }
-            }
+        writeProfile(request, executor, respond) { [accounts] user, condition, written in
+            let replacement = try AccountBodies.replacement(try JSONBody.object(request))
+            accounts.replaceProfile(replacement, of: user, condition: condition, on: executor, written)
         }
     }
 
     @Sendable func patch(_ request: Request, _ context: RequestContext, _ executor: any QueryExecutor,
                          _ respond: @escaping (() throws -> Response) -> Void) {
-        authenticator.user(request, on: executor) { [accounts] result in
+        writeProfile(request, executor, respond) { [accounts] user, condition, written in
+            let body = try JSONBody.object(request, accepting: ["application/merge-patch+json", "application/json"])
+            accounts.patchProfile(try AccountBodies.patch(body), of: user, condition: condition, on: executor, written)
+        }
+    }
+
+    /// A profile write: the signed-in user and the `If-Match` condition go to `write`, which reads
+    /// the body and starts the service's write; its user is the answer.
+    private func writeProfile(_ request: Request, _ executor: any QueryExecutor, _ respond: @escaping (() throws -> Response) -> Void,
+                              _ write: @escaping (User, WriteCondition, @escaping (Result<User, any Error>) -> Void) throws -> Void) {
+        authenticator.user(request, on: executor) { result in
             do {
-                let user = try result.get()
-                let body = try JSONBody.object(request, accepting: ["application/merge-patch+json", "application/json"])
-                accounts.patchProfile(try AccountBodies.patch(body), of: user, condition: ETag.condition(request.headers["If-Match"]),
-                                      on: executor) { written in respond { userResponse(try written.get()) } }
+                try write(try result.get(), ETag.condition(request.headers["If-Match"])) { written in
+                    respond { userResponse(try written.get()) }
+                }
             } catch {
                 respond { throw error }
             }
