@@ -297,10 +297,9 @@ public final class AccountService: Sendable {
 
     /// `POST /users/me/password`: verifies the old password, stores the new hash, revokes every
     /// other session and replaces the calling one, all in one transaction.
-    /// The caller checks the lock (`checkPasswordLock`) before it reads the body: while locked,
-    /// every attempt gets 429, whatever the body says.
+    /// A locked user's attempt is refused when its check is counted, before any hashing; so that
+    /// it gets 429 whatever its body says, the caller checks `checkPasswordLock` before reading it.
     public func changePassword(_ change: PasswordChange, session: Session, origin: RequestOrigin) throws -> (IssuedSession, revokedSessions: Int) {
-        try checkPasswordLock(userID: session.userID, origin: origin)
         let (old, new) = (change.oldPassword, change.newPassword)
         if let confirm = change.confirmPassword, confirm != new {
             throw AccountsError.field("confirmPassword", .passwordMismatch, "does not match newPassword")
@@ -336,10 +335,10 @@ public final class AccountService: Sendable {
 
     /// `DELETE /users/me`: the user and, by cascade, their sessions.
     /// `alsoDelete` runs in the same transaction, after the password check and before the user row goes:
-    /// what other modules keep for the user (images) is deleted with it or not at all.
+    /// what other modules keep for the user (images) is deleted with it or not at all. Locked as
+    /// `changePassword` is.
     public func deleteAccount(password: String, userID: UUID, origin: RequestOrigin,
                               alsoDelete: (PostgresConnection) throws -> Void = { _ in }) throws {
-        try checkPasswordLock(userID: userID, origin: origin)
         let verifiedHash = try verifyCurrentPassword(password, userID: userID, origin: origin)
         try pool.withTransaction { connection in
             guard try UserRepository.passwordHash(connection, id: userID, forUpdate: true) == verifiedHash else {
