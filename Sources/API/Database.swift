@@ -53,10 +53,15 @@ public final class Database: Sendable {
         }
     }
 
-    /// Whether the database answers and every migration is applied, for `/readyz`.
+    /// Whether the database answers and every migration is applied, for `/readyz`. A pool with no
+    /// connection free is busy, not unready: taking the instance out of service during a spike
+    /// would move its load onto the others. (A database that stops answering frees the pool's
+    /// connections within `--db-timeout`, and the check then fails.)
     public func isReady() -> Bool {
         do {
             return try !migrator.hasPendingMigrations(on: pool)
+        } catch let error as PostgresError where error.code == .poolTimeout {
+            return true
         } catch {
             logger.warning("readiness check failed", ["error": String(describing: error)])
             return false

@@ -85,14 +85,17 @@ public final class HashingPool: @unchecked Sendable {
     }
 
     /// Whether new interactive work would be queued now (a hint: another caller may take the last
-    /// place first). Places held by work whose client has gone count as free, and are freed.
+    /// place first). Places held by work whose client has gone count as free, and are freed. A
+    /// caller refuses its work when this is false, so that counts as a rejection.
     public var hasCapacity: Bool {
         var dropped: [Job] = []
         defer { HashingPool.release(dropped) }
         lock.lock()
         defer { lock.unlock() }
         if busy + interactive.count + bulk.count >= workerCount + queueCapacity { dropped = dropAbandoned() }
-        return busy + interactive.count + bulk.count < workerCount + queueCapacity
+        let free = busy + interactive.count + bulk.count < workerCount + queueCapacity
+        if !free { rejected += 1 }
+        return free
     }
 
     /// Current figures for metrics.

@@ -145,6 +145,20 @@ public final class ReadableFile: @unchecked Sendable {
         if descriptor >= 0 { close(descriptor) }
     }
 
+    /// Up to `count` bytes from `offset` (fewer only at the end of the file).
+    public func read(at offset: Int, count: Int) throws(FileSystemError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, count - done, off_t(offset + done)) }
+            if read < 0, errno == EINTR { continue }
+            guard read >= 0 else { throw FileSystemError("pread", "descriptor \(descriptor)") }
+            if read == 0 { break }
+            done += read
+        }
+        return Array(bytes.prefix(done))
+    }
+
     /// The descriptor, now owned by the caller (who must close it).
     public func take() -> Int32 {
         let taken = descriptor

@@ -203,7 +203,7 @@ public final class ImageService: Sendable {
     /// database storage meanwhile (moved or deleted).
     public func readChunk(of id: UUID, offset: Int, length: Int,
                           _ completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) {
-        let pool = self.pool
+        let (pool, directory) = (self.pool, self.directory)
         let readers = self.readers.withLock { readers -> BoundedThreadPool? in
             if readers.pool == nil, !readers.stopped {
                 readers.pool = BoundedThreadPool(name: "image-read", threads: 4, queueLimit: 4096)
@@ -212,7 +212,10 @@ public final class ImageService: Sendable {
         }
         let queued = readers?.submit {
             completion(Result {
+                // An image's bytes never change wherever they are kept: a chunk the database no
+                // longer holds is read from the file `images migrate` moved the image to.
                 let bytes = try pool.withConnection { try ImageRepository.data($0, id: id, offset: offset, length: length) }
+                    ?? (try? ReadableFile(path: directory.path(of: id)).read(at: offset, count: length))
                 guard let bytes, bytes.count == length else {
                     throw ImageStoreCorruption("image \(id) has no \(length) bytes at \(offset) any more")
                 }

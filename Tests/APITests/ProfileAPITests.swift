@@ -7,16 +7,16 @@ import Postgres
 import Synchronization
 import Testing
 
-/// `GET`, `PUT` and `PATCH /users/me`: representation, ETags, replacement and merge patches.
-@Suite(.liveServer("profile"), .serialized)
-struct ProfileAPITests {
-    let server: TestServer
-
-    init() throws { server = try #require(TestServer.current) }
+/// `GET`, `PUT` and `PATCH /users/me`: representation, ETags, replacement and merge patches; run
+/// in full twice, as the image scenarios are run against each storage: with the database pipelines
+/// on (the event loops answer these routes) and off (the worker pool does). Each run proves its
+/// mode: on, the pipelined statement counter rises during the test; off, the server has no
+/// pipeline metrics and no pipelined connection.
+enum ProfileAPITests {
 
     // MARK: - The Mesosfer flow
 
-    @Test func mesosferFlow() throws {
+    static func mesosferFlow(_ server: TestServer) throws {
         let email = server.uniqueEmail("mesosfer")
         let password = server.uniquePassword()
         let registered = try server.register(email: email, password: password)
@@ -72,7 +72,7 @@ struct ProfileAPITests {
 
     // MARK: - GET and ETags
 
-    @Test func etagAndIfNoneMatch() throws {
+    static func etagAndIfNoneMatch(_ server: TestServer) throws {
         let account = try server.register()
         let first = try server.me(account.token)
         #expect(first.header("Content-Type") == "application/json")
@@ -103,7 +103,7 @@ struct ProfileAPITests {
 
     // MARK: - PUT
 
-    @Test func putReplacesTheEditableRepresentation() throws {
+    static func putReplacesTheEditableRepresentation(_ server: TestServer) throws {
         let account = try server.register(extra: #", "firstname": "Ayu", "lastname": "Lestari", "data": {"putA": "x", "putB": 1}"#)
         let reply = try server.call("PUT", "/users/me", token: account.token, json: #"{"email": "\#(account.email)"}"#)
         #expect(reply.status == 200)
@@ -121,7 +121,7 @@ struct ProfileAPITests {
         #expect(replaced.json["data"] == .object(["putB": 2]))
     }
 
-    @Test func putNeedsAnEmailAndRefusesPasswordsAndUnknownKeys() throws {
+    static func putNeedsAnEmailAndRefusesPasswordsAndUnknownKeys(_ server: TestServer) throws {
         let account = try server.register(extra: #", "firstname": "Keep""#)
         let noEmail = try server.call("PUT", "/users/me", token: account.token, json: #"{"firstname": "X"}"#)
         #expect(noEmail.status == 422)
@@ -145,7 +145,7 @@ struct ProfileAPITests {
         #expect(try server.signIn(account.email, account.password).status == 200)
     }
 
-    @Test func readOnlyKeysAreIgnoredWhenEchoed() throws {
+    static func readOnlyKeysAreIgnoredWhenEchoed(_ server: TestServer) throws {
         let account = try server.register()
         var echoed = try #require(try server.me(account.token).json.objectValue)
         echoed["firstname"] = "Echo"
@@ -171,7 +171,7 @@ struct ProfileAPITests {
 
     // MARK: - PATCH
 
-    @Test func patchIsAMergePatch() throws {
+    static func patchIsAMergePatch(_ server: TestServer) throws {
         let account = try server.register(extra: #", "firstname": "F", "lastname": "L", "data": {"mpA": "a", "mpB": 2, "mpC": true}"#)
         let one = try server.call("PATCH", "/users/me", token: account.token, json: #"{"lastname": "Lestari"}"#)
         #expect(one.status == 200)
@@ -201,7 +201,7 @@ struct ProfileAPITests {
         #expect(try server.me(account.token).json["data"] == .object(JSONObject()))
     }
 
-    @Test func patchRefusesOtherMediaTypesPasswordsAndUnknownKeys() throws {
+    static func patchRefusesOtherMediaTypesPasswordsAndUnknownKeys(_ server: TestServer) throws {
         let account = try server.register(extra: #", "firstname": "Keep""#)
         for type in ["text/plain", "application/x-www-form-urlencoded", "application/json-patch+json"] {
             let reply = try server.call("PATCH", "/users/me", token: account.token, json: #"{"firstname": "X"}"#, contentType: type)
@@ -225,7 +225,7 @@ struct ProfileAPITests {
 
     // MARK: - If-Match
 
-    @Test func ifMatchGuardsPutAndPatch() throws {
+    static func ifMatchGuardsPutAndPatch(_ server: TestServer) throws {
         let account = try server.register(extra: #", "firstname": "Original""#)
         let etag = try #require(try server.me(account.token).header("ETag"))
         let moved = try server.call("PATCH", "/users/me", token: account.token, json: #"{"lastname": "Moved"}"#)
@@ -255,9 +255,8 @@ struct ProfileAPITests {
                                 headers: [("If-Match", "\"garbage\"")]).status == 412)
     }
 
-    @Test func concurrentPatchesOfDifferentFieldsBothSurvive() throws {
+    static func concurrentPatchesOfDifferentFieldsBothSurvive(_ server: TestServer) throws {
         let account = try server.register(extra: #", "data": {"lostA": 0, "lostB": 0}"#)
-        let server = self.server
         let failures = Atomic<Int>(0)
         for round in 1...15 {
             let barrier = Barrier(2)
@@ -279,10 +278,10 @@ struct ProfileAPITests {
 
     // MARK: - Email changes
 
-    @Test func changingTheEmailResetsVerification() throws {
+    static func changingTheEmailResetsVerification(_ server: TestServer) throws {
         let account = try server.register()
         let uuid = try #require(UUID(uuidString: account.id))
-        let verify = { try self.server.withDatabase { try $0.execute("UPDATE users SET email_verified = true WHERE id = \(uuid)") } }
+        let verify = { try server.withDatabase { try $0.execute("UPDATE users SET email_verified = true WHERE id = \(uuid)") } }
         _ = try verify()
         #expect(try server.me(account.token).json["emailVerified"] == .bool(true))
         // Other edits keep it; so does the same address in another case (it is the same identity).
@@ -308,7 +307,7 @@ struct ProfileAPITests {
         #expect(try server.signIn(newEmail, account.password).status == 401)
     }
 
-    @Test func changingToATakenEmailIsAConflict() throws {
+    static func changingToATakenEmailIsAConflict(_ server: TestServer) throws {
         let alice = try server.register()
         let bob = try server.register(extra: #", "firstname": "Bob""#)
         for (method, body) in [("PATCH", #"{"email": "\#(alice.email.uppercased())", "firstname": "Changed"}"#),
@@ -322,7 +321,7 @@ struct ProfileAPITests {
         #expect(me["firstname"]?.stringValue == "Bob")
     }
 
-    @Test func namesAreBoundedAndNeverHoldNUL() throws {
+    static func namesAreBoundedAndNeverHoldNUL(_ server: TestServer) throws {
         let account = try server.register()
         let hundred = String(repeating: "名", count: 100)
         #expect(try server.call("PATCH", "/users/me", token: account.token, json: #"{"firstname": "\#(hundred)"}"#).status == 200)
@@ -333,5 +332,68 @@ struct ProfileAPITests {
         #expect(nul.status == 422)
         #expect(nul.firstError.field == "lastname")
         #expect(try server.me(account.token).json["firstname"]?.stringValue == hundred)
+    }
+
+    // MARK: - The two modes
+
+    /// Runs `scenario` on `server` and proves that it ran in the server's mode. Pipelining on: the
+    /// loop's pipeline is opened first (a loop's first request goes to the workers while it opens),
+    /// and `exosphere_db_pipelined_queries_total` must rise while the scenario runs. Off: the
+    /// pipeline metrics are absent before and after, and no pipelined connection exists.
+    static func run(_ server: TestServer, pipelining: Bool, _ scenario: (TestServer) throws -> Void,
+                    sourceLocation: SourceLocation = #_sourceLocation) throws {
+        guard pipelining else {
+            #expect(try server.pipelineCounters() == nil, "pipelining off: no pipeline metrics", sourceLocation: sourceLocation)
+            try scenario(server)
+            #expect(try server.pipelineCounters() == nil, "pipelining off: no pipeline metrics", sourceLocation: sourceLocation)
+            #expect(try server.pipelineBackends() == 0, "pipelining off: no pipelined connection", sourceLocation: sourceLocation)
+            return
+        }
+        if try server.metric("exosphere_db_pipelines_open") != 1 {
+            try server.openPipelines(eventLoops: 1, token: try server.register().token)
+        }
+        let before = try #require(try server.pipelineCounters(), "pipelining on: the pipeline metrics exist", sourceLocation: sourceLocation)
+        try scenario(server)
+        let after = try #require(try server.pipelineCounters(), sourceLocation: sourceLocation)
+        let ran = after - before
+        #expect(ran.sent > 0, "pipelining on: no statement went out on the pipeline (\(ran))", sourceLocation: sourceLocation)
+    }
+
+    @Suite(.liveServer("profile_loops") { $0.databasePipelining = true }, .serialized)
+    struct Pipelined {
+        let server: TestServer
+        init() throws { server = try #require(TestServer.current) }
+
+        @Test func mesosferFlow() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.mesosferFlow) }
+        @Test func etagAndIfNoneMatch() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.etagAndIfNoneMatch) }
+        @Test func putReplacesTheEditableRepresentation() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.putReplacesTheEditableRepresentation) }
+        @Test func putNeedsAnEmailAndRefusesPasswordsAndUnknownKeys() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.putNeedsAnEmailAndRefusesPasswordsAndUnknownKeys) }
+        @Test func readOnlyKeysAreIgnoredWhenEchoed() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.readOnlyKeysAreIgnoredWhenEchoed) }
+        @Test func patchIsAMergePatch() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.patchIsAMergePatch) }
+        @Test func patchRefusesOtherMediaTypesPasswordsAndUnknownKeys() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.patchRefusesOtherMediaTypesPasswordsAndUnknownKeys) }
+        @Test func ifMatchGuardsPutAndPatch() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.ifMatchGuardsPutAndPatch) }
+        @Test func concurrentPatchesOfDifferentFieldsBothSurvive() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.concurrentPatchesOfDifferentFieldsBothSurvive) }
+        @Test func changingTheEmailResetsVerification() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.changingTheEmailResetsVerification) }
+        @Test func changingToATakenEmailIsAConflict() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.changingToATakenEmailIsAConflict) }
+        @Test func namesAreBoundedAndNeverHoldNUL() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.namesAreBoundedAndNeverHoldNUL) }
+    }
+
+    @Suite(.liveServer("profile_pool") { $0.databasePipelining = false }, .serialized)
+    struct WorkerPool {
+        let server: TestServer
+        init() throws { server = try #require(TestServer.current) }
+
+        @Test func mesosferFlow() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.mesosferFlow) }
+        @Test func etagAndIfNoneMatch() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.etagAndIfNoneMatch) }
+        @Test func putReplacesTheEditableRepresentation() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.putReplacesTheEditableRepresentation) }
+        @Test func putNeedsAnEmailAndRefusesPasswordsAndUnknownKeys() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.putNeedsAnEmailAndRefusesPasswordsAndUnknownKeys) }
+        @Test func readOnlyKeysAreIgnoredWhenEchoed() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.readOnlyKeysAreIgnoredWhenEchoed) }
+        @Test func patchIsAMergePatch() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.patchIsAMergePatch) }
+        @Test func patchRefusesOtherMediaTypesPasswordsAndUnknownKeys() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.patchRefusesOtherMediaTypesPasswordsAndUnknownKeys) }
+        @Test func ifMatchGuardsPutAndPatch() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.ifMatchGuardsPutAndPatch) }
+        @Test func concurrentPatchesOfDifferentFieldsBothSurvive() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.concurrentPatchesOfDifferentFieldsBothSurvive) }
+        @Test func changingTheEmailResetsVerification() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.changingTheEmailResetsVerification) }
+        @Test func changingToATakenEmailIsAConflict() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.changingToATakenEmailIsAConflict) }
+        @Test func namesAreBoundedAndNeverHoldNUL() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.namesAreBoundedAndNeverHoldNUL) }
     }
 }

@@ -105,6 +105,9 @@ final class LiveServer: Sendable {
         var configuration = Client.Configuration()
         configuration.imageCacheDirectory = try imageCache ?? temporaryDirectory("images")
         configuration.retryPolicy.networkRetryDelay = 0.05
+        // Hashes run in the idle scheduling class: with the whole suite on two cores one may wait
+        // longer than the 30 s default, and a test without retries would fail for the machine's sake.
+        configuration.timeoutInterval = 300
         adjust(&configuration)
         return Client(baseURL: baseURL, sessionStore: store, configuration: configuration)
     }
