@@ -18,8 +18,12 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
                        providers: [.apt(["libssl-dev"])]),
 
+        // A blocking HTTP/1.1 client connection: the health check's and the tests'.
+        .target(name: "SocketClient"),
+        // The proleptic Gregorian calendar: dates to and from days since 1970.
+        .target(name: "CivilTime"),
         // HTTP/1.1 messages, parser and serializer: no Foundation, no I/O.
-        .target(name: "HTTP"),
+        .target(name: "HTTP", dependencies: ["CivilTime"]),
         // Threads, a condition lock and a bounded thread pool for blocking work.
         .target(name: "Threads", dependencies: ["CLinux"]),
         // Reading whole small files with plain system calls.
@@ -31,7 +35,7 @@ let package = Package(
         // A strict JSON value type with limits: no Foundation.
         .target(name: "JSON"),
         // libpq client, pool, bound queries, migrations.
-        .target(name: "Postgres", dependencies: ["CLibPQ", "Files", "Threads"]),
+        .target(name: "Postgres", dependencies: ["CivilTime", "CLibPQ", "Files", "Threads"]),
         // A PostgreSQL cluster this process creates, starts, supervises and stops.
         .target(name: "PostgresCluster", dependencies: ["Postgres", "CLibPQ", "Files"]),
         // Password hashing (scrypt) on a bounded pool, session tokens, digests, constant-time comparison.
@@ -41,7 +45,7 @@ let package = Package(
         // Users' images: format inspection (pure), the two storages, their SQL and files.
         .target(name: "Images", dependencies: ["Postgres", "Cryptography", "Files", "StructuredLogging", "Threads"]),
         // Users, custom fields, sessions, throttles: rules and their SQL.
-        .target(name: "Accounts", dependencies: ["Postgres", "Cryptography", "JSON", "StructuredLogging", "Threads"]),
+        .target(name: "Accounts", dependencies: ["CivilTime", "Postgres", "Cryptography", "JSON", "StructuredLogging", "Threads"]),
         // The SQL of migrations/, compiled in at build time (Plugins/EmbedMigrations).
         .executableTarget(name: "embed-migrations"),
         .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["embed-migrations"]),
@@ -49,15 +53,17 @@ let package = Package(
         // Routes, DTOs, error mapping, configuration.
         .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "StructuredLogging", "Postgres", "Cryptography", "Accounts", "Images", "Threads", "Files", "CLinux", "Migrations", "PostgresLoop", "PostgresCluster"],
                 resources: [.embedInCode("Resources/openapi.json")]),
-        .executableTarget(name: "exosphere", dependencies: ["API"]),
+        // The command line: parsing it, serve, migrate, images migrate, healthcheck, hash-benchmark.
+        .executableTarget(name: "exosphere", dependencies: ["API", "Accounts", "Cryptography", "HTTPServer", "Images", "Postgres",
+                                                         "SocketClient", "StructuredLogging", "Threads"]),
         // The client library for apps (iOS 15+, macOS 12+, Linux): depends on nothing here.
         .target(name: "ExosphereClient"),
         // Benchmark of the Postgres module against pgbench (bench/postgres.sh).
         .executableTarget(name: "exosphere-dbbench", dependencies: ["Postgres", "PostgresCluster"]),
 
         // Test targets list every module their files import: nothing reaches them transitively.
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP", "Files", "StructuredLogging"]),
+        .testTarget(name: "HTTPTests", dependencies: ["CivilTime", "HTTP", "TestSupport"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP", "Files", "SocketClient", "StructuredLogging"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "PostgresCluster", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "COpenSSL", "Threads"]),
@@ -67,7 +73,9 @@ let package = Package(
         .testTarget(name: "AccountsTests", dependencies: ["Accounts", "Cryptography", "JSON", "Migrations", "Postgres", "PostgresCluster", "StructuredLogging"]),
         .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport"]),
         .testTarget(name: "APITests", dependencies: ["API", "Accounts", "Cryptography", "Files", "HTTP", "HTTPServer", "Images", "JSON",
-                                                 "Migrations", "Postgres", "PostgresCluster", "StructuredLogging", "TestSupport"]),
+                                                 "Migrations", "Postgres", "PostgresCluster", "SocketClient", "StructuredLogging", "TestSupport"]),
+        // The command line: parsing, usage, the health check.
+        .testTarget(name: "CommandLineTests", dependencies: ["exosphere", "API", "HTTP", "HTTPServer", "PostgresCluster", "SocketClient", "StructuredLogging"]),
         // The client against a real server started in-process on a throwaway PostgreSQL.
         .testTarget(name: "ExosphereClientTests", dependencies: ["ExosphereClient", "API", "Postgres", "PostgresCluster", "StructuredLogging", "TestSupport"]),
     ],

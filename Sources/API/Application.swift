@@ -9,6 +9,9 @@ import Cryptography
 
 /// The running service: the database, the hashing pool, then the HTTP server; stopped in reverse order.
 public final class Application: Sendable {
+    /// The version this build reports (`exosphere --version`, `/metrics`, the OpenAPI document).
+    public static let version = "0.1.0"
+
     public let configuration: Configuration
     public let logger: Logger
     public let database: Database

@@ -6,7 +6,7 @@ import Glibc
 /// together. A trusted proxy says whom it spoke to in `X-Forwarded-For`; each hop appends the
 /// address it saw, so reading from the right, every address up to the first untrusted one was
 /// written by a proxy of ours, and everything to its left came from the client and may be forged.
-enum ClientAddress {
+public enum ClientAddress {
     /// The client address for the sign-in throttle.
     ///
     /// - Parameters:
@@ -38,7 +38,7 @@ enum ClientAddress {
     /// compressed; an IPv4-mapped IPv6 address as plain IPv4), or nil for anything else: host
     /// names, ports, brackets, zone ids. Canonical, so that one client cannot spell its address
     /// in several ways to get several throttle counters.
-    static func canonical(_ text: some StringProtocol) -> String? {
+    public static func canonical(_ text: some StringProtocol) -> String? {
         // Also keeps out NUL, which would end the C string early.
         guard !text.isEmpty, text.utf8.count < Int(INET6_ADDRSTRLEN),
               text.utf8.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: ":") }) else { return nil }
@@ -79,7 +79,7 @@ enum ClientAddress {
     }
 
     /// Without the optional whitespace (spaces and tabs) around a list element.
-    static func trimmed(_ text: Substring) -> Substring {
+    public static func trimmed(_ text: Substring) -> Substring {
         var slice = text
         while let first = slice.first, first == " " || first == "\t" { slice.removeFirst() }
         while let last = slice.last, last == " " || last == "\t" { slice.removeLast() }

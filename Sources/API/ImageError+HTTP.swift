@@ -17,6 +17,6 @@ extension ImageError: HTTPResponseError {
 
 extension MultipartError: HTTPResponseError {
     public var problem: Problem {
-        Problem(status: status, code: code, detail: detail)
+        Problem(status: status, code: code.rawValue, detail: detail)
     }
 }

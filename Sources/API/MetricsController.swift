@@ -37,7 +37,7 @@ struct MetricsController {
         if let accounts { writeThrottles(accounts, into: &text) }
         if let images { writeImages(images, into: &text) }
         text.family("exosphere_build_info", type: .gauge, help: "Always 1; the labels describe the running build.")
-        text.sample("exosphere_build_info", ["version": Exosphere.version], 1)
+        text.sample("exosphere_build_info", ["version": Application.version], 1)
         ProcessFigures.read().write(into: &text)
         return text
     }

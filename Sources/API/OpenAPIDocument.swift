@@ -3,7 +3,7 @@
 /// in; served at `GET /openapi.json` and printed by `exosphere openapi`. `OpenAPIDocumentTests`
 /// checks that its paths are exactly the route table's and that every error code is listed;
 /// `scripts/openapi_check.py` that every `$ref` resolves.
-enum OpenAPIDocument {
-    static let bytes: [UInt8] = PackageResources.openapi_json
-    static var json: String { String(decoding: bytes, as: UTF8.self) }
+public enum OpenAPIDocument {
+    public static let bytes: [UInt8] = PackageResources.openapi_json
+    public static var json: String { String(decoding: bytes, as: UTF8.self) }
 }

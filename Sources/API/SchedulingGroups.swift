@@ -11,7 +11,7 @@ import Glibc
 /// answer its queries as an equal, and during a storm of sign-ins other requests wait for them:
 /// `GET /users/me` p99 of 22–107 ms in 9 of 39 eight-second storms, against 3–9 ms in every
 /// storm in a cgroup of its own (systemd, a container) or without autogroups.
-enum SchedulingGroups {
+public enum SchedulingGroups {
     /// Whether autogroups apply, from the `kernel.sched_autogroup_enabled` setting, the text of
     /// `/proc/self/cgroup` (`id:controllers:path` lines) and whether the unified hierarchy's top
     /// has a `cpu.weight` (the real root has none; a container's namespaced root does).
@@ -30,7 +30,7 @@ enum SchedulingGroups {
     }
 
     /// `autogroupsApply` for this process.
-    static func autogroupsApplyHere() -> Bool {
+    public static func autogroupsApplyHere() -> Bool {
         autogroupsApply(autogroupSetting: try? FileReader.text("/proc/sys/kernel/sched_autogroup_enabled", limit: 64),
                         cgroups: try? FileReader.text("/proc/self/cgroup", limit: 64 << 10),
                         topHasCPUWeight: access("/sys/fs/cgroup/cpu.weight", F_OK) == 0)

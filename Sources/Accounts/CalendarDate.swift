@@ -1,3 +1,5 @@
+import CivilTime
+
 /// `YYYY-MM-DD` dates and RFC 3339 date-times: validation and formatting, without Foundation.
 public enum CalendarDate {
     /// Whether `text` is exactly a valid calendar date `YYYY-MM-DD`.
@@ -10,16 +12,7 @@ public enum CalendarDate {
     }
 
     static func isValid(year: Int, month: Int, day: Int) -> Bool {
-        guard (1...12).contains(month), day >= 1 else { return false }
-        return day <= daysInMonth(year: year, month: month)
-    }
-
-    static func daysInMonth(year: Int, month: Int) -> Int {
-        switch month {
-        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: return 30
-        default: return 31
-        }
+        CivilDate(year: Int64(year), month: Int64(month), day: Int64(day)).isValid
     }
 
     /// The decimal value of `count` ASCII digits at `offset`, or nil.
@@ -31,19 +24,6 @@ public enum CalendarDate {
             value = value * 10 + Int(byte - UInt8(ascii: "0"))
         }
         return value
-    }
-
-    /// Howard Hinnant's days-to-civil algorithm.
-    static func civil(daysSinceEpoch: Int) -> (year: Int, month: Int, day: Int) {
-        let z = daysSinceEpoch + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }
 
@@ -88,7 +68,8 @@ public enum RFC3339 {
         let millis = ms - seconds * 1000
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
-        let (year, month, day) = CalendarDate.civil(daysSinceEpoch: days)
+        let civil = CivilDate(daysSinceEpoch: Int64(days))
+        let (year, month, day) = (Int(civil.year), Int(civil.month), Int(civil.day))
         // Written into the string's own storage: this runs several times per response.
         return String(unsafeUninitializedCapacity: 24) { buffer in
             func put(_ value: Int, at offset: Int, digits: Int) {

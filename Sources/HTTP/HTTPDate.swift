@@ -1,3 +1,5 @@
+import CivilTime
+
 /// IMF-fixdate formatting (`Sun, 06 Nov 1994 08:49:37 GMT`) without Foundation.
 public enum HTTPDate {
     /// A formatted date, cheap to copy into every response of the same second.
@@ -14,7 +16,8 @@ public enum HTTPDate {
     public static func format(secondsSinceEpoch seconds: Int) -> Text {
         let dayNumber = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - dayNumber * 86_400
-        let (year, month, day) = civilDate(daysSinceEpoch: dayNumber)
+        let civil = CivilDate(daysSinceEpoch: Int64(dayNumber))
+        let (year, month, day) = (Int(civil.year), Int(civil.month), Int(civil.day))
         var out: [UInt8] = []
         out.reserveCapacity(29)
         out.append(contentsOf: days[((dayNumber % 7) + 7) % 7].utf8)
@@ -33,20 +36,6 @@ public enum HTTPDate {
         appendTwoDigits(secondOfDay % 60, &out)
         out.append(contentsOf: " GMT".utf8)
         return Text(seconds: seconds, bytes: out)
-    }
-
-    /// Howard Hinnant's days-to-civil algorithm.
-    static func civilDate(daysSinceEpoch: Int) -> (year: Int, month: Int, day: Int) {
-        let z = daysSinceEpoch + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        return (year, month, day)
     }
 
     private static func appendTwoDigits(_ value: Int, _ out: inout [UInt8]) {

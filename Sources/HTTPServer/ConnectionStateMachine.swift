@@ -414,8 +414,8 @@ struct ConnectionStateMachine {
 }
 
 extension HTTPParseError {
-    static let headerTimeout = HTTPParseError(code: "header_timeout", status: .requestTimeout,
+    static let headerTimeout = HTTPParseError(code: .headerTimeout, status: .requestTimeout,
                                               detail: "The request head did not arrive in time.")
-    static let bodyTimeout = HTTPParseError(code: "body_timeout", status: .requestTimeout,
+    static let bodyTimeout = HTTPParseError(code: .bodyTimeout, status: .requestTimeout,
                                             detail: "The request body arrived too slowly.")
 }

@@ -83,7 +83,7 @@ public struct Problem: Error, Sendable, HTTPResponseError, CustomStringConvertib
 
     /// The problem for a request the parser refused.
     public init(_ error: HTTPParseError) {
-        self.init(status: error.status, code: error.code, detail: error.detail)
+        self.init(status: error.status, code: error.code.rawValue, detail: error.detail)
     }
 
     public static func notFound(_ detail: String = "No resource exists at this path.") -> Problem {

@@ -1,3 +1,5 @@
+import CivilTime
+
 /// A calendar date with no time zone (PostgreSQL `date`), e.g. a date of birth.
 public struct PostgresDate: Hashable, Comparable, Sendable, CustomStringConvertible {
     public let year: Int

@@ -1,3 +1,4 @@
+import CivilTime
 import FoundationEssentials
 
 /// Conversions between `Date` and PostgreSQL's ISO text form of timestamptz, in UTC.
@@ -109,54 +110,6 @@ enum PostgresTimestamp {
     }
 
     static var malformed: PostgresDecodingFailure { PostgresDecodingFailure("malformed timestamp") }
-}
-
-/// A proleptic Gregorian calendar date; year 0 is 1 BC.
-struct CivilDate: Hashable, Sendable {
-    var year: Int64
-    var month: Int64
-    var day: Int64
-
-    init(year: Int64, month: Int64, day: Int64) {
-        self.year = year
-        self.month = month
-        self.day = day
-    }
-
-    /// From days since 1970-01-01 (Howard Hinnant's civil_from_days).
-    init(daysSinceEpoch: Int64) {
-        let z = daysSinceEpoch + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        day = doy - (153 * mp + 2) / 5 + 1
-        month = mp < 10 ? mp + 3 : mp - 9
-        year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-    }
-
-    /// Days since 1970-01-01 (Howard Hinnant's days_from_civil).
-    var daysSinceEpoch: Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    var isValid: Bool {
-        guard month >= 1, month <= 12, day >= 1 else { return false }
-        // A switch, not an array of lengths: this runs for every timestamp a query returns.
-        switch month {
-        case 2:
-            let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
-            return day <= (leap ? 29 : 28)
-        case 4, 6, 9, 11: return day <= 30
-        default: return day <= 31
-        }
-    }
 }
 
 /// A cursor over ASCII bytes for the date and time parsers.

@@ -1,13 +1,15 @@
+import API
 import Glibc
 import Images
+import SocketClient
 import StructuredLogging
 import Cryptography
 import Synchronization
 import Threads
 
 /// The `exosphere` command: parses the command line and runs what it names.
-public enum Exosphere {
-    public static let version = "0.1.0"
+enum Exosphere {
+    static let version = Application.version
 
     static let usage = """
         Exosphere \(version): a self-hosted backend for user accounts and profiles.
@@ -27,7 +29,7 @@ public enum Exosphere {
         """
 
     /// Runs the command and returns the process exit status.
-    public static func main(arguments: [String], environment: [String: String]) -> Int32 {
+    static func main(arguments: [String], environment: [String: String]) -> Int32 {
         guard let command = arguments.first else {
             print(usage)
             return 2
@@ -229,90 +231,14 @@ public enum Exosphere {
         }
     }
 
-    /// Why a health probe got no status.
-    struct HealthProbeError: Error, CustomStringConvertible {
-        let description: String
-    }
-
     /// Sends `GET /healthz` and returns the status code of the answer, all within `timeout`.
-    static func healthStatus(host: String, port: Int, timeout: Duration) -> Result<Int, HealthProbeError> {
-        let deadline = ContinuousClock.now + timeout
-        func failure(_ what: String, _ error: Int32) -> Result<Int, HealthProbeError> {
-            let reason = error == EAGAIN || error == EINPROGRESS ? "no answer within \(timeout)" : String(cString: strerror(error))
-            return .failure(HealthProbeError(description: "\(what): \(reason)"))
+    static func healthStatus(host: String, port: Int, timeout: Duration) -> Result<Int, HTTPClientError> {
+        Result { () throws(HTTPClientError) -> Int in
+            let connection = try HTTPClientConnection(host: host, port: port, timeout: timeout, deadline: .now + timeout)
+            let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+            try connection.send("GET /healthz HTTP/1.1\r\nHost: \(authority)\r\nUser-Agent: exosphere-healthcheck\r\nConnection: close\r\n\r\n")
+            return try connection.readResponse().status
         }
-        // Blocking calls bounded by what is left of the deadline (zero would mean "no limit").
-        func armTimeouts(_ fd: Int32) -> Bool {
-            let left = deadline - ContinuousClock.now
-            guard left > .zero else { return false }
-            let (seconds, attoseconds) = left.components
-            var value = timeval(tv_sec: Int(seconds), tv_usec: max(1, Int(attoseconds / 1_000_000_000_000)))
-            let size = socklen_t(MemoryLayout<timeval>.size)
-            return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, size) == 0 && setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, size) == 0
-        }
-
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_NUMERICSERV
-        var list: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(host, String(port), &hints, &list)
-        guard status == 0 else { return .failure(HealthProbeError(description: "cannot resolve: \(String(cString: gai_strerror(status)))")) }
-        defer { freeaddrinfo(list) }
-
-        var fd: Int32 = -1
-        var result = failure("connect", ECONNREFUSED)
-        var address = list
-        while let entry = address, fd < 0 {
-            address = entry.pointee.ai_next
-            let candidate = socket(entry.pointee.ai_family, entry.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard candidate >= 0 else { result = failure("socket", errno); continue }
-            // Linux bounds a blocking connect by SO_SNDTIMEO.
-            if armTimeouts(candidate), connect(candidate, entry.pointee.ai_addr, entry.pointee.ai_addrlen) == 0 {
-                fd = candidate
-            } else {
-                let error = errno
-                result = failure("connect", ContinuousClock.now < deadline ? error : EAGAIN)
-                close(candidate)
-            }
-        }
-        guard fd >= 0 else { return result }
-        defer { close(fd) }
-
-        let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-        let request = Array("GET /healthz HTTP/1.1\r\nHost: \(authority)\r\nUser-Agent: exosphere-healthcheck\r\nConnection: close\r\n\r\n".utf8)
-        var sent = 0
-        while sent < request.count {
-            guard armTimeouts(fd) else { return failure("send", EAGAIN) }
-            let count = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return failure("send", errno)
-            }
-            sent += count
-        }
-
-        // Only the status line matters: read until it is complete.
-        var received: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1024)
-        while !received.contains(UInt8(ascii: "\n")) {
-            guard received.count < 8192, armTimeouts(fd) else { return failure("receive", EAGAIN) }
-            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return failure("receive", errno)
-            }
-            if count == 0 { return .failure(HealthProbeError(description: "connection closed before a status line")) }
-            received += chunk[..<count]
-        }
-        // "HTTP/1.1 200 OK": the three digits after the first space.
-        let line = received.prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }
-        let parts = line.split(separator: UInt8(ascii: " "), maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count >= 2, parts[0].starts(with: Array("HTTP/".utf8)), parts[1].count == 3,
-              let code = Int(String(decoding: parts[1], as: UTF8.self)) else {
-            return .failure(HealthProbeError(description: "not an HTTP status line"))
-        }
-        return .success(code)
     }
 
     static func printError(_ line: String) {

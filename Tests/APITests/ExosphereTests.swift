@@ -1,24 +1,7 @@
-@testable import API
 import Foundation
 import Glibc
 import TestSupport
 import Testing
-
-@Suite struct ExosphereTests {
-    @Test(arguments: [["--version"], ["-V"], ["version"], ["--help"], ["-h"], ["help"], ["serve", "--help"], ["serve", "--port", "1", "-h"]])
-    func informationalCommandsSucceed(_ arguments: [String]) {
-        #expect(Exosphere.main(arguments: arguments, environment: [:]) == 0)
-    }
-
-    @Test(arguments: [[], ["bogus"], ["--verbose"], ["serve", "--port", "abc"], ["serve", "--nope"], ["serve", "--port"]])
-    func unknownCommandsAndInvalidConfigurationFail(_ arguments: [String]) {
-        #expect(Exosphere.main(arguments: arguments, environment: [:]) != 0)
-    }
-
-    @Test func invalidEnvironmentFails() {
-        #expect(Exosphere.main(arguments: ["serve"], environment: ["PORT": "eighty"]) != 0)
-    }
-}
 
 /// The built `exosphere` binary as a subprocess: real flags, a real socket, a real SIGTERM.
 @Suite struct ExosphereProcessTests {

@@ -3,6 +3,7 @@ import API
 import Glibc
 import JSON
 import Synchronization
+import SocketClient
 import Testing
 
 /// Keep-alive connections, one user each, that send many `GET`, `PUT` and `PATCH /users/me`
@@ -101,15 +102,15 @@ struct KeepAlivePipeliningAPITests {
                 requests.append((method, profile))
                 bytes += request
             }
-            let stream = try ResponseStream(port: port)
-            defer { stream.close() }
+            let stream = try HTTPClientConnection(port: port)
             try barrier.arrive()
-            try stream.sendAll(bytes)
+            try stream.send(bytes)
 
             var lastVersion: Int?
             func problem(_ text: String) { problems.withLock { $0.append("connection \(connection): \(text)") } }
             for (index, request) in requests.enumerated() {
-                let reply = try stream.next()
+                let response = try stream.readResponse()
+                let reply = Reply(status: response.status, headers: response.headers, body: response.body)
                 let what = "response \(index) (\(request.method))"
                 guard reply.status == 200 else {
                     problem("\(what): status \(reply.status) \(reply.text.prefix(200))")
@@ -171,71 +172,5 @@ struct KeepAlivePipeliningAPITests {
         let leaks = server.leaks()
         #expect(leaks.isEmpty, "log kept at \(server.logPath): \(leaks.joined(separator: "; "))")
         if leaks.isEmpty { unlink(server.logPath) }
-    }
-}
-
-/// The responses of one keep-alive connection, read one after another (`Content-Length` bodies,
-/// none for `204` and `304`), on `HTTPClient`'s blocking socket with its 30-second timeouts.
-final class ResponseStream {
-    let fd: Int32
-    private var received: [UInt8] = []
-    private var closed = false
-
-    init(port: Int) throws { fd = try HTTPClient.connect(port: port) }
-
-    func close() {
-        if !closed { Glibc.close(fd) }
-        closed = true
-    }
-
-    /// Writes all of `bytes` (in one `send` when the kernel takes them at once, as it does for a
-    /// few kilobytes on loopback).
-    func sendAll(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw TestFailure("send: errno \(errno)")
-            }
-            offset += written
-        }
-    }
-
-    /// The next response; throws when the connection ends (or times out) before it is whole.
-    func next() throws -> Reply {
-        while true {
-            if let end = find(received, Array("\r\n\r\n".utf8)) {
-                let lines = String(decoding: received[..<end], as: UTF8.self).components(separatedBy: "\r\n")
-                let statusParts = lines[0].split(separator: " ", maxSplits: 2)
-                guard statusParts.count >= 2, statusParts[0] == "HTTP/1.1", let status = Int(statusParts[1]) else {
-                    throw TestFailure("bad status line: \(lines[0])")
-                }
-                var headers: [(name: String, value: String)] = []
-                for line in lines.dropFirst() {
-                    guard let colon = line.firstIndex(of: ":") else { throw TestFailure("bad header line: \(line)") }
-                    headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingSpaces()))
-                }
-                let reply = Reply(status: status, headers: headers, body: [])
-                if reply.header("Transfer-Encoding") != nil { throw TestFailure("a chunked response: not expected here") }
-                let length = status == 204 || status == 304 ? 0 : Int(reply.header("Content-Length") ?? "")
-                guard let length else { throw TestFailure("a response without Content-Length: \(lines[0])") }
-                let bodyStart = end + 4
-                if received.count - bodyStart >= length {
-                    let body = Array(received[bodyStart..<(bodyStart + length)])
-                    received.removeFirst(bodyStart + length)
-                    return Reply(status: status, headers: headers, body: body)
-                }
-            }
-            var buffer = [UInt8](repeating: 0, count: 65_536)
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count > 0 {
-                received += buffer[..<count]
-            } else if count < 0, errno == EINTR {
-                continue
-            } else {
-                throw TestFailure("the connection ended (errno \(count < 0 ? errno : 0)) with \(received.count) bytes of a response")
-            }
-        }
     }
 }

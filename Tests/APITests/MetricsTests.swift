@@ -232,7 +232,7 @@ import Testing
         #expect(scrape["exosphere_hashing_queue_length"] == "0")
         #expect(scrape["exosphere_hashing_rejected_total"] == "0")
 
-        #expect(scrape[#"exosphere_build_info{version="\#(Exosphere.version)"}"#] == "1")
+        #expect(scrape[#"exosphere_build_info{version="\#(Application.version)"}"#] == "1")
         #expect((scrape["process_resident_memory_bytes"].flatMap(Int.init) ?? 0) > 0)
         #expect((scrape["process_open_fds"].flatMap(Int.init) ?? 0) > 0)
         #expect((scrape["process_cpu_seconds_total"].flatMap(Double.init) ?? 0) > 0)

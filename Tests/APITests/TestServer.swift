@@ -6,6 +6,7 @@ import JSON
 import StructuredLogging
 import Postgres
 import PostgresCluster
+import SocketClient
 import Cryptography
 import Synchronization
 import TestSupport
@@ -307,44 +308,28 @@ struct Reply: Sendable {
     }
 }
 
-/// A deliberately small HTTP/1.1 client over a blocking socket: one request per connection,
-/// arbitrary headers and raw bodies, so tests can send what no well-behaved client would.
+/// One-shot requests over `SocketClient`'s connection, each on a connection of its own
+/// (`Connection: close`), with 30-second timeouts.
 enum HTTPClient {
     static func send(port: Int, method: String, target: String, headers: [(String, String)], body: [UInt8]?) throws -> Reply {
-        let fd = try connect(port: port)
-        defer { close(fd) }
-        return try exchange(fd, port: port, method: method, target: target, headers: headers, body: body)
+        let connection = try HTTPClientConnection(port: port)
+        // A server may answer (413) before reading the whole body; it then discards the rest.
+        try? connection.send(request(port: port, method: method, target: target, headers: headers, body: body))
+        let response = try connection.readResponse(head: method == "HEAD", bodyToEndWithoutLength: true)
+        return Reply(status: response.status, headers: response.headers, body: response.body)
     }
 
     /// Sends a request and closes the connection at once, without reading the answer: a client
     /// that gave up.
     static func sendAndHangUp(port: Int, method: String, target: String, headers: [(String, String)], body: [UInt8]?) throws {
-        let fd = try connect(port: port)
-        defer { close(fd) }
-        _ = writeAll(fd, request(port: port, method: method, target: target, headers: headers, body: body))
+        let connection = try HTTPClientConnection(port: port)
+        try? connection.send(request(port: port, method: method, target: target, headers: headers, body: body))
     }
 
-    /// A blocking TCP connection to 127.0.0.1:`port` with 30-second timeouts; `receiveBuffer`
-    /// makes the kernel's receive buffer that small (a client that reads slowly).
+    /// A blocking TCP connection to 127.0.0.1:`port` with 30-second timeouts, for raw bytes;
+    /// `receiveBuffer` makes the kernel's receive buffer that small (a client that reads slowly).
     static func connect(port: Int, receiveBuffer: Int32? = nil) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
-        if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = in_addr_t(UInt32(0x7F00_0001).bigEndian)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            close(fd)
-            throw TestFailure("connect to port \(port): errno \(errno)")
-        }
-        return fd
+        try HTTPClientConnection.connectSocket(port: port, receiveBuffer: receiveBuffer)
     }
 
     private static func request(port: Int, method: String, target: String, headers: [(String, String)], body: [UInt8]?) -> [UInt8] {
@@ -356,85 +341,9 @@ enum HTTPClient {
         head += "\r\n"
         return Array(head.utf8) + (body ?? [])
     }
-
-    private static func exchange(_ fd: Int32, port: Int, method: String, target: String, headers: [(String, String)],
-                                 body: [UInt8]?) throws -> Reply {
-        // A server may answer (413) before reading the whole body; it then discards the rest.
-        _ = writeAll(fd, request(port: port, method: method, target: target, headers: headers, body: body))
-
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        var parsed: (status: Int, headers: [(name: String, value: String)], bodyStart: Int)?
-        while true {
-            if parsed == nil, let end = find(received, Array("\r\n\r\n".utf8)) {
-                parsed = try parseHead(Array(received[..<end]), bodyStart: end + 4)
-            }
-            if let (status, headers, bodyStart) = parsed {
-                let length = headers.first { $0.name.lowercased() == "content-length" }.flatMap { Int($0.value) }
-                if status == 204 || status == 304 || method == "HEAD" {
-                    return Reply(status: status, headers: headers, body: Array(received[bodyStart...]))
-                }
-                if let length, received.count - bodyStart >= length {
-                    return Reply(status: status, headers: headers, body: Array(received[bodyStart..<(bodyStart + length)]))
-                }
-            }
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count > 0 {
-                received += buffer[..<count]
-                continue
-            }
-            if count < 0, errno == EINTR { continue }
-            // EOF (or reset): whatever arrived is the response.
-            guard let (status, headers, bodyStart) = parsed else {
-                throw TestFailure("connection closed before a response head (\(received.count) bytes, errno \(errno))")
-            }
-            return Reply(status: status, headers: headers, body: Array(received[bodyStart...]))
-        }
-    }
-
-    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                offset += written
-            }
-            return true
-        }
-    }
-
-    private static func parseHead(_ bytes: [UInt8], bodyStart: Int) throws -> (Int, [(name: String, value: String)], Int) {
-        let lines = String(decoding: bytes, as: UTF8.self).components(separatedBy: "\r\n")
-        let statusParts = lines[0].split(separator: " ", maxSplits: 2)
-        guard statusParts.count >= 2, statusParts[0] == "HTTP/1.1", let status = Int(statusParts[1]) else {
-            throw TestFailure("bad status line: \(lines[0])")
-        }
-        var headers: [(name: String, value: String)] = []
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { throw TestFailure("bad header line: \(line)") }
-            headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingSpaces()))
-        }
-        return (status, headers, bodyStart)
-    }
 }
 
-// MARK: - Small helpers
-
-/// Where `needle` starts in `haystack`, or nil.
-func find(_ haystack: [UInt8], _ needle: [UInt8]) -> Int? {
-    guard !needle.isEmpty, haystack.count >= needle.count else { return nil }
-    let first = needle[0]
-    var index = 0
-    while index <= haystack.count - needle.count {
-        if haystack[index] == first, haystack[index..<(index + needle.count)].elementsEqual(needle) { return index }
-        index += 1
-    }
-    return nil
-}
+func find(_ haystack: [UInt8], _ needle: [UInt8]) -> Int? { HTTPClientConnection.find(haystack, needle) }
 
 func contains(_ haystack: [UInt8], _ needle: String) -> Bool { find(haystack, Array(needle.utf8)) != nil }
 

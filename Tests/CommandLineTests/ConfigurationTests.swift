@@ -1,4 +1,5 @@
-@testable import API
+import API
+@testable import exosphere
 import StructuredLogging
 import Testing
 

@@ -1,7 +1,10 @@
-@testable import API
+import API
+@testable import exosphere
 import Glibc
 import HTTP
 import HTTPServer
+import PostgresCluster
+import SocketClient
 import StructuredLogging
 import Testing
 
@@ -28,14 +31,15 @@ import Testing
 
     /// A loopback port on which nothing listens until `release()`: a socket bound to it that never
     /// listens, so that no other process can bind it and start listening meanwhile (as could
-    /// happen to a port found free and closed again). Connecting to it is refused.
+    /// happen to a port found free and closed again). Connecting to it is refused, until a test
+    /// calls `listen` on `fd` itself.
     struct ClosedPort {
         let fd: Int32
         let port: Int
 
         init() throws {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
+            guard fd >= 0 else { throw HealthcheckFailure("socket: errno \(errno)") }
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -46,7 +50,7 @@ import Testing
             guard bound else {
                 let error = errno
                 close(fd)
-                throw TestFailure("bind: errno \(error)")
+                throw HealthcheckFailure("bind: errno \(error)")
             }
             self.fd = fd
             port = Int(UInt16(bigEndian: address.sin_port))
@@ -97,18 +101,10 @@ import Testing
 
     @Test func silentServerTimesOut() throws {
         // A listening socket that never accepts: connect succeeds through the backlog, no answer comes.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        try #require(fd >= 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        try #require(bound && listen(fd, 8) == 0)
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        let silent = try ClosedPort()
+        defer { silent.release() }
+        try #require(listen(silent.fd, 8) == 0)
+        let port = silent.port
 
         let start = ContinuousClock.now
         let result = Exosphere.healthStatus(host: "127.0.0.1", port: port, timeout: .milliseconds(300))
@@ -125,15 +121,26 @@ import Testing
     }
 
     @Test func runningApplicationIsHealthy() throws {
-        let server = try TestServer("healthcheck")
-        #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(server.port)], environment: [:]) == 0)
-        server.shutdown()
+        let cluster = try LocalCluster.startTemporary()
+        var configuration = Configuration()
+        configuration.databaseURL = cluster.connectionString
+        configuration.server.port = 0
+        configuration.server.accessLog = false
+        let application = try Application(configuration: configuration, logger: .silent)
+        let port = application.server.port
+        #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(port)], environment: [:]) == 0)
+        application.shutdown()
         // The port is closed now; another process could bind it in the meantime (unlikely: the
         // kernel hands out ephemeral ports in turn), which is the price of checking this server.
-        #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(server.port)], environment: [:]) == 1)
+        #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(port)], environment: [:]) == 1)
     }
 }
 
-extension Result<Int, Exosphere.HealthProbeError> {
+extension Result<Int, HTTPClientError> {
     fileprivate var status: Int? { try? get() }
+}
+
+struct HealthcheckFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

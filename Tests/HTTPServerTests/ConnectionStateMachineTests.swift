@@ -415,7 +415,7 @@ private func get(_ path: String, _ extra: String = "") -> String {
         let action = m.timeout(now: 13 * second)
         #expect(action == .reject(.headerTimeout))
         if case .reject(let error) = action {
-            #expect(error.code == "header_timeout")
+            #expect(error.code == .headerTimeout)
             #expect(error.status.code == 408)
         }
         let response = written(m.respond(Problem(.headerTimeout).response(), date: epoch, now: 13 * second))

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import HTTP
 @testable import HTTPServer
+import SocketClient
 import Testing
 
 /// A temporary file of deterministic bytes, removed with the value's `remove()`.
@@ -187,7 +188,7 @@ private func startFileServer(_ file: TemporaryFile) throws -> Server {
         let client = try RawClient(port: server.port)
         try client.send("GET /truncated HTTP/1.1\r\nHost: t\r\n\r\n")
         // The head promised 3 MiB; 1000 bytes are left, then the server can only end the connection.
-        #expect(throws: ClientError.self) { try client.readResponse() }
+        #expect(throws: HTTPClientError.self) { try client.readResponse() }
         #expect(client.bufferedCount == 1000)
         #expect(file.waitUntilClosed())
         // Everyone else is served as before, on new connections and on kept-alive ones.

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import HTTP
 import HTTPServer
+import SocketClient
 import StructuredLogging
 import Synchronization
 
@@ -12,120 +13,24 @@ struct ClientError: Error, CustomStringConvertible {
 }
 
 /// One response as read off the wire.
-struct WireResponse {
-    var status: Int
-    var reason: String
-    var headers: [(name: String, value: String)]
-    var body: [UInt8]
+typealias WireResponse = HTTPClientResponse
 
-    subscript(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
-    }
-
+extension HTTPClientResponse {
     var text: String { String(decoding: body, as: UTF8.self) }
     var closes: Bool { self["Connection"]?.lowercased() == "close" }
 }
 
 /// A blocking TCP client that sends exactly the bytes it is given and parses responses itself.
-final class RawClient {
-    let fd: Int32
-    private var buffer: [UInt8] = []
+typealias RawClient = HTTPClientConnection
 
-    /// Connects to 127.0.0.1:port; reads time out after `timeout` seconds. A `receiveBuffer`
-    /// (bytes) fixes `SO_RCVBUF` before connecting, which turns off the kernel's autotuning.
-    init(port: Int, timeout: Double = 5, receiveBuffer: Int32? = nil) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ClientError("socket: errno \(errno)") }
-        if var size = receiveBuffer {
-            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        }
-        var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1_000_000))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let status = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard status == 0 else {
-            let error = errno
-            Glibc.close(fd)
-            throw ClientError("connect: \(String(cString: strerror(error))) (errno \(error))")
-        }
-    }
-
-    deinit { Glibc.close(fd) }
-
-    func send(_ text: String) throws { try send(Array(text.utf8)) }
-
-    func send(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw ClientError("send: \(String(cString: strerror(errno)))")
-            }
-            offset += n
-        }
-    }
-
-    func shutdownWrite() { _ = Glibc.shutdown(fd, Int32(SHUT_WR)) }
-
-    /// Reads more bytes (at most `limit`) into the buffer; false on EOF.
-    @discardableResult
-    func fill(limit: Int = 64 * 1024) throws -> Bool {
-        var chunk = [UInt8](repeating: 0, count: limit)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n > 0 {
-                buffer.append(contentsOf: chunk[0..<n])
-                return true
-            }
-            if n == 0 { return false }
-            if errno == EINTR { continue }
-            if errno == EAGAIN || errno == EWOULDBLOCK { throw ClientError("timed out waiting for the server") }
-            throw ClientError("recv: \(String(cString: strerror(errno)))")
-        }
+extension HTTPClientConnection {
+    /// Connects to 127.0.0.1:port; each read and write times out after `timeout` seconds.
+    convenience init(port: Int, timeout: Double = 5, receiveBuffer: Int32? = nil) throws {
+        try self.init(host: "127.0.0.1", port: port, timeout: .milliseconds(Int(timeout * 1000)), receiveBuffer: receiveBuffer)
     }
 
     /// Bytes received but not yet taken by `readResponse`.
     var bufferedCount: Int { buffer.count }
-
-    /// Reads one response; `head` is true when the request was `HEAD` (no body follows).
-    func readResponse(head: Bool = false) throws -> WireResponse {
-        let separator: [UInt8] = [13, 10, 13, 10]
-        var headEnd: Int?
-        while headEnd == nil {
-            if buffer.count >= 4 {
-                headEnd = (0...(buffer.count - 4)).first { buffer[$0..<($0 + 4)].elementsEqual(separator) }
-            }
-            if headEnd == nil, try !fill() {
-                throw ClientError("connection closed before a response head (got \(buffer.count) bytes)")
-            }
-        }
-        let headText = String(decoding: buffer[0..<headEnd!], as: UTF8.self)
-        var lines = headText.components(separatedBy: "\r\n")
-        let statusLine = lines.removeFirst().split(separator: " ", maxSplits: 2).map(String.init)
-        guard statusLine.count >= 2, statusLine[0] == "HTTP/1.1", let status = Int(statusLine[1]) else {
-            throw ClientError("bad status line in \(headText.debugDescription)")
-        }
-        var response = WireResponse(status: status, reason: statusLine.count > 2 ? statusLine[2] : "", headers: [], body: [])
-        for line in lines {
-            guard let colon = line.firstIndex(of: ":") else { throw ClientError("bad header line \(line.debugDescription)") }
-            response.headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
-        }
-        buffer.removeFirst(headEnd! + 4)
-        let length = head || (100..<200).contains(status) || status == 204 || status == 304 ? 0 : Int(response["Content-Length"] ?? "0") ?? 0
-        while buffer.count < length {
-            if try !fill() { throw ClientError("connection closed inside a body") }
-        }
-        response.body = Array(buffer[0..<length])
-        buffer.removeFirst(length)
-        return response
-    }
 
     /// Sends a simple request and reads its response.
     func request(_ method: String = "GET", _ path: String, headers: [String] = [], body: String? = nil) throws -> WireResponse {
@@ -140,7 +45,7 @@ final class RawClient {
     /// Whether the server ends the connection (EOF or reset) with no further bytes.
     func readsEOF() -> Bool {
         guard buffer.isEmpty else { return false }
-        do { return try !fill() } catch let error as ClientError { return error.description.hasPrefix("recv") } catch { return false }
+        do { return try !fill() } catch { return error.errno != nil && error.errno != EAGAIN }
     }
 }
 
@@ -150,7 +55,7 @@ func connectErrno(port: Int) -> Int32 {
         _ = try RawClient(port: port, timeout: 1)
         return 0
     } catch {
-        return (error as? ClientError)?.description.contains("errno \(ECONNREFUSED)") == true ? ECONNREFUSED : -1
+        return (error as? HTTPClientError)?.errno == ECONNREFUSED ? ECONNREFUSED : -1
     }
 }
 

@@ -23,7 +23,7 @@ import Testing
             (.invalidChunkTerminator, "invalid_chunk_terminator", 400), (.invalidTrailer, "invalid_trailer", 400),
         ]
         for (error, code, status) in expected {
-            #expect(error.code == code)
+            #expect(error.code.rawValue == code)
             #expect(error.status.code == status)
             #expect(!error.detail.isEmpty)
             #expect(error.description == "\(status) \(code): \(error.detail)")

@@ -48,7 +48,7 @@ enum End: Equatable, Sendable {
     /// The parser or the chunked decoder failed with this code and status.
     case failed(code: String, status: Int)
 
-    static func failed(_ error: HTTPParseError) -> End { .failed(code: error.code, status: error.status.code) }
+    static func failed(_ error: HTTPParseError) -> End { .failed(code: error.code.rawValue, status: error.status.code) }
 }
 
 /// Everything a connection gets out of one input.
