@@ -13,10 +13,12 @@ let package = Package(
     targets: [
         // C shims: module maps and headers only.
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
-        .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq",
-                       providers: [.apt(["libpq-dev"])]),
-        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
-                       providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
 
         // A blocking HTTP/1.1 client connection: the health check's and the tests'.
         .target(name: "SocketClient"),
@@ -51,11 +53,20 @@ let package = Package(
         .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["embed-migrations"]),
         .target(name: "Migrations", plugins: ["EmbedMigrations"]),
         // Routes, DTOs, error mapping, configuration.
-        .target(name: "API", dependencies: ["HTTPServer", "HTTP", "JSON", "StructuredLogging", "Postgres", "Cryptography", "Accounts", "Images", "Threads", "Files", "CLinux", "Migrations", "PostgresLoop", "PostgresCluster"],
-                resources: [.embedInCode("Resources/openapi.json")]),
+        .target(
+            name: "API",
+            dependencies: [
+                "HTTPServer", "HTTP", "JSON", "StructuredLogging", "Postgres", "Cryptography", "Accounts", "Images", "Threads", "Files", "CLinux",
+                "Migrations", "PostgresLoop", "PostgresCluster",
+            ],
+            resources: [.embedInCode("Resources/openapi.json")]),
         // The command line: parsing it, serve, migrate, images migrate, healthcheck, hash-benchmark.
-        .executableTarget(name: "exosphere", dependencies: ["API", "Accounts", "Cryptography", "HTTPServer", "Images", "Postgres",
-                                                         "SocketClient", "StructuredLogging", "Threads"]),
+        .executableTarget(
+            name: "exosphere",
+            dependencies: [
+                "API", "Accounts", "Cryptography", "HTTPServer", "Images", "Postgres",
+                "SocketClient", "StructuredLogging", "Threads",
+            ]),
         // The client library for apps (iOS 15+, macOS 12+, Linux): depends on nothing here.
         .target(name: "ExosphereClient"),
         // Benchmark of the Postgres module against pgbench (bench/postgres.sh).
@@ -70,14 +81,23 @@ let package = Package(
         // What several test targets share: image builders, embedded real images, a seeded generator.
         .target(name: "TestSupport", dependencies: ["Files"], path: "Tests/TestSupport"),
         // The account rules against a real PostgreSQL, without HTTP.
-        .testTarget(name: "AccountsTests", dependencies: ["Accounts", "Cryptography", "JSON", "Migrations", "Postgres", "PostgresCluster", "StructuredLogging"]),
+        .testTarget(
+            name: "AccountsTests",
+            dependencies: ["Accounts", "Cryptography", "JSON", "Migrations", "Postgres", "PostgresCluster", "StructuredLogging"]),
         .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport"]),
-        .testTarget(name: "APITests", dependencies: ["API", "Accounts", "Cryptography", "Files", "HTTP", "HTTPServer", "Images", "JSON",
-                                                 "Migrations", "Postgres", "PostgresCluster", "SocketClient", "StructuredLogging", "TestSupport"]),
+        .testTarget(
+            name: "APITests",
+            dependencies: [
+                "API", "Accounts", "Cryptography", "Files", "HTTP", "HTTPServer", "Images", "JSON",
+                "Migrations", "Postgres", "PostgresCluster", "SocketClient", "StructuredLogging", "TestSupport",
+            ]),
         // The command line: parsing, usage, the health check.
-        .testTarget(name: "CommandLineTests", dependencies: ["exosphere", "API", "HTTP", "HTTPServer", "PostgresCluster", "SocketClient", "StructuredLogging"]),
+        .testTarget(
+            name: "CommandLineTests",
+            dependencies: ["exosphere", "API", "HTTP", "HTTPServer", "PostgresCluster", "SocketClient", "StructuredLogging"]),
         // The client against a real server started in-process on a throwaway PostgreSQL.
-        .testTarget(name: "ExosphereClientTests", dependencies: ["ExosphereClient", "API", "Postgres", "PostgresCluster", "StructuredLogging", "TestSupport"]),
+        .testTarget(
+            name: "ExosphereClientTests", dependencies: ["ExosphereClient", "API", "Postgres", "PostgresCluster", "StructuredLogging", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

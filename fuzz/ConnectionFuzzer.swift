@@ -21,10 +21,11 @@ private let configuration: ConnectionConfiguration = {
     limits.maxHeaderCount = 6
     limits.maxBodyBytes = 96
     limits.maxChunkExtensionBytes = 12
-    return ConnectionConfiguration(limits: limits, headerTimeout: 10 * second, idleTimeout: 75 * second, bodyGrace: 5 * second,
-                                   minBodyBytesPerSecond: 1000, writeTimeout: 60 * second, lingerTimeout: 2 * second,
-                                   admissionThreshold: 16, bodyStallTimeout: 10 * second, requestTimeout: 20 * second,
-                                   uploadTimeout: 40 * second)
+    return ConnectionConfiguration(
+        limits: limits, headerTimeout: 10 * second, idleTimeout: 75 * second, bodyGrace: 5 * second,
+        minBodyBytesPerSecond: 1000, writeTimeout: 60 * second, lingerTimeout: 2 * second,
+        admissionThreshold: 16, bodyStallTimeout: 10 * second, requestTimeout: 20 * second,
+        uploadTimeout: 40 * second)
 }()
 
 private let date = HTTPDate.format(secondsSinceEpoch: 0)
@@ -32,9 +33,10 @@ private let date = HTTPDate.format(secondsSinceEpoch: 0)
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let input = UnsafeBufferPointer(start: data, count: size)
-    var machine = ConnectionStateMachine(configuration: configuration, now: 0,
-                                         bodyLimit: { $0.path.hasPrefix("/big") ? 200 : 96 },
-                                         needsAdmission: { $0.path.hasPrefix("/a") })
+    var machine = ConnectionStateMachine(
+        configuration: configuration, now: 0,
+        bodyLimit: { $0.path.hasPrefix("/big") ? 200 : 96 },
+        needsAdmission: { $0.path.hasPrefix("/a") })
     var now: UInt64 = 0
     /// What the machine has asked the harness for and not been told about yet.
     var answering = false

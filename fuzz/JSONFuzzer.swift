@@ -35,8 +35,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let written = parsed.serialized()
     let again: JSONValue
     do {
-        again = try JSONParser.parse(written, limits: JSONLimits(maxDepth: limits.maxDepth, maxBytes: 1 << 20,
-                                                                 maxNumberLength: limits.maxNumberLength))
+        again = try JSONParser.parse(
+            written,
+            limits: JSONLimits(
+                maxDepth: limits.maxDepth, maxBytes: 1 << 20,
+                maxNumberLength: limits.maxNumberLength))
     } catch {
         fatalError("serialized output does not parse: \(error): \(String(decoding: written, as: UTF8.self))")
     }

@@ -171,15 +171,17 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // Their start as a Range header against a representation of 0–255 bytes: a partial range lies inside it.
     let representation = size > 0 ? Int(data[0]) : 0
     if case .partial(let range) = ByteRange.evaluate(String(decoding: input.prefix(48), as: UTF8.self), size: representation) {
-        check(range.length >= 1 && range.offset >= 0 && range.offset + range.length <= representation,
-              "range \(range) outside \(representation) bytes")
+        check(
+            range.length >= 1 && range.offset >= 0 && range.offset + range.length <= representation,
+            "range \(range) outside \(representation) bytes")
     }
     // A response to whatever was parsed must serialize without trapping.
     if let last = whole.requests.last {
         var buffer: [UInt8] = []
-        ResponseSerializer.serialize(Response(status: .ok, body: last.body), requestMethod: HTTPMethod(last.method),
-                                     keepAlive: last.keepAlive, date: HTTPDate.format(secondsSinceEpoch: size),
-                                     version: last.version, into: &buffer)
+        ResponseSerializer.serialize(
+            Response(status: .ok, body: last.body), requestMethod: HTTPMethod(last.method),
+            keepAlive: last.keepAlive, date: HTTPDate.format(secondsSinceEpoch: size),
+            version: last.version, into: &buffer)
         check(buffer.count >= 17)
     }
     return 0

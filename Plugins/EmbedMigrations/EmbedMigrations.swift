@@ -10,8 +10,9 @@ import PackagePlugin
         let inputs = names.map { directory.appending(path: $0) }
         let output = context.pluginWorkDirectoryURL.appending(path: "EmbeddedMigrations.swift")
         return [
-            .buildCommand(displayName: "Embedding \(names.count) migrations", executable: try context.tool(named: "embed-migrations").url,
-                          arguments: [output.path] + inputs.map(\.path), inputFiles: inputs, outputFiles: [output]),
+            .buildCommand(
+                displayName: "Embedding \(names.count) migrations", executable: try context.tool(named: "embed-migrations").url,
+                arguments: [output.path] + inputs.map(\.path), inputFiles: inputs, outputFiles: [output])
         ]
     }
 }

@@ -17,7 +17,8 @@ struct AccountsController: Sendable {
     }
 
     @Sendable func register(_ request: Request, _ context: RequestContext) throws -> Response {
-        let issued = try accounts.register(try AccountBodies.registration(try JSONBody.object(request)), origin: authenticator.origin(request, context))
+        let issued = try accounts.register(
+            try AccountBodies.registration(try JSONBody.object(request)), origin: authenticator.origin(request, context))
         var response = JSONBody.response(.created) { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Location", value: "/users/me")
         response.headers.add(name: "Cache-Control", value: "no-store")
@@ -33,8 +34,9 @@ struct AccountsController: Sendable {
 
     @Sendable func signOut(_ request: Request, _ context: RequestContext) throws -> Response {
         let (session, _) = try authenticator.authenticate(request)
-        try accounts.signOut(session, scope: try AccountBodies.signOutScope(try JSONBody.object(request, optional: true)),
-                             origin: authenticator.origin(request, context))
+        try accounts.signOut(
+            session, scope: try AccountBodies.signOutScope(try JSONBody.object(request, optional: true)),
+            origin: authenticator.origin(request, context))
         return Response(status: .noContent)
     }
 

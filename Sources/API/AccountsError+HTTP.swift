@@ -21,8 +21,9 @@ extension AccountsError: HTTPResponseError {
         default: status = .unprocessableContent
         }
         if let retryAfterSeconds { headers.add(name: "Retry-After", value: String(retryAfterSeconds)) }
-        return Problem(status: status, code: code.rawValue, detail: detail,
-                       errors: fields.map { Problem.FieldError(field: $0.field, code: $0.code.rawValue, detail: $0.detail) },
-                       headers: headers)
+        return Problem(
+            status: status, code: code.rawValue, detail: detail,
+            errors: fields.map { Problem.FieldError(field: $0.field, code: $0.code.rawValue, detail: $0.detail) },
+            headers: headers)
     }
 }

@@ -38,16 +38,20 @@ public final class Application: Sendable {
         var serverConfiguration = configuration.server
         // A trusted proxy carries many clients: no per-address cap on its connections.
         serverConfiguration.unlimitedAddresses.formUnion(configuration.trustedProxies)
-        server = Server(configuration: serverConfiguration,
-                            router: Application.routes(database: database, accounts: accounts, images: images, hashing: hashing, metrics: metrics,
-                                                       trustedProxies: configuration.trustedProxies, pipelines: pipelines,
-                                                       servesMetrics: configuration.metricsListen == nil),
-                            logger: logger, metrics: metrics)
+        server = Server(
+            configuration: serverConfiguration,
+            router: Application.routes(
+                database: database, accounts: accounts, images: images, hashing: hashing, metrics: metrics,
+                trustedProxies: configuration.trustedProxies, pipelines: pipelines,
+                servesMetrics: configuration.metricsListen == nil),
+            logger: logger, metrics: metrics)
         let (pool, hashingPool, statistics, imageService) = (database.pool, hashing, accounts.statistics, images)
         metricsServer = configuration.metricsListen.map { listen in
             var router = Router()
-            MetricsController(http: metrics, database: pool, hashing: hashingPool, accounts: statistics, images: imageService,
-                              pipelines: pipelines?.statistics).register(in: &router)
+            MetricsController(
+                http: metrics, database: pool, hashing: hashingPool, accounts: statistics, images: imageService,
+                pipelines: pipelines?.statistics
+            ).register(in: &router)
             var serverConfiguration = ServerConfiguration()
             serverConfiguration.host = listen.host
             serverConfiguration.port = listen.port
@@ -64,8 +68,12 @@ public final class Application: Sendable {
             try images.prepare()
             let swept = try images.sweep()
             if swept.orphanFiles + swept.temporaryFiles > 0 {
-                logger.notice("image files swept", ["images.orphan_files": String(swept.orphanFiles),
-                                                    "images.temporary_files": String(swept.temporaryFiles)])
+                logger.notice(
+                    "image files swept",
+                    [
+                        "images.orphan_files": String(swept.orphanFiles),
+                        "images.temporary_files": String(swept.temporaryFiles),
+                    ])
             }
             try server.start()
             do {
@@ -89,20 +97,26 @@ public final class Application: Sendable {
     /// The route table, in one place. Without a hashing pool and the server's metrics (a table built
     /// only to be read) `/metrics` is still routed, and serves what it has. With `pipelines`,
     /// `GET`, `PUT` and `PATCH /users/me` are answered on the event loops (`Configuration.databasePipelining`).
-    static func routes(database: Database, accounts: AccountService, images: ImageService, hashing: HashingPool? = nil,
-                       metrics: HTTPMetrics = HTTPMetrics(), trustedProxies: Set<String> = [],
-                       pipelines: Pipelines? = nil, servesMetrics: Bool = true) -> Router {
+    static func routes(
+        database: Database, accounts: AccountService, images: ImageService, hashing: HashingPool? = nil,
+        metrics: HTTPMetrics = HTTPMetrics(), trustedProxies: Set<String> = [],
+        pipelines: Pipelines? = nil, servesMetrics: Bool = true
+    ) -> Router {
         var router = Router()
         let authenticator = Authenticator(accounts: accounts, trustedProxies: trustedProxies)
         HealthController(database: database).register(in: &router)
         AccountsController(accounts: accounts, authenticator: authenticator).register(in: &router)
-        ProfileController(accounts: accounts, images: images, authenticator: authenticator,
-                          database: DatabaseRouting(pool: database.pool, pipelines: pipelines)).register(in: &router)
+        ProfileController(
+            accounts: accounts, images: images, authenticator: authenticator,
+            database: DatabaseRouting(pool: database.pool, pipelines: pipelines)
+        ).register(in: &router)
         ImagesController(images: images, authenticator: authenticator).register(in: &router)
         OpenAPIController().register(in: &router)
         if servesMetrics {
-            MetricsController(http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics, images: images,
-                              pipelines: pipelines?.statistics).register(in: &router)
+            MetricsController(
+                http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics, images: images,
+                pipelines: pipelines?.statistics
+            ).register(in: &router)
         }
         return router
     }

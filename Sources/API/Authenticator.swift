@@ -12,10 +12,12 @@ struct Authenticator: Sendable {
     /// Who sent the request: its client address seen through trusted proxies, its user agent,
     /// and the cancellation that tells when the client has gone.
     func origin(_ request: Request, _ context: RequestContext) -> RequestOrigin {
-        let address = ClientAddress.resolve(peer: context.remoteAddress, forwardedFor: request.headers.values("X-Forwarded-For"),
-                                            trusted: trustedProxies)
-        return RequestOrigin(address: address, throttleAddress: ClientAddress.throttleGroup(address),
-                             userAgent: Authenticator.userAgent(request), cancellation: context.cancellation)
+        let address = ClientAddress.resolve(
+            peer: context.remoteAddress, forwardedFor: request.headers.values("X-Forwarded-For"),
+            trusted: trustedProxies)
+        return RequestOrigin(
+            address: address, throttleAddress: ClientAddress.throttleGroup(address),
+            userAgent: Authenticator.userAgent(request), cancellation: context.cancellation)
     }
 
     func authenticate(_ request: Request) throws -> (session: Session, user: User) {

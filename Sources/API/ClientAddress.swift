@@ -41,7 +41,8 @@ public enum ClientAddress {
     public static func canonical(_ text: some StringProtocol) -> String? {
         // Also keeps out NUL, which would end the C string early.
         guard !text.isEmpty, text.utf8.count < Int(INET6_ADDRSTRLEN),
-              text.utf8.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: ":") }) else { return nil }
+            text.utf8.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: ":") })
+        else { return nil }
         let string = String(text)
         var v4 = in_addr()
         if inet_pton(AF_INET, string, &v4) == 1 { return format(AF_INET, withUnsafeBytes(of: &v4) { Array($0) }) }

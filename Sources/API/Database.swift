@@ -21,7 +21,8 @@ public final class Database: Sendable {
 
     /// Connects (starting the managed cluster first when there is no URL) and applies pending migrations.
     public static func start(_ configuration: Configuration, logger: Logger, migrate: Bool = true) throws -> Database {
-        let migrator = try configuration.migrationsDirectory.map { try Migrator(directory: $0) }
+        let migrator =
+            try configuration.migrationsDirectory.map { try Migrator(directory: $0) }
             ?? Migrator(files: EmbeddedMigrations.files)
         var cluster: LocalCluster?
         var postgres: PostgresConfiguration
@@ -38,13 +39,18 @@ public final class Database: Sendable {
         do {
             postgres.applicationName = "exosphere"
             postgres.responseTimeout = configuration.databaseResponseTimeout
-            let pool = PostgresPool(configuration: postgres, size: configuration.databasePoolSize,
-                                    acquireTimeout: configuration.databaseAcquireTimeout)
+            let pool = PostgresPool(
+                configuration: postgres, size: configuration.databasePoolSize,
+                acquireTimeout: configuration.databaseAcquireTimeout)
             let database = Database(pool: pool, migrator: migrator, cluster: cluster, logger: logger)
             if migrate {
                 let applied = try migrator.migrate(on: pool)
-                logger.notice("migrations applied", ["migrations.applied": String(applied.count),
-                                                     "migrations.total": String(migrator.migrations.count)])
+                logger.notice(
+                    "migrations applied",
+                    [
+                        "migrations.applied": String(applied.count),
+                        "migrations.total": String(migrator.migrations.count),
+                    ])
             }
             return database
         } catch {

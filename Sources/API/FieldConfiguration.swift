@@ -23,7 +23,9 @@ enum FieldConfiguration {
         var types: [String: FieldType] = [:]
         for (name, type) in fields {
             guard let text = type.stringValue, let parsed = FieldType(rawValue: text) else {
-                throw ConfigurationError("--field-config: field \(name) has an unknown type (expected one of \(FieldType.allCases.map(\.rawValue).joined(separator: ", ")))")
+                throw ConfigurationError(
+                    "--field-config: field \(name) has an unknown type (expected one of \(FieldType.allCases.map(\.rawValue).joined(separator: ", ")))"
+                )
             }
             types[name] = parsed
         }

@@ -14,8 +14,9 @@ struct HealthController {
         }
         router.get("/readyz") { [database] _, _ in
             guard database.isReady() else {
-                throw Problem.serviceUnavailable(code: "not_ready", detail: "The database is unreachable or not migrated.",
-                                                 retryAfterSeconds: 5)
+                throw Problem.serviceUnavailable(
+                    code: "not_ready", detail: "The database is unreachable or not migrated.",
+                    retryAfterSeconds: 5)
             }
             return Response(status: .ok, contentType: "application/json", body: HealthController.readyBody)
         }

@@ -21,7 +21,10 @@ final class ImageChunks: ResponseStream {
     }
 
     func next(maxBytes: Int, _ completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) {
-        enum Step { case first([UInt8]), read(offset: Int, count: Int) }
+        enum Step {
+            case first([UInt8])
+            case read(offset: Int, count: Int)
+        }
         let step: Step = state.withLock { state in
             if let first = state.first {
                 state.first = nil

@@ -17,10 +17,12 @@ struct ImagesController: Sendable {
     func register(in router: inout Router) {
         // A raw image is refused from its Content-Length alone; a multipart body may be a little larger.
         let maxBytes = images.configuration.maxBytes
-        router.post("/users/me/images", bodyLimit: { head in
-            MultipartFormData.boundary(fromContentType: head.headers["Content-Type"] ?? "") == nil
-                ? maxBytes : maxBytes + ImagesController.multipartOverhead
-        }, admission: authenticator.admission, use: upload)
+        router.post(
+            "/users/me/images",
+            bodyLimit: { head in
+                MultipartFormData.boundary(fromContentType: head.headers["Content-Type"] ?? "") == nil
+                    ? maxBytes : maxBytes + ImagesController.multipartOverhead
+            }, admission: authenticator.admission, use: upload)
         router.get("/users/me/images", use: list)
         router.get("/users/me/images/{id}", use: download)
         router.delete("/users/me/images/{id}", use: delete)
@@ -115,8 +117,10 @@ struct ImagesController: Sendable {
             length = range.length
             headers.add(name: "Content-Range", value: range.contentRange(size: image.byteSize))
         case .unsatisfiable:
-            var response = Problem(status: .rangeNotSatisfiable, code: "range_not_satisfiable",
-                                   detail: "The image has \(image.byteSize) bytes; the range asked for none of them.").response()
+            var response = Problem(
+                status: .rangeNotSatisfiable, code: "range_not_satisfiable",
+                detail: "The image has \(image.byteSize) bytes; the range asked for none of them."
+            ).response()
             response.headers.add(name: "Content-Range", value: ByteRange.unsatisfiedContentRange(size: image.byteSize))
             return response
         }
@@ -161,7 +165,8 @@ struct ImagesController: Sendable {
     }
 
     static func unsupportedType(_ contentType: String) -> Problem {
-        Problem(status: .unsupportedMediaType, code: "unsupported_media_type",
-                detail: "Send image/jpeg, image/png, image/gif, image/webp or image/heic, or multipart/form-data with one file part.")
+        Problem(
+            status: .unsupportedMediaType, code: "unsupported_media_type",
+            detail: "Send image/jpeg, image/png, image/gif, image/webp or image/heic, or multipart/form-data with one file part.")
     }
 }

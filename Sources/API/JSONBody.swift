@@ -13,8 +13,9 @@ enum JSONBody {
     static func object(_ request: Request, accepting types: [String] = ["application/json"], optional: Bool = false) throws -> JSONObject {
         if request.body.isEmpty, optional { return JSONObject() }
         guard let contentType = request.headers["Content-Type"], types.contains(mediaType(contentType)) else {
-            throw Problem(status: .unsupportedMediaType, code: "unsupported_media_type",
-                          detail: "The body must be sent as \(types.joined(separator: " or ")).")
+            throw Problem(
+                status: .unsupportedMediaType, code: "unsupported_media_type",
+                detail: "The body must be sent as \(types.joined(separator: " or ")).")
         }
         let value: JSONValue
         do {

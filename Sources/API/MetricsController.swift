@@ -44,11 +44,13 @@ struct MetricsController {
 
     private func writeHTTP(into text: inout PrometheusText) {
         let snapshot = http.snapshot.sorted { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }
-        text.family("exosphere_http_requests_total", type: .counter,
-                    help: "HTTP requests answered, by route pattern (\"-\" when no route matched), method and status.")
+        text.family(
+            "exosphere_http_requests_total", type: .counter,
+            help: "HTTP requests answered, by route pattern (\"-\" when no route matched), method and status.")
         for (series, histogram) in snapshot {
-            text.sample("exosphere_http_requests_total",
-                        ["route": series.route, "method": series.method, "status": String(series.status)], histogram.count)
+            text.sample(
+                "exosphere_http_requests_total",
+                ["route": series.route, "method": series.method, "status": String(series.status)], histogram.count)
         }
 
         // The histogram is per route and method: statuses are summed, which the sorted order makes adjacent.
@@ -60,31 +62,38 @@ struct MetricsController {
                 byRoute.append((series.route, series.method, histogram))
             }
         }
-        text.family("exosphere_http_request_duration_seconds", type: .histogram,
-                    help: "Time from a request's head being read to the last byte of its response being written, by route pattern and method.")
+        text.family(
+            "exosphere_http_request_duration_seconds", type: .histogram,
+            help: "Time from a request's head being read to the last byte of its response being written, by route pattern and method.")
         for (route, method, histogram) in byRoute {
-            text.histogram("exosphere_http_request_duration_seconds", ["route": route, "method": method],
-                           bounds: HTTPMetrics.bucketBounds, cumulativeCounts: histogram.buckets,
-                           count: histogram.count, sum: histogram.sumSeconds)
+            text.histogram(
+                "exosphere_http_request_duration_seconds", ["route": route, "method": method],
+                bounds: HTTPMetrics.bucketBounds, cumulativeCounts: histogram.buckets,
+                count: histogram.count, sum: histogram.sumSeconds)
         }
 
-        text.metric("exosphere_http_requests_in_flight", type: .gauge,
-                    help: "Requests whose handler is running.", http.requestsInFlight)
+        text.metric(
+            "exosphere_http_requests_in_flight", type: .gauge,
+            help: "Requests whose handler is running.", http.requestsInFlight)
         text.metric("exosphere_http_connections_open", type: .gauge, help: "Open client connections.", http.connectionsOpen)
-        text.metric("exosphere_http_connections_accepted_total", type: .counter,
-                    help: "Client connections accepted.", http.connectionsAccepted)
-        text.metric("exosphere_http_accept_exhausted_total", type: .counter,
-                    help: "Accepts that failed for lack of file descriptors or memory; each pauses accepting for 100 ms.",
-                    http.acceptsExhausted)
+        text.metric(
+            "exosphere_http_connections_accepted_total", type: .counter,
+            help: "Client connections accepted.", http.connectionsAccepted)
+        text.metric(
+            "exosphere_http_accept_exhausted_total", type: .counter,
+            help: "Accepts that failed for lack of file descriptors or memory; each pauses accepting for 100 ms.",
+            http.acceptsExhausted)
 
         guard let workers = http.workerStatistics else { return }
         text.family("exosphere_http_workers", type: .gauge, help: "Threads of the HTTP worker pool, by state.")
         text.sample("exosphere_http_workers", ["state": "busy"], workers.busy)
         text.sample("exosphere_http_workers", ["state": "idle"], workers.threads - workers.busy)
-        text.metric("exosphere_http_worker_queue_length", type: .gauge,
-                    help: "Requests waiting for an HTTP worker.", workers.queued)
-        text.metric("exosphere_http_worker_rejected_total", type: .counter,
-                    help: "Requests refused with 503 because the HTTP worker queue was full.", workers.rejected)
+        text.metric(
+            "exosphere_http_worker_queue_length", type: .gauge,
+            help: "Requests waiting for an HTTP worker.", workers.queued)
+        text.metric(
+            "exosphere_http_worker_rejected_total", type: .counter,
+            help: "Requests refused with 503 because the HTTP worker queue was full.", workers.rejected)
     }
 
     /// Counted in the database at each scrape, so every instance reports the same totals.
@@ -105,48 +114,64 @@ struct MetricsController {
         text.sample("exosphere_db_pool_connections", ["state": "in_use"], pool.inUse)
         text.sample("exosphere_db_pool_connections", ["state": "idle"], pool.idle)
         text.metric("exosphere_db_pool_size", type: .gauge, help: "The most database connections the pool opens.", pool.size)
-        text.metric("exosphere_db_pool_waiting", type: .gauge,
-                    help: "Threads waiting for a database connection.", pool.waiting)
-        text.metric("exosphere_db_pool_connections_created_total", type: .counter,
-                    help: "Database connections opened.", pool.created)
-        text.metric("exosphere_db_pool_connections_failed_total", type: .counter,
-                    help: "Failed attempts to open a database connection.", pool.failed)
-        text.metric("exosphere_db_pool_connections_discarded_total", type: .counter,
-                    help: "Database connections closed because they broke or were returned mid-transaction.", pool.discarded)
-        text.metric("exosphere_db_pool_connections_timeouts_total", type: .counter,
-                    help: "Waits for a free database connection that gave up after the acquire timeout.", pool.timedOut)
+        text.metric(
+            "exosphere_db_pool_waiting", type: .gauge,
+            help: "Threads waiting for a database connection.", pool.waiting)
+        text.metric(
+            "exosphere_db_pool_connections_created_total", type: .counter,
+            help: "Database connections opened.", pool.created)
+        text.metric(
+            "exosphere_db_pool_connections_failed_total", type: .counter,
+            help: "Failed attempts to open a database connection.", pool.failed)
+        text.metric(
+            "exosphere_db_pool_connections_discarded_total", type: .counter,
+            help: "Database connections closed because they broke or were returned mid-transaction.", pool.discarded)
+        text.metric(
+            "exosphere_db_pool_connections_timeouts_total", type: .counter,
+            help: "Waits for a free database connection that gave up after the acquire timeout.", pool.timedOut)
     }
 
     private func writePipelines(_ pipelines: Pipelines.Statistics, into text: inout PrometheusText) {
-        text.metric("exosphere_db_pipelines_open", type: .gauge,
-                    help: "Pipelined database connections of the event loops that are open.", pipelines.open.load(ordering: .relaxed))
-        text.metric("exosphere_db_pipelined_queries_total", type: .counter,
-                    help: "Statements (reads and writes) sent on the event loops' pipelined connections.", pipelines.sent.load(ordering: .relaxed))
-        text.metric("exosphere_db_pipeline_fallbacks_total", type: .counter,
-                    help: "Requests handed to the worker pool: no pipeline open, a statement that failed, a transaction or a large body.",
-                    pipelines.fallbacks.load(ordering: .relaxed))
+        text.metric(
+            "exosphere_db_pipelines_open", type: .gauge,
+            help: "Pipelined database connections of the event loops that are open.", pipelines.open.load(ordering: .relaxed))
+        text.metric(
+            "exosphere_db_pipelined_queries_total", type: .counter,
+            help: "Statements (reads and writes) sent on the event loops' pipelined connections.", pipelines.sent.load(ordering: .relaxed))
+        text.metric(
+            "exosphere_db_pipeline_fallbacks_total", type: .counter,
+            help: "Requests handed to the worker pool: no pipeline open, a statement that failed, a transaction or a large body.",
+            pipelines.fallbacks.load(ordering: .relaxed))
     }
 
     private func writeThrottles(_ accounts: AccountService.Statistics, into text: inout PrometheusText) {
-        text.metric("exosphere_signin_failures_total", type: .counter,
-                    help: "Sign-ins refused for a wrong email or password.", accounts.signInFailures.load(ordering: .relaxed))
-        text.family("exosphere_throttled_total", type: .counter,
-                    help: "Attempts refused with 429 by a throttle: sign-in (per email and address, email, address), password check (per user) or registration (per address).")
+        text.metric(
+            "exosphere_signin_failures_total", type: .counter,
+            help: "Sign-ins refused for a wrong email or password.", accounts.signInFailures.load(ordering: .relaxed))
+        text.family(
+            "exosphere_throttled_total", type: .counter,
+            help:
+                "Attempts refused with 429 by a throttle: sign-in (per email and address, email, address), password check (per user) or registration (per address)."
+        )
         text.sample("exosphere_throttled_total", ["throttle": "signin"], accounts.signInThrottled.load(ordering: .relaxed))
         text.sample("exosphere_throttled_total", ["throttle": "password"], accounts.passwordChecksThrottled.load(ordering: .relaxed))
         text.sample("exosphere_throttled_total", ["throttle": "registration"], accounts.registrationThrottled.load(ordering: .relaxed))
     }
 
     private func writeHashing(_ hashing: HashingPool.Statistics, into text: inout PrometheusText) {
-        text.metric("exosphere_hashing_queue_length", type: .gauge,
-                    help: "Password hashes waiting for a hashing thread.", hashing.queued)
+        text.metric(
+            "exosphere_hashing_queue_length", type: .gauge,
+            help: "Password hashes waiting for a hashing thread.", hashing.queued)
         text.metric("exosphere_hashing_busy", type: .gauge, help: "Hashing threads computing a password hash.", hashing.busy)
-        text.metric("exosphere_hashing_rejected_total", type: .counter,
-                    help: "Password hashes refused because the hashing queue was full (answered with 503).", hashing.rejected)
-        text.metric("exosphere_hashing_completed_total", type: .counter,
-                    help: "Password hashes computed.", hashing.completed)
-        text.metric("exosphere_hashing_abandoned_total", type: .counter,
-                    help: "Password hashes dropped unstarted because their client had gone.", hashing.abandoned)
+        text.metric(
+            "exosphere_hashing_rejected_total", type: .counter,
+            help: "Password hashes refused because the hashing queue was full (answered with 503).", hashing.rejected)
+        text.metric(
+            "exosphere_hashing_completed_total", type: .counter,
+            help: "Password hashes computed.", hashing.completed)
+        text.metric(
+            "exosphere_hashing_abandoned_total", type: .counter,
+            help: "Password hashes dropped unstarted because their client had gone.", hashing.abandoned)
     }
 
     private static func merge(_ a: HTTPMetrics.Histogram, _ b: HTTPMetrics.Histogram) -> HTTPMetrics.Histogram {
@@ -196,15 +221,17 @@ struct ProcessFigures {
             text.metric("process_resident_memory_bytes", type: .gauge, help: "Resident memory size in bytes.", residentBytes)
         }
         if let cpuSeconds {
-            text.metric("process_cpu_seconds_total", type: .counter,
-                        help: "Total user and system CPU time spent in seconds.", cpuSeconds)
+            text.metric(
+                "process_cpu_seconds_total", type: .counter,
+                help: "Total user and system CPU time spent in seconds.", cpuSeconds)
         }
         if let openFileDescriptors {
             text.metric("process_open_fds", type: .gauge, help: "Number of open file descriptors.", openFileDescriptors)
         }
         if let startTimeSeconds {
-            text.metric("process_start_time_seconds", type: .gauge,
-                        help: "Start time of the process since unix epoch in seconds.", startTimeSeconds)
+            text.metric(
+                "process_start_time_seconds", type: .gauge,
+                help: "Start time of the process since unix epoch in seconds.", startTimeSeconds)
         }
     }
 

@@ -8,8 +8,9 @@ extension PostgresError: HTTPResponseError {
         case .poolTimeout:
             return .serviceUnavailable(code: "database_busy", detail: "The database is busy; try again shortly.")
         case .connectionFailed, .poolClosed, .timedOut:
-            return .serviceUnavailable(code: "database_unavailable", detail: "The database is unavailable; try again shortly.",
-                                       retryAfterSeconds: 2)
+            return .serviceUnavailable(
+                code: "database_unavailable", detail: "The database is unavailable; try again shortly.",
+                retryAfterSeconds: 2)
         default:
             return .internalError
         }

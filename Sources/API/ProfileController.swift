@@ -25,8 +25,10 @@ struct ProfileController: Sendable {
         router.get("/users/schema", use: schema)
     }
 
-    @Sendable func show(_ request: Request, _ context: RequestContext, _ executor: any QueryExecutor,
-                        _ respond: @escaping (() throws -> Response) -> Void) {
+    @Sendable func show(
+        _ request: Request, _ context: RequestContext, _ executor: any QueryExecutor,
+        _ respond: @escaping (() throws -> Response) -> Void
+    ) {
         authenticator.user(request, on: executor) { result in
             respond {
                 let user = try result.get()
@@ -38,16 +40,20 @@ struct ProfileController: Sendable {
         }
     }
 
-    @Sendable func replace(_ request: Request, _ context: RequestContext, _ executor: any QueryExecutor,
-                           _ respond: @escaping (() throws -> Response) -> Void) {
+    @Sendable func replace(
+        _ request: Request, _ context: RequestContext, _ executor: any QueryExecutor,
+        _ respond: @escaping (() throws -> Response) -> Void
+    ) {
         writeProfile(request, executor, respond) { [accounts] user, condition, written in
             let replacement = try AccountBodies.replacement(try JSONBody.object(request))
             accounts.replaceProfile(replacement, of: user, condition: condition, on: executor, written)
         }
     }
 
-    @Sendable func patch(_ request: Request, _ context: RequestContext, _ executor: any QueryExecutor,
-                         _ respond: @escaping (() throws -> Response) -> Void) {
+    @Sendable func patch(
+        _ request: Request, _ context: RequestContext, _ executor: any QueryExecutor,
+        _ respond: @escaping (() throws -> Response) -> Void
+    ) {
         writeProfile(request, executor, respond) { [accounts] user, condition, written in
             let body = try JSONBody.object(request, accepting: ["application/merge-patch+json", "application/json"])
             accounts.patchProfile(try AccountBodies.patch(body), of: user, condition: condition, on: executor, written)
@@ -56,8 +62,10 @@ struct ProfileController: Sendable {
 
     /// A profile write: the signed-in user and the `If-Match` condition go to `write`, which reads
     /// the body and starts the service's write; its user is the answer.
-    private func writeProfile(_ request: Request, _ executor: any QueryExecutor, _ respond: @escaping (() throws -> Response) -> Void,
-                              _ write: @escaping (User, WriteCondition, @escaping (Result<User, any Error>) -> Void) throws -> Void) {
+    private func writeProfile(
+        _ request: Request, _ executor: any QueryExecutor, _ respond: @escaping (() throws -> Response) -> Void,
+        _ write: @escaping (User, WriteCondition, @escaping (Result<User, any Error>) -> Void) throws -> Void
+    ) {
         authenticator.user(request, on: executor) { result in
             do {
                 try write(try result.get(), ETag.condition(request.headers["If-Match"])) { written in
@@ -74,8 +82,9 @@ struct ProfileController: Sendable {
         let origin = authenticator.origin(request, context)
         // While locked, every attempt gets 429, whatever the body says.
         try accounts.checkPasswordLock(userID: session.userID, origin: origin)
-        let (issued, revoked) = try accounts.changePassword(try AccountBodies.passwordChange(try JSONBody.object(request)),
-                                                            session: session, origin: origin)
+        let (issued, revoked) = try accounts.changePassword(
+            try AccountBodies.passwordChange(try JSONBody.object(request)),
+            session: session, origin: origin)
         var response = JSONBody.response { writer in
             UserJSON.writeSession(issued, into: &writer) { writer in
                 writer.key("revokedSessions")

@@ -14,8 +14,10 @@ struct RequestBody {
         var errors: [AccountsError.FieldError] = []
         for key in object.keys where !allowed.contains(key) && !(ignoringReadOnly && RequestBody.readOnlyKeys.contains(key)) {
             if key == "password" {
-                errors.append(.init(field: key, code: .passwordNotAllowed,
-                                    detail: "the password is changed with POST /users/me/password"))
+                errors.append(
+                    .init(
+                        field: key, code: .passwordNotAllowed,
+                        detail: "the password is changed with POST /users/me/password"))
             } else {
                 errors.append(.init(field: key, code: .unknownField, detail: "is not a known field"))
             }
@@ -74,9 +76,10 @@ enum AccountBodies {
     static func registration(_ body: JSONObject) throws -> Registration {
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["email", "password", "firstname", "lastname", "data"])
-        return Registration(email: try reader.email("email"), password: try reader.string("password", required: true)!,
-                            firstname: try reader.name("firstname") ?? "", lastname: try reader.name("lastname") ?? "",
-                            data: try reader.data() ?? JSONObject())
+        return Registration(
+            email: try reader.email("email"), password: try reader.string("password", required: true)!,
+            firstname: try reader.name("firstname") ?? "", lastname: try reader.name("lastname") ?? "",
+            data: try reader.data() ?? JSONObject())
     }
 
     static func signIn(_ body: JSONObject) throws -> SignInAttempt {
@@ -99,9 +102,10 @@ enum AccountBodies {
     static func passwordChange(_ body: JSONObject) throws -> PasswordChange {
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["oldPassword", "newPassword", "confirmPassword"])
-        return PasswordChange(oldPassword: try reader.string("oldPassword", required: true)!,
-                              newPassword: try reader.string("newPassword", required: true)!,
-                              confirmPassword: try reader.string("confirmPassword"))
+        return PasswordChange(
+            oldPassword: try reader.string("oldPassword", required: true)!,
+            newPassword: try reader.string("newPassword", required: true)!,
+            confirmPassword: try reader.string("confirmPassword"))
     }
 
     /// `DELETE /users/me`: the current password.
@@ -114,15 +118,17 @@ enum AccountBodies {
     static func replacement(_ body: JSONObject) throws -> ProfileReplacement {
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["email", "firstname", "lastname", "data"], ignoringReadOnly: true)
-        return ProfileReplacement(email: try reader.email("email"), firstname: try reader.name("firstname") ?? "",
-                                  lastname: try reader.name("lastname") ?? "", data: try reader.data() ?? JSONObject())
+        return ProfileReplacement(
+            email: try reader.email("email"), firstname: try reader.name("firstname") ?? "",
+            lastname: try reader.name("lastname") ?? "", data: try reader.data() ?? JSONObject())
     }
 
     static func patch(_ body: JSONObject) throws -> ProfilePatch {
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["email", "firstname", "lastname", "data"], ignoringReadOnly: true)
-        return ProfilePatch(email: try reader.string("email").map { text throws(AccountsError) in try RequestBody.email(text, key: "email") },
-                            firstname: try reader.name("firstname"), lastname: try reader.name("lastname"), data: try reader.data(),
-                            removesAllData: body["data"]?.isNull ?? false)
+        return ProfilePatch(
+            email: try reader.string("email").map { text throws(AccountsError) in try RequestBody.email(text, key: "email") },
+            firstname: try reader.name("firstname"), lastname: try reader.name("lastname"), data: try reader.data(),
+            removesAllData: body["data"]?.isNull ?? false)
     }
 }

@@ -31,8 +31,9 @@ public enum SchedulingGroups {
 
     /// `autogroupsApply` for this process.
     public static func autogroupsApplyHere() -> Bool {
-        autogroupsApply(autogroupSetting: try? FileReader.text("/proc/sys/kernel/sched_autogroup_enabled", limit: 64),
-                        cgroups: try? FileReader.text("/proc/self/cgroup", limit: 64 << 10),
-                        topHasCPUWeight: access("/sys/fs/cgroup/cpu.weight", F_OK) == 0)
+        autogroupsApply(
+            autogroupSetting: try? FileReader.text("/proc/sys/kernel/sched_autogroup_enabled", limit: 64),
+            cgroups: try? FileReader.text("/proc/self/cgroup", limit: 64 << 10),
+            topHasCPUWeight: access("/sys/fs/cgroup/cpu.weight", F_OK) == 0)
     }
 }

@@ -72,8 +72,10 @@ public struct ProfilePatch: Sendable {
     /// `"data": null`: every custom field goes.
     public var removesAllData: Bool
 
-    public init(email: EmailAddress? = nil, firstname: String? = nil, lastname: String? = nil, data: JSONObject? = nil,
-                removesAllData: Bool = false) {
+    public init(
+        email: EmailAddress? = nil, firstname: String? = nil, lastname: String? = nil, data: JSONObject? = nil,
+        removesAllData: Bool = false
+    ) {
         self.email = email
         self.firstname = firstname
         self.lastname = lastname

@@ -54,8 +54,10 @@ public final class AccountService: Sendable {
     private let hashing: HashingPool
     private let logger: Logger
 
-    public init(pool: PostgresPool, hasher: PasswordHasher, hashing: HashingPool, configuration: Configuration = Configuration(),
-                logger: Logger) {
+    public init(
+        pool: PostgresPool, hasher: PasswordHasher, hashing: HashingPool, configuration: Configuration = Configuration(),
+        logger: Logger
+    ) {
         self.pool = pool
         self.hasher = hasher
         self.hashing = hashing
@@ -63,9 +65,10 @@ public final class AccountService: Sendable {
         self.schema = FieldSchema(limits: configuration.fieldLimits)
         self.logger = logger
         self.toucher = SessionToucher(pool: pool, lifetime: configuration.lifetime, logger: logger)
-        self.housekeeping = Housekeeping(pool: pool, lifetime: configuration.lifetime,
-                                         throttleRetentionSeconds: configuration.longestThrottleWindowSeconds,
-                                         intervalSeconds: configuration.housekeepingIntervalSeconds, logger: logger)
+        self.housekeeping = Housekeeping(
+            pool: pool, lifetime: configuration.lifetime,
+            throttleRetentionSeconds: configuration.longestThrottleWindowSeconds,
+            intervalSeconds: configuration.housekeepingIntervalSeconds, logger: logger)
         self.sessionLookup = SessionRepository.Lookup(lifetime: configuration.lifetime)
     }
 
@@ -83,8 +86,10 @@ public final class AccountService: Sendable {
     /// the hash runs in the pool's bulk lane, so a flood of registrations never takes the places
     /// that sign-ins of existing users need.
     public func register(_ registration: Registration, origin: RequestOrigin) throws -> IssuedSession {
-        let (email, password, firstname, lastname, data) = (registration.email, registration.password, registration.firstname,
-                                                            registration.lastname, registration.data)
+        let (email, password, firstname, lastname, data) = (
+            registration.email, registration.password, registration.firstname,
+            registration.lastname, registration.data
+        )
         try configuration.passwordPolicy.validate(password, field: "password")
         try checkFieldCount(data.count)
         let throttle = [(key: "register:address:" + origin.throttleAddress, rule: configuration.registrationsPerAddress)]
@@ -108,18 +113,21 @@ public final class AccountService: Sendable {
         let token = try SessionToken.generate()
         let issued = try pool.withTransaction { connection in
             let fields = try schema.validate(Array(data), connection)
-            var user = User(id: UUID(), email: email.value, firstname: firstname, lastname: lastname, emailVerified: false,
-                            createdAt: Date(), updatedAt: Date(), data: JSONObject(), version: 1)
+            var user = User(
+                id: UUID(), email: email.value, firstname: firstname, lastname: lastname, emailVerified: false,
+                createdAt: Date(), updatedAt: Date(), data: JSONObject(), version: 1)
             apply(fields, to: &user.data)
             try checkDocumentSize(user)
             do {
-                user = try UserRepository.insert(connection, email: email, passwordHash: hash, firstname: firstname,
-                                                 lastname: lastname, data: user.data)
+                user = try UserRepository.insert(
+                    connection, email: email, passwordHash: hash, firstname: firstname,
+                    lastname: lastname, data: user.data)
             } catch let error as PostgresError where error.sqlState == .uniqueViolation {
                 throw AccountService.emailTaken
             }
-            let session = try SessionRepository.insert(connection, userID: user.id, tokenHash: token.hash,
-                                                       userAgent: origin.userAgent, lifetime: configuration.lifetime)
+            let session = try SessionRepository.insert(
+                connection, userID: user.id, tokenHash: token.hash,
+                userAgent: origin.userAgent, lifetime: configuration.lifetime)
             return IssuedSession(accessToken: token.text, session: session, user: user)
         }
         SecurityEvent.log(logger, .registered, outcome: "success", userID: issued.user.id, origin: origin)
@@ -148,17 +156,22 @@ public final class AccountService: Sendable {
         let emailID = email?.normalized ?? "sha256:" + SHA256.hexDigest(emailText.lowercased().utf8)
         let pairKey = "signin:pair:" + emailID + " " + origin.throttleAddress
         let shared = ["signin:email:" + emailID, "signin:address:" + origin.throttleAddress]
-        let throttles = [(key: pairKey, rule: configuration.signInPerEmailAndAddress),
-                         (key: shared[0], rule: configuration.signInPerEmail),
-                         (key: shared[1], rule: configuration.signInPerAddress)]
+        let throttles = [
+            (key: pairKey, rule: configuration.signInPerEmailAndAddress),
+            (key: shared[0], rule: configuration.signInPerEmail),
+            (key: shared[1], rule: configuration.signInPerAddress),
+        ]
         let (wait, credentials) = try pool.withConnection { connection in
-            (try ThrottleRepository.acquire(connection, throttles),
-             try email.flatMap { try UserRepository.credentials(connection, email: $0) })
+            (
+                try ThrottleRepository.acquire(connection, throttles),
+                try email.flatMap { try UserRepository.credentials(connection, email: $0) }
+            )
         }
         if let wait {
             statistics.signInThrottled.add(1, ordering: .relaxed)
-            SecurityEvent.log(logger, .lockedOut, outcome: "refused", userID: credentials?.id, origin: origin,
-                              detail: "sign-in throttled")
+            SecurityEvent.log(
+                logger, .lockedOut, outcome: "refused", userID: credentials?.id, origin: origin,
+                detail: "sign-in throttled")
             throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
         }
         let tooLong = password.utf8.count > configuration.passwordPolicy.maxBytes
@@ -183,8 +196,9 @@ public final class AccountService: Sendable {
         }
         guard let credentials, verdict.isValid else {
             statistics.signInFailures.add(1, ordering: .relaxed)
-            SecurityEvent.log(logger, .signInFailed, outcome: "failure", userID: credentials?.id, origin: origin,
-                              detail: credentials == nil ? "unknown email" : "wrong password")
+            SecurityEvent.log(
+                logger, .signInFailed, outcome: "failure", userID: credentials?.id, origin: origin,
+                detail: credentials == nil ? "unknown email" : "wrong password")
             throw invalid
         }
         var upgraded: String?
@@ -193,8 +207,11 @@ public final class AccountService: Sendable {
         }
         let token = try SessionToken.generate()
         let issued = try pool.withTransaction { connection -> IssuedSession? in
-            guard let user = try UserRepository.find(connection, id: credentials.id, passwordHash: credentials.passwordHash,
-                                                     forUpdate: upgraded != nil) else {
+            guard
+                let user = try UserRepository.find(
+                    connection, id: credentials.id, passwordHash: credentials.passwordHash,
+                    forUpdate: upgraded != nil)
+            else {
                 // The password changed (or the account went) while this one was being checked.
                 return nil
             }
@@ -208,8 +225,9 @@ public final class AccountService: Sendable {
         // and a transaction holding the user row and some of them could deadlock with one.
         giveBack(shared, clearing: issued == nil ? nil : pairKey)
         guard let issued else {
-            SecurityEvent.log(logger, .signInFailed, outcome: "failure", userID: credentials.id, origin: origin,
-                              detail: "password changed during sign-in")
+            SecurityEvent.log(
+                logger, .signInFailed, outcome: "failure", userID: credentials.id, origin: origin,
+                detail: "password changed during sign-in")
             throw invalid
         }
         SecurityEvent.log(logger, .signedIn, outcome: "success", userID: credentials.id, origin: origin)
@@ -231,8 +249,9 @@ public final class AccountService: Sendable {
 
     /// Inserts a session and ends the user's oldest ones beyond `maxSessionsPerUser`.
     private func openSession(_ connection: PostgresConnection, userID: UUID, tokenHash: [UInt8], userAgent: String?) throws -> Session {
-        let session = try SessionRepository.insert(connection, userID: userID, tokenHash: tokenHash, userAgent: userAgent,
-                                                   lifetime: configuration.lifetime)
+        let session = try SessionRepository.insert(
+            connection, userID: userID, tokenHash: tokenHash, userAgent: userAgent,
+            lifetime: configuration.lifetime)
         _ = try SessionRepository.evictOldest(connection, userID: userID, keeping: session.id, keep: configuration.maxSessionsPerUser)
         return session
     }
@@ -252,15 +271,18 @@ public final class AccountService: Sendable {
     /// The live session (when `withSession`) and user of a bearer token, or `invalid_token`: one
     /// read, whichever executor runs it. A session last seen over a minute ago is noted for the
     /// background writer.
-    public func authenticate(token: String, withSession: Bool, on executor: some QueryExecutor,
-                             _ completion: @escaping (Result<(session: Session?, user: User), any Error>) -> Void) {
+    public func authenticate(
+        token: String, withSession: Bool, on executor: some QueryExecutor,
+        _ completion: @escaping (Result<(session: Session?, user: User), any Error>) -> Void
+    ) {
         guard SessionToken.isWellFormed(token) else { return completion(.failure(AccountsError.invalidToken)) }
         executor.read(sessionLookup.query(tokenHash: SessionToken.hash(of: token), withSession: withSession)) { [toucher] result in
-            completion(result.flatMap { rows in
-                guard let row = rows.first else { return .failure(AccountsError.invalidToken) }
-                if row.isStale { toucher.note(row.sessionID) }
-                return .success((row.session, row.user))
-            })
+            completion(
+                result.flatMap { rows in
+                    guard let row = rows.first else { return .failure(AccountsError.invalidToken) }
+                    if row.isStale { toucher.note(row.sessionID) }
+                    return .success((row.session, row.user))
+                })
         }
     }
 
@@ -277,8 +299,9 @@ public final class AccountService: Sendable {
             case .all: try SessionRepository.deleteAll(connection, userID: session.userID)
             }
         }
-        SecurityEvent.log(logger, .signedOut, outcome: "success", userID: session.userID, origin: origin,
-                          detail: "scope \(scope.rawValue), \(ended) sessions ended")
+        SecurityEvent.log(
+            logger, .signedOut, outcome: "success", userID: session.userID, origin: origin,
+            detail: "scope \(scope.rawValue), \(ended) sessions ended")
     }
 
     public func sessions(of userID: UUID) throws -> [Session] {
@@ -289,8 +312,9 @@ public final class AccountService: Sendable {
     public func revokeSession(id: UUID, userID: UUID, origin: RequestOrigin? = nil) throws {
         let deleted = try pool.withConnection { try SessionRepository.delete($0, id: id, userID: userID) }
         guard deleted else { throw AccountsError(.notFound, "No such session.") }
-        SecurityEvent.log(logger, .sessionRevoked, outcome: "success", userID: userID, origin: origin,
-                          detail: "session \(id.lowercasedText)")
+        SecurityEvent.log(
+            logger, .sessionRevoked, outcome: "success", userID: userID, origin: origin,
+            detail: "session \(id.lowercasedText)")
     }
 
     // MARK: - Password and account
@@ -321,15 +345,17 @@ public final class AccountService: Sendable {
             guard try SessionRepository.delete(connection, id: session.id, userID: session.userID) else {
                 throw AccountsError(.invalidToken, "The session ended during the password change.")
             }
-            let replacement = try SessionRepository.insert(connection, userID: session.userID, tokenHash: token.hash,
-                                                           userAgent: origin.userAgent, lifetime: configuration.lifetime)
+            let replacement = try SessionRepository.insert(
+                connection, userID: session.userID, tokenHash: token.hash,
+                userAgent: origin.userAgent, lifetime: configuration.lifetime)
             guard let user = try UserRepository.find(connection, id: session.userID) else {
                 throw AccountsError(.invalidToken, "The user no longer exists.")
             }
             return (IssuedSession(accessToken: token.text, session: replacement, user: user), revoked)
         }
-        SecurityEvent.log(logger, .passwordChanged, outcome: "success", userID: session.userID, origin: origin,
-                          detail: "\(changed.1) other sessions revoked")
+        SecurityEvent.log(
+            logger, .passwordChanged, outcome: "success", userID: session.userID, origin: origin,
+            detail: "\(changed.1) other sessions revoked")
         return changed
     }
 
@@ -337,8 +363,10 @@ public final class AccountService: Sendable {
     /// `alsoDelete` runs in the same transaction, after the password check and before the user row goes:
     /// what other modules keep for the user (images) is deleted with it or not at all. Locked as
     /// `changePassword` is.
-    public func deleteAccount(password: String, userID: UUID, origin: RequestOrigin,
-                              alsoDelete: (PostgresConnection) throws -> Void = { _ in }) throws {
+    public func deleteAccount(
+        password: String, userID: UUID, origin: RequestOrigin,
+        alsoDelete: (PostgresConnection) throws -> Void = { _ in }
+    ) throws {
         let verifiedHash = try verifyCurrentPassword(password, userID: userID, origin: origin)
         try pool.withTransaction { connection in
             guard try UserRepository.passwordHash(connection, id: userID, forUpdate: true) == verifiedHash else {
@@ -399,8 +427,10 @@ public final class AccountService: Sendable {
 
     /// `PUT /users/me`: replaces the editable representation. Without a condition the write does
     /// not depend on what is stored (last write wins).
-    public func replaceProfile(_ replacement: ProfileReplacement, of user: User, condition: WriteCondition,
-                               on executor: some QueryExecutor, _ completion: @escaping (Result<User, any Error>) -> Void) {
+    public func replaceProfile(
+        _ replacement: ProfileReplacement, of user: User, condition: WriteCondition,
+        on executor: some QueryExecutor, _ completion: @escaping (Result<User, any Error>) -> Void
+    ) {
         do {
             try checkFieldCount(replacement.data.count)
         } catch {
@@ -417,8 +447,10 @@ public final class AccountService: Sendable {
     }
 
     /// `PATCH /users/me`: merges the patch into the stored user.
-    public func patchProfile(_ patch: ProfilePatch, of user: User, condition: WriteCondition,
-                             on executor: some QueryExecutor, _ completion: @escaping (Result<User, any Error>) -> Void) {
+    public func patchProfile(
+        _ patch: ProfilePatch, of user: User, condition: WriteCondition,
+        on executor: some QueryExecutor, _ completion: @escaping (Result<User, any Error>) -> Void
+    ) {
         do {
             // More names than a user may hold can never be valid: refused before any of them is looked up or claimed.
             try checkFieldCount(patch.data?.count ?? 0)
@@ -448,9 +480,11 @@ public final class AccountService: Sendable {
     /// any version is allowed, unconditionally. When that statement finds the row changed, or a
     /// field's type is new (claiming it must commit or roll back with the write), a transaction
     /// locks the row and edits what it holds.
-    private func writeProfile(of current: User, condition: WriteCondition, dependsOnStored: Bool, on executor: some QueryExecutor,
-                              _ completion: @escaping (Result<User, any Error>) -> Void,
-                              edit: @escaping (inout User, FieldValidation) throws -> EmailAddress?) {
+    private func writeProfile(
+        of current: User, condition: WriteCondition, dependsOnStored: Bool, on executor: some QueryExecutor,
+        _ completion: @escaping (Result<User, any Error>) -> Void,
+        edit: @escaping (inout User, FieldValidation) throws -> EmailAddress?
+    ) {
         let inTransaction = { [self] in
             executor.transaction({ [self] connection in
                 guard var user = try UserRepository.find(connection, id: current.id, forUpdate: true) else {
@@ -526,8 +560,10 @@ public final class AccountService: Sendable {
 
     /// Runs hashing work on the bounded pool; a full pool is `overloaded` (503), at once, and work
     /// whose client went away before it started is `cancelled` (nobody reads that answer).
-    private func onHashingPool<T: Sendable>(_ lane: HashingPool.Lane, _ origin: RequestOrigin?,
-                                            _ work: @escaping @Sendable () throws -> T) throws -> T {
+    private func onHashingPool<T: Sendable>(
+        _ lane: HashingPool.Lane, _ origin: RequestOrigin?,
+        _ work: @escaping @Sendable () throws -> T
+    ) throws -> T {
         do {
             return try hashing.run(lane: lane, cancellation: origin?.cancellation, work)
         } catch let error as SecurityError where error.code == .overloaded || error.code == .shutDown {

@@ -61,7 +61,8 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
     /// A validation failure of several fields: the first one's code leads.
     public static func invalid(_ fields: [FieldError]) -> AccountsError {
         let first = fields[0]
-        let detail = fields.count == 1 ? "\(first.field): \(first.detail)" : "\(fields.count) fields are invalid; the first: \(first.field): \(first.detail)"
+        let detail =
+            fields.count == 1 ? "\(first.field): \(first.detail)" : "\(fields.count) fields are invalid; the first: \(first.field): \(first.detail)"
         return AccountsError(first.code, detail, fields: fields)
     }
 

@@ -6,7 +6,7 @@ public enum CalendarDate {
     public static func isValid(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
-              let year = digits(bytes, 0, 4), let month = digits(bytes, 5, 2), let day = digits(bytes, 8, 2)
+            let year = digits(bytes, 0, 4), let month = digits(bytes, 5, 2), let day = digits(bytes, 8, 2)
         else { return false }
         return isValid(year: year, month: month, day: day)
     }
@@ -33,12 +33,12 @@ public enum RFC3339 {
     public static func isValidDateTime(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         guard bytes.count >= 20, bytes.count <= 64,
-              CalendarDate.isValid(String(decoding: bytes[0..<10], as: UTF8.self)),
-              bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: "t"),
-              bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
-              let hour = CalendarDate.digits(bytes, 11, 2), let minute = CalendarDate.digits(bytes, 14, 2),
-              let second = CalendarDate.digits(bytes, 17, 2),
-              hour <= 23, minute <= 59, second <= 60
+            CalendarDate.isValid(String(decoding: bytes[0..<10], as: UTF8.self)),
+            bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: "t"),
+            bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
+            let hour = CalendarDate.digits(bytes, 11, 2), let minute = CalendarDate.digits(bytes, 14, 2),
+            let second = CalendarDate.digits(bytes, 17, 2),
+            hour <= 23, minute <= 59, second <= 60
         else { return false }
         var index = 19
         if bytes[index] == UInt8(ascii: ".") {
@@ -53,7 +53,7 @@ public enum RFC3339 {
             return index + 1 == bytes.count
         case UInt8(ascii: "+"), UInt8(ascii: "-"):
             guard index + 6 == bytes.count, bytes[index + 3] == UInt8(ascii: ":"),
-                  let offsetHour = CalendarDate.digits(bytes, index + 1, 2), let offsetMinute = CalendarDate.digits(bytes, index + 4, 2)
+                let offsetHour = CalendarDate.digits(bytes, index + 1, 2), let offsetMinute = CalendarDate.digits(bytes, index + 4, 2)
             else { return false }
             return offsetHour <= 23 && offsetMinute <= 59
         default:

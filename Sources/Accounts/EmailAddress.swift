@@ -14,11 +14,13 @@ public struct EmailAddress: Sendable, Hashable {
         let trimmed = raw.trimmingASCIIWhitespace()
         let bytes = Array(trimmed.utf8)
         guard bytes.count >= 3, bytes.count <= 254,
-              let at = bytes.lastIndex(of: UInt8(ascii: "@")) else { return nil }
+            let at = bytes.lastIndex(of: UInt8(ascii: "@"))
+        else { return nil }
         let local = bytes[..<at]
         let domain = bytes[(at + 1)...]
         guard !local.isEmpty, local.count <= 64, EmailAddress.isDotAtom(local),
-              !domain.isEmpty, domain.count <= 253, EmailAddress.isHostName(domain) else { return nil }
+            !domain.isEmpty, domain.count <= 253, EmailAddress.isHostName(domain)
+        else { return nil }
         value = trimmed
         normalized = String(decoding: bytes.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
@@ -44,7 +46,8 @@ public struct EmailAddress: Sendable, Hashable {
         guard labels.count >= 2 else { return false }
         for label in labels {
             guard !label.isEmpty, label.count <= 63, label.first != UInt8(ascii: "-"), label.last != UInt8(ascii: "-"),
-                  label.allSatisfy({ isAlphanumeric($0) || $0 == UInt8(ascii: "-") }) else { return false }
+                label.allSatisfy({ isAlphanumeric($0) || $0 == UInt8(ascii: "-") })
+            else { return false }
         }
         // The top-level label is not all digits (that would be an IP address).
         return !labels.last!.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }

@@ -32,7 +32,8 @@ public final class FieldSchema: Sendable {
             // The operator's own names are not held to the cap that stops clients inventing names.
             let stored = try FieldTypeRepository.claim(connection, name: name, type: type, pinned: true)!.type
             guard stored == type else {
-                throw AccountsError(.invalidType, "field configuration: '\(name)' is \(type.rawValue), but the database already has it as \(stored.rawValue)")
+                throw AccountsError(
+                    .invalidType, "field configuration: '\(name)' is \(type.rawValue), but the database already has it as \(stored.rawValue)")
             }
             cache.withLock { $0[name] = stored }
         }
@@ -45,8 +46,9 @@ public final class FieldSchema: Sendable {
         try validate(changes) { name, given in
             if let known = cache.withLock({ $0[name] }) { return known }
             guard let claimed = try FieldTypeRepository.claim(connection, name: name, type: given, maxNames: limits.maxFieldNames) else {
-                throw AccountsError.field("data.\(name)", .fieldLimitReached,
-                                          "the deployment already has \(limits.maxFieldNames) custom field names")
+                throw AccountsError.field(
+                    "data.\(name)", .fieldLimitReached,
+                    "the deployment already has \(limits.maxFieldNames) custom field names")
             }
             // A type this transaction inserted is not settled until it commits: a refused write
             // (another field invalid, email taken, If-Match stale) rolls it back, so only a type
@@ -62,8 +64,10 @@ public final class FieldSchema: Sendable {
         try validate(changes) { name, _ in cache.withLock { $0[name] } }
     }
 
-    private func validate(_ changes: [(String, JSONValue)],
-                          type resolve: (String, FieldType) throws -> FieldType?) throws -> [(String, JSONValue)]? {
+    private func validate(
+        _ changes: [(String, JSONValue)],
+        type resolve: (String, FieldType) throws -> FieldType?
+    ) throws -> [(String, JSONValue)]? {
         var errors: [AccountsError.FieldError] = []
         var result: [(String, JSONValue)] = []
         for (name, value) in changes {
@@ -86,7 +90,10 @@ public final class FieldSchema: Sendable {
                 continue
             }
             guard let given = FieldType.inferred(from: value) else {
-                errors.append(.init(field: path, code: .invalidType, detail: "expected string, integer, double, boolean, date or datetime, got \(FieldType.describe(value))"))
+                errors.append(
+                    .init(
+                        field: path, code: .invalidType,
+                        detail: "expected string, integer, double, boolean, date or datetime, got \(FieldType.describe(value))"))
                 continue
             }
             guard let type = try resolve(name, given) else { return nil }

@@ -20,12 +20,15 @@ enum FieldTypeRepository {
     /// Sets the type of a new field unless another writer got there first; returns the type in
     /// force and whether this call inserted it (then it exists only if the caller's transaction
     /// commits), or nil when the name is new and the deployment already has `maxNames` names.
-    static func claim(_ connection: PostgresConnection, name: String, type: FieldType,
-                      pinned: Bool = false, maxNames: Int = .max) throws -> (type: FieldType, inserted: Bool)? {
+    static func claim(
+        _ connection: PostgresConnection, name: String, type: FieldType,
+        pinned: Bool = false, maxNames: Int = .max
+    ) throws -> (type: FieldType, inserted: Bool)? {
         if maxNames < .max {
             try connection.execute("SELECT pg_advisory_xact_lock(\(claimLockKey))")
         }
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             WITH inserted AS (
                 INSERT INTO field_types (name, type, pinned)
                 SELECT \(name), \(type.rawValue), \(pinned) WHERE (SELECT count(*) FROM field_types) < \(Int64(min(maxNames, Int(Int32.max))))

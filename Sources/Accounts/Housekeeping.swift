@@ -21,8 +21,10 @@ public final class Housekeeping: Sendable {
     private let thread: PeriodicThread
 
     /// Starts the background thread; the first round runs after one interval.
-    public init(pool: PostgresPool, lifetime: SessionLifetime, throttleRetentionSeconds: Double, intervalSeconds: Double,
-                logger: Logger) {
+    public init(
+        pool: PostgresPool, lifetime: SessionLifetime, throttleRetentionSeconds: Double, intervalSeconds: Double,
+        logger: Logger
+    ) {
         self.pool = pool
         self.lifetime = lifetime
         self.throttleRetentionSeconds = throttleRetentionSeconds
@@ -46,8 +48,9 @@ public final class Housekeeping: Sendable {
                 if deleted < Housekeeping.batchSize { break }
             }
             while !thread.isStopping {
-                let deleted = try ThrottleRepository.purge(connection, olderThanSeconds: throttleRetentionSeconds,
-                                                           limit: Housekeeping.batchSize)
+                let deleted = try ThrottleRepository.purge(
+                    connection, olderThanSeconds: throttleRetentionSeconds,
+                    limit: Housekeeping.batchSize)
                 throttles += deleted
                 if deleted < Housekeeping.batchSize { break }
             }

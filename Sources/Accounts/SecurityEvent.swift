@@ -19,13 +19,15 @@ struct SecurityEvent {
     }
 
     static func log(_ logger: Logger, _ kind: Kind, outcome: String, userID: UUID?, origin: RequestOrigin?, detail: String? = nil) {
-        logger.notice("security event", [
-            "event": kind.rawValue,
-            "outcome": outcome,
-            "user.id": userID?.lowercasedText ?? "-",
-            "client.address": origin?.address ?? "-",
-            "user_agent": origin?.userAgent.map { String($0.prefix(256)) } ?? "-",
-            "detail": detail ?? "-",
-        ])
+        logger.notice(
+            "security event",
+            [
+                "event": kind.rawValue,
+                "outcome": outcome,
+                "user.id": userID?.lowercasedText ?? "-",
+                "client.address": origin?.address ?? "-",
+                "user_agent": origin?.userAgent.map { String($0.prefix(256)) } ?? "-",
+                "detail": detail ?? "-",
+            ])
     }
 }

@@ -6,8 +6,9 @@ enum SessionRepository {
 
     /// Reads a session's six columns: id, user id, created, last seen, expiry, user agent.
     static func decode(_ columns: inout PostgresColumns) throws -> Session {
-        Session(id: try columns.next(), userID: try columns.next(), createdAt: try columns.next(), lastSeenAt: try columns.next(),
-                expiresAt: try columns.next(), userAgent: try columns.next())
+        Session(
+            id: try columns.next(), userID: try columns.next(), createdAt: try columns.next(), lastSeenAt: try columns.next(),
+            expiresAt: try columns.next(), userAgent: try columns.next())
     }
 
     static func decode(_ row: PostgresRow) throws -> Session {
@@ -15,9 +16,12 @@ enum SessionRepository {
         return try decode(&columns)
     }
 
-    static func insert(_ connection: PostgresConnection, userID: UUID, tokenHash: [UInt8], userAgent: String?,
-                       lifetime: SessionLifetime) throws -> Session {
-        let rows = try connection.query("""
+    static func insert(
+        _ connection: PostgresConnection, userID: UUID, tokenHash: [UInt8], userAgent: String?,
+        lifetime: SessionLifetime
+    ) throws -> Session {
+        let rows = try connection.query(
+            """
             INSERT INTO sessions AS s (user_id, token_hash, expires_at, user_agent)
             VALUES (\(userID), \(tokenHash), now() + make_interval(secs => \(lifetime.absoluteSeconds)), \(userAgent))
             RETURNING s.id, s.user_id, s.created_at, s.last_seen_at,
@@ -35,15 +39,16 @@ enum SessionRepository {
         let lifetimeBinds: PostgresBindings
 
         init(lifetime: SessionLifetime) {
-            statement = PostgresStatement(unsafeSQL: """
-                SELECT s.id, s.user_id, s.created_at, s.last_seen_at,
-                    LEAST(s.expires_at, s.last_seen_at + make_interval(secs => $1)), s.user_agent,
-                    \(UserRepository.columns),
-                    s.last_seen_at < now() - make_interval(secs => $2)
-                FROM sessions s JOIN users u ON u.id = s.user_id
-                WHERE s.token_hash = $3 AND s.expires_at > now()
-                  AND s.last_seen_at > now() - make_interval(secs => $1)
-                """)
+            statement = PostgresStatement(
+                unsafeSQL: """
+                    SELECT s.id, s.user_id, s.created_at, s.last_seen_at,
+                        LEAST(s.expires_at, s.last_seen_at + make_interval(secs => $1)), s.user_agent,
+                        \(UserRepository.columns),
+                        s.last_seen_at < now() - make_interval(secs => $2)
+                    FROM sessions s JOIN users u ON u.id = s.user_id
+                    WHERE s.token_hash = $3 AND s.expires_at > now()
+                      AND s.last_seen_at > now() - make_interval(secs => $1)
+                    """)
             var binds = PostgresBindings()
             binds.append(lifetime.idleSeconds)
             binds.append(lifetime.refreshAfterSeconds)
@@ -66,8 +71,9 @@ enum SessionRepository {
                     sessionID = try columns.next()
                     columns.skip(5)
                 }
-                return Row(sessionID: sessionID, session: session, user: try UserRepository.decode(&columns),
-                           isStale: try columns.next())
+                return Row(
+                    sessionID: sessionID, session: session, user: try UserRepository.decode(&columns),
+                    isStale: try columns.next())
             }
         }
 
@@ -82,14 +88,16 @@ enum SessionRepository {
     }
 
     static func list(_ connection: PostgresConnection, userID: UUID, lifetime: SessionLifetime) throws -> [Session] {
-        try connection.query("""
+        try connection.query(
+            """
             SELECT s.id, s.user_id, s.created_at, s.last_seen_at,
                 LEAST(s.expires_at, s.last_seen_at + make_interval(secs => \(lifetime.idleSeconds))), s.user_agent
             FROM sessions s
             WHERE s.user_id = \(userID) AND s.expires_at > now()
               AND s.last_seen_at > now() - make_interval(secs => \(lifetime.idleSeconds))
             ORDER BY s.created_at, s.id
-            """).map { try decode($0) }
+            """
+        ).map { try decode($0) }
     }
 
     static func delete(_ connection: PostgresConnection, id: UUID, userID: UUID) throws -> Bool {
@@ -105,7 +113,8 @@ enum SessionRepository {
 
     /// Removes up to `limit` sessions past their absolute or idle end; returns how many.
     static func purgeExpired(_ connection: PostgresConnection, lifetime: SessionLifetime, limit: Int) throws -> Int {
-        try connection.execute("""
+        try connection.execute(
+            """
             DELETE FROM sessions WHERE id IN (
                 SELECT id FROM sessions
                 WHERE expires_at <= now() OR last_seen_at <= now() - make_interval(secs => \(lifetime.idleSeconds))
@@ -115,7 +124,8 @@ enum SessionRepository {
 
     /// Ends the user's oldest sessions so that `kept` and the newest `keep - 1` others remain; returns how many.
     static func evictOldest(_ connection: PostgresConnection, userID: UUID, keeping kept: UUID, keep: Int) throws -> Int {
-        try connection.execute("""
+        try connection.execute(
+            """
             DELETE FROM sessions WHERE id IN (
                 SELECT id FROM sessions WHERE user_id = \(userID) AND id <> \(kept)
                 ORDER BY created_at DESC, id DESC OFFSET \(max(0, keep - 1)))

@@ -42,7 +42,8 @@ final class SessionToucher: Sendable {
         do {
             try pool.withTransaction { connection in
                 try connection.execute("SET LOCAL synchronous_commit TO OFF")
-                try connection.execute("""
+                try connection.execute(
+                    """
                     UPDATE sessions SET last_seen_at = now() WHERE id = ANY(string_to_array(\(list), ',')::uuid[])
                     """)
             }

@@ -13,7 +13,8 @@ enum ThrottleRepository {
     static func acquire(_ connection: PostgresConnection, _ keys: [(key: String, rule: ThrottleRule)]) throws -> Int? {
         let active = keys.filter { $0.rule.limit > 0 }
         guard !active.isEmpty else { return nil }
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT exo_throttle_acquire(\(PostgresArray(active.map(\.key)))::text[],
                                         \(PostgresArray(active.map(\.rule.limit)))::integer[],
                                         \(PostgresArray(active.map(\.rule.windowSeconds)))::double precision[])
@@ -24,7 +25,8 @@ enum ThrottleRepository {
 
     /// Seconds until the key unlocks, or nil when it is not full (a read: counts nothing).
     static func lockedFor(_ connection: PostgresConnection, key: String, rule: ThrottleRule) throws -> Int? {
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT ceil(extract(epoch FROM window_start + make_interval(secs => \(rule.windowSeconds)) - now()))::bigint
             FROM auth_throttles
             WHERE key = \(key) AND failures >= \(rule.limit)
@@ -49,7 +51,8 @@ enum ThrottleRepository {
 
     /// Deletes up to `limit` rows whose window ended more than `olderThanSeconds` ago; returns how many.
     static func purge(_ connection: PostgresConnection, olderThanSeconds: Double, limit: Int) throws -> Int {
-        try connection.execute("""
+        try connection.execute(
+            """
             DELETE FROM auth_throttles WHERE key IN (
                 SELECT key FROM auth_throttles WHERE window_start < now() - make_interval(secs => \(olderThanSeconds)) LIMIT \(limit))
             """)

@@ -24,8 +24,9 @@ enum UserRepository {
         } catch {
             throw PostgresError(code: .decodingFailed, columnName: "data", context: "stored data is not a JSON object")
         }
-        return User(id: id, email: email, firstname: firstname, lastname: lastname, emailVerified: emailVerified,
-                    createdAt: createdAt, updatedAt: updatedAt, data: data, version: try columns.next(Int64.self))
+        return User(
+            id: id, email: email, firstname: firstname, lastname: lastname, emailVerified: emailVerified,
+            createdAt: createdAt, updatedAt: updatedAt, data: data, version: try columns.next(Int64.self))
     }
 
     static func decode(_ row: PostgresRow) throws -> User {
@@ -33,9 +34,12 @@ enum UserRepository {
         return try decode(&columns)
     }
 
-    static func insert(_ connection: PostgresConnection, email: EmailAddress, passwordHash: String, firstname: String,
-                       lastname: String, data: JSONObject) throws -> User {
-        let rows = try connection.query("""
+    static func insert(
+        _ connection: PostgresConnection, email: EmailAddress, passwordHash: String, firstname: String,
+        lastname: String, data: JSONObject
+    ) throws -> User {
+        let rows = try connection.query(
+            """
             INSERT INTO users AS u (email, email_normalized, password_hash, firstname, lastname, data)
             VALUES (\(email.value), \(email.normalized), \(passwordHash), \(firstname), \(lastname), \(PostgresJSON(data.storageText))::jsonb)
             RETURNING \(unsafeRaw: columns)
@@ -63,7 +67,8 @@ enum UserRepository {
     /// ends: shared (a session may be opened, while a password change waits), or for an update of
     /// the hash. No row when the hash changed (or the user went) since it was read.
     static func find(_ connection: PostgresConnection, id: UUID, passwordHash hash: String, forUpdate: Bool) throws -> User? {
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT \(unsafeRaw: columns) FROM users u WHERE u.id = \(id) AND u.password_hash = \(hash)
             \(unsafeRaw: forUpdate ? "FOR NO KEY UPDATE" : "FOR SHARE")
             """)
@@ -91,13 +96,14 @@ enum UserRepository {
         return PreparedQuery(replaceStatement, binds, decode: decode)
     }
 
-    private static let replaceStatement = PostgresStatement(unsafeSQL: """
-        UPDATE users AS u SET email = $2, email_normalized = $3,
-            email_verified = CASE WHEN u.email_normalized = $3 THEN u.email_verified ELSE false END,
-            firstname = $4, lastname = $5, data = $6, version = u.version + 1, updated_at = now()
-        WHERE u.id = $1 AND ($7::bigint IS NULL OR u.version = $7)
-        RETURNING \(columns)
-        """)
+    private static let replaceStatement = PostgresStatement(
+        unsafeSQL: """
+            UPDATE users AS u SET email = $2, email_normalized = $3,
+                email_verified = CASE WHEN u.email_normalized = $3 THEN u.email_verified ELSE false END,
+                firstname = $4, lastname = $5, data = $6, version = u.version + 1, updated_at = now()
+            WHERE u.id = $1 AND ($7::bigint IS NULL OR u.version = $7)
+            RETURNING \(columns)
+            """)
 
     static func setPasswordHash(_ connection: PostgresConnection, id: UUID, hash: String) throws {
         try connection.execute("UPDATE users SET password_hash = \(hash), version = version + 1, updated_at = now() WHERE id = \(id)")
@@ -136,7 +142,8 @@ extension JSONObject {
         var copy = self
         for (key, value) in self {
             if case .number(let number) = value, !number.isInteger, !number.isShortestPlainDecimal,
-               let double = number.doubleValue, let shortest = JSONNumber(double) {
+                let double = number.doubleValue, let shortest = JSONNumber(double)
+            {
                 copy[key] = .number(shortest)
             }
         }

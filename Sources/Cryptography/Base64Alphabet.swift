@@ -34,7 +34,8 @@ struct Base64Alphabet: Sendable {
         text.reserveCapacity(Self.encodedLength(of: bytes.count))
         var index = 0
         while index + 3 <= bytes.count {
-            let group = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
+            let group =
+                UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
                 | UInt32(bytes[index + 2])
             text.append(encodeTable[Int(group >> 18 & 63)])
             text.append(encodeTable[Int(group >> 12 & 63)])

@@ -75,12 +75,16 @@ public final class HashingPool: @unchecked Sendable {
     /// Runs `work` on a worker and waits for its result, rethrowing what it throws; throws
     /// `overloaded` at once when the lane has no place, and `cancelled` when `cancellation` was
     /// set before a worker took the job. Never call it from inside pool work.
-    public func run<T: Sendable>(lane: Lane = .interactive, cancellation: Cancellation? = nil,
-                                 _ work: @escaping @Sendable () throws -> T) throws -> T {
+    public func run<T: Sendable>(
+        lane: Lane = .interactive, cancellation: Cancellation? = nil,
+        _ work: @escaping @Sendable () throws -> T
+    ) throws -> T {
         let completion = Completion<T>()
-        try enqueue(Job(work: { completion.store(Result { try work() }) }, finished: { completion.finish() },
-                        cancelled: { completion.store(.failure(SecurityError(.cancelled, detail: "the hashing job was cancelled"))) },
-                        cancellation: cancellation, lane: lane))
+        try enqueue(
+            Job(
+                work: { completion.store(Result { try work() }) }, finished: { completion.finish() },
+                cancelled: { completion.store(.failure(SecurityError(.cancelled, detail: "the hashing job was cancelled"))) },
+                cancellation: cancellation, lane: lane))
         return try completion.wait().get()
     }
 
@@ -101,8 +105,9 @@ public final class HashingPool: @unchecked Sendable {
     /// Current figures for metrics.
     public var statistics: Statistics {
         lock.withLock {
-            Statistics(workers: workerCount, queueCapacity: queueCapacity, queued: interactive.count + bulk.count,
-                       busy: busy, rejected: rejected, completed: completed, abandoned: abandoned)
+            Statistics(
+                workers: workerCount, queueCapacity: queueCapacity, queued: interactive.count + bulk.count,
+                busy: busy, rejected: rejected, completed: completed, abandoned: abandoned)
         }
     }
 

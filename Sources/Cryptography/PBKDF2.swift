@@ -10,7 +10,7 @@ public enum PBKDF2 {
     ) throws -> [UInt8] {
         let limit = Int(Int32.max)
         guard iterations > 0, iterations <= limit, keyLength > 0, keyLength <= limit,
-              password.count <= limit, salt.count <= limit
+            password.count <= limit, salt.count <= limit
         else {
             throw SecurityError(.invalidParameters, detail: "PBKDF2 input out of range")
         }
@@ -19,10 +19,11 @@ public enum PBKDF2 {
             salt.withUnsafeBufferPointer { salt in
                 key.withUnsafeMutableBufferPointer { key in
                     password.withMemoryRebound(to: CChar.self) { password in
-                        PKCS5_PBKDF2_HMAC(password.baseAddress, Int32(password.count),
-                                          salt.baseAddress, Int32(salt.count),
-                                          Int32(iterations), EVP_sha256(),
-                                          Int32(key.count), key.baseAddress)
+                        PKCS5_PBKDF2_HMAC(
+                            password.baseAddress, Int32(password.count),
+                            salt.baseAddress, Int32(salt.count),
+                            Int32(iterations), EVP_sha256(),
+                            Int32(key.count), key.baseAddress)
                     }
                 }
             }

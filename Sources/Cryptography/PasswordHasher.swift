@@ -77,8 +77,9 @@ public struct PasswordHasher: Sendable {
     }
 
     private func verify(password: [UInt8], stored: ScryptPHCString) throws -> VerificationResult {
-        let key = try Self.derive(password: password, salt: stored.salt,
-                                  parameters: stored.parameters)
+        let key = try Self.derive(
+            password: password, salt: stored.salt,
+            parameters: stored.parameters)
         guard ConstantTime.equals(key, stored.key) else { return .invalid }
         return stored.parameters == parameters ? .valid : .validNeedsRehash
     }

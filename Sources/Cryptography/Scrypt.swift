@@ -31,8 +31,9 @@ public enum Scrypt {
         guard let memory = requiredMemory(n: n, r: r, p: p) else {
             throw SecurityError(.invalidParameters, detail: "scrypt memory overflows 64 bits")
         }
-        return try deriveKey(password: password, salt: salt, n: n, r: r, p: p,
-                             keyLength: keyLength, maxMemory: memory)
+        return try deriveKey(
+            password: password, salt: salt, n: n, r: r, p: p,
+            keyLength: keyLength, maxMemory: memory)
     }
 
     /// `deriveKey` with an explicit memory cap; internal so tests can prove the cap is exact.
@@ -53,9 +54,10 @@ public enum Scrypt {
             salt.withUnsafeBufferPointer { salt in
                 key.withUnsafeMutableBufferPointer { key in
                     password.withMemoryRebound(to: CChar.self) { password in
-                        EVP_PBE_scrypt(password.baseAddress, password.count,
-                                       salt.baseAddress, salt.count,
-                                       n, r, p, maxMemory, key.baseAddress, key.count)
+                        EVP_PBE_scrypt(
+                            password.baseAddress, password.count,
+                            salt.baseAddress, salt.count,
+                            n, r, p, maxMemory, key.baseAddress, key.count)
                     }
                 }
             }

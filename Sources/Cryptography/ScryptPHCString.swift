@@ -37,12 +37,13 @@ struct ScryptPHCString: Sendable, Hashable {
             throw malformed("unsupported algorithm")
         }
 
-        let assignments = fields[2].split(separator: UInt8(ascii: ","),
-                                          omittingEmptySubsequences: false)
+        let assignments = fields[2].split(
+            separator: UInt8(ascii: ","),
+            omittingEmptySubsequences: false)
         guard assignments.count == 3,
-              let logN = Self.value(of: "ln", in: assignments[0]),
-              let r = Self.value(of: "r", in: assignments[1]),
-              let p = Self.value(of: "p", in: assignments[2])
+            let logN = Self.value(of: "ln", in: assignments[0]),
+            let r = Self.value(of: "r", in: assignments[1]),
+            let p = Self.value(of: "p", in: assignments[2])
         else { throw malformed("malformed parameters") }
         let parameters: ScryptParameters
         do {
@@ -62,13 +63,14 @@ struct ScryptPHCString: Sendable, Hashable {
 
     /// The value of `name=<decimal>`: one to three digits, no sign, no leading zero.
     private static func value(of name: String, in assignment: Substring.UTF8View) -> Int? {
-        let parts = assignment.split(separator: UInt8(ascii: "="), maxSplits: 1,
-                                     omittingEmptySubsequences: false)
+        let parts = assignment.split(
+            separator: UInt8(ascii: "="), maxSplits: 1,
+            omittingEmptySubsequences: false)
         guard parts.count == 2, parts[0].elementsEqual(name.utf8) else { return nil }
         let digits = parts[1]
         guard (1...3).contains(digits.count),
-              digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-              digits.first != UInt8(ascii: "0") || digits.count == 1
+            digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+            digits.first != UInt8(ascii: "0") || digits.count == 1
         else { return nil }
         return digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
     }

@@ -38,7 +38,7 @@ public struct ScryptParameters: Sendable, Hashable, CustomStringConvertible {
     /// otherwise.
     public init(logN: Int, r: Int, p: Int) throws {
         guard Self.acceptedLogN.contains(logN), Self.acceptedR.contains(r),
-              Self.acceptedP.contains(p)
+            Self.acceptedP.contains(p)
         else {
             throw SecurityError(.invalidParameters, detail: "scrypt parameters out of bounds")
         }

@@ -54,8 +54,9 @@ public struct SecurityError: Error, Sendable, Hashable, CustomStringConvertible,
         if first != 0 {
             var buffer = [CChar](repeating: 0, count: 256)
             ERR_error_string_n(first, &buffer, buffer.count)
-            reason = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) },
-                            as: UTF8.self)
+            reason = String(
+                decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) },
+                as: UTF8.self)
         }
         ERR_clear_error()
         return SecurityError(code, detail: "\(operation) failed: \(reason)")

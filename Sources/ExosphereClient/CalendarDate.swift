@@ -28,8 +28,9 @@ public struct CalendarDate: Hashable, Comparable, Sendable, Codable, CustomStrin
     public init?(_ description: String) {
         let bytes = Array(description.utf8)
         guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
-              let year = Timestamp.number(bytes, 0, 4), let month = Timestamp.number(bytes, 5, 2),
-              let day = Timestamp.number(bytes, 8, 2) else { return nil }
+            let year = Timestamp.number(bytes, 0, 4), let month = Timestamp.number(bytes, 5, 2),
+            let day = Timestamp.number(bytes, 8, 2)
+        else { return nil }
         self.init(year: year, month: month, day: day)
     }
 

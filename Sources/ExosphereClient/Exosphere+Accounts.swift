@@ -9,8 +9,10 @@ extension Exosphere {
     /// - Throws: `ExosphereError`: `409 email_taken`, `422 invalid_email`, `422 weak_password`
     ///   (fewer than 8 characters), `422 invalid_type` (a field of another type), …
     @discardableResult
-    public func register(email: String, password: String, firstname: String? = nil, lastname: String? = nil,
-                         data: [String: FieldValue] = [:]) async throws -> User {
+    public func register(
+        email: String, password: String, firstname: String? = nil, lastname: String? = nil,
+        data: [String: FieldValue] = [:]
+    ) async throws -> User {
         var body: [String: JSONValue] = ["email": .string(email), "password": .string(password)]
         if let firstname { body["firstname"] = .string(firstname) }
         if let lastname { body["lastname"] = .string(lastname) }

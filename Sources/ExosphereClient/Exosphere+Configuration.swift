@@ -43,8 +43,10 @@ extension Exosphere {
         public var networkRetryDelay: TimeInterval = 0.25
 
         /// A policy; the defaults are the documented ones.
-        public init(maxRetries: Int = 3, maxRetryAfter: TimeInterval = 10, defaultRetryAfter: TimeInterval = 1,
-                    networkRetryDelay: TimeInterval = 0.25) {
+        public init(
+            maxRetries: Int = 3, maxRetryAfter: TimeInterval = 10, defaultRetryAfter: TimeInterval = 1,
+            networkRetryDelay: TimeInterval = 0.25
+        ) {
             self.maxRetries = maxRetries
             self.maxRetryAfter = maxRetryAfter
             self.defaultRetryAfter = defaultRetryAfter

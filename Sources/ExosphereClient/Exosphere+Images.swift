@@ -11,8 +11,10 @@ extension Exosphere {
     /// - Returns: the image's metadata. Its bytes are put in the image cache, so the first
     ///   `downloadImage(_:)` only revalidates them.
     @discardableResult
-    public func uploadImage(_ data: Data, contentType: ImageContentType,
-                            progress: (@Sendable (UploadProgress) -> Void)? = nil) async throws -> UserImage {
+    public func uploadImage(
+        _ data: Data, contentType: ImageContentType,
+        progress: (@Sendable (UploadProgress) -> Void)? = nil
+    ) async throws -> UserImage {
         let request = APIRequest("POST", "/users/me/images", body: .data(data, contentType: contentType.rawValue), progress: progress)
         let image = try await upload(request)
         imageCache?.store(data, etag: UserImage.etag(sha256: image.sha256), forID: image.id)
@@ -23,8 +25,10 @@ extension Exosphere {
     ///
     /// - Parameter contentType: the file's format; nil to take it from the file's extension.
     @discardableResult
-    public func uploadImage(contentsOf fileURL: URL, contentType: ImageContentType? = nil,
-                            progress: (@Sendable (UploadProgress) -> Void)? = nil) async throws -> UserImage {
+    public func uploadImage(
+        contentsOf fileURL: URL, contentType: ImageContentType? = nil,
+        progress: (@Sendable (UploadProgress) -> Void)? = nil
+    ) async throws -> UserImage {
         guard let type = contentType ?? ImageContentType(fileExtension: fileURL.pathExtension) else {
             throw ExosphereError(code: .invalidArgument, detail: "No image type for the extension of \(fileURL.lastPathComponent).")
         }

@@ -41,8 +41,9 @@ extension Exosphere {
             // the copy it belongs to must be the one `user` was read from.
             let current = try await fetchUser()
             guard current.original == user.original, current.updatedAt == user.updatedAt else {
-                throw ExosphereError(status: 412, code: .preconditionFailed,
-                                     detail: "The profile changed on the server since it was read.", serverCopy: current)
+                throw ExosphereError(
+                    status: 412, code: .preconditionFailed,
+                    detail: "The profile changed on the server since it was read.", serverCopy: current)
             }
             etag = current.etag
         }

@@ -57,9 +57,11 @@ public final class Exosphere: Sendable {
         let store = sessionStore ?? Exosphere.defaultSessionStore(for: baseURL)
         self.store = store
         transport = Transport(baseURL: baseURL, configuration: configuration)
-        imageCache = configuration.imageCacheEnabled
-            ? ImageCache(directory: configuration.imageCacheDirectory ?? ImageCache.defaultDirectory(for: baseURL),
-                         maxBytes: configuration.imageCacheMaxBytes)
+        imageCache =
+            configuration.imageCacheEnabled
+            ? ImageCache(
+                directory: configuration.imageCacheDirectory ?? ImageCache.defaultDirectory(for: baseURL),
+                maxBytes: configuration.imageCacheMaxBytes)
             : nil
         var restored: SignedIn?
         var restoreError: ExosphereError?
@@ -68,8 +70,9 @@ public final class Exosphere: Sendable {
         } catch let error as ExosphereError {
             restoreError = error
         } catch {
-            restoreError = ExosphereError(code: .sessionStoreFailed, detail: "The session store could not be read: \(error)",
-                                          underlyingError: error)
+            restoreError = ExosphereError(
+                code: .sessionStoreFailed, detail: "The session store could not be read: \(error)",
+                underlyingError: error)
         }
         self.restoreError = restoreError
         state = Locked(State(session: restored))
@@ -147,8 +150,9 @@ public final class Exosphere: Sendable {
             }
         }
         if let failure {
-            throw ExosphereError(code: .sessionStoreFailed, detail: "Signed in, but the session could not be stored: \(failure)",
-                                 underlyingError: failure)
+            throw ExosphereError(
+                code: .sessionStoreFailed, detail: "Signed in, but the session could not be stored: \(failure)",
+                underlyingError: failure)
         }
     }
 
@@ -242,8 +246,9 @@ public final class Exosphere: Sendable {
             guard json["version"]?.intValue == 1, let token = json["accessToken"]?.stringValue, let user = json["user"] else {
                 throw ExosphereError(code: .sessionStoreFailed, detail: "The stored session is not in a known format.")
             }
-            return SignedIn(accessToken: token, expiresAt: json["expiresAt"]?.stringValue.flatMap(Timestamp.parse),
-                            user: try User(json: user, etag: json["etag"]?.stringValue))
+            return SignedIn(
+                accessToken: token, expiresAt: json["expiresAt"]?.stringValue.flatMap(Timestamp.parse),
+                user: try User(json: user, etag: json["etag"]?.stringValue))
         } catch let error as ExosphereError {
             throw ExosphereError(code: .sessionStoreFailed, detail: "The stored session cannot be read: \(error.detail)")
         } catch {

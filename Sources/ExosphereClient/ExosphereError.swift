@@ -109,8 +109,10 @@ public struct ExosphereError: Error, Sendable, CustomStringConvertible, CustomDe
     /// The transport's error, for `network_error`.
     public let underlyingError: (any Error)?
 
-    init(status: Int? = nil, code: Code, detail: String, fieldErrors: [FieldError] = [], retryAfter: TimeInterval? = nil,
-         serverCopy: User? = nil, underlyingError: (any Error)? = nil) {
+    init(
+        status: Int? = nil, code: Code, detail: String, fieldErrors: [FieldError] = [], retryAfter: TimeInterval? = nil,
+        serverCopy: User? = nil, underlyingError: (any Error)? = nil
+    ) {
         self.status = status
         self.code = code
         self.detail = detail
@@ -153,10 +155,11 @@ public struct ExosphereError: Error, Sendable, CustomStringConvertible, CustomDe
         let problem = try? JSONValue.parse(body)
         let code = problem?["code"]?.stringValue.map(Code.init(rawValue:)) ?? Code(rawValue: "http_\(status)")
         let detail = problem?["detail"]?.stringValue ?? HTTPURLResponse.localizedString(forStatusCode: status)
-        let fields = problem?["errors"]?.arrayValue?.compactMap { entry -> FieldError? in
-            guard let field = entry["field"]?.stringValue else { return nil }
-            return FieldError(field: field, code: Code(rawValue: entry["code"]?.stringValue ?? ""), detail: entry["detail"]?.stringValue ?? "")
-        } ?? []
+        let fields =
+            problem?["errors"]?.arrayValue?.compactMap { entry -> FieldError? in
+                guard let field = entry["field"]?.stringValue else { return nil }
+                return FieldError(field: field, code: Code(rawValue: entry["code"]?.stringValue ?? ""), detail: entry["detail"]?.stringValue ?? "")
+            } ?? []
         self.init(status: status, code: code, detail: detail, fieldErrors: fields, retryAfter: retryAfter, serverCopy: serverCopy)
     }
 }

@@ -87,7 +87,8 @@ public enum FieldValue: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension FieldValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
-    ExpressibleByBooleanLiteral {
+    ExpressibleByBooleanLiteral
+{
     /// `user["nickname"] = "Ayu"`.
     public init(stringLiteral value: String) { self = .string(value) }
     /// `user["weight"] = 78`.

@@ -21,7 +21,8 @@ public struct FileSessionStore: SessionStore {
     /// `$XDG_DATA_HOME/exosphere/<name>.session` (`~/.local/share/...` without it).
     public static func defaultURL(name: String) -> URL {
         let environment = ProcessInfo.processInfo.environment
-        let base = environment["XDG_DATA_HOME"].map { URL(fileURLWithPath: $0, isDirectory: true) }
+        let base =
+            environment["XDG_DATA_HOME"].map { URL(fileURLWithPath: $0, isDirectory: true) }
             ?? URL(fileURLWithPath: NSHomeDirectory(), isDirectory: true).appendingPathComponent(".local/share", isDirectory: true)
         return base.appendingPathComponent("exosphere", isDirectory: true).appendingPathComponent(name + ".session")
     }
@@ -39,8 +40,9 @@ public struct FileSessionStore: SessionStore {
     /// moment), flushes it, and renames it over the old one.
     public func save(_ session: Data) throws {
         let directory = url.deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: directory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)")
         let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw FileSessionStore.posixError("open") }

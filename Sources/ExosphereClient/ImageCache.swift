@@ -15,7 +15,8 @@ final class ImageCache: Sendable {
 
     /// `<caches>/Exosphere/<host-port-path>`.
     static func defaultDirectory(for baseURL: URL) -> URL {
-        let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
+        let caches =
+            FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
             ?? FileManager.default.temporaryDirectory
         return caches.appendingPathComponent("Exosphere", isDirectory: true)
             .appendingPathComponent(Exosphere.fileName(for: baseURL), isDirectory: true)
@@ -29,7 +30,8 @@ final class ImageCache: Sendable {
     /// The files of an id, or nil for an id that is not a safe file name (ids are UUIDs today).
     private func files(_ id: String) -> (data: URL, etag: URL)? {
         guard !id.isEmpty, id.count <= 128,
-              id.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_" }) else { return nil }
+            id.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_" })
+        else { return nil }
         return (directory.appendingPathComponent(id), directory.appendingPathComponent(id + ".etag"))
     }
 
@@ -37,7 +39,8 @@ final class ImageCache: Sendable {
         guard let files = files(id) else { return nil }
         return lock.withLock { _ in
             guard let etagData = FileManager.default.contents(atPath: files.etag.path),
-                  let data = FileManager.default.contents(atPath: files.data.path) else { return nil }
+                let data = FileManager.default.contents(atPath: files.data.path)
+            else { return nil }
             // Touched, so that eviction sees it as recently used.
             try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: files.data.path)
             return Entry(data: data, etag: String(decoding: etagData, as: UTF8.self))

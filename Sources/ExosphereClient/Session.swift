@@ -17,9 +17,10 @@ public struct Session: Identifiable, Hashable, Sendable {
 
     init(json: JSONValue) throws {
         guard let id = json["id"]?.stringValue,
-              let createdAt = json["createdAt"]?.stringValue.flatMap(Timestamp.parse),
-              let lastSeenAt = json["lastSeenAt"]?.stringValue.flatMap(Timestamp.parse),
-              let expiresAt = json["expiresAt"]?.stringValue.flatMap(Timestamp.parse) else {
+            let createdAt = json["createdAt"]?.stringValue.flatMap(Timestamp.parse),
+            let lastSeenAt = json["lastSeenAt"]?.stringValue.flatMap(Timestamp.parse),
+            let expiresAt = json["expiresAt"]?.stringValue.flatMap(Timestamp.parse)
+        else {
             throw ExosphereError.invalidResponse("a session without id or timestamps")
         }
         self.id = id

@@ -7,11 +7,13 @@ enum Timestamp {
     static func parse(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
         guard bytes.count >= 20, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
-              bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: "t"),
-              bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":") else { return nil }
+            bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: "t"),
+            bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":")
+        else { return nil }
         guard let year = number(bytes, 0, 4), let month = number(bytes, 5, 2), let day = number(bytes, 8, 2),
-              let hour = number(bytes, 11, 2), let minute = number(bytes, 14, 2), let second = number(bytes, 17, 2),
-              CalendarDate.isValid(year: year, month: month, day: day), hour < 24, minute < 60, second <= 60 else { return nil }
+            let hour = number(bytes, 11, 2), let minute = number(bytes, 14, 2), let second = number(bytes, 17, 2),
+            CalendarDate.isValid(year: year, month: month, day: day), hour < 24, minute < 60, second <= 60
+        else { return nil }
         var index = 19
         var fraction = 0.0
         if bytes[index] == UInt8(ascii: ".") {
@@ -28,8 +30,9 @@ enum Timestamp {
             index += 1
         case UInt8(ascii: "+"), UInt8(ascii: "-"):
             guard bytes.count - index == 6, bytes[index + 3] == UInt8(ascii: ":"),
-                  let hours = number(bytes, index + 1, 2), let minutes = number(bytes, index + 4, 2),
-                  hours < 24, minutes < 60 else { return nil }
+                let hours = number(bytes, index + 1, 2), let minutes = number(bytes, index + 4, 2),
+                hours < 24, minutes < 60
+            else { return nil }
             offsetSeconds = (hours * 60 + minutes) * 60 * (bytes[index] == UInt8(ascii: "-") ? -1 : 1)
             index += 6
         default:

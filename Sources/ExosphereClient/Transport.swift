@@ -24,8 +24,10 @@ struct APIRequest: Sendable {
     var isIdempotent: Bool
     var progress: (@Sendable (UploadProgress) -> Void)?
 
-    init(_ method: String, _ path: String, query: [(name: String, value: String)] = [], headers: [String: String] = [:],
-         body: Body = .none, isIdempotent: Bool? = nil, progress: (@Sendable (UploadProgress) -> Void)? = nil) {
+    init(
+        _ method: String, _ path: String, query: [(name: String, value: String)] = [], headers: [String: String] = [:],
+        body: Body = .none, isIdempotent: Bool? = nil, progress: (@Sendable (UploadProgress) -> Void)? = nil
+    ) {
         self.method = method
         self.path = path
         self.query = query
@@ -118,11 +120,13 @@ final class Transport: Sendable {
         if !request.query.isEmpty {
             var allowed = CharacterSet.alphanumerics
             allowed.insert(charactersIn: "-._~")
-            text += "?" + request.query.map { item in
-                let name = item.name.addingPercentEncoding(withAllowedCharacters: allowed) ?? item.name
-                let value = item.value.addingPercentEncoding(withAllowedCharacters: allowed) ?? item.value
-                return "\(name)=\(value)"
-            }.joined(separator: "&")
+            text +=
+                "?"
+                + request.query.map { item in
+                    let name = item.name.addingPercentEncoding(withAllowedCharacters: allowed) ?? item.name
+                    let value = item.value.addingPercentEncoding(withAllowedCharacters: allowed) ?? item.value
+                    return "\(name)=\(value)"
+                }.joined(separator: "&")
         }
         guard let url = URL(string: text) else {
             throw ExosphereError(code: .invalidArgument, detail: "\(text) is not a valid URL")
@@ -168,8 +172,9 @@ final class Transport: Sendable {
         } catch is CancellationError {
             throw CancellationError()
         } catch {
-            throw ExosphereError(code: .networkError, detail: "\(request.method) \(request.path): \(error.localizedDescription)",
-                                 underlyingError: error)
+            throw ExosphereError(
+                code: .networkError, detail: "\(request.method) \(request.path): \(error.localizedDescription)",
+                underlyingError: error)
         }
         guard let http = response as? HTTPURLResponse else {
             throw ExosphereError.invalidResponse("not an HTTP response")
@@ -190,8 +195,10 @@ private final class ProgressDelegate: NSObject, URLSessionTaskDelegate, @uncheck
         self.report = report
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
-                    totalBytesExpectedToSend: Int64) {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {
         report(UploadProgress(sentBytes: totalBytesSent, totalBytes: totalBytesExpectedToSend))
     }
 }

@@ -40,8 +40,9 @@ public struct User: Identifiable, Hashable, Sendable {
     /// Reads the user object of the API.
     init(json: JSONValue, etag: String?) throws {
         guard let id = json["id"]?.stringValue, let email = json["email"]?.stringValue,
-              let createdAt = json["createdAt"]?.stringValue.flatMap(Timestamp.parse),
-              let updatedAt = json["updatedAt"]?.stringValue.flatMap(Timestamp.parse) else {
+            let createdAt = json["createdAt"]?.stringValue.flatMap(Timestamp.parse),
+            let updatedAt = json["updatedAt"]?.stringValue.flatMap(Timestamp.parse)
+        else {
             throw ExosphereError.invalidResponse("a user without id, email or timestamps")
         }
         var data: [String: FieldValue] = [:]

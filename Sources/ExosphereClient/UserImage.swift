@@ -22,9 +22,10 @@ public struct UserImage: Identifiable, Hashable, Sendable {
 
     init(json: JSONValue) throws {
         guard let id = json["id"]?.stringValue, let contentType = json["contentType"]?.stringValue,
-              let byteSize = json["byteSize"]?.intValue, let sha256 = json["sha256"]?.stringValue,
-              let width = json["width"]?.intValue, let height = json["height"]?.intValue,
-              let createdAt = json["createdAt"]?.stringValue.flatMap(Timestamp.parse) else {
+            let byteSize = json["byteSize"]?.intValue, let sha256 = json["sha256"]?.stringValue,
+            let width = json["width"]?.intValue, let height = json["height"]?.intValue,
+            let createdAt = json["createdAt"]?.stringValue.flatMap(Timestamp.parse)
+        else {
             throw ExosphereError.invalidResponse("image metadata without id, type, size or dimensions")
         }
         self.id = id

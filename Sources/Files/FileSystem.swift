@@ -42,8 +42,10 @@ public enum FileSystem {
     }
 
     /// Creates `path` (which must not exist), writes `bytes` and, with `sync`, waits for them to reach the disk.
-    public static func writeNewFile(_ path: String, _ bytes: UnsafeRawBufferPointer, sync: Bool,
-                                    mode: mode_t = 0o640) throws(FileSystemError) {
+    public static func writeNewFile(
+        _ path: String, _ bytes: UnsafeRawBufferPointer, sync: Bool,
+        mode: mode_t = 0o640
+    ) throws(FileSystemError) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard descriptor >= 0 else { throw FileSystemError("create", path) }
         // A file that could not be written whole (disk full, I/O error) is not left behind.

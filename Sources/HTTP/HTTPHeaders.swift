@@ -48,8 +48,10 @@ public struct HTTPHeaders: Sendable, Sequence {
         name.withUTF8 { appendSanitized($0) }
         let valueStart = storage.count
         value.withUTF8 { appendSanitized($0) }
-        fields.append(Field(nameStart: Int32(nameStart), nameLength: Int32(valueStart - nameStart),
-                            valueStart: Int32(valueStart), valueLength: Int32(storage.count - valueStart)))
+        fields.append(
+            Field(
+                nameStart: Int32(nameStart), nameLength: Int32(valueStart - nameStart),
+                valueStart: Int32(valueStart), valueLength: Int32(storage.count - valueStart)))
     }
 
     /// Appends `bytes` with every CR, LF and NUL replaced by a space.

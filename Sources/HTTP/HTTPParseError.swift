@@ -67,16 +67,21 @@ public struct HTTPParseError: Error, Sendable, Hashable, CustomStringConvertible
     public static let invalidMethod = bad(.invalidMethod, "The request method is not a valid token.")
     public static let invalidTarget = bad(.invalidTarget, "The request target is malformed.")
     public static let invalidVersion = bad(.invalidVersion, "The HTTP version is malformed.")
-    public static let unsupportedVersion = HTTPParseError(code: .unsupportedVersion, status: .httpVersionNotSupported,
-                                                          detail: "Only HTTP/1.0 and HTTP/1.1 are supported.")
-    public static let requestLineTooLong = HTTPParseError(code: .requestLineTooLong, status: .uriTooLong,
-                                                          detail: "The request line is too long.")
-    public static let fieldTooLarge = HTTPParseError(code: .headerFieldTooLarge, status: .requestHeaderFieldsTooLarge,
-                                                     detail: "A header field is too large.")
-    public static let headersTooLarge = HTTPParseError(code: .headersTooLarge, status: .requestHeaderFieldsTooLarge,
-                                                       detail: "The header section is too large.")
-    public static let tooManyHeaders = HTTPParseError(code: .tooManyHeaders, status: .requestHeaderFieldsTooLarge,
-                                                      detail: "The request has too many header fields.")
+    public static let unsupportedVersion = HTTPParseError(
+        code: .unsupportedVersion, status: .httpVersionNotSupported,
+        detail: "Only HTTP/1.0 and HTTP/1.1 are supported.")
+    public static let requestLineTooLong = HTTPParseError(
+        code: .requestLineTooLong, status: .uriTooLong,
+        detail: "The request line is too long.")
+    public static let fieldTooLarge = HTTPParseError(
+        code: .headerFieldTooLarge, status: .requestHeaderFieldsTooLarge,
+        detail: "A header field is too large.")
+    public static let headersTooLarge = HTTPParseError(
+        code: .headersTooLarge, status: .requestHeaderFieldsTooLarge,
+        detail: "The header section is too large.")
+    public static let tooManyHeaders = HTTPParseError(
+        code: .tooManyHeaders, status: .requestHeaderFieldsTooLarge,
+        detail: "The request has too many header fields.")
     public static let bareLF = bad(.bareLf, "A line ends in LF without CR.")
     public static let bareCR = bad(.bareCr, "A CR is not followed by LF.")
     public static let obsFold = bad(.obsFold, "Folded header lines are not accepted.")
@@ -88,16 +93,20 @@ public struct HTTPParseError: Error, Sendable, Hashable, CustomStringConvertible
     public static let invalidHost = bad(.invalidHost, "The Host header is malformed.")
     public static let duplicateContentLength = bad(.duplicateContentLength, "The request has more than one Content-Length.")
     public static let invalidContentLength = bad(.invalidContentLength, "The Content-Length is not a valid length.")
-    public static let contentLengthWithTransferEncoding = bad(.contentLengthWithTransferEncoding,
-                                                              "Content-Length and Transfer-Encoding cannot both be sent.")
+    public static let contentLengthWithTransferEncoding = bad(
+        .contentLengthWithTransferEncoding,
+        "Content-Length and Transfer-Encoding cannot both be sent.")
     public static let chunkedNotFinal = bad(.chunkedNotFinal, "The final transfer coding must be chunked.")
     public static let transferEncodingInHTTP10 = bad(.transferEncodingHttp10, "Transfer-Encoding is not allowed in HTTP/1.0.")
-    public static let unsupportedTransferCoding = HTTPParseError(code: .unsupportedTransferCoding, status: .notImplemented,
-                                                                 detail: "Only the chunked transfer coding is supported.")
-    public static let unsupportedExpectation = HTTPParseError(code: .unsupportedExpectation, status: .expectationFailed,
-                                                              detail: "Only the 100-continue expectation is supported.")
-    public static let bodyTooLarge = HTTPParseError(code: .bodyTooLarge, status: .contentTooLarge,
-                                                    detail: "The request body is too large.")
+    public static let unsupportedTransferCoding = HTTPParseError(
+        code: .unsupportedTransferCoding, status: .notImplemented,
+        detail: "Only the chunked transfer coding is supported.")
+    public static let unsupportedExpectation = HTTPParseError(
+        code: .unsupportedExpectation, status: .expectationFailed,
+        detail: "Only the 100-continue expectation is supported.")
+    public static let bodyTooLarge = HTTPParseError(
+        code: .bodyTooLarge, status: .contentTooLarge,
+        detail: "The request body is too large.")
     public static let invalidChunkSize = bad(.invalidChunkSize, "A chunk size is malformed.")
     public static let chunkSizeOverflow = bad(.chunkSizeOverflow, "A chunk size is too large.")
     public static let invalidChunkExtension = bad(.invalidChunkExtension, "A chunk extension is malformed.")

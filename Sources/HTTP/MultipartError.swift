@@ -39,18 +39,23 @@ public struct MultipartError: Error, Sendable, Hashable, CustomStringConvertible
     /// The framing or a part's header section is broken.
     public static let malformed = malformed(because: "The multipart body is malformed.")
     /// The boundary is not 1 to 70 characters of RFC 2046 `bchars`, or ends in a space.
-    public static let invalidBoundary = MultipartError(code: .invalidBoundary, status: .badRequest,
-                                                       detail: "The multipart boundary must be 1 to 70 allowed characters.")
+    public static let invalidBoundary = MultipartError(
+        code: .invalidBoundary, status: .badRequest,
+        detail: "The multipart boundary must be 1 to 70 allowed characters.")
     /// A part's header section is over `MultipartFormData.Limits.maxPartHeadBytes`.
-    public static let partHeadTooLarge = MultipartError(code: .partHeadTooLarge, status: .badRequest,
-                                                        detail: "The header section of a part is too large.")
+    public static let partHeadTooLarge = MultipartError(
+        code: .partHeadTooLarge, status: .badRequest,
+        detail: "The header section of a part is too large.")
     /// The body has more parts than `MultipartFormData.Limits.maxParts`.
-    public static let tooManyParts = MultipartError(code: .tooManyParts, status: .badRequest,
-                                                    detail: "The multipart body has too many parts.")
+    public static let tooManyParts = MultipartError(
+        code: .tooManyParts, status: .badRequest,
+        detail: "The multipart body has too many parts.")
     /// The body is well formed, but no part has a `filename` parameter.
-    public static let noFilePart = MultipartError(code: .noFilePart, status: .unprocessableContent,
-                                                  detail: "The body has no file part (a part with a filename parameter).")
+    public static let noFilePart = MultipartError(
+        code: .noFilePart, status: .unprocessableContent,
+        detail: "The body has no file part (a part with a filename parameter).")
     /// The body is well formed, but more than one part has a `filename` parameter.
-    public static let multipleFileParts = MultipartError(code: .multipleFileParts, status: .unprocessableContent,
-                                                         detail: "The body has more than one file part; send one file.")
+    public static let multipleFileParts = MultipartError(
+        code: .multipleFileParts, status: .unprocessableContent,
+        detail: "The body has more than one file part; send one file.")
 }

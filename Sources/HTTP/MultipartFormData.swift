@@ -88,8 +88,10 @@ public enum MultipartFormData {
     }
 
     /// The single file part of a complete body, found without copying it; `range` indexes `body`.
-    public static func filePart(in body: UnsafeRawBufferPointer, boundary: String,
-                                limits: Limits = .default) throws(MultipartError) -> FilePart {
+    public static func filePart(
+        in body: UnsafeRawBufferPointer, boundary: String,
+        limits: Limits = .default
+    ) throws(MultipartError) -> FilePart {
         let boundaryBytes = Array(boundary.utf8)
         guard isValidBoundary(boundaryBytes) else { throw .invalidBoundary }
         let parser = Parser(body: body, delimiter: [ASCII.cr, ASCII.lf, dash, dash] + boundaryBytes, limits: limits)
@@ -165,8 +167,9 @@ public enum MultipartFormData {
                 position = end + delimiter.count
             }
             guard let file, let name = file.head.name else { throw .noFilePart }
-            return FilePart(name: string(name), filename: filename(file.head),
-                            contentType: file.head.contentType.map { string(Value(range: $0, quoted: false)) }, range: file.range)
+            return FilePart(
+                name: string(name), filename: filename(file.head),
+                contentType: file.head.contentType.map { string(Value(range: $0, quoted: false)) }, range: file.range)
         }
 
         /// Where the first delimiter ends: `--boundary` may open the body; otherwise a preamble precedes CRLF `--boundary`.
@@ -211,7 +214,9 @@ public enum MultipartFormData {
         /// Parses header lines from `start` up to and including the empty line; returns where the content starts.
         func parseHead(from start: Int) throws(MultipartError) -> (PartHead, Int) {
             let end = start <= body.count - limits.maxPartHeadBytes ? start + limits.maxPartHeadBytes : body.count
-            let truncated: MultipartError = end < body.count ? .partHeadTooLarge
+            let truncated: MultipartError =
+                end < body.count
+                ? .partHeadTooLarge
                 : .malformed(because: "The body ends inside a part's header section.")
             var head = PartHead()
             var i = start
@@ -280,8 +285,9 @@ public enum MultipartFormData {
                 guard let parsed = MultipartFormData.parameterValue(bytes, &i) else {
                     throw .malformed(because: "A part's Content-Disposition is malformed.")
                 }
-                let found = Value(range: (value.lowerBound + parsed.range.lowerBound)..<(value.lowerBound + parsed.range.upperBound),
-                                  quoted: parsed.quoted)
+                let found = Value(
+                    range: (value.lowerBound + parsed.range.lowerBound)..<(value.lowerBound + parsed.range.upperBound),
+                    quoted: parsed.quoted)
                 if ASCII.equalsIgnoringCase(name, "name") {
                     guard head.name == nil else { throw .malformed(because: "A Content-Disposition parameter is repeated.") }
                     head.name = found
@@ -308,7 +314,8 @@ public enum MultipartFormData {
             let bytes = UnsafeBufferPointer(rebasing: body[extended.range])
             let prefix = "utf-8''".utf8.count
             guard bytes.count >= prefix,
-                  ASCII.equalsIgnoringCase(UnsafeBufferPointer(rebasing: bytes[0..<prefix]), "utf-8''") else { return nil }
+                ASCII.equalsIgnoringCase(UnsafeBufferPointer(rebasing: bytes[0..<prefix]), "utf-8''")
+            else { return nil }
             var decoded: [UInt8] = []
             decoded.reserveCapacity(bytes.count - prefix)
             var i = prefix

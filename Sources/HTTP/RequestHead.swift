@@ -22,8 +22,10 @@ public struct RequestHead: Sendable {
     /// Whether the client waits for `100 Continue` before sending the body.
     public var expectContinue: Bool
 
-    public init(method: HTTPMethod, target: String, version: HTTPVersion = .http1_1, headers: HTTPHeaders = HTTPHeaders(),
-                framing: BodyFraming = .none, keepAlive: Bool = true, expectContinue: Bool = false) {
+    public init(
+        method: HTTPMethod, target: String, version: HTTPVersion = .http1_1, headers: HTTPHeaders = HTTPHeaders(),
+        framing: BodyFraming = .none, keepAlive: Bool = true, expectContinue: Bool = false
+    ) {
         self.method = method
         self.target = target
         (self.path, self.query) = RequestHead.split(target: target)
@@ -41,7 +43,8 @@ public struct RequestHead: Sendable {
         if bytes.first != UInt8(ascii: "/") {
             // absolute-form: skip "scheme://authority"; "*" (asterisk-form) stays as it is.
             if let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
-               bytes[colon...].starts(with: "://".utf8) {
+                bytes[colon...].starts(with: "://".utf8)
+            {
                 let authorityStart = bytes.index(colon, offsetBy: 3)
                 pathStart = bytes[authorityStart...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? bytes.endIndex
                 let rest = String(target[pathStart...])

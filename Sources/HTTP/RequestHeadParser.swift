@@ -139,8 +139,9 @@ public struct RequestHeadParser: Sendable {
             lineStart = end + 2
         }
         let headers = HTTPHeaders(storage: storage, fields: fields)
-        return interpret(method: method, target: String(decoding: targetBytes, as: UTF8.self), version: version,
-                         headers: headers, storage: head)
+        return interpret(
+            method: method, target: String(decoding: targetBytes, as: UTF8.self), version: version,
+            headers: headers, storage: head)
     }
 
     /// Index of the CR of the CRLF ending the line that starts at `start`; nil for a bare CR (the
@@ -157,9 +158,9 @@ public struct RequestHeadParser: Sendable {
     private static func parseVersion(_ bytes: UnsafeBufferPointer<UInt8>) -> Swift.Result<HTTPVersion, HTTPParseError> {
         // HTTP-version = "HTTP" "/" DIGIT "." DIGIT, case-sensitive.
         guard bytes.count == 8, bytes[0] == UInt8(ascii: "H"), bytes[1] == UInt8(ascii: "T"), bytes[2] == UInt8(ascii: "T"),
-              bytes[3] == UInt8(ascii: "P"), bytes[4] == UInt8(ascii: "/"), bytes[6] == UInt8(ascii: "."),
-              (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[5]),
-              (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[7])
+            bytes[3] == UInt8(ascii: "P"), bytes[4] == UInt8(ascii: "/"), bytes[6] == UInt8(ascii: "."),
+            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[5]),
+            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[7])
         else { return .failure(bytes.contains(ASCII.cr) ? .bareCR : .invalidVersion) }
         let major = Int(bytes[5] - UInt8(ascii: "0"))
         let minor = Int(bytes[7] - UInt8(ascii: "0"))
@@ -197,15 +198,19 @@ public struct RequestHeadParser: Sendable {
         for i in pos..<valueEnd {
             guard ASCII.isFieldValue(head[i]) else { return .failure(head[i] == ASCII.cr ? .bareCR : .invalidFieldValue) }
         }
-        return .success(HTTPHeaders.Field(nameStart: Int32(start), nameLength: Int32(nameEnd - start),
-                                          valueStart: Int32(pos), valueLength: Int32(valueEnd - pos)))
+        return .success(
+            HTTPHeaders.Field(
+                nameStart: Int32(start), nameLength: Int32(nameEnd - start),
+                valueStart: Int32(pos), valueLength: Int32(valueEnd - pos)))
     }
 
     // MARK: - Semantics of the fields that frame the message
 
     /// Reads the fields that frame the message; `storage` holds the bytes the fields point into.
-    private static func interpret(method: HTTPMethod, target: String, version: HTTPVersion, headers: HTTPHeaders,
-                                  storage: UnsafeBufferPointer<UInt8>) -> Swift.Result<RequestHead, HTTPParseError> {
+    private static func interpret(
+        method: HTTPMethod, target: String, version: HTTPVersion, headers: HTTPHeaders,
+        storage: UnsafeBufferPointer<UInt8>
+    ) -> Swift.Result<RequestHead, HTTPParseError> {
         var hostCount = 0
         var contentLength: Int?
         var contentLengthCount = 0
@@ -274,8 +279,9 @@ public struct RequestHeadParser: Sendable {
             framing = .contentLength(contentLength)
         }
         let keepAlive = version == .http1_1 ? !connectionClose : (connectionKeepAlive && !connectionClose)
-        var head = RequestHead(method: method, target: target, version: version, headers: headers,
-                               framing: framing, keepAlive: keepAlive, expectContinue: expectContinue)
+        var head = RequestHead(
+            method: method, target: target, version: version, headers: headers,
+            framing: framing, keepAlive: keepAlive, expectContinue: expectContinue)
         if case .none = framing { head.expectContinue = false }
         return .success(head)
     }
@@ -284,11 +290,17 @@ public struct RequestHeadParser: Sendable {
         case chunked, gzip, deflate, compress
 
         init?(_ token: UnsafeBufferPointer<UInt8>) {
-            if ASCII.equalsIgnoringCase(token, "chunked") { self = .chunked }
-            else if ASCII.equalsIgnoringCase(token, "gzip") || ASCII.equalsIgnoringCase(token, "x-gzip") { self = .gzip }
-            else if ASCII.equalsIgnoringCase(token, "deflate") { self = .deflate }
-            else if ASCII.equalsIgnoringCase(token, "compress") || ASCII.equalsIgnoringCase(token, "x-compress") { self = .compress }
-            else { return nil }
+            if ASCII.equalsIgnoringCase(token, "chunked") {
+                self = .chunked
+            } else if ASCII.equalsIgnoringCase(token, "gzip") || ASCII.equalsIgnoringCase(token, "x-gzip") {
+                self = .gzip
+            } else if ASCII.equalsIgnoringCase(token, "deflate") {
+                self = .deflate
+            } else if ASCII.equalsIgnoringCase(token, "compress") || ASCII.equalsIgnoringCase(token, "x-compress") {
+                self = .compress
+            } else {
+                return nil
+            }
         }
     }
 

@@ -8,8 +8,10 @@ public enum ResponseSerializer {
     ///
     /// A `file` body is not appended: `Content-Length` announces its length and the caller sends
     /// it after these bytes when `sendsBody` says so.
-    public static func serialize(_ response: Response, requestMethod: HTTPMethod, keepAlive: Bool,
-                                 date: HTTPDate.Text, version: HTTPVersion = .http1_1, into buffer: inout [UInt8]) {
+    public static func serialize(
+        _ response: Response, requestMethod: HTTPMethod, keepAlive: Bool,
+        date: HTTPDate.Text, version: HTTPVersion = .http1_1, into buffer: inout [UInt8]
+    ) {
         let inlineBody = response.file == nil ? response.body.count : 0
         buffer.reserveCapacity(buffer.count + 160 + response.headers.storage.count + inlineBody)
         appendStatusLine(response.status, into: &buffer)
@@ -74,9 +76,12 @@ public enum ResponseSerializer {
             buffer.append(UInt8(ascii: "0") + UInt8(value))
             return
         }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var digits:
+            (
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
+            ) =
+                (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         var count = 0
         var rest = value
         withUnsafeMutableBytes(of: &digits) { raw in

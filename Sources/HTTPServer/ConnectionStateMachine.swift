@@ -90,8 +90,10 @@ struct ConnectionStateMachine {
     private var draining = false
     private var peerHalfClosed = false
 
-    init(configuration: ConnectionConfiguration, now: UInt64, bodyLimit: @escaping @Sendable (RequestHead) -> Int,
-         needsAdmission: @escaping @Sendable (RequestHead) -> Bool = { _ in false }) {
+    init(
+        configuration: ConnectionConfiguration, now: UInt64, bodyLimit: @escaping @Sendable (RequestHead) -> Int,
+        needsAdmission: @escaping @Sendable (RequestHead) -> Bool = { _ in false }
+    ) {
         self.configuration = configuration
         self.bodyLimit = bodyLimit
         self.needsAdmission = needsAdmission
@@ -125,8 +127,9 @@ struct ConnectionStateMachine {
             case .length(_, let body), .chunked(_, let body): received = body.count
             }
             // The slowest of: a minimum rate, a pause in the bytes, the request's absolute deadline.
-            return min(times.since + configuration.bodyGrace + UInt64(received) * 1_000_000_000 / configuration.minBodyBytesPerSecond,
-                       times.progressAt + configuration.bodyStallTimeout, times.endBy)
+            return min(
+                times.since + configuration.bodyGrace + UInt64(received) * 1_000_000_000 / configuration.minBodyBytesPerSecond,
+                times.progressAt + configuration.bodyStallTimeout, times.endBy)
         case .admitting: return nil
         case .writing(_, let progressAt): return progressAt + configuration.writeTimeout
         case .lingering(let until): return until
@@ -180,8 +183,9 @@ struct ConnectionStateMachine {
         let close = forcedClose || draining || !(head?.keepAlive ?? false) || peerHalfClosed
         let method = head?.method ?? .get
         var bytes: [UInt8] = []
-        ResponseSerializer.serialize(response, requestMethod: method, keepAlive: !close, date: date,
-                                     version: head?.version ?? .http1_1, into: &bytes)
+        ResponseSerializer.serialize(
+            response, requestMethod: method, keepAlive: !close, date: date,
+            version: head?.version ?? .http1_1, into: &bytes)
         // A file that is not sent (HEAD, 204, 304, empty) is left behind and closes with the response.
         var file = response.file
         if let region = file, region.length == 0 || !ResponseSerializer.sendsBody(status: response.status, requestMethod: method) {
@@ -339,8 +343,9 @@ struct ConnectionStateMachine {
                     state = .body(head, .length(remaining: length, body: body), bodyTimes(started: started, now: now, limit: limit))
                 case .chunked:
                     let limit = bodyLimit(head)
-                    state = .body(head, .chunked(ChunkedDecoder(maxBodyBytes: limit, limits: configuration.limits), body: []),
-                                  bodyTimes(started: started, now: now, limit: limit))
+                    state = .body(
+                        head, .chunked(ChunkedDecoder(maxBodyBytes: limit, limits: configuration.limits), body: []),
+                        bodyTimes(started: started, now: now, limit: limit))
                 }
                 if case .body(_, let reader, let times) = state, reader.mayExceed(configuration.admissionThreshold), needsAdmission(head) {
                     // Kept unread: bytes of the body already here wait in the buffer.
@@ -414,8 +419,10 @@ struct ConnectionStateMachine {
 }
 
 extension HTTPParseError {
-    static let headerTimeout = HTTPParseError(code: .headerTimeout, status: .requestTimeout,
-                                              detail: "The request head did not arrive in time.")
-    static let bodyTimeout = HTTPParseError(code: .bodyTimeout, status: .requestTimeout,
-                                            detail: "The request body arrived too slowly.")
+    static let headerTimeout = HTTPParseError(
+        code: .headerTimeout, status: .requestTimeout,
+        detail: "The request head did not arrive in time.")
+    static let bodyTimeout = HTTPParseError(
+        code: .bodyTimeout, status: .requestTimeout,
+        detail: "The request body arrived too slowly.")
 }

@@ -13,8 +13,11 @@ extension EventLoop {
             return finish(Problem.notFound().response(), on: connection)
         case .notImplemented:
             connection.startRequest(id: requestID, method: request.method.rawValue, route: nil, now: now)
-            return finish(Problem(status: .notImplemented, code: "method_not_implemented",
-                                  detail: "The request method is not implemented.").response(), on: connection)
+            return finish(
+                Problem(
+                    status: .notImplemented, code: "method_not_implemented",
+                    detail: "The request method is not implemented."
+                ).response(), on: connection)
         case .methodNotAllowed(let allow):
             connection.startRequest(id: requestID, method: request.method.rawValue, route: nil, now: now)
             return finish(Problem.methodNotAllowed(allow: allow).response(), on: connection)
@@ -23,13 +26,15 @@ extension EventLoop {
             // Only work on the worker pool can outlive its client for long (hashing, queued).
             let cancellation = route.asynchronousHandler == nil && route.execution == .blocking ? Cancellation() : nil
             connection.cancellation = cancellation
-            let context = RequestContext(requestID: requestID, parameters: parameters,
-                                         remoteAddress: connection.remoteAddress,
-                                         cancellation: cancellation, logger: shared.logger)
+            let context = RequestContext(
+                requestID: requestID, parameters: parameters,
+                remoteAddress: connection.remoteAddress,
+                cancellation: cancellation, logger: shared.logger)
             if let asynchronous = route.asynchronousHandler {
                 shared.metrics.requestStarted()
-                let responder = Responder(loop: LoopContext(loop: self), token: connection.token, route: route,
-                                          request: request, context: context)
+                let responder = Responder(
+                    loop: LoopContext(loop: self), token: connection.token, route: route,
+                    request: request, context: context)
                 asynchronous(request, context, responder)
                 responder.handlerReturned()
                 if let response = responder.immediate {
@@ -54,11 +59,13 @@ extension EventLoop {
     /// request refused, once it has answered (`admissionDecided`).
     func admit(_ head: RequestHead, on connection: Connection) -> ConnectionStateMachine.Action {
         guard case .found(let route, let parameters) = shared.router.match(method: head.method, path: head.path),
-              let admission = route.admission else {
+            let admission = route.admission
+        else {
             return connection.machine.admitted(now: System.now())
         }
-        let context = RequestContext(requestID: nextRequestID(from: head.headers["X-Request-Id"]), parameters: parameters,
-                                     remoteAddress: connection.remoteAddress, logger: shared.logger)
+        let context = RequestContext(
+            requestID: nextRequestID(from: head.headers["X-Request-Id"]), parameters: parameters,
+            remoteAddress: connection.remoteAddress, logger: shared.logger)
         let token = connection.token
         let shared = self.shared
         let submitted = shared.workers.submit { [self] in
@@ -93,8 +100,10 @@ extension EventLoop {
     /// Runs the route's blocking handler on the worker pool and answers from this loop; false
     /// when the pool's queue is full. `counted`: the request is in flight already (an asynchronous
     /// handler falling back), so only its end is counted.
-    func submit(_ route: Router.Route, _ request: Request, _ context: RequestContext, token: UInt64,
-                counted: Bool = false) -> Bool {
+    func submit(
+        _ route: Router.Route, _ request: Request, _ context: RequestContext, token: UInt64,
+        counted: Bool = false
+    ) -> Bool {
         let shared = self.shared
         return shared.workers.submit { [self] in
             if !counted { shared.metrics.requestStarted() }

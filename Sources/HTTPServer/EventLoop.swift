@@ -57,8 +57,9 @@ final class EventLoop: @unchecked Sendable {
         _ = getrandom(&random, 8, 0)
         requestIDPrefix = Array((String(random & 0xFFFF_FFFF, radix: 16) + "-\(index)-").utf8)
         try System.epollControl(epfd, EPOLL_CTL_ADD, wakeFD, events: EPOLLIN.rawValue, data: EventLoop.wakeToken)
-        try System.epollControl(epfd, EPOLL_CTL_ADD, listenFD, events: EPOLLIN.rawValue | EPOLLEXCLUSIVE.rawValue,
-                                data: EventLoop.listenerToken)
+        try System.epollControl(
+            epfd, EPOLL_CTL_ADD, listenFD, events: EPOLLIN.rawValue | EPOLLEXCLUSIVE.rawValue,
+            data: EventLoop.listenerToken)
     }
 
     deinit {
@@ -245,9 +246,11 @@ final class EventLoop: @unchecked Sendable {
             let generation = nextGeneration
             nextGeneration &+= 1
             if nextGeneration >= 1 << 31 { nextGeneration = 1 }
-            let connection = Connection(fd: fd, generation: generation, remoteAddress: address,
-                                        machine: ConnectionStateMachine(configuration: connectionConfiguration, now: System.now(),
-                                                                        bodyLimit: shared.bodyLimit, needsAdmission: shared.needsAdmission))
+            let connection = Connection(
+                fd: fd, generation: generation, remoteAddress: address,
+                machine: ConnectionStateMachine(
+                    configuration: connectionConfiguration, now: System.now(),
+                    bodyLimit: shared.bodyLimit, needsAdmission: shared.needsAdmission))
             let slot = Int(fd)
             if slot >= connections.count { connections.append(contentsOf: repeatElement(nil, count: slot - connections.count + 1)) }
             connections[slot] = connection
@@ -271,8 +274,9 @@ final class EventLoop: @unchecked Sendable {
         acceptResumesAt = 0
         guard listenFD >= 0, !draining else { return }
         do {
-            try System.epollControl(epfd, EPOLL_CTL_ADD, listenFD, events: EPOLLIN.rawValue | EPOLLEXCLUSIVE.rawValue,
-                                    data: EventLoop.listenerToken)
+            try System.epollControl(
+                epfd, EPOLL_CTL_ADD, listenFD, events: EPOLLIN.rawValue | EPOLLEXCLUSIVE.rawValue,
+                data: EventLoop.listenerToken)
         } catch {
             shared.logger.error("cannot watch the listening socket again", ["error": error.description])
         }
@@ -325,8 +329,9 @@ final class EventLoop: @unchecked Sendable {
                 if connection.machine.expectedBodyBytes > connection.reservedBodyBytes, !reserveBody(connection) {
                     connection.machine.bodyRefused()
                     connection.startRequest(id: nextRequestID(from: nil), method: "-", route: nil, now: System.now())
-                    next = finish(Problem.serviceUnavailable(detail: "The server holds too many request bodies; try again shortly.")
-                        .response(), on: connection)
+                    next = finish(
+                        Problem.serviceUnavailable(detail: "The server holds too many request bodies; try again shortly.")
+                            .response(), on: connection)
                     continue
                 }
                 updateInterest(connection)
@@ -368,8 +373,9 @@ final class EventLoop: @unchecked Sendable {
             let written: Int?
             do {
                 written = try connection.output.withUnsafeBytes { raw throws(SystemError) in
-                    try System.write(connection.fd, UnsafeRawBufferPointer(rebasing: raw[connection.outputOffset...]),
-                                     more: fileFollows)
+                    try System.write(
+                        connection.fd, UnsafeRawBufferPointer(rebasing: raw[connection.outputOffset...]),
+                        more: fileFollows)
                 }
             } catch {
                 return .close
@@ -405,8 +411,9 @@ final class EventLoop: @unchecked Sendable {
             }
             let sent: Int?
             do {
-                sent = try System.sendfile(connection.fd, from: file.descriptor, offset: &connection.fileOffset,
-                                           count: min(connection.fileRemaining, budget))
+                sent = try System.sendfile(
+                    connection.fd, from: file.descriptor, offset: &connection.fileOffset,
+                    count: min(connection.fileRemaining, budget))
             } catch {
                 if error.errno != EPIPE, error.errno != ECONNRESET {
                     shared.logger.warning("file body failed", ["request.id": connection.requestID, "error": error.description])
@@ -420,8 +427,12 @@ final class EventLoop: @unchecked Sendable {
             }
             if sent == 0 {
                 // The file shrank after Content-Length was sent: the framing cannot be repaired.
-                shared.logger.warning("file body ended early", ["request.id": connection.requestID,
-                                                                "file.missing_bytes": String(connection.fileRemaining)])
+                shared.logger.warning(
+                    "file body ended early",
+                    [
+                        "request.id": connection.requestID,
+                        "file.missing_bytes": String(connection.fileRemaining),
+                    ])
                 return .close
             }
             connection.fileRemaining -= sent

@@ -93,19 +93,23 @@ public struct Problem: Error, Sendable, HTTPResponseError, CustomStringConvertib
     public static func methodNotAllowed(allow: [HTTPMethod]) -> Problem {
         var headers = HTTPHeaders()
         headers.add(name: "Allow", value: allow.map(\.rawValue).joined(separator: ", "))
-        return Problem(status: .methodNotAllowed, code: "method_not_allowed",
-                       detail: "This resource does not support the request method.", headers: headers)
+        return Problem(
+            status: .methodNotAllowed, code: "method_not_allowed",
+            detail: "This resource does not support the request method.", headers: headers)
     }
 
-    public static func serviceUnavailable(code: String = "overloaded", detail: String = "The server is overloaded; try again shortly.",
-                                          retryAfterSeconds: Int = 1) -> Problem {
+    public static func serviceUnavailable(
+        code: String = "overloaded", detail: String = "The server is overloaded; try again shortly.",
+        retryAfterSeconds: Int = 1
+    ) -> Problem {
         var headers = HTTPHeaders()
         headers.add(name: "Retry-After", value: String(retryAfterSeconds))
         return Problem(status: .serviceUnavailable, code: code, detail: detail, headers: headers)
     }
 
-    public static let internalError = Problem(status: .internalServerError, code: "internal_error",
-                                              detail: "The server failed to handle the request.")
+    public static let internalError = Problem(
+        status: .internalServerError, code: "internal_error",
+        detail: "The server failed to handle the request.")
 }
 
 /// An error that knows the HTTP answer it stands for; every other error becomes a logged `500`.

@@ -79,8 +79,10 @@ public struct PrometheusText: Sendable {
 
     /// One histogram series: a cumulative `_bucket` per bound, then `+Inf` (the count), `_sum` and
     /// `_count`. `cumulativeCounts[i]` is the number of observations at most `bounds[i]`.
-    public mutating func histogram(_ name: String, _ labels: KeyValuePairs<String, String> = [:], bounds: [Double],
-                                   cumulativeCounts: [Int], count: Int, sum: Double) {
+    public mutating func histogram(
+        _ name: String, _ labels: KeyValuePairs<String, String> = [:], bounds: [Double],
+        cumulativeCounts: [Int], count: Int, sum: Double
+    ) {
         precondition(bounds.count == cumulativeCounts.count, "one cumulative count per bound")
         let labels = Array(labels)
         for (bound, cumulative) in zip(bounds, cumulativeCounts) {

@@ -14,8 +14,10 @@ public struct RequestContext: Sendable {
     public let cancellation: Cancellation?
     private let baseLogger: Logger
 
-    public init(requestID: String, parameters: [String: String] = [:], remoteAddress: String = "unknown",
-                cancellation: Cancellation? = nil, logger: Logger = .silent) {
+    public init(
+        requestID: String, parameters: [String: String] = [:], remoteAddress: String = "unknown",
+        cancellation: Cancellation? = nil, logger: Logger = .silent
+    ) {
         self.requestID = requestID
         self.parameters = parameters
         self.remoteAddress = remoteAddress

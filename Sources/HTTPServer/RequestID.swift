@@ -2,9 +2,10 @@
 enum RequestID {
     /// Up to 128 characters of letters, digits and `-_.:`; anything else is replaced by our own id.
     static func isAcceptable(_ id: String) -> Bool {
-        !id.isEmpty && id.utf8.count <= 128 && id.utf8.allSatisfy {
-            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || "-_.:".utf8.contains($0)
-        }
+        !id.isEmpty && id.utf8.count <= 128
+            && id.utf8.allSatisfy {
+                ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || "-_.:".utf8.contains($0)
+            }
     }
 }
 

@@ -61,15 +61,18 @@ public struct Router: Sendable {
     public init() {}
 
     /// Adds a route; a pattern is `/literal/{parameter}/...`.
-    public mutating func add(_ method: HTTPMethod, _ pattern: String, execution: Execution = .blocking,
-                             bodyLimit: (@Sendable (RequestHead) -> Int)? = nil, admission: Admission? = nil,
-                             _ handler: @escaping Handler, asynchronous: AsynchronousHandler? = nil) {
+    public mutating func add(
+        _ method: HTTPMethod, _ pattern: String, execution: Execution = .blocking,
+        bodyLimit: (@Sendable (RequestHead) -> Int)? = nil, admission: Admission? = nil,
+        _ handler: @escaping Handler, asynchronous: AsynchronousHandler? = nil
+    ) {
         let segments = Router.segments(of: pattern).map { part -> Segment in
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
-        let route = Route(method: method, pattern: pattern, execution: execution, bodyLimit: bodyLimit, admission: admission,
-                          index: routeCount, segments: segments, handler: handler,
-                          asynchronousHandler: asynchronous)
+        let route = Route(
+            method: method, pattern: pattern, execution: execution, bodyLimit: bodyLimit, admission: admission,
+            index: routeCount, segments: segments, handler: handler,
+            asynchronousHandler: asynchronous)
         routeCount += 1
         if segments.contains(where: { if case .parameter = $0 { true } else { false } }) {
             parameterizedRoutes.append(route)
@@ -88,32 +91,42 @@ public struct Router: Sendable {
         add(.get, pattern, handler, asynchronous: asynchronous)
     }
 
-    public mutating func post(_ pattern: String, execution: Execution = .blocking, maxBodyBytes: Int? = nil,
-                              admission: Admission? = nil, use handler: @escaping Handler) {
+    public mutating func post(
+        _ pattern: String, execution: Execution = .blocking, maxBodyBytes: Int? = nil,
+        admission: Admission? = nil, use handler: @escaping Handler
+    ) {
         var bodyLimit: (@Sendable (RequestHead) -> Int)?
         if let maxBodyBytes { bodyLimit = { _ in maxBodyBytes } }
         add(.post, pattern, execution: execution, bodyLimit: bodyLimit, admission: admission, handler)
     }
 
     /// A `POST` route whose body limit depends on the request head (its `Content-Type`, say).
-    public mutating func post(_ pattern: String, execution: Execution = .blocking,
-                              bodyLimit: @escaping @Sendable (RequestHead) -> Int, admission: Admission? = nil,
-                              use handler: @escaping Handler) {
+    public mutating func post(
+        _ pattern: String, execution: Execution = .blocking,
+        bodyLimit: @escaping @Sendable (RequestHead) -> Int, admission: Admission? = nil,
+        use handler: @escaping Handler
+    ) {
         add(.post, pattern, execution: execution, bodyLimit: bodyLimit, admission: admission, handler)
     }
 
-    public mutating func put(_ pattern: String, execution: Execution = .blocking, admission: Admission? = nil,
-                             use handler: @escaping Handler) {
+    public mutating func put(
+        _ pattern: String, execution: Execution = .blocking, admission: Admission? = nil,
+        use handler: @escaping Handler
+    ) {
         add(.put, pattern, execution: execution, admission: admission, handler)
     }
 
-    public mutating func patch(_ pattern: String, execution: Execution = .blocking, admission: Admission? = nil,
-                             use handler: @escaping Handler) {
+    public mutating func patch(
+        _ pattern: String, execution: Execution = .blocking, admission: Admission? = nil,
+        use handler: @escaping Handler
+    ) {
         add(.patch, pattern, execution: execution, admission: admission, handler)
     }
 
-    public mutating func delete(_ pattern: String, execution: Execution = .blocking, admission: Admission? = nil,
-                             use handler: @escaping Handler) {
+    public mutating func delete(
+        _ pattern: String, execution: Execution = .blocking, admission: Admission? = nil,
+        use handler: @escaping Handler
+    ) {
         add(.delete, pattern, execution: execution, admission: admission, handler)
     }
 
@@ -138,7 +151,8 @@ public struct Router: Sendable {
         guard !candidates.isEmpty else { return .notFound }
         guard HTTPMethod.known.contains(method) else { return .notImplemented }
         if let route = candidates.first(where: { $0.method == method })
-            ?? (method == .head ? candidates.first(where: { $0.method == .get }) : nil) {
+            ?? (method == .head ? candidates.first(where: { $0.method == .get }) : nil)
+        {
             if route.segments.contains(where: { if case .parameter = $0 { true } else { false } }) {
                 parameters = Router.bind(route.segments, to: Router.segments(of: path)) ?? [:]
             }

@@ -32,10 +32,12 @@ final class ServerShared: Sendable {
         let room = fileLimit == Int.max ? Int.max : max(1, fileLimit - reserve)
         maxConnections = min(configuration.maxConnections, room)
         if maxConnections < configuration.maxConnections {
-            logger.warning("max connections lowered to fit the open-file limit", [
-                "connections.max": String(maxConnections), "connections.configured": String(configuration.maxConnections),
-                "files.limit": String(fileLimit), "files.reserve": String(reserve),
-            ])
+            logger.warning(
+                "max connections lowered to fit the open-file limit",
+                [
+                    "connections.max": String(maxConnections), "connections.configured": String(configuration.maxConnections),
+                    "files.limit": String(fileLimit), "files.reserve": String(reserve),
+                ])
         }
         self.configuration = configuration
         self.router = router
@@ -43,14 +45,16 @@ final class ServerShared: Sendable {
         self.accessLog = configuration.accessLog ? logger : .silent
         self.metrics = metrics
         metrics.label(routes: router.routes)
-        self.workers = BoundedThreadPool(name: "http-worker", threads: configuration.workerThreads,
-                                         queueLimit: configuration.workerQueueLimit)
+        self.workers = BoundedThreadPool(
+            name: "http-worker", threads: configuration.workerThreads,
+            queueLimit: configuration.workerQueueLimit)
         metrics.attach(workers: workers)
         var bytes: [UInt8] = []
         var response = Problem.serviceUnavailable(detail: "The server, or this client, has too many open connections.").response()
         response.headers.add(name: "X-Request-Id", value: "-")
-        ResponseSerializer.serialize(response, requestMethod: .get, keepAlive: false,
-                                     date: HTTPDate.format(secondsSinceEpoch: System.wallClockSeconds()), into: &bytes)
+        ResponseSerializer.serialize(
+            response, requestMethod: .get, keepAlive: false,
+            date: HTTPDate.format(secondsSinceEpoch: System.wallClockSeconds()), into: &bytes)
         overloadedResponse = bytes
     }
 
@@ -67,10 +71,12 @@ final class ServerShared: Sendable {
             return state.unlogged
         }
         if let report {
-            logger.error("cannot accept connections: out of file descriptors or memory; pausing accepts", [
-                "error": error.description, "accept.failures": String(report),
-                "connections.open": String(openConnectionCount), "connections.max": String(maxConnections),
-            ])
+            logger.error(
+                "cannot accept connections: out of file descriptors or memory; pausing accepts",
+                [
+                    "error": error.description, "accept.failures": String(report),
+                    "connections.open": String(openConnectionCount), "connections.max": String(maxConnections),
+                ])
         }
     }
 

@@ -68,7 +68,8 @@ public struct ImageDirectory: Sendable {
     func files(prefix: UInt8) throws(FileSystemError) -> [UUID] {
         try FileSystem.entries(of: directory(prefix: prefix)).compactMap { name in
             guard name.utf8.count == 36, let id = UUID(uuidString: name), id.uuidString.lowercased() == name,
-                  ImageDirectory.prefix(of: id) == prefix else { return nil }
+                ImageDirectory.prefix(of: id) == prefix
+            else { return nil }
             return id
         }
     }

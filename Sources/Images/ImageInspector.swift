@@ -15,21 +15,27 @@ public enum ImageInspector {
     public static let headerBytesNeeded = 256 * 1024
 
     /// Inspects `bytes`, which were declared to be `declared` (by `Content-Type`).
-    public static func inspect(_ bytes: UnsafeRawBufferPointer, declared: ImageFormat,
-                               limits: ImageLimits = ImageLimits()) -> Result<ImageInfo, ImageError> {
+    public static func inspect(
+        _ bytes: UnsafeRawBufferPointer, declared: ImageFormat,
+        limits: ImageLimits = ImageLimits()
+    ) -> Result<ImageInfo, ImageError> {
         Result { () throws(ImageError) -> ImageInfo in
             try info(bytes, declared: declared, limits: limits)
         }
     }
 
     /// Inspects `bytes`, which were declared to be `declared` (by `Content-Type`).
-    public static func inspect(_ bytes: [UInt8], declared: ImageFormat,
-                               limits: ImageLimits = ImageLimits()) -> Result<ImageInfo, ImageError> {
+    public static func inspect(
+        _ bytes: [UInt8], declared: ImageFormat,
+        limits: ImageLimits = ImageLimits()
+    ) -> Result<ImageInfo, ImageError> {
         bytes.withUnsafeBytes { inspect($0, declared: declared, limits: limits) }
     }
 
-    private static func info(_ bytes: UnsafeRawBufferPointer, declared: ImageFormat,
-                             limits: ImageLimits) throws(ImageError) -> ImageInfo {
+    private static func info(
+        _ bytes: UnsafeRawBufferPointer, declared: ImageFormat,
+        limits: ImageLimits
+    ) throws(ImageError) -> ImageInfo {
         let reader = ByteReader(bytes: bytes, format: declared)
         switch declared.signature(in: reader) {
         case .match: break
@@ -52,9 +58,10 @@ public enum ImageInspector {
         guard let detected, detected != declared else {
             return ImageError(.contentMismatch, "The bytes are not \(declared.displayName) (declared \(declared.mimeType)).")
         }
-        return ImageError(.contentMismatch,
-                          "Declared \(declared.mimeType) but the bytes are \(detected.displayName) (\(detected.mimeType)).",
-                          detected: detected)
+        return ImageError(
+            .contentMismatch,
+            "Declared \(declared.mimeType) but the bytes are \(detected.displayName) (\(detected.mimeType)).",
+            detected: detected)
     }
 
     private static func check(_ size: Size, _ format: ImageFormat, _ limits: ImageLimits) throws(ImageError) {
@@ -62,13 +69,17 @@ public enum ImageInspector {
             throw ImageError(.invalidDimensions, "The \(format.displayName) image is \(size.width)×\(size.height) pixels.")
         }
         guard size.width <= limits.maxDimension, size.height <= limits.maxDimension else {
-            throw ImageError(.tooManyPixels, "The image is \(size.width)×\(size.height) pixels; "
-                             + "neither side may exceed \(limits.maxDimension).")
+            throw ImageError(
+                .tooManyPixels,
+                "The image is \(size.width)×\(size.height) pixels; "
+                    + "neither side may exceed \(limits.maxDimension).")
         }
         let (pixels, overflow) = size.width.multipliedReportingOverflow(by: size.height)
         guard !overflow, pixels <= limits.maxPixels else {
-            throw ImageError(.tooManyPixels, "The image is \(size.width)×\(size.height) pixels; "
-                             + "at most \(limits.maxPixels) pixels are allowed.")
+            throw ImageError(
+                .tooManyPixels,
+                "The image is \(size.width)×\(size.height) pixels; "
+                    + "at most \(limits.maxPixels) pixels are allowed.")
         }
     }
 

@@ -14,15 +14,19 @@ enum ImageRepository {
         guard let format = ImageFormat(mimeType: contentType), let place = ImageStorage(rawValue: storage) else {
             throw PostgresError(code: .decodingFailed, context: "image row with content type \(contentType), storage \(storage)")
         }
-        return StoredImage(id: try row.decode(UUID.self, at: 0), userID: try row.decode(UUID.self, at: 1), format: format,
-                           byteSize: try row.decode(Int.self, at: 3), sha256: try row.decode([UInt8].self, at: 4),
-                           width: try row.decode(Int.self, at: 5), height: try row.decode(Int.self, at: 6),
-                           storage: place, createdAtMicroseconds: try row.decode(Int64.self, at: 8))
+        return StoredImage(
+            id: try row.decode(UUID.self, at: 0), userID: try row.decode(UUID.self, at: 1), format: format,
+            byteSize: try row.decode(Int.self, at: 3), sha256: try row.decode([UInt8].self, at: 4),
+            width: try row.decode(Int.self, at: 5), height: try row.decode(Int.self, at: 6),
+            storage: place, createdAtMicroseconds: try row.decode(Int64.self, at: 8))
     }
 
-    static func insert(_ connection: PostgresConnection, id: UUID, userID: UUID, info: ImageInfo, byteSize: Int,
-                       sha256: [UInt8], storage: ImageStorage) throws -> StoredImage {
-        let rows = try connection.query("""
+    static func insert(
+        _ connection: PostgresConnection, id: UUID, userID: UUID, info: ImageInfo, byteSize: Int,
+        sha256: [UInt8], storage: ImageStorage
+    ) throws -> StoredImage {
+        let rows = try connection.query(
+            """
             INSERT INTO images AS i (id, user_id, content_type, byte_size, sha256, width, height, storage)
             VALUES (\(id), \(userID), \(info.format.mimeType), \(byteSize), \(sha256), \(info.width), \(info.height),
                     \(storage.rawValue))
@@ -47,14 +51,17 @@ enum ImageRepository {
 
     /// Locks the row for a move between storages; nil if the image is gone or no longer in `storage`.
     static func lockForMove(_ connection: PostgresConnection, id: UUID, storage: ImageStorage) throws -> StoredImage? {
-        try connection.query("""
+        try connection.query(
+            """
             SELECT \(unsafeRaw: columns) FROM images i WHERE i.id = \(id) AND i.storage = \(storage.rawValue) FOR UPDATE
-            """).first.map(decode)
+            """
+        ).first.map(decode)
     }
 
     /// `length` bytes from `offset` (0-based) of a database-stored image; nil if it has no data row (any more).
     static func data(_ connection: PostgresConnection, id: UUID, offset: Int, length: Int) throws -> [UInt8]? {
-        try connection.fetchBytes("""
+        try connection.fetchBytes(
+            """
             SELECT substring(d.bytes FROM \(Int32(offset + 1)) FOR \(Int32(length))) FROM image_data d WHERE d.image_id = \(id)
             """)
     }
@@ -62,17 +69,21 @@ enum ImageRepository {
     static func page(_ connection: PostgresConnection, userID: UUID, after cursor: ImageCursor?, limit: Int) throws -> [StoredImage] {
         if let cursor {
             // Microseconds are added as an integer interval: exact, unlike a float epoch.
-            return try connection.query("""
+            return try connection.query(
+                """
                 SELECT \(unsafeRaw: columns) FROM images i
                 WHERE i.user_id = \(userID)
                   AND (i.created_at, i.id) > ('epoch'::timestamptz + \(cursor.createdAtMicroseconds) * interval '1 microsecond', \(cursor.id))
                 ORDER BY i.created_at, i.id
                 LIMIT \(limit)
-                """).map(decode)
+                """
+            ).map(decode)
         }
-        return try connection.query("""
+        return try connection.query(
+            """
             SELECT \(unsafeRaw: columns) FROM images i WHERE i.user_id = \(userID) ORDER BY i.created_at, i.id LIMIT \(limit)
-            """).map(decode)
+            """
+        ).map(decode)
     }
 
     /// Deletes one image; its storage if it existed (the caller removes a file after the commit).
@@ -96,9 +107,11 @@ enum ImageRepository {
 
     /// The next images still in `storage`, oldest first.
     static func pending(_ connection: PostgresConnection, in storage: ImageStorage, limit: Int) throws -> [UUID] {
-        try connection.query("""
+        try connection.query(
+            """
             SELECT id FROM images WHERE storage = \(storage.rawValue) ORDER BY created_at, id LIMIT \(limit)
-            """).map { try $0.decode(UUID.self, at: 0) }
+            """
+        ).map { try $0.decode(UUID.self, at: 0) }
     }
 
     static func count(_ connection: PostgresConnection, in storage: ImageStorage) throws -> Int {

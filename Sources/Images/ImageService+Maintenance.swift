@@ -33,7 +33,8 @@ extension ImageService {
         for name in try FileSystem.entries(of: directory.temporaryDirectory) where name.hasSuffix(".part") {
             let path = directory.temporaryDirectory + "/" + name
             if let modified = FileSystem.modificationTime(path), now - modified > configuration.temporaryFileGraceSeconds,
-               try FileSystem.remove(path) {
+                try FileSystem.remove(path)
+            {
                 report.temporaryFiles += 1
             }
         }
@@ -70,7 +71,8 @@ extension ImageService {
             return try pool.withTransaction { connection in
                 guard let image = try ImageRepository.lockForMove(connection, id: id, storage: source) else { return false }
                 guard let bytes = try ImageRepository.data(connection, id: id, offset: 0, length: image.byteSize),
-                      bytes.count == image.byteSize, SHA256.hash(bytes) == image.sha256 else {
+                    bytes.count == image.byteSize, SHA256.hash(bytes) == image.sha256
+                else {
                     throw ImageStoreCorruption("the stored bytes of image \(id) do not match its size and SHA-256")
                 }
                 let written = try bytes.withUnsafeBytes { try directory.writeTemporary($0, for: id) }

@@ -89,8 +89,9 @@ public final class ImageService: Sendable {
         switch configuration.storage {
         case .database:
             return try pool.withTransaction { connection in
-                let image = try ImageRepository.insert(connection, id: id, userID: userID, info: info, byteSize: bytes.count,
-                                                       sha256: digest, storage: .database)
+                let image = try ImageRepository.insert(
+                    connection, id: id, userID: userID, info: info, byteSize: bytes.count,
+                    sha256: digest, storage: .database)
                 try ImageRepository.insertData(connection, id: id, bytes: bytes)
                 return image
             }
@@ -109,8 +110,9 @@ public final class ImageService: Sendable {
                         published = true
                     }
                     do {
-                        return try ImageRepository.insert(connection, id: id, userID: userID, info: info, byteSize: bytes.count,
-                                                          sha256: digest, storage: .filesystem)
+                        return try ImageRepository.insert(
+                            connection, id: id, userID: userID, info: info, byteSize: bytes.count,
+                            sha256: digest, storage: .filesystem)
                     } catch {
                         rolledBack = true
                         throw error
@@ -201,8 +203,10 @@ public final class ImageService: Sendable {
     /// Reads `length` bytes from `offset` of a database-stored image on a reader thread and hands
     /// them to `completion`: the next chunk of a `.chunks` download. Fails when the image left the
     /// database storage meanwhile (moved or deleted).
-    public func readChunk(of id: UUID, offset: Int, length: Int,
-                          _ completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) {
+    public func readChunk(
+        of id: UUID, offset: Int, length: Int,
+        _ completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void
+    ) {
         let (pool, directory) = (self.pool, self.directory)
         let readers = self.readers.withLock { readers -> BoundedThreadPool? in
             if readers.pool == nil, !readers.stopped {
@@ -211,16 +215,18 @@ public final class ImageService: Sendable {
             return readers.pool
         }
         let queued = readers?.submit {
-            completion(Result {
-                // An image's bytes never change wherever they are kept: a chunk the database no
-                // longer holds is read from the file `images migrate` moved the image to.
-                let bytes = try pool.withConnection { try ImageRepository.data($0, id: id, offset: offset, length: length) }
-                    ?? (try? ReadableFile(path: directory.path(of: id)).read(at: offset, count: length))
-                guard let bytes, bytes.count == length else {
-                    throw ImageStoreCorruption("image \(id) has no \(length) bytes at \(offset) any more")
-                }
-                return bytes
-            })
+            completion(
+                Result {
+                    // An image's bytes never change wherever they are kept: a chunk the database no
+                    // longer holds is read from the file `images migrate` moved the image to.
+                    let bytes =
+                        try pool.withConnection { try ImageRepository.data($0, id: id, offset: offset, length: length) }
+                        ?? (try? ReadableFile(path: directory.path(of: id)).read(at: offset, count: length))
+                    guard let bytes, bytes.count == length else {
+                        throw ImageStoreCorruption("image \(id) has no \(length) bytes at \(offset) any more")
+                    }
+                    return bytes
+                })
         }
         if queued != true { completion(.failure(ImageStoreCorruption("no reader free for image \(id)"))) }
     }

@@ -25,8 +25,10 @@ public struct StoredImage: Sendable, Hashable {
     /// Microseconds since the Unix epoch, exactly as PostgreSQL keeps it (the cursor needs exactness).
     public let createdAtMicroseconds: Int64
 
-    public init(id: UUID, userID: UUID, format: ImageFormat, byteSize: Int, sha256: [UInt8], width: Int, height: Int,
-                storage: ImageStorage, createdAtMicroseconds: Int64) {
+    public init(
+        id: UUID, userID: UUID, format: ImageFormat, byteSize: Int, sha256: [UInt8], width: Int, height: Int,
+        storage: ImageStorage, createdAtMicroseconds: Int64
+    ) {
         self.id = id
         self.userID = userID
         self.format = format

@@ -173,8 +173,9 @@ extension JSONParser {
                         value = isObject ? .object(frame.object) : .array(frame.array)
                         continue
                     }
-                    throw JSONError(code: .invalidJSON, byteOffset: position,
-                                    reason: isObject ? "expected ',' or '}'" : "expected ',' or ']'")
+                    throw JSONError(
+                        code: .invalidJSON, byteOffset: position,
+                        reason: isObject ? "expected ',' or '}'" : "expected ',' or ']'")
                 }
             }
         }

@@ -14,11 +14,11 @@ extension JSONValue: Equatable {
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
-        case let (.bool(l), .bool(r)): return l == r
-        case let (.number(l), .number(r)): return l == r
-        case let (.string(l), .string(r)): return l.utf8.elementsEqual(r.utf8)
-        case let (.array(l), .array(r)): return l == r
-        case let (.object(l), .object(r)): return l == r
+        case (.bool(let l), .bool(let r)): return l == r
+        case (.number(let l), .number(let r)): return l == r
+        case (.string(let l), .string(let r)): return l.utf8.elementsEqual(r.utf8)
+        case (.array(let l), .array(let r)): return l == r
+        case (.object(let l), .object(let r)): return l == r
         default: return false
         }
     }

@@ -190,9 +190,11 @@ public struct JSONWriter: Sendable {
         default:
             // Only bytes below 0x20 get here, so the high nibble is 0 or 1.
             let low = byte & 0x0F
-            bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                      UInt8(ascii: "0") + byte >> 4,
-                                      low < 10 ? UInt8(ascii: "0") + low : UInt8(ascii: "a") + low - 10])
+            bytes.append(contentsOf: [
+                UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                UInt8(ascii: "0") + byte >> 4,
+                low < 10 ? UInt8(ascii: "0") + low : UInt8(ascii: "a") + low - 10,
+            ])
             return
         }
         bytes.append(UInt8(ascii: "\\"))

@@ -19,7 +19,7 @@ public struct Migrator: Sendable {
     /// The migration files, ordered by version.
     public let migrations: [Migration]
     /// The key of the advisory lock held while migrating (`pg_advisory_lock`).
-    public static let advisoryLockKey: Int64 = 0x6578_6F73_6D69_6772 // "exosmigr"
+    public static let advisoryLockKey: Int64 = 0x6578_6F73_6D69_6772  // "exosmigr"
 
     /// Reads every `*.sql` file of `directory`; names must be `<digits>_<name>.sql`, versions unique.
     public init(directory: String) throws {
@@ -37,7 +37,8 @@ public struct Migrator: Sendable {
         for (fileName, sql) in files {
             let digits = fileName.prefix(while: { $0.isASCII && $0.isNumber })
             guard digits.count >= 4, fileName.dropFirst(digits.count).first == "_",
-                  let version = Int64(digits) else {
+                let version = Int64(digits)
+            else {
                 throw PostgresError(code: .migrationFailed, context: "\(fileName): name must be NNNN_name.sql")
             }
             migrations.append(Migration(version: version, fileName: fileName, sql: sql))
@@ -49,8 +50,9 @@ public struct Migrator: Sendable {
     public init(migrations: [Migration]) throws {
         let sorted = migrations.sorted { $0.version < $1.version }
         for (previous, next) in zip(sorted, sorted.dropFirst()) where previous.version == next.version {
-            throw PostgresError(code: .migrationFailed,
-                                context: "\(previous.fileName) and \(next.fileName) have the same version")
+            throw PostgresError(
+                code: .migrationFailed,
+                context: "\(previous.fileName) and \(next.fileName) have the same version")
         }
         self.migrations = sorted
     }
@@ -64,7 +66,8 @@ public struct Migrator: Sendable {
             // If the connection broke the server has released the lock with the session.
             if connection.isUsable { _ = try? connection.query("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))") }
         }
-        try connection.execute("""
+        try connection.execute(
+            """
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 version bigint PRIMARY KEY,
                 name text NOT NULL,
@@ -94,7 +97,8 @@ public struct Migrator: Sendable {
             do {
                 try connection.withTransaction { connection in
                     try connection.unsafeExecuteScript(migration.sql)
-                    try connection.execute("""
+                    try connection.execute(
+                        """
                         INSERT INTO schema_migrations (version, name, checksum)
                         VALUES (\(migration.version), \(migration.fileName), \(checksum))
                         """)

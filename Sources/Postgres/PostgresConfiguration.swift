@@ -55,7 +55,8 @@ public struct PostgresConfiguration: Sendable {
         var options: [String] = []
         if let userOptions, !userOptions.isEmpty { options.append(userOptions) }
         if let statementTimeout {
-            let milliseconds = statementTimeout.components.seconds * 1000
+            let milliseconds =
+                statementTimeout.components.seconds * 1000
                 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
             options.append("-c statement_timeout=\(milliseconds)")
         }
@@ -86,4 +87,3 @@ extension PostgresConfiguration: CustomStringConvertible {
     /// Never prints the connection string: it may hold a password.
     public var description: String { "PostgresConfiguration(applicationName: \(applicationName))" }
 }
-

@@ -68,6 +68,6 @@ extension PostgresConnection {
     /// back is left in a transaction and the pool discards it.
     func rollbackAfterFailure() {
         guard isUsable, isInTransaction else { return }
-        do { try simpleCommand("ROLLBACK") } catch { /* the pool discards the connection */ }
+        do { try simpleCommand("ROLLBACK") } catch { /* the pool discards the connection */  }
     }
 }

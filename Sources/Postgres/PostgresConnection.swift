@@ -213,8 +213,9 @@ public final class PostgresConnection {
                         numbers[index] = max(entry.length, 0)
                         numbers[count + index] = entry.isBinary ? 1 : 0
                     }
-                    return try body(UnsafePointer(values.baseAddress), UnsafePointer(numbers.baseAddress),
-                                    UnsafePointer(numbers.baseAddress! + count))
+                    return try body(
+                        UnsafePointer(values.baseAddress), UnsafePointer(numbers.baseAddress),
+                        UnsafePointer(numbers.baseAddress! + count))
                 }
             }
         }
@@ -227,8 +228,10 @@ public final class PostgresConnection {
     /// process, a partition) must not hold the request, or the thread, for as long as it lasts.
     func awaitResult(_ sent: Int32) throws -> OpaquePointer? {
         guard sent == 1 else { return nil }
-        let deadline = responseTimeout.map { monotonicNanoseconds() &+ UInt64($0.components.seconds) * 1_000_000_000
-            &+ UInt64($0.components.attoseconds / 1_000_000_000) }
+        let deadline = responseTimeout.map {
+            monotonicNanoseconds() &+ UInt64($0.components.seconds) * 1_000_000_000
+                &+ UInt64($0.components.attoseconds / 1_000_000_000)
+        }
         var kept: OpaquePointer?
         var keptFailure = false
         while true {
@@ -239,7 +242,8 @@ public final class PostgresConnection {
             }
             guard let result = PQgetResult(handle) else { break }
             let status = PQresultStatus(result)
-            let failed = status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK && status != PGRES_EMPTY_QUERY
+            let failed =
+                status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK && status != PGRES_EMPTY_QUERY
                 && status != PGRES_COPY_IN && status != PGRES_COPY_OUT
             if status == PGRES_COPY_IN || status == PGRES_COPY_OUT {
                 // COPY hands the connection to the caller: no NULL follows until the copy ends.
@@ -260,8 +264,10 @@ public final class PostgresConnection {
     /// The next result of what was sent, waiting at most the response timeout for it; nil once
     /// they are all read. Past the timeout the connection is abandoned and `timedOut` thrown.
     func awaitNextResult() throws -> OpaquePointer? {
-        let deadline = responseTimeout.map { monotonicNanoseconds() &+ UInt64($0.components.seconds) * 1_000_000_000
-            &+ UInt64($0.components.attoseconds / 1_000_000_000) }
+        let deadline = responseTimeout.map {
+            monotonicNanoseconds() &+ UInt64($0.components.seconds) * 1_000_000_000
+                &+ UInt64($0.components.attoseconds / 1_000_000_000)
+        }
         guard waitUntilReadable(deadline: deadline) else {
             abandon()
             throw PostgresError(code: .timedOut, context: "no answer from the server within \(responseTimeout!)")

@@ -9,7 +9,8 @@ public struct PostgresDate: Hashable, Comparable, Sendable, CustomStringConverti
     /// A valid proleptic Gregorian date, years 1 through 9999; `nil` for 2023-02-30 and the like.
     public init?(year: Int, month: Int, day: Int) {
         guard year >= 1, year <= 9999,
-              CivilDate(year: Int64(year), month: Int64(month), day: Int64(day)).isValid else { return nil }
+            CivilDate(year: Int64(year), month: Int64(month), day: Int64(day)).isValid
+        else { return nil }
         self.year = year
         self.month = month
         self.day = day

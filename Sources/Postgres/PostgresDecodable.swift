@@ -133,7 +133,8 @@ extension Array: PostgresDecodable where Element == UInt8 {
     public static func decode(text: PostgresText, type: PostgresDataType) throws -> [UInt8] {
         let bytes = text.bytes
         guard bytes.count >= 2, bytes[0] == UInt8(ascii: "\\"), bytes[1] == UInt8(ascii: "x"),
-              bytes.count % 2 == 0 else {
+            bytes.count % 2 == 0
+        else {
             throw PostgresDecodingFailure("expected hex bytea output (\\x…)")
         }
         let count = (bytes.count - 2) / 2

@@ -54,8 +54,10 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
     /// Further context for logs (a file name, a reason, a libpq message).
     public var context: String?
 
-    public init(code: Code, sqlState: SQLState? = nil, serverMessage: String? = nil,
-                columnName: String? = nil, context: String? = nil) {
+    public init(
+        code: Code, sqlState: SQLState? = nil, serverMessage: String? = nil,
+        columnName: String? = nil, context: String? = nil
+    ) {
         self.code = code
         self.sqlState = sqlState
         self.serverMessage = serverMessage

@@ -74,8 +74,10 @@ public final class PostgresPipeline {
     /// broken or the parameters cannot be sent; otherwise `completion` runs later with the rows or
     /// the statement's error, after the batch's commit when `durable` (a commit that fails, or a
     /// connection lost before the commit is confirmed, then fails it with `connectionFailed`).
-    public func send(_ statement: PostgresStatement, _ binds: PostgresBindings, durable: Bool = false,
-                     completion: @escaping Completion) throws(PostgresError) {
+    public func send(
+        _ statement: PostgresStatement, _ binds: PostgresBindings, durable: Bool = false,
+        completion: @escaping Completion
+    ) throws(PostgresError) {
         guard !isBroken else { throw PostgresError(code: .connectionFailed, context: "the pipeline is closed") }
         if let problem = binds.encodingProblem { throw PostgresError(code: .encodingFailed, context: problem) }
         let handle = connection.handle

@@ -51,8 +51,10 @@ public final class PostgresPool: @unchecked Sendable {
     public static var defaultSize: Int { max(2, 2 * Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
     /// Creates an empty pool; connections open on demand.
-    public init(configuration: PostgresConfiguration, size: Int = PostgresPool.defaultSize,
-                acquireTimeout: Duration = .seconds(5)) {
+    public init(
+        configuration: PostgresConfiguration, size: Int = PostgresPool.defaultSize,
+        acquireTimeout: Duration = .seconds(5)
+    ) {
         precondition(size > 0, "pool size must be positive")
         self.configuration = configuration
         self.size = size
@@ -97,8 +99,9 @@ public final class PostgresPool: @unchecked Sendable {
     /// The current figures.
     public var statistics: Statistics {
         locked {
-            Statistics(size: size, inUse: inUse, idle: idle.count, waiting: waiting, created: created,
-                       failed: failed, discarded: discarded, timedOut: timedOut)
+            Statistics(
+                size: size, inUse: inUse, idle: idle.count, waiting: waiting, created: created,
+                failed: failed, discarded: discarded, timedOut: timedOut)
         }
     }
 
@@ -130,7 +133,10 @@ public final class PostgresPool: @unchecked Sendable {
     func acquire() throws -> PostgresConnection {
         let deadline = Self.deadline(after: acquireTimeout)
         while true {
-            enum Step { case reuse(PostgresConnection), open }
+            enum Step {
+                case reuse(PostgresConnection)
+                case open
+            }
             let step: Step = try locked {
                 // A thread that has waited takes a returned connection before a newcomer does:
                 // without that, newcomers barging in while a woken waiter reacquires the lock can

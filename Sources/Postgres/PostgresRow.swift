@@ -73,7 +73,8 @@ public struct PostgresRow: Sendable {
 
     func decodingError(column: Int32, type: PostgresDataType, reason: String, swiftType: Any.Type) -> PostgresError {
         let name = String(cString: PQfname(result.handle, column))
-        return PostgresError(code: .decodingFailed, columnName: name,
-                             context: "column \"\(name)\" (index \(column), \(type)) as \(swiftType): \(reason)")
+        return PostgresError(
+            code: .decodingFailed, columnName: name,
+            context: "column \"\(name)\" (index \(column), \(type)) as \(swiftType): \(reason)")
     }
 }

@@ -49,8 +49,9 @@ enum PostgresTimestamp {
         let civil = try scanner.date()
         guard scanner.take(UInt8(ascii: " ")) || scanner.take(UInt8(ascii: "T")) else { throw malformed }
         guard let hour = scanner.digits(exactly: 2), scanner.take(UInt8(ascii: ":")),
-              let minute = scanner.digits(exactly: 2), scanner.take(UInt8(ascii: ":")),
-              let second = scanner.digits(exactly: 2) else { throw malformed }
+            let minute = scanner.digits(exactly: 2), scanner.take(UInt8(ascii: ":")),
+            let second = scanner.digits(exactly: 2)
+        else { throw malformed }
         var micros: Int64 = 0
         if scanner.take(UInt8(ascii: ".")) {
             var scale: Int64 = 100_000
@@ -90,8 +91,9 @@ enum PostgresTimestamp {
     @inline(__always)
     private static func parseCommonForm(_ bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         guard bytes.count == 29, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: " "),
-              bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"), bytes[19] == UInt8(ascii: "."),
-              bytes[26] == UInt8(ascii: "+"), bytes[27] == UInt8(ascii: "0"), bytes[28] == UInt8(ascii: "0") else { return nil }
+            bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"), bytes[19] == UInt8(ascii: "."),
+            bytes[26] == UInt8(ascii: "+"), bytes[27] == UInt8(ascii: "0"), bytes[28] == UInt8(ascii: "0")
+        else { return nil }
         var valid = true
         func number(_ start: Int, _ count: Int) -> Int64 {
             var value: Int64 = 0
@@ -151,7 +153,8 @@ struct ByteScanner {
             yearDigits += 1
         }
         guard yearDigits >= 4, take(UInt8(ascii: "-")), let month = digits(exactly: 2),
-              take(UInt8(ascii: "-")), let day = digits(exactly: 2) else {
+            take(UInt8(ascii: "-")), let day = digits(exactly: 2)
+        else {
             throw PostgresDecodingFailure("malformed date")
         }
         let civil = CivilDate(year: year, month: month, day: day)
@@ -162,7 +165,8 @@ struct ByteScanner {
     /// Consumes a trailing ` BC`.
     mutating func takeEra() -> Bool {
         guard bytes.count - position >= 3, bytes[position] == UInt8(ascii: " "), bytes[position + 1] == UInt8(ascii: "B"),
-              bytes[position + 2] == UInt8(ascii: "C") else { return false }
+            bytes[position + 2] == UInt8(ascii: "C")
+        else { return false }
         position += 3
         return true
     }

@@ -14,8 +14,10 @@ public struct PreparedQuery<Row>: Sendable {
     /// Reads one row, column after column.
     public let decode: @Sendable (inout PostgresColumns) throws -> Row
 
-    public init(_ statement: PostgresStatement, _ binds: PostgresBindings,
-                decode: @escaping @Sendable (inout PostgresColumns) throws -> Row) {
+    public init(
+        _ statement: PostgresStatement, _ binds: PostgresBindings,
+        decode: @escaping @Sendable (inout PostgresColumns) throws -> Row
+    ) {
         self.statement = statement
         self.binds = binds
         self.decode = decode

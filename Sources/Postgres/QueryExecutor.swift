@@ -14,13 +14,15 @@ public protocol QueryExecutor {
     /// One statement that writes, committed on its own before `completion` is called. `lockOrder`
     /// names the row it locks: a pipeline sends the writes of a batch in that order, so that two
     /// batches cannot deadlock.
-    func write<Row>(_ query: PreparedQuery<Row>, lockOrder: String,
-                    _ completion: @escaping (Result<[Row], any Error>) -> Void)
+    func write<Row>(
+        _ query: PreparedQuery<Row>, lockOrder: String,
+        _ completion: @escaping (Result<[Row], any Error>) -> Void)
 
     /// Several statements in one transaction on a connection of their own: committed when `body`
     /// returns, rolled back when it throws.
-    func transaction<Value>(_ body: @escaping (PostgresConnection) throws -> Value,
-                            _ completion: @escaping (Result<Value, any Error>) -> Void)
+    func transaction<Value>(
+        _ body: @escaping (PostgresConnection) throws -> Value,
+        _ completion: @escaping (Result<Value, any Error>) -> Void)
 }
 
 /// The blocking executor: each statement on a connection of the pool, on the calling thread, and
@@ -36,13 +38,17 @@ public struct PooledExecutor: QueryExecutor {
         completion(Result { try pool.withConnection { try $0.query(query) } })
     }
 
-    public func write<Row>(_ query: PreparedQuery<Row>, lockOrder: String,
-                           _ completion: @escaping (Result<[Row], any Error>) -> Void) {
+    public func write<Row>(
+        _ query: PreparedQuery<Row>, lockOrder: String,
+        _ completion: @escaping (Result<[Row], any Error>) -> Void
+    ) {
         completion(Result { try pool.withConnection { try $0.query(query) } })
     }
 
-    public func transaction<Value>(_ body: @escaping (PostgresConnection) throws -> Value,
-                                   _ completion: @escaping (Result<Value, any Error>) -> Void) {
+    public func transaction<Value>(
+        _ body: @escaping (PostgresConnection) throws -> Value,
+        _ completion: @escaping (Result<Value, any Error>) -> Void
+    ) {
         completion(Result { try pool.withTransaction(body) })
     }
 

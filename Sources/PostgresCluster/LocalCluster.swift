@@ -209,11 +209,12 @@ public final class LocalCluster: Sendable {
             return (state.serverPID, state.watchdogPID, state.watchdogWriteEnd)
         }
         if pid > 0 {
-            let signal: Int32 = switch mode {
-            case .smart: SIGTERM
-            case .fast: SIGINT
-            case .immediate: SIGQUIT
-            }
+            let signal: Int32 =
+                switch mode {
+                case .smart: SIGTERM
+                case .fast: SIGINT
+                case .immediate: SIGQUIT
+                }
             kill(pid, signal)
             if !Self.waitForExit(pid, timeout: .seconds(mode == .immediate ? 10 : 30)) {
                 kill(pid, SIGQUIT)
@@ -233,8 +234,10 @@ public final class LocalCluster: Sendable {
     /// Starts the server on the existing data directory and waits until it accepts connections.
     public func startServer() throws {
         guard !isRunning else { return }
-        var arguments = [binDirectory + "/postgres", "-D", dataDirectory, "-k", socketDirectory,
-                         "-p", String(Self.port), "-c", "listen_addresses="]
+        var arguments = [
+            binDirectory + "/postgres", "-D", dataDirectory, "-k", socketDirectory,
+            "-p", String(Self.port), "-c", "listen_addresses=",
+        ]
         var settings = options.settings
         if isTemporary {
             for (name, value) in ["fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"]
@@ -262,8 +265,10 @@ public final class LocalCluster: Sendable {
             throw PostgresError(code: .clusterFailed, context: "cannot create \(dataDirectory): \(String(cString: strerror(errno)))")
         }
         if let runAs { chown(dataDirectory, runAs.uid, runAs.gid) }
-        var arguments = [binDirectory + "/initdb", "-D", dataDirectory, "--auth=trust", "-E", "UTF8",
-                         "--no-locale", "-U", user, "--no-instructions"]
+        var arguments = [
+            binDirectory + "/initdb", "-D", dataDirectory, "--auth=trust", "-E", "UTF8",
+            "--no-locale", "-U", user, "--no-instructions",
+        ]
         if isTemporary { arguments.append("--no-sync") }
         // Not in the data directory: initdb wants it empty.
         let logPath = socketDirectory + "/initdb.log"
@@ -287,7 +292,8 @@ public final class LocalCluster: Sendable {
             }
             if ContinuousClock.now - start > options.startTimeout {
                 stopServer(mode: .immediate)
-                throw PostgresError(code: .clusterFailed, context: "postgres did not accept connections within \(options.startTimeout): \(Self.tail(of: logPath))")
+                throw PostgresError(
+                    code: .clusterFailed, context: "postgres did not accept connections within \(options.startTimeout): \(Self.tail(of: logPath))")
             }
             usleep(5_000)
         }
@@ -390,7 +396,7 @@ public final class LocalCluster: Sendable {
                 // WIFEXITED && WEXITSTATUS == 0
                 return reportStatus ? (status & 0x7f == 0 && (status >> 8) & 0xff == 0) : true
             }
-            if result < 0, errno != EINTR { return !reportStatus } // not our child (already reaped)
+            if result < 0, errno != EINTR { return !reportStatus }  // not our child (already reaped)
             if ContinuousClock.now - start > timeout { return false }
             usleep(delay)
             delay = min(delay * 2, 20_000)
@@ -424,9 +430,11 @@ public final class LocalCluster: Sendable {
             if hasServer(directory) { return directory }
         }
         // Says what to do: a container image without the server package lands here when DATABASE_URL is unset.
-        throw PostgresError(code: .clusterFailed, context: "no PostgreSQL server binaries (initdb and postgres) in pg_config --bindir, "
-            + "/usr/lib/postgresql/*/bin or PATH: install the PostgreSQL server to run a managed cluster, "
-            + "or set DATABASE_URL to use an existing PostgreSQL")
+        throw PostgresError(
+            code: .clusterFailed,
+            context: "no PostgreSQL server binaries (initdb and postgres) in pg_config --bindir, "
+                + "/usr/lib/postgresql/*/bin or PATH: install the PostgreSQL server to run a managed cluster, "
+                + "or set DATABASE_URL to use an existing PostgreSQL")
     }
 
     static func which(_ name: String) -> String? {

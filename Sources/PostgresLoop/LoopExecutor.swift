@@ -17,15 +17,19 @@ public struct LoopExecutor: QueryExecutor {
         }
     }
 
-    public func write<Row>(_ query: PreparedQuery<Row>, lockOrder: String,
-                           _ completion: @escaping (Result<[Row], any Error>) -> Void) {
+    public func write<Row>(
+        _ query: PreparedQuery<Row>, lockOrder: String,
+        _ completion: @escaping (Result<[Row], any Error>) -> Void
+    ) {
         pipelines.write(query.statement, query.binds, lockOrder: lockOrder, for: responder) { result in
             completion(result.mapError { $0 }.flatMap { rows in Result { try query.rows(rows) } })
         }
     }
 
-    public func transaction<Value>(_ body: @escaping (PostgresConnection) throws -> Value,
-                                   _ completion: @escaping (Result<Value, any Error>) -> Void) {
+    public func transaction<Value>(
+        _ body: @escaping (PostgresConnection) throws -> Value,
+        _ completion: @escaping (Result<Value, any Error>) -> Void
+    ) {
         pipelines.statistics.fallBack(responder)
     }
 }
@@ -36,8 +40,11 @@ extension LoopExecutor: Sendable {}
 /// A handler whose statements run through a `QueryExecutor`, written once for both ways they may
 /// run. It answers exactly once through `respond`, now or from a completion; an error thrown by
 /// the answer's closure is mapped to its problem response like a blocking handler's.
-public typealias DatabaseHandler = @Sendable (Request, RequestContext, any QueryExecutor,
-                                              _ respond: @escaping (() throws -> Response) -> Void) -> Void
+public typealias DatabaseHandler =
+    @Sendable (
+        Request, RequestContext, any QueryExecutor,
+        _ respond: @escaping (() throws -> Response) -> Void
+    ) -> Void
 
 /// How the routes of `DatabaseHandler`s run: on the event loops through `pipelines` when set,
 /// with the worker pool as their fallback, or on the worker pool alone.
@@ -76,8 +83,10 @@ public struct DatabaseRouting: Sendable {
 
 extension Router {
     /// A route whose handler runs its statements through a `QueryExecutor`: see `DatabaseRouting`.
-    public mutating func add(_ method: HTTPMethod, _ pattern: String, admission: Admission? = nil, on database: DatabaseRouting,
-                             _ handler: @escaping DatabaseHandler) {
+    public mutating func add(
+        _ method: HTTPMethod, _ pattern: String, admission: Admission? = nil, on database: DatabaseRouting,
+        _ handler: @escaping DatabaseHandler
+    ) {
         add(method, pattern, admission: admission, database.blocking(handler), asynchronous: database.asynchronous(handler))
     }
 }

@@ -49,8 +49,10 @@ public struct Pipelines: Sendable {
     /// long). Without an open pipeline (which starts opening one, after a back-off once one
     /// failed), or when the statement fails otherwise, the request goes to the route's blocking
     /// handler on the worker pool: a read is safe to run again.
-    func read(_ statement: PostgresStatement, _ binds: PostgresBindings, for responder: Responder,
-              _ answer: @escaping (Result<PostgresRows, PostgresError>) -> Void) {
+    func read(
+        _ statement: PostgresStatement, _ binds: PostgresBindings, for responder: Responder,
+        _ answer: @escaping (Result<PostgresRows, PostgresError>) -> Void
+    ) {
         guard let pipeline = database(responder.loop).pipeline() else {
             return statistics.fallBack(responder)
         }
@@ -77,20 +79,25 @@ public struct Pipelines: Sendable {
     /// happened). When the write did not run at all (no pipeline open, or its batch rolled back by
     /// another statement), the request goes to the worker pool instead. `lockOrder` names the row
     /// the statement locks.
-    func write(_ statement: PostgresStatement, _ binds: PostgresBindings, lockOrder: String, for responder: Responder,
-               _ answer: @escaping (Result<PostgresRows, PostgresError>) -> Void) {
+    func write(
+        _ statement: PostgresStatement, _ binds: PostgresBindings, lockOrder: String, for responder: Responder,
+        _ answer: @escaping (Result<PostgresRows, PostgresError>) -> Void
+    ) {
         let database = database(responder.loop)
         guard database.pipeline() != nil else {
             return statistics.fallBack(responder)
         }
         let statistics = statistics
-        database.write(LoopDatabase.Write(statement: statement, binds: binds, lockOrder: lockOrder) { outcome in
-            if case .failure(let error) = outcome, error.code == .statementAborted || error.code == .encodingFailed
-                || error.code == .invalidUsage {
-                return statistics.fallBack(responder)
-            }
-            answer(outcome)
-        })
+        database.write(
+            LoopDatabase.Write(statement: statement, binds: binds, lockOrder: lockOrder) { outcome in
+                if case .failure(let error) = outcome,
+                    error.code == .statementAborted || error.code == .encodingFailed
+                        || error.code == .invalidUsage
+                {
+                    return statistics.fallBack(responder)
+                }
+                answer(outcome)
+            })
     }
 
     private func database(_ loop: LoopContext) -> LoopDatabase {
@@ -272,8 +279,9 @@ final class LoopDatabase: LoopSource, @unchecked Sendable {
         sendWrites(pipeline)
         // A loop wakes at least every 250 ms, so a frozen server is noticed within that of the timeout.
         if let timeout = configuration.responseTimeout {
-            pipeline.expire(timeout: UInt64(timeout.components.seconds) * 1_000_000_000
-                + UInt64(timeout.components.attoseconds / 1_000_000_000))
+            pipeline.expire(
+                timeout: UInt64(timeout.components.seconds) * 1_000_000_000
+                    + UInt64(timeout.components.attoseconds / 1_000_000_000))
         }
         closeIfBroken()
     }

@@ -13,18 +13,23 @@ public final class HTTPClientConnection {
 
     /// Connects to `host` (a name or an address, IPv4 or IPv6) and `port`. A `receiveBuffer` fixes
     /// `SO_RCVBUF` before connecting, which turns off the kernel's autotuning (a slow reader).
-    public init(host: String = "127.0.0.1", port: Int, timeout: Duration = .seconds(30), deadline: ContinuousClock.Instant? = nil,
-                receiveBuffer: Int32? = nil) throws(HTTPClientError) {
+    public init(
+        host: String = "127.0.0.1", port: Int, timeout: Duration = .seconds(30), deadline: ContinuousClock.Instant? = nil,
+        receiveBuffer: Int32? = nil
+    ) throws(HTTPClientError) {
         self.timeout = timeout
         self.deadline = deadline
-        fd = try HTTPClientConnection.connectSocket(host: host, port: port, timeout: timeout, deadline: deadline,
-                                                    receiveBuffer: receiveBuffer)
+        fd = try HTTPClientConnection.connectSocket(
+            host: host, port: port, timeout: timeout, deadline: deadline,
+            receiveBuffer: receiveBuffer)
     }
 
     /// A blocking, connected socket of its caller's own (who closes it), for tests that write and
     /// read raw bytes.
-    public static func connectSocket(host: String = "127.0.0.1", port: Int, timeout: Duration = .seconds(30),
-                                     deadline: ContinuousClock.Instant? = nil, receiveBuffer: Int32? = nil) throws(HTTPClientError) -> Int32 {
+    public static func connectSocket(
+        host: String = "127.0.0.1", port: Int, timeout: Duration = .seconds(30),
+        deadline: ContinuousClock.Instant? = nil, receiveBuffer: Int32? = nil
+    ) throws(HTTPClientError) -> Int32 {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)

@@ -73,8 +73,9 @@ public final class BoundedThreadPool: @unchecked Sendable {
 
     public var statistics: Statistics {
         lock.withLock {
-            Statistics(threads: threadCount, queueLimit: queueLimit, busy: busy, queued: queue.count - head,
-                       rejected: rejected, completed: completed)
+            Statistics(
+                threads: threadCount, queueLimit: queueLimit, busy: busy, queued: queue.count - head,
+                rejected: rejected, completed: completed)
         }
     }
 

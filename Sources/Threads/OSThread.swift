@@ -32,22 +32,24 @@ public final class OSThread: @unchecked Sendable {
         pthread_attr_init(&attributes)
         pthread_attr_setstacksize(&attributes, stackSize)
         let box = Unmanaged.passRetained(Box(body, name: name, priority: priority)).toOpaque()
-        let status = pthread_create(&handle, &attributes, { raw in
-            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-            _ = pthread_setname_np(pthread_self(), String(box.name.prefix(15)))
-            switch box.priority {
-            case .normal:
-                break
-            case .nice(let value):
-                _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(gettid()), value)
-            case .idle:
-                var parameters = sched_param()
-                parameters.sched_priority = 0
-                _ = pthread_setschedparam(pthread_self(), clinux_sched_idle(), &parameters)
-            }
-            box.body()
-            return nil
-        }, box)
+        let status = pthread_create(
+            &handle, &attributes,
+            { raw in
+                let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+                _ = pthread_setname_np(pthread_self(), String(box.name.prefix(15)))
+                switch box.priority {
+                case .normal:
+                    break
+                case .nice(let value):
+                    _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(gettid()), value)
+                case .idle:
+                    var parameters = sched_param()
+                    parameters.sched_priority = 0
+                    _ = pthread_setschedparam(pthread_self(), clinux_sched_idle(), &parameters)
+                }
+                box.body()
+                return nil
+            }, box)
         pthread_attr_destroy(&attributes)
         precondition(status == 0, "pthread_create failed: \(status)")
     }

@@ -65,7 +65,7 @@ struct Benchmark: Sendable {
             }
             count += 1
         }
-        if checksum == 42 { print("") } // keep the decoding observable
+        if checksum == 42 { print("") }  // keep the decoding observable
         return count
     }
 
@@ -115,11 +115,13 @@ func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
     }
     var thread = pthread_t()
     let box = Unmanaged.passRetained(Box(body)).toOpaque()
-    let status = pthread_create(&thread, nil, { raw in
-        let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-        box.body()
-        return nil
-    }, box)
+    let status = pthread_create(
+        &thread, nil,
+        { raw in
+            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+            box.body()
+            return nil
+        }, box)
     precondition(status == 0, "pthread_create failed")
     return thread
 }

@@ -20,71 +20,101 @@ extension Configuration {
     }
 
     static let options: [Option] = [
-        Option(flag: "--host", environment: "HOST", placeholder: "ADDRESS", help: "address to listen on",
-               defaultValue: { $0.server.host }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--host", environment: "HOST", placeholder: "ADDRESS", help: "address to listen on",
+            defaultValue: { $0.server.host }
+        ) { config, value throws(ConfigurationError) in
             guard !value.isEmpty else { throw ConfigurationError("--host/HOST must not be empty") }
             config.server.host = value
         },
-        Option(flag: "--port", environment: "PORT", placeholder: "PORT", help: "TCP port to listen on (0 picks a free one)",
-               defaultValue: { String($0.server.port) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--port", environment: "PORT", placeholder: "PORT", help: "TCP port to listen on (0 picks a free one)",
+            defaultValue: { String($0.server.port) }
+        ) { config, value throws(ConfigurationError) in
             config.server.port = try integer(value, "--port/PORT", 0...65535)
         },
-        Option(flag: "--metrics-listen", environment: "EXOSPHERE_METRICS_LISTEN", placeholder: "HOST:PORT",
-               help: "serve /metrics on this address only, not with the API (for the operator's network)",
-               defaultValue: { $0.metricsListen.map { "\($0.host):\($0.port)" } ?? "(with the API)" }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--metrics-listen", environment: "EXOSPHERE_METRICS_LISTEN", placeholder: "HOST:PORT",
+            help: "serve /metrics on this address only, not with the API (for the operator's network)",
+            defaultValue: { $0.metricsListen.map { "\($0.host):\($0.port)" } ?? "(with the API)" }
+        ) { config, value throws(ConfigurationError) in
             guard let colon = value.lastIndex(of: ":"), let port = Int(value[value.index(after: colon)...]), (0...65_535).contains(port),
-                  colon != value.startIndex else {
+                colon != value.startIndex
+            else {
                 throw ConfigurationError("--metrics-listen/EXOSPHERE_METRICS_LISTEN: expected HOST:PORT, got '\(shown(value))'")
             }
             var host = String(value[..<colon])
             if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
             config.metricsListen = (host, port)
         },
-        Option(flag: "--event-loops", environment: "EXOSPHERE_EVENT_LOOPS", placeholder: "N", help: "event-loop threads",
-               defaultValue: { String($0.server.eventLoops) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--event-loops", environment: "EXOSPHERE_EVENT_LOOPS", placeholder: "N", help: "event-loop threads",
+            defaultValue: { String($0.server.eventLoops) }
+        ) { config, value throws(ConfigurationError) in
             config.server.eventLoops = try integer(value, "--event-loops", 1...256)
         },
-        Option(flag: "--worker-threads", environment: "EXOSPHERE_WORKER_THREADS", placeholder: "N",
-               help: "threads that run handlers which block", defaultValue: { String($0.server.workerThreads) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--worker-threads", environment: "EXOSPHERE_WORKER_THREADS", placeholder: "N",
+            help: "threads that run handlers which block", defaultValue: { String($0.server.workerThreads) }
+        ) { config, value throws(ConfigurationError) in
             config.server.workerThreads = try integer(value, "--worker-threads", 1...1024)
         },
-        Option(flag: "--max-connections", environment: "EXOSPHERE_MAX_CONNECTIONS", placeholder: "N",
-               help: "open connections beyond which new ones get 503", defaultValue: { String($0.server.maxConnections) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--max-connections", environment: "EXOSPHERE_MAX_CONNECTIONS", placeholder: "N",
+            help: "open connections beyond which new ones get 503", defaultValue: { String($0.server.maxConnections) }
+        ) { config, value throws(ConfigurationError) in
             config.server.maxConnections = try integer(value, "--max-connections", 1...1_000_000)
         },
-        Option(flag: "--max-connections-per-address", environment: "EXOSPHERE_MAX_CONNECTIONS_PER_ADDRESS", placeholder: "N",
-               help: "open connections from one client address beyond which new ones get 503 (0: no limit; trusted proxies are exempt)",
-               defaultValue: { String($0.server.maxConnectionsPerAddress) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--max-connections-per-address", environment: "EXOSPHERE_MAX_CONNECTIONS_PER_ADDRESS", placeholder: "N",
+            help: "open connections from one client address beyond which new ones get 503 (0: no limit; trusted proxies are exempt)",
+            defaultValue: { String($0.server.maxConnectionsPerAddress) }
+        ) { config, value throws(ConfigurationError) in
             config.server.maxConnectionsPerAddress = try integer(value, "--max-connections-per-address", 0...1_000_000)
         },
-        Option(flag: "--max-buffered-body-bytes", environment: "EXOSPHERE_MAX_BUFFERED_BODY_BYTES", placeholder: "BYTES",
-               help: "request body bytes held at once by the whole server; a body past it gets 503",
-               defaultValue: { String($0.server.maxBufferedBodyBytes) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--max-buffered-body-bytes", environment: "EXOSPHERE_MAX_BUFFERED_BODY_BYTES", placeholder: "BYTES",
+            help: "request body bytes held at once by the whole server; a body past it gets 503",
+            defaultValue: { String($0.server.maxBufferedBodyBytes) }
+        ) { config, value throws(ConfigurationError) in
             config.server.maxBufferedBodyBytes = try integer(value, "--max-buffered-body-bytes", (1 << 20)...(1 << 40))
         },
-        Option(flag: "--descriptor-reserve", environment: "EXOSPHERE_DESCRIPTOR_RESERVE", placeholder: "N",
-               help: "file descriptors kept out of --max-connections for the database, files and logs (the open-file limit is raised to its hard limit at start)",
-               defaultValue: { String($0.server.descriptorReserve) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--descriptor-reserve", environment: "EXOSPHERE_DESCRIPTOR_RESERVE", placeholder: "N",
+            help:
+                "file descriptors kept out of --max-connections for the database, files and logs (the open-file limit is raised to its hard limit at start)",
+            defaultValue: { String($0.server.descriptorReserve) }
+        ) { config, value throws(ConfigurationError) in
             config.server.descriptorReserve = try integer(value, "--descriptor-reserve", 0...1_000_000)
         },
-        Option(flag: "--max-body-bytes", environment: "EXOSPHERE_MAX_BODY_BYTES", placeholder: "BYTES",
-               help: "default request body limit", defaultValue: { String($0.server.limits.maxBodyBytes) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--max-body-bytes", environment: "EXOSPHERE_MAX_BODY_BYTES", placeholder: "BYTES",
+            help: "default request body limit", defaultValue: { String($0.server.limits.maxBodyBytes) }
+        ) { config, value throws(ConfigurationError) in
             config.server.limits.maxBodyBytes = try integer(value, "--max-body-bytes", 0...(1 << 30))
         },
-        Option(flag: "--header-timeout", environment: "EXOSPHERE_HEADER_TIMEOUT", placeholder: "SECONDS",
-               help: "time allowed for a request head", defaultValue: { seconds($0.server.headerTimeout) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--header-timeout", environment: "EXOSPHERE_HEADER_TIMEOUT", placeholder: "SECONDS",
+            help: "time allowed for a request head", defaultValue: { seconds($0.server.headerTimeout) }
+        ) { config, value throws(ConfigurationError) in
             config.server.headerTimeout = .seconds(try integer(value, "--header-timeout", 1...3600))
         },
-        Option(flag: "--idle-timeout", environment: "EXOSPHERE_IDLE_TIMEOUT", placeholder: "SECONDS",
-               help: "keep-alive idle timeout", defaultValue: { seconds($0.server.idleTimeout) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--idle-timeout", environment: "EXOSPHERE_IDLE_TIMEOUT", placeholder: "SECONDS",
+            help: "keep-alive idle timeout", defaultValue: { seconds($0.server.idleTimeout) }
+        ) { config, value throws(ConfigurationError) in
             config.server.idleTimeout = .seconds(try integer(value, "--idle-timeout", 1...3600))
         },
-        Option(flag: "--drain-timeout", environment: "EXOSPHERE_DRAIN_TIMEOUT", placeholder: "SECONDS",
-               help: "how long shutdown waits for in-flight requests", defaultValue: { seconds($0.server.drainTimeout) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--drain-timeout", environment: "EXOSPHERE_DRAIN_TIMEOUT", placeholder: "SECONDS",
+            help: "how long shutdown waits for in-flight requests", defaultValue: { seconds($0.server.drainTimeout) }
+        ) { config, value throws(ConfigurationError) in
             config.server.drainTimeout = .seconds(try integer(value, "--drain-timeout", 0...3600))
         },
-        Option(flag: "--database-url", environment: "DATABASE_URL", placeholder: "URL",
-               help: "PostgreSQL to use; unset runs a managed local cluster", defaultValue: { $0.databaseURL ?? "(managed)" }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--database-url", environment: "DATABASE_URL", placeholder: "URL",
+            help: "PostgreSQL to use; unset runs a managed local cluster", defaultValue: { $0.databaseURL ?? "(managed)" }
+        ) { config, value throws(ConfigurationError) in
             guard !value.isEmpty else { throw ConfigurationError("--database-url/DATABASE_URL must not be empty") }
             do {
                 _ = try PostgresConfiguration(connectionString: value)
@@ -93,80 +123,113 @@ extension Configuration {
             }
             config.databaseURL = value
         },
-        Option(flag: "--data-dir", environment: "EXOSPHERE_DATA_DIR", placeholder: "DIR",
-               help: "data directory of the managed PostgreSQL", defaultValue: { $0.dataDirectory }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--data-dir", environment: "EXOSPHERE_DATA_DIR", placeholder: "DIR",
+            help: "data directory of the managed PostgreSQL", defaultValue: { $0.dataDirectory }
+        ) { config, value throws(ConfigurationError) in
             guard !value.isEmpty else { throw ConfigurationError("--data-dir/EXOSPHERE_DATA_DIR must not be empty") }
             config.dataDirectory = value
         },
-        Option(flag: "--migrations-dir", environment: "EXOSPHERE_MIGRATIONS_DIR", placeholder: "DIR",
-               help: "directory of NNNN_name.sql migrations to use instead of the built-in ones",
-               defaultValue: { $0.migrationsDirectory ?? "(built in)" }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--migrations-dir", environment: "EXOSPHERE_MIGRATIONS_DIR", placeholder: "DIR",
+            help: "directory of NNNN_name.sql migrations to use instead of the built-in ones",
+            defaultValue: { $0.migrationsDirectory ?? "(built in)" }
+        ) { config, value throws(ConfigurationError) in
             guard !value.isEmpty else { throw ConfigurationError("--migrations-dir/EXOSPHERE_MIGRATIONS_DIR must not be empty") }
             config.migrationsDirectory = value
         },
-        Option(flag: "--db-pool-size", environment: "EXOSPHERE_DB_POOL_SIZE", placeholder: "N",
-               help: "database connections", defaultValue: { String($0.databasePoolSize) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--db-pool-size", environment: "EXOSPHERE_DB_POOL_SIZE", placeholder: "N",
+            help: "database connections", defaultValue: { String($0.databasePoolSize) }
+        ) { config, value throws(ConfigurationError) in
             config.databasePoolSize = try integer(value, "--db-pool-size", 1...1000)
         },
-        Option(flag: "--db-acquire-timeout", environment: "EXOSPHERE_DB_ACQUIRE_TIMEOUT", placeholder: "SECONDS",
-               help: "wait for a free connection before 503", defaultValue: { seconds($0.databaseAcquireTimeout) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--db-acquire-timeout", environment: "EXOSPHERE_DB_ACQUIRE_TIMEOUT", placeholder: "SECONDS",
+            help: "wait for a free connection before 503", defaultValue: { seconds($0.databaseAcquireTimeout) }
+        ) { config, value throws(ConfigurationError) in
             config.databaseAcquireTimeout = .seconds(try integer(value, "--db-acquire-timeout", 1...300))
         },
-        Option(flag: "--db-timeout", environment: "EXOSPHERE_DB_TIMEOUT", placeholder: "SECONDS",
-               help: "wait for the database's answer to a statement before 503 (a frozen or unreachable server)",
-               defaultValue: { seconds($0.databaseResponseTimeout) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--db-timeout", environment: "EXOSPHERE_DB_TIMEOUT", placeholder: "SECONDS",
+            help: "wait for the database's answer to a statement before 503 (a frozen or unreachable server)",
+            defaultValue: { seconds($0.databaseResponseTimeout) }
+        ) { config, value throws(ConfigurationError) in
             config.databaseResponseTimeout = .seconds(try integer(value, "--db-timeout", 1...300))
         },
-        Option(flag: "--db-pipelining", environment: "EXOSPHERE_DB_PIPELINING", placeholder: "on|off",
-               help: "answer GET, PUT and PATCH /users/me on the event loops, one pipelined connection each (off: worker pool)",
-               defaultValue: { $0.databasePipelining ? "on" : "off" }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--db-pipelining", environment: "EXOSPHERE_DB_PIPELINING", placeholder: "on|off",
+            help: "answer GET, PUT and PATCH /users/me on the event loops, one pipelined connection each (off: worker pool)",
+            defaultValue: { $0.databasePipelining ? "on" : "off" }
+        ) { config, value throws(ConfigurationError) in
             config.databasePipelining = try onOff(value, "--db-pipelining/EXOSPHERE_DB_PIPELINING")
         },
-        Option(flag: "--session-idle-timeout", environment: "EXOSPHERE_SESSION_IDLE_TIMEOUT", placeholder: "SECONDS",
-               help: "a session unused this long ends", defaultValue: { String(Int($0.accounts.lifetime.idleSeconds)) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--session-idle-timeout", environment: "EXOSPHERE_SESSION_IDLE_TIMEOUT", placeholder: "SECONDS",
+            help: "a session unused this long ends", defaultValue: { String(Int($0.accounts.lifetime.idleSeconds)) }
+        ) { config, value throws(ConfigurationError) in
             config.accounts.lifetime.idleSeconds = Double(try integer(value, "--session-idle-timeout", 60...(10 * 365 * 86_400)))
         },
-        Option(flag: "--session-lifetime", environment: "EXOSPHERE_SESSION_LIFETIME", placeholder: "SECONDS",
-               help: "a session ends this long after sign-in", defaultValue: { String(Int($0.accounts.lifetime.absoluteSeconds)) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--session-lifetime", environment: "EXOSPHERE_SESSION_LIFETIME", placeholder: "SECONDS",
+            help: "a session ends this long after sign-in", defaultValue: { String(Int($0.accounts.lifetime.absoluteSeconds)) }
+        ) { config, value throws(ConfigurationError) in
             config.accounts.lifetime.absoluteSeconds = Double(try integer(value, "--session-lifetime", 60...(10 * 365 * 86_400)))
         },
-        Option(flag: "--signin-limit", environment: "EXOSPHERE_SIGNIN_LIMIT", placeholder: "N",
-               help: "failed sign-ins per email from one client address (IPv6: /64) in 15 minutes before 429",
-               defaultValue: { String($0.accounts.signInPerEmailAndAddress.limit) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--signin-limit", environment: "EXOSPHERE_SIGNIN_LIMIT", placeholder: "N",
+            help: "failed sign-ins per email from one client address (IPv6: /64) in 15 minutes before 429",
+            defaultValue: { String($0.accounts.signInPerEmailAndAddress.limit) }
+        ) { config, value throws(ConfigurationError) in
             config.accounts.signInPerEmailAndAddress.limit = try integer(value, "--signin-limit", 1...1_000_000)
         },
-        Option(flag: "--signin-email-limit", environment: "EXOSPHERE_SIGNIN_EMAIL_LIMIT", placeholder: "N",
-               help: "failed sign-ins per email from all addresses together in 15 minutes before 429",
-               defaultValue: { String($0.accounts.signInPerEmail.limit) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--signin-email-limit", environment: "EXOSPHERE_SIGNIN_EMAIL_LIMIT", placeholder: "N",
+            help: "failed sign-ins per email from all addresses together in 15 minutes before 429",
+            defaultValue: { String($0.accounts.signInPerEmail.limit) }
+        ) { config, value throws(ConfigurationError) in
             config.accounts.signInPerEmail.limit = try integer(value, "--signin-email-limit", 1...1_000_000)
         },
-        Option(flag: "--signin-address-limit", environment: "EXOSPHERE_SIGNIN_ADDRESS_LIMIT", placeholder: "N",
-               help: "failed sign-ins per client address (IPv6: /64) in 15 minutes before 429", defaultValue: { String($0.accounts.signInPerAddress.limit) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--signin-address-limit", environment: "EXOSPHERE_SIGNIN_ADDRESS_LIMIT", placeholder: "N",
+            help: "failed sign-ins per client address (IPv6: /64) in 15 minutes before 429",
+            defaultValue: { String($0.accounts.signInPerAddress.limit) }
+        ) { config, value throws(ConfigurationError) in
             config.accounts.signInPerAddress.limit = try integer(value, "--signin-address-limit", 1...1_000_000)
         },
-        Option(flag: "--registration-address-limit", environment: "EXOSPHERE_REGISTRATION_ADDRESS_LIMIT", placeholder: "N",
-               help: "registrations per client address (IPv6: /64) in an hour before 429 (0: no limit)",
-               defaultValue: { String($0.accounts.registrationsPerAddress.limit) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--registration-address-limit", environment: "EXOSPHERE_REGISTRATION_ADDRESS_LIMIT", placeholder: "N",
+            help: "registrations per client address (IPv6: /64) in an hour before 429 (0: no limit)",
+            defaultValue: { String($0.accounts.registrationsPerAddress.limit) }
+        ) { config, value throws(ConfigurationError) in
             config.accounts.registrationsPerAddress.limit = try integer(value, "--registration-address-limit", 0...1_000_000)
         },
-        Option(flag: "--max-sessions-per-user", environment: "EXOSPHERE_MAX_SESSIONS_PER_USER", placeholder: "N",
-               help: "sessions a user keeps; a sign-in beyond it ends the oldest",
-               defaultValue: { String($0.accounts.maxSessionsPerUser) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--max-sessions-per-user", environment: "EXOSPHERE_MAX_SESSIONS_PER_USER", placeholder: "N",
+            help: "sessions a user keeps; a sign-in beyond it ends the oldest",
+            defaultValue: { String($0.accounts.maxSessionsPerUser) }
+        ) { config, value throws(ConfigurationError) in
             config.accounts.maxSessionsPerUser = try integer(value, "--max-sessions-per-user", 1...100_000)
         },
-        Option(flag: "--field-name-limit", environment: "EXOSPHERE_FIELD_NAME_LIMIT", placeholder: "N",
-               help: "custom field names the deployment may have (beyond it 422 field_limit_reached)",
-               defaultValue: { String($0.accounts.fieldLimits.maxFieldNames) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--field-name-limit", environment: "EXOSPHERE_FIELD_NAME_LIMIT", placeholder: "N",
+            help: "custom field names the deployment may have (beyond it 422 field_limit_reached)",
+            defaultValue: { String($0.accounts.fieldLimits.maxFieldNames) }
+        ) { config, value throws(ConfigurationError) in
             config.accounts.fieldLimits.maxFieldNames = try integer(value, "--field-name-limit", 1...1_000_000)
         },
-        Option(flag: "--lock-schema", environment: "EXOSPHERE_LOCK_SCHEMA", placeholder: "on|off",
-               help: "only the fields --field-config pins may be written (422 unknown_field for others)",
-               defaultValue: { $0.accounts.fieldLimits.schemaLocked ? "on" : "off" }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--lock-schema", environment: "EXOSPHERE_LOCK_SCHEMA", placeholder: "on|off",
+            help: "only the fields --field-config pins may be written (422 unknown_field for others)",
+            defaultValue: { $0.accounts.fieldLimits.schemaLocked ? "on" : "off" }
+        ) { config, value throws(ConfigurationError) in
             config.accounts.fieldLimits.schemaLocked = try onOff(value, "--lock-schema/EXOSPHERE_LOCK_SCHEMA")
         },
-        Option(flag: "--trusted-proxies", environment: "EXOSPHERE_TRUSTED_PROXIES", placeholder: "ADDRESSES",
-               help: "comma-separated IPs of proxies whose X-Forwarded-For names the client",
-               defaultValue: { $0.trustedProxies.isEmpty ? "(none)" : $0.trustedProxies.sorted().joined(separator: ",") }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--trusted-proxies", environment: "EXOSPHERE_TRUSTED_PROXIES", placeholder: "ADDRESSES",
+            help: "comma-separated IPs of proxies whose X-Forwarded-For names the client",
+            defaultValue: { $0.trustedProxies.isEmpty ? "(none)" : $0.trustedProxies.sorted().joined(separator: ",") }
+        ) { config, value throws(ConfigurationError) in
             var proxies: Set<String> = []
             for item in value.split(separator: ",") {
                 let text = ClientAddress.trimmed(item)
@@ -178,59 +241,86 @@ extension Configuration {
             }
             config.trustedProxies = proxies
         },
-        Option(flag: "--scrypt-ln", environment: "EXOSPHERE_SCRYPT_LN", placeholder: "LOG2N",
-               help: "scrypt cost: log2 of N (14 with p=5; OWASP's equivalents 17/p=1, 16/p=2, 15/p=3, 13/p=10)", defaultValue: { String($0.passwordHashing.logN) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--scrypt-ln", environment: "EXOSPHERE_SCRYPT_LN", placeholder: "LOG2N",
+            help: "scrypt cost: log2 of N (14 with p=5; OWASP's equivalents 17/p=1, 16/p=2, 15/p=3, 13/p=10)",
+            defaultValue: { String($0.passwordHashing.logN) }
+        ) { config, value throws(ConfigurationError) in
             config.passwordHashing = try scrypt(logN: integer(value, "--scrypt-ln", 13...20), config.passwordHashing.r, config.passwordHashing.p)
         },
-        Option(flag: "--scrypt-r", environment: "EXOSPHERE_SCRYPT_R", placeholder: "R",
-               help: "scrypt block size (at least 8)", defaultValue: { String($0.passwordHashing.r) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--scrypt-r", environment: "EXOSPHERE_SCRYPT_R", placeholder: "R",
+            help: "scrypt block size (at least 8)", defaultValue: { String($0.passwordHashing.r) }
+        ) { config, value throws(ConfigurationError) in
             config.passwordHashing = try scrypt(logN: config.passwordHashing.logN, integer(value, "--scrypt-r", 8...32), config.passwordHashing.p)
         },
-        Option(flag: "--scrypt-p", environment: "EXOSPHERE_SCRYPT_P", placeholder: "P",
-               help: "scrypt parallelism (at least 1)", defaultValue: { String($0.passwordHashing.p) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--scrypt-p", environment: "EXOSPHERE_SCRYPT_P", placeholder: "P",
+            help: "scrypt parallelism (at least 1)", defaultValue: { String($0.passwordHashing.p) }
+        ) { config, value throws(ConfigurationError) in
             config.passwordHashing = try scrypt(logN: config.passwordHashing.logN, config.passwordHashing.r, integer(value, "--scrypt-p", 1...16))
         },
-        Option(flag: "--hashing-threads", environment: "EXOSPHERE_HASHING_THREADS", placeholder: "N",
-               help: "threads that hash passwords", defaultValue: { String($0.hashingThreads) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--hashing-threads", environment: "EXOSPHERE_HASHING_THREADS", placeholder: "N",
+            help: "threads that hash passwords", defaultValue: { String($0.hashingThreads) }
+        ) { config, value throws(ConfigurationError) in
             config.hashingThreads = try integer(value, "--hashing-threads", 1...64)
         },
-        Option(flag: "--hashing-queue", environment: "EXOSPHERE_HASHING_QUEUE", placeholder: "N",
-               help: "hashes that may wait before 503", defaultValue: { String($0.hashingQueue) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--hashing-queue", environment: "EXOSPHERE_HASHING_QUEUE", placeholder: "N",
+            help: "hashes that may wait before 503", defaultValue: { String($0.hashingQueue) }
+        ) { config, value throws(ConfigurationError) in
             config.hashingQueue = try integer(value, "--hashing-queue", 0...10_000)
         },
-        Option(flag: "--field-config", environment: "EXOSPHERE_FIELD_CONFIG", placeholder: "FILE",
-               help: "JSON file pinning custom field types", defaultValue: { $0.fieldConfigPath ?? "(none)" }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--field-config", environment: "EXOSPHERE_FIELD_CONFIG", placeholder: "FILE",
+            help: "JSON file pinning custom field types", defaultValue: { $0.fieldConfigPath ?? "(none)" }
+        ) { config, value throws(ConfigurationError) in
             guard !value.isEmpty else { throw ConfigurationError("--field-config/EXOSPHERE_FIELD_CONFIG must not be empty") }
             config.fieldConfigPath = value
         },
-        Option(flag: "--image-storage", environment: "EXOSPHERE_IMAGE_STORAGE", placeholder: "KIND",
-               help: "where new images go: database or filesystem", defaultValue: { $0.images.storage.rawValue }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--image-storage", environment: "EXOSPHERE_IMAGE_STORAGE", placeholder: "KIND",
+            help: "where new images go: database or filesystem", defaultValue: { $0.images.storage.rawValue }
+        ) { config, value throws(ConfigurationError) in
             guard let storage = ImageStorage(rawValue: value) else {
                 throw ConfigurationError("--image-storage/EXOSPHERE_IMAGE_STORAGE: expected database or filesystem, got '\(shown(value))'")
             }
             config.images.storage = storage
         },
-        Option(flag: "--image-dir", environment: "EXOSPHERE_IMAGE_DIR", placeholder: "DIR",
-               help: "directory of the filesystem image storage", defaultValue: { $0.images.directory }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--image-dir", environment: "EXOSPHERE_IMAGE_DIR", placeholder: "DIR",
+            help: "directory of the filesystem image storage", defaultValue: { $0.images.directory }
+        ) { config, value throws(ConfigurationError) in
             guard !value.isEmpty else { throw ConfigurationError("--image-dir/EXOSPHERE_IMAGE_DIR must not be empty") }
             config.images.directory = value
         },
-        Option(flag: "--image-max-bytes", environment: "EXOSPHERE_IMAGE_MAX_BYTES", placeholder: "BYTES",
-               help: "largest image upload", defaultValue: { String($0.images.maxBytes) }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--image-max-bytes", environment: "EXOSPHERE_IMAGE_MAX_BYTES", placeholder: "BYTES",
+            help: "largest image upload", defaultValue: { String($0.images.maxBytes) }
+        ) { config, value throws(ConfigurationError) in
             config.images.maxBytes = try integer(value, "--image-max-bytes", 1...(1 << 30))
         },
-        Option(flag: "--access-log", environment: "EXOSPHERE_ACCESS_LOG", placeholder: "on|off",
-               help: "one log line per request", defaultValue: { $0.server.accessLog ? "on" : "off" }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--access-log", environment: "EXOSPHERE_ACCESS_LOG", placeholder: "on|off",
+            help: "one log line per request", defaultValue: { $0.server.accessLog ? "on" : "off" }
+        ) { config, value throws(ConfigurationError) in
             config.server.accessLog = try onOff(value, "--access-log/EXOSPHERE_ACCESS_LOG")
         },
-        Option(flag: "--log-level", environment: "LOG_LEVEL", placeholder: "LEVEL",
-               help: "trace, debug, info, notice, warning, error or critical", defaultValue: { $0.logLevel.description }) { config, value throws(ConfigurationError) in
+        Option(
+            flag: "--log-level", environment: "LOG_LEVEL", placeholder: "LEVEL",
+            help: "trace, debug, info, notice, warning, error or critical", defaultValue: { $0.logLevel.description }
+        ) { config, value throws(ConfigurationError) in
             guard let level = Logger.Level(name: value) else { throw ConfigurationError("--log-level/LOG_LEVEL: unknown level '\(shown(value))'") }
             config.logLevel = level
         },
-        Option(flag: "--log-format", environment: "LOG_FORMAT", placeholder: "FORMAT", help: "json or logfmt",
-               defaultValue: { $0.logFormat.rawValue }) { config, value throws(ConfigurationError) in
-            guard let format = Logger.Format(rawValue: value) else { throw ConfigurationError("--log-format/LOG_FORMAT: expected json or logfmt, got '\(shown(value))'") }
+        Option(
+            flag: "--log-format", environment: "LOG_FORMAT", placeholder: "FORMAT", help: "json or logfmt",
+            defaultValue: { $0.logFormat.rawValue }
+        ) { config, value throws(ConfigurationError) in
+            guard let format = Logger.Format(rawValue: value) else {
+                throw ConfigurationError("--log-format/LOG_FORMAT: expected json or logfmt, got '\(shown(value))'")
+            }
             config.logFormat = format
         },
     ]

@@ -51,7 +51,8 @@ enum Exosphere {
             if command == "images" {
                 let usage = "usage: exosphere images migrate --to database|filesystem [--limit N] [options as for serve]"
                 guard rest.first == "migrate", let to = rest.firstIndex(of: "--to"), to + 1 < rest.count,
-                      let storage = ImageStorage(rawValue: rest[to + 1]) else {
+                    let storage = ImageStorage(rawValue: rest[to + 1])
+                else {
                     printError(usage)
                     return 2
                 }
@@ -102,7 +103,9 @@ enum Exosphere {
             return 1
         }
         if SchedulingGroups.autogroupsApplyHere() {
-            logger.warning("autogroup scheduling: the hashing pool's idle priority does not hold against PostgreSQL's backends, so a storm of sign-ins slows other requests; run as a service (systemd, a container) or set kernel.sched_autogroup_enabled=0")
+            logger.warning(
+                "autogroup scheduling: the hashing pool's idle priority does not hold against PostgreSQL's backends, so a storm of sign-ins slows other requests; run as a service (systemd, a container) or set kernel.sched_autogroup_enabled=0"
+            )
         }
         let signal = Application.waitForSignal()
         logger.notice("signal received", ["signal": signal])
@@ -214,11 +217,12 @@ enum Exosphere {
             return 1
         }
         // A server listening on every address answers on loopback.
-        let host = switch configuration.server.host {
-        case "0.0.0.0": "127.0.0.1"
-        case "::": "::1"
-        case let host: host
-        }
+        let host =
+            switch configuration.server.host {
+            case "0.0.0.0": "127.0.0.1"
+            case "::": "::1"
+            case let host: host
+            }
         switch healthStatus(host: host, port: configuration.server.port, timeout: timeout) {
         case .success(200):
             return 0

@@ -24,9 +24,11 @@ struct AccountsAPITests {
         let email = server.uniqueEmail("ayu")
         let password = server.uniquePassword()
         let before = nowMilliseconds()
-        let reply = try server.call("POST", "/users", json: """
-            {"email": "\(email)", "password": "\(password)", "firstname": "Ayu", "lastname": "Lestari"}
-            """)
+        let reply = try server.call(
+            "POST", "/users",
+            json: """
+                {"email": "\(email)", "password": "\(password)", "firstname": "Ayu", "lastname": "Lestari"}
+                """)
         #expect(reply.status == 201)
         #expect(reply.header("Location") == "/users/me")
         #expect(reply.header("Content-Type") == "application/json")
@@ -74,9 +76,11 @@ struct AccountsAPITests {
         #expect(data?["regWeight"]?.numberValue?.text == "78")
         #expect(data?["regMarried"] == .bool(true))
         #expect(data?["regBorn"]?.stringValue == "1994-05-17")
-        let bad = try server.call("POST", "/users", json: """
-            {"email": "\(server.uniqueEmail())", "password": "\(server.uniquePassword())", "data": {"regWeight": "heavy"}}
-            """)
+        let bad = try server.call(
+            "POST", "/users",
+            json: """
+                {"email": "\(server.uniqueEmail())", "password": "\(server.uniquePassword())", "data": {"regWeight": "heavy"}}
+                """)
         #expect(bad.status == 422)
         #expect(bad.code == "invalid_type")
         #expect(bad.firstError.field == "data.regWeight")
@@ -116,9 +120,11 @@ struct AccountsAPITests {
         let longest = local + "@" + [label, label, label].joined(separator: ".") + ".abcdef"
         #expect(longest.utf8.count == 254)
         let tooLong = "a" + longest
-        for email in ["", "plain", "a@b", "@example.com", "a@", "a@@example.com", "a b@example.com", "a@exa mple.com",
-                      ".a@example.com", "a.@example.com", "a..b@example.com", "a@-example.com", "a@example..com",
-                      "a@example.123", String(repeating: "x", count: 65) + "@example.com", tooLong] {
+        for email in [
+            "", "plain", "a@b", "@example.com", "a@", "a@@example.com", "a b@example.com", "a@exa mple.com",
+            ".a@example.com", "a.@example.com", "a..b@example.com", "a@-example.com", "a@example..com",
+            "a@example.123", String(repeating: "x", count: 65) + "@example.com", tooLong,
+        ] {
             let reply = try server.call("POST", "/users", json: #"{"email": \#(jsonString(email)), "password": "\#(server.uniquePassword())"}"#)
             #expect(reply.status == 422, "\(email)")
             #expect(reply.code == "invalid_email", "\(email)")
@@ -183,17 +189,21 @@ struct AccountsAPITests {
     }
 
     @Test func unknownFieldsAreRefused() throws {
-        let reply = try server.call("POST", "/users", json: """
-            {"email": "\(server.uniqueEmail())", "password": "\(server.uniquePassword())", "firstName": "Ayu"}
-            """)
+        let reply = try server.call(
+            "POST", "/users",
+            json: """
+                {"email": "\(server.uniqueEmail())", "password": "\(server.uniquePassword())", "firstName": "Ayu"}
+                """)
         #expect(reply.status == 422)
         #expect(reply.code == "unknown_field")
         #expect(reply.firstError.field == "firstName")
         #expect(reply.firstError.code == "unknown_field")
         let account = try server.register()
-        let signIn = try server.call("POST", "/users/signin", json: """
-            {"email": "\(account.email)", "password": "\(account.password)", "remember": true}
-            """)
+        let signIn = try server.call(
+            "POST", "/users/signin",
+            json: """
+                {"email": "\(account.email)", "password": "\(account.password)", "remember": true}
+                """)
         #expect(signIn.status == 422)
         #expect(signIn.code == "unknown_field")
         #expect(signIn.firstError.field == "remember")
@@ -203,20 +213,26 @@ struct AccountsAPITests {
         let hundred = String(repeating: "é", count: 100)
         let ok = try server.register(extra: #", "firstname": "\#(hundred)", "lastname": """#)
         #expect(ok.user["firstname"]?.stringValue == hundred)
-        let long = try server.call("POST", "/users", json: """
-            {"email": "\(server.uniqueEmail())", "password": "\(server.uniquePassword())", "lastname": "\(hundred)x"}
-            """)
+        let long = try server.call(
+            "POST", "/users",
+            json: """
+                {"email": "\(server.uniqueEmail())", "password": "\(server.uniquePassword())", "lastname": "\(hundred)x"}
+                """)
         #expect(long.status == 422)
         #expect(long.firstError.field == "lastname")
-        let number = try server.call("POST", "/users", json: """
-            {"email": "\(server.uniqueEmail())", "password": "\(server.uniquePassword())", "firstname": 7}
-            """)
+        let number = try server.call(
+            "POST", "/users",
+            json: """
+                {"email": "\(server.uniqueEmail())", "password": "\(server.uniquePassword())", "firstname": 7}
+                """)
         #expect(number.status == 422)
         #expect(number.code == "invalid_type")
         // PostgreSQL text cannot hold U+0000: that is the client's mistake (422), not a 500.
-        let nul = try server.call("POST", "/users", json: """
-            {"email": "\(server.uniqueEmail())", "password": "\(server.uniquePassword())", "firstname": "a\\u0000b"}
-            """)
+        let nul = try server.call(
+            "POST", "/users",
+            json: """
+                {"email": "\(server.uniqueEmail())", "password": "\(server.uniquePassword())", "firstname": "a\\u0000b"}
+                """)
         #expect(nul.status == 422)
         #expect(nul.firstError.field == "firstname")
     }

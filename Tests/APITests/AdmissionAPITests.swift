@@ -24,7 +24,8 @@ struct AdmissionAPITests {
 
     @Test func anUploadWithoutAValidSessionIsRefusedBeforeItsBodyIsSent() throws {
         for authorization in ["", "Authorization: Bearer \(String(repeating: "A", count: 43))\r\n"] {
-            let answer = try sendHead("""
+            let answer = try sendHead(
+                """
                 POST /users/me/images HTTP/1.1\r\nHost: h\r\nContent-Type: image/png\r\nContent-Length: 10000000\r\n\(authorization)\r\n
                 """, seconds: 10)
             let text = try #require(answer, "no answer to the head alone")
@@ -54,17 +55,19 @@ struct AdmissionAPITests {
     }
 
     @Test func largeProfileBodiesNeedASessionFirstToo() throws {
-        let answer = try sendHead("PATCH /users/me HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 900000\r\n\r\n",
-                                  seconds: 10)
+        let answer = try sendHead(
+            "PATCH /users/me HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 900000\r\n\r\n",
+            seconds: 10)
         #expect(answer?.hasPrefix("HTTP/1.1 401") == true)
     }
 }
 
 /// Bodies that stall, and requests that dribble, against the real server.
-@Suite(.liveServer("bodytimeouts") { configuration in
-    configuration.server.bodyStallTimeout = .seconds(1)
-    configuration.server.requestTimeout = .seconds(3)
-})
+@Suite(
+    .liveServer("bodytimeouts") { configuration in
+        configuration.server.bodyStallTimeout = .seconds(1)
+        configuration.server.requestTimeout = .seconds(3)
+    })
 struct BodyTimeoutAPITests {
     let server: TestServer
     init() throws { server = try #require(TestServer.current) }
@@ -83,8 +86,10 @@ struct BodyTimeoutAPITests {
             let count = recv(fd, &buffer, buffer.count, 0)
             if count > 0 {
                 let elapsed = ContinuousClock.now - start
-                return (String(decoding: buffer[..<count], as: UTF8.self),
-                        Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+                return (
+                    String(decoding: buffer[..<count], as: UTF8.self),
+                    Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                )
             }
             if interval > 0, ContinuousClock.now >= nextByte {
                 _ = send(fd, "{", 1, Int32(MSG_NOSIGNAL))
@@ -110,10 +115,11 @@ struct BodyTimeoutAPITests {
 }
 
 /// The server's caps on connections per client address and on request bodies held at once.
-@Suite(.liveServer("caps") { configuration in
-    configuration.server.maxConnectionsPerAddress = 5
-    configuration.server.maxBufferedBodyBytes = 2 << 20
-}, .serialized)
+@Suite(
+    .liveServer("caps") { configuration in
+        configuration.server.maxConnectionsPerAddress = 5
+        configuration.server.maxBufferedBodyBytes = 2 << 20
+    }, .serialized)
 struct ServerCapsAPITests {
     let server: TestServer
     init() throws { server = try #require(TestServer.current) }
@@ -141,7 +147,8 @@ struct ServerCapsAPITests {
         /// Opens an upload of `size` bytes and sends its head and first 64 KiB.
         func startUpload(_ size: Int) throws -> Int32 {
             let fd = try HTTPClient.connect(port: server.port)
-            let head = "POST /users/me/images HTTP/1.1\r\nHost: h\r\nContent-Type: image/png\r\nContent-Length: \(size)\r\n"
+            let head =
+                "POST /users/me/images HTTP/1.1\r\nHost: h\r\nContent-Type: image/png\r\nContent-Length: \(size)\r\n"
                 + "Authorization: Bearer \(account.token)\r\nConnection: close\r\n\r\n"
             let first = Array(head.utf8) + ImageScenarios.png(size: size).prefix(64 * 1024)
             _ = first.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

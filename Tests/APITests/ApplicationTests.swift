@@ -13,8 +13,10 @@ import Foundation
 /// `GET path` over a fresh connection with `Connection: close`: status, the header lines and the body.
 func httpGet(port: Int, path: String) throws -> (status: Int, head: String, body: String) {
     let reply = try HTTPClient.send(port: port, method: "GET", target: path, headers: [], body: nil)
-    return (reply.status, reply.headers.map { "\($0.name): \($0.value)" }.joined(separator: "\r\n"),
-            String(decoding: reply.body, as: UTF8.self))
+    return (
+        reply.status, reply.headers.map { "\($0.name): \($0.value)" }.joined(separator: "\r\n"),
+        String(decoding: reply.body, as: UTF8.self)
+    )
 }
 
 @Suite struct ApplicationTests {
@@ -52,8 +54,10 @@ func httpGet(port: Int, path: String) throws -> (status: Int, head: String, body
         let server = try TestServer("pipelinedreads") { $0.server.eventLoops = 3 }
         defer { server.shutdown() }
         let router = server.app.server.router
-        for (method, path, asynchronous) in [(HTTPMethod.get, "/users/me", true), (.put, "/users/me", true), (.patch, "/users/me", true), (.post, "/users/me/password", false),
-                                             (.post, "/users/signin", false), (.post, "/users", false)] {
+        for (method, path, asynchronous) in [
+            (HTTPMethod.get, "/users/me", true), (.put, "/users/me", true), (.patch, "/users/me", true), (.post, "/users/me/password", false),
+            (.post, "/users/signin", false), (.post, "/users", false),
+        ] {
             if case .found(let route, _) = router.match(method: method, path: path) {
                 #expect(route.isAsynchronous == asynchronous, "\(method) \(path)")
             } else {
@@ -105,7 +109,6 @@ func httpGet(port: Int, path: String) throws -> (status: Int, head: String, body
         #expect(try server.metric("exosphere_db_pipeline_fallbacks_total") ?? 0 >= 2)
     }
 
-
     /// PostgreSQL crashes, stays down a while, and comes back: during the outage reads and writes
     /// get `503`, never anything else; then the pool and the event loops' pipelines reconnect by
     /// themselves. No write answered `200` is lost.
@@ -121,8 +124,10 @@ func httpGet(port: Int, path: String) throws -> (status: Int, head: String, body
         defer { server.shutdown() }
         let account = try server.register()
         func put(_ n: Int) throws -> Int {
-            try server.call("PUT", "/users/me", token: account.token,
-                            json: #"{"email": "\#(account.email)", "data": {"weight": \#(n)}}"#).status
+            try server.call(
+                "PUT", "/users/me", token: account.token,
+                json: #"{"email": "\#(account.email)", "data": {"weight": \#(n)}}"#
+            ).status
         }
         for n in 1...5 {
             #expect(try server.me(account.token).status == 200)

@@ -40,9 +40,11 @@ import Testing
         #expect(ClientAddress.resolve(peer: "10.0.0.1", forwardedFor: ["203.0.113.7", "10.0.0.1"], trusted: proxy) == "203.0.113.7")
     }
 
-    @Test(arguments: ["example.com", "203.0.113.7:8080", "[2001:db8::1]", "[2001:db8::1]:443", "fe80::1%eth0", "unknown",
-                      "203.0.113", "203.0.113.256", "203.0.113.07", "1.2.3.4.5", "::ffff:1.2.3.4.5", "2001:db8:::1", "_hidden",
-                      "1.2.3.4\u{0}", "1.2.3.4 5.6.7.8"])
+    @Test(arguments: [
+        "example.com", "203.0.113.7:8080", "[2001:db8::1]", "[2001:db8::1]:443", "fe80::1%eth0", "unknown",
+        "203.0.113", "203.0.113.256", "203.0.113.07", "1.2.3.4.5", "::ffff:1.2.3.4.5", "2001:db8:::1", "_hidden",
+        "1.2.3.4\u{0}", "1.2.3.4 5.6.7.8",
+    ])
     func aHopThatIsNotAnAddressFallsBackToThePeer(_ hop: String) {
         #expect(ClientAddress.resolve(peer: "10.0.0.1", forwardedFor: [hop], trusted: proxy) == "10.0.0.1")
         // Nothing to the left of an unusable hop is believed either.

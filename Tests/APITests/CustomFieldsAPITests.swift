@@ -41,9 +41,11 @@ struct CustomFieldsAPITests {
         #expect(wrong.json["detail"]?.stringValue == "data.tHeight must be a double")
         #expect(try server.me(other.token).json["data"] == .object(JSONObject()))
         // Registration is held to the same types.
-        let register = try server.call("POST", "/users", json: """
-            {"email": "\(server.uniqueEmail())", "password": "\(server.uniquePassword())", "data": {"tHeight": true}}
-            """)
+        let register = try server.call(
+            "POST", "/users",
+            json: """
+                {"email": "\(server.uniqueEmail())", "password": "\(server.uniquePassword())", "data": {"tHeight": true}}
+                """)
         #expect(register.status == 422)
         #expect(register.code == "invalid_type")
         #expect(register.firstError.field == "data.tHeight")
@@ -79,8 +81,10 @@ struct CustomFieldsAPITests {
 
     @Test func doublesKeepTheirTypeWhateverTheirMagnitude() throws {
         // PostgreSQL's jsonb prints numbers without exponents: 1e16 must not come back as an integer.
-        for (name, literal, value) in [("mBig", "1e16", 1e16), ("mHuge", "1e300", 1e300), ("mTiny", "1e-300", 1e-300),
-                                       ("mNeg", "-1.5e20", -1.5e20), ("mMax", "1.7976931348623157e308", Double.greatestFiniteMagnitude)] {
+        for (name, literal, value) in [
+            ("mBig", "1e16", 1e16), ("mHuge", "1e300", 1e300), ("mTiny", "1e-300", 1e-300),
+            ("mNeg", "-1.5e20", -1.5e20), ("mMax", "1.7976931348623157e308", Double.greatestFiniteMagnitude),
+        ] {
             let reply = try patch(#"{"\#(name)": \#(literal)}"#)
             #expect(reply.status == 200, "\(literal): \(reply.text)")
             for json in [reply.json, try server.me(account.token).json] {
@@ -136,11 +140,14 @@ struct CustomFieldsAPITests {
     }
 
     @Test func datesDatetimesAndStringsAreInferred() throws {
-        #expect(try patch("""
-            {"fDate": "1994-05-17", "fLeap": "2024-02-29", "fNotLeap": "2023-02-29", "fBadDay": "1994-13-01",
-             "fDT": "2026-11-29T17:39:01.123Z", "fDTOffset": "2026-11-29T17:39:01+07:00", "fSpace": "2026-11-29 17:39:01",
-             "fShort": "1994-5-17", "fText": "hello"}
-            """).status == 200)
+        #expect(
+            try patch(
+                """
+                {"fDate": "1994-05-17", "fLeap": "2024-02-29", "fNotLeap": "2023-02-29", "fBadDay": "1994-13-01",
+                 "fDT": "2026-11-29T17:39:01.123Z", "fDTOffset": "2026-11-29T17:39:01+07:00", "fSpace": "2026-11-29 17:39:01",
+                 "fShort": "1994-5-17", "fText": "hello"}
+                """
+            ).status == 200)
         let fields = try schema()
         #expect(fields["fDate"] == "date")
         #expect(fields["fLeap"] == "date")
@@ -153,8 +160,10 @@ struct CustomFieldsAPITests {
         #expect(fields["fText"] == "string")
         // A date stays exactly as written (no time zone shift).
         #expect(try server.me(account.token).json["data"]?["fDate"] == "1994-05-17")
-        for (field, value) in [("fDate", #""2026-11-29T17:39:01Z""#), ("fDate", #""1994-02-30""#), ("fDate", #""yesterday""#),
-                               ("fDT", #""1994-05-17""#), ("fDT", "1700000000"), ("fText", "5")] {
+        for (field, value) in [
+            ("fDate", #""2026-11-29T17:39:01Z""#), ("fDate", #""1994-02-30""#), ("fDate", #""yesterday""#),
+            ("fDT", #""1994-05-17""#), ("fDT", "1700000000"), ("fText", "5"),
+        ] {
             let reply = try patch(#"{"\#(field)": \#(value)}"#)
             #expect(reply.status == 422, "\(field) = \(value)")
             #expect(reply.code == "invalid_type")
@@ -196,9 +205,11 @@ struct CustomFieldsAPITests {
         #expect(try patch(#"{"cap1": 100}"#, token: user.token).status == 200)
         #expect(try patch(#"{"cap1": null, "cap65": 65}"#, token: user.token).status == 200)
         let sixtyFive = (1...65).map { #""cap\#($0)": \#($0)"# }.joined(separator: ", ")
-        let register = try server.call("POST", "/users", json: """
-            {"email": "\(server.uniqueEmail())", "password": "\(server.uniquePassword())", "data": {\(sixtyFive)}}
-            """)
+        let register = try server.call(
+            "POST", "/users",
+            json: """
+                {"email": "\(server.uniqueEmail())", "password": "\(server.uniquePassword())", "data": {\(sixtyFive)}}
+                """)
         #expect(register.status == 422)
         let put = try server.call("PUT", "/users/me", token: user.token, json: #"{"email": "\#(user.email)", "data": {\#(sixtyFive)}}"#)
         #expect(put.status == 422)
@@ -249,9 +260,11 @@ struct CustomFieldsAPITests {
 
         // Nor does a registration refused for its email.
         _ = try server.register(email: "taken-\(account.email)")
-        let taken = try server.call("POST", "/users", json: """
-            {"email": "taken-\(account.email)", "password": "\(server.uniquePassword())", "data": {"rReg": "text"}}
-            """)
+        let taken = try server.call(
+            "POST", "/users",
+            json: """
+                {"email": "taken-\(account.email)", "password": "\(server.uniquePassword())", "data": {"rReg": "text"}}
+                """)
         #expect(taken.status == 409)
         #expect(try schema()["rReg"] == nil)
         #expect(try patch(#"{"rReg": 1.5}"#).status == 200)

@@ -63,8 +63,9 @@ import Testing
         #expect(during.allSatisfy { $0.status == 503 && $0.retryAfter }, "\(during.map(\.status))")
         let slowest = during.map(\.seconds).max() ?? 0
         let sorted = during.map(\.seconds).sorted()
-        print("frozen database, pipelining \(pipelining): \(during.count) answers in 6 s, statuses \(Set(during.map(\.status))), "
-              + "median \(sorted.isEmpty ? 0 : sorted[sorted.count / 2]) s, slowest \(slowest) s")
+        print(
+            "frozen database, pipelining \(pipelining): \(during.count) answers in 6 s, statuses \(Set(during.map(\.status))), "
+                + "median \(sorted.isEmpty ? 0 : sorted[sorted.count / 2]) s, slowest \(slowest) s")
         // The timeout (2 s), plus a loop's tick (250 ms) for a pipelined read, plus scheduling.
         #expect(slowest < 3.5, "the slowest answer during the freeze took \(slowest) s")
 

@@ -10,11 +10,15 @@ import Testing
     static func serve(_ name: String, nofile: String, loops: Int = 2, extra: [String]) throws -> ExosphereProcessTests.Child {
         let binary = try #require(ExosphereProcessTests.executable(), "the exosphere binary was not found next to the tests")
         let databaseURL = try TestCluster.cluster().createDatabase("fds_\(name)_\(getpid())")
-        let arguments = ["--nofile=\(nofile)", "--", binary.path, "serve", "--host", "127.0.0.1", "--port", "0",
-                         "--database-url", databaseURL, "--db-pool-size", "2", "--event-loops", String(loops), "--log-level", "info",
-                         "--access-log", "off"] + extra
-        return try ExosphereProcessTests.Child(executable: "/usr/bin/prlimit", arguments: arguments,
-                                               environment: ["LOG_FORMAT": "logfmt"], port: 0)
+        let arguments =
+            [
+                "--nofile=\(nofile)", "--", binary.path, "serve", "--host", "127.0.0.1", "--port", "0",
+                "--database-url", databaseURL, "--db-pool-size", "2", "--event-loops", String(loops), "--log-level", "info",
+                "--access-log", "off",
+            ] + extra
+        return try ExosphereProcessTests.Child(
+            executable: "/usr/bin/prlimit", arguments: arguments,
+            environment: ["LOG_FORMAT": "logfmt"], port: 0)
     }
 
     /// Opens `count` connections to `port` (each completed by the kernel into the listen backlog,

@@ -128,8 +128,9 @@ import Testing
             while ContinuousClock.now < deadline {
                 let log = stderr
                 if let line = log.components(separatedBy: "\n").first(where: { $0.contains("msg=listening") }),
-                   let field = line.split(separator: " ").first(where: { $0.hasPrefix("http.port=") }),
-                   let port = Int(field.dropFirst("http.port=".count)), port > 0 {
+                    let field = line.split(separator: " ").first(where: { $0.hasPrefix("http.port=") }),
+                    let port = Int(field.dropFirst("http.port=".count)), port > 0
+                {
                     self.port = port
                     return port
                 }
@@ -149,10 +150,13 @@ import Testing
     /// take it first) and waits until it accepts connections.
     static func serve(_ extra: [String] = []) throws -> Child {
         let binary = try #require(executable(), "exosphere binary not found next to \(Bundle.main.bundleURL.path)")
-        let child = try Child(executable: binary.path,
-                              arguments: ["serve", "--host", "127.0.0.1", "--port", "0", "--drain-timeout", "2",
-                                          "--log-level", "notice"] + extra,
-                              environment: ["LOG_FORMAT": "logfmt"], port: 0)
+        let child = try Child(
+            executable: binary.path,
+            arguments: [
+                "serve", "--host", "127.0.0.1", "--port", "0", "--drain-timeout", "2",
+                "--log-level", "notice",
+            ] + extra,
+            environment: ["LOG_FORMAT": "logfmt"], port: 0)
         // The first start of a managed cluster runs initdb: allow for a loaded machine.
         let port = try child.listeningPort(timeout: .seconds(60))
         let deadline = Date().addingTimeInterval(60)
@@ -184,10 +188,13 @@ import Testing
     /// it migrates a fresh database and serves.
     @Test func servesFromAnyWorkingDirectoryWithItsBuiltInMigrations() throws {
         let binary = try #require(Self.executable(), "exosphere binary not found")
-        let child = try Child(executable: "/usr/bin/env",
-                              arguments: ["-C", "/", binary.path, "serve", "--host", "127.0.0.1", "--port", "0",
-                                          "--drain-timeout", "2"],
-                              environment: ["LOG_FORMAT": "logfmt"], port: 0)
+        let child = try Child(
+            executable: "/usr/bin/env",
+            arguments: [
+                "-C", "/", binary.path, "serve", "--host", "127.0.0.1", "--port", "0",
+                "--drain-timeout", "2",
+            ],
+            environment: ["LOG_FORMAT": "logfmt"], port: 0)
         let port = try child.listeningPort(timeout: .seconds(60))
         var ready: (status: Int, head: String, body: String)?
         let deadline = Date().addingTimeInterval(60)
@@ -240,8 +247,11 @@ import Testing
         #expect(child.exitCode == 0)
     }
 
-    @Test(arguments: [(["serve", "--port", "nope"], 2), (["frobnicate"], 2), (["--version"], 0),
-                      (["serve", "--host", "not an address", "--port", "0"], 1)] as [([String], Int32)])
+    @Test(
+        arguments: [
+            (["serve", "--port", "nope"], 2), (["frobnicate"], 2), (["--version"], 0),
+            (["serve", "--host", "not an address", "--port", "0"], 1),
+        ] as [([String], Int32)])
     func exitStatus(_ arguments: [String], _ status: Int32) throws {
         let child = try Self.run(arguments)
         #expect(child.waitForExit(timeout: 60))

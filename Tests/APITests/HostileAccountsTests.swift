@@ -21,12 +21,13 @@ func tally(_ statuses: [Int]) -> [Int: Int] {
 // MARK: - Races
 
 /// Sign-ins that race a password change or an account deletion.
-@Suite(.liveServer("races") { configuration in
-    configuration.passwordHashing = overlappingCost
-    configuration.hashingThreads = 4
-    configuration.accounts.signInPerEmailAndAddress = ThrottleRule(limit: 1_000_000, windowSeconds: 900)
-    configuration.accounts.signInPerEmail = ThrottleRule(limit: 1_000_000, windowSeconds: 900)
-}, .serialized)
+@Suite(
+    .liveServer("races") { configuration in
+        configuration.passwordHashing = overlappingCost
+        configuration.hashingThreads = 4
+        configuration.accounts.signInPerEmailAndAddress = ThrottleRule(limit: 1_000_000, windowSeconds: 900)
+        configuration.accounts.signInPerEmail = ThrottleRule(limit: 1_000_000, windowSeconds: 900)
+    }, .serialized)
 struct SignInRaceTests {
     let server: TestServer
 
@@ -35,7 +36,8 @@ struct SignInRaceTests {
     /// Signs in with `password` on `threads` threads in a loop while `action` runs on another one,
     /// and until every thread has finished a sign-in begun after it answered; returns the tokens issued.
     func signInsDuring(_ account: TestServer.Account, threads: Int, _ action: @escaping @Sendable () throws -> Int) throws
-        -> (tokens: [String], actionStatus: Int, statuses: [Int: Int]) {
+        -> (tokens: [String], actionStatus: Int, statuses: [Int: Int])
+    {
         let stop = Atomic<Bool>(false)
         let tokens = Mutex<[String]>([])
         let statuses = Mutex<[Int]>([])
@@ -84,8 +86,9 @@ struct SignInRaceTests {
             server.remember(password: newPassword)
             let server = self.server
             let (tokens, status, statuses) = try signInsDuring(account, threads: 6) {
-                let reply = try server.call("POST", "/users/me/password", token: account.token,
-                                            json: #"{"oldPassword": \#(jsonString(account.password)), "newPassword": \#(jsonString(newPassword))}"#)
+                let reply = try server.call(
+                    "POST", "/users/me/password", token: account.token,
+                    json: #"{"oldPassword": \#(jsonString(account.password)), "newPassword": \#(jsonString(newPassword))}"#)
                 if let token = reply.json["accessToken"]?.stringValue { server.remember(token: token) }
                 return reply.status
             }
@@ -121,13 +124,14 @@ struct SignInRaceTests {
 // MARK: - Parallel guessing
 
 /// Guesses fired at once: the throttles count each attempt before its hash.
-@Suite(.liveServer("guesses") { configuration in
-    configuration.passwordHashing = overlappingCost
-    configuration.hashingThreads = 2
-    configuration.trustedProxies = ["127.0.0.1"]
-    configuration.accounts.signInPerEmailAndAddress = ThrottleRule(limit: 5, windowSeconds: 900)
-    configuration.accounts.signInPerEmail = ThrottleRule(limit: 12, windowSeconds: 900)
-}, .serialized)
+@Suite(
+    .liveServer("guesses") { configuration in
+        configuration.passwordHashing = overlappingCost
+        configuration.hashingThreads = 2
+        configuration.trustedProxies = ["127.0.0.1"]
+        configuration.accounts.signInPerEmailAndAddress = ThrottleRule(limit: 5, windowSeconds: 900)
+        configuration.accounts.signInPerEmail = ThrottleRule(limit: 12, windowSeconds: 900)
+    }, .serialized)
 struct ParallelGuessingTests {
     let server: TestServer
 
@@ -136,8 +140,9 @@ struct ParallelGuessingTests {
     func signIn(_ email: String, _ password: String, from address: String, port: Int? = nil) throws -> Reply {
         server.remember(password: password)
         let body = Array(#"{"email": \#(jsonString(email)), "password": \#(jsonString(password))}"#.utf8)
-        let reply = try HTTPClient.send(port: port ?? server.port, method: "POST", target: "/users/signin",
-                                        headers: [("Content-Type", "application/json"), ("X-Forwarded-For", address)], body: body)
+        let reply = try HTTPClient.send(
+            port: port ?? server.port, method: "POST", target: "/users/signin",
+            headers: [("Content-Type", "application/json"), ("X-Forwarded-For", address)], body: body)
         if let token = reply.json["accessToken"]?.stringValue { server.remember(token: token) }
         return reply
     }
@@ -239,14 +244,16 @@ struct ParallelGuessingTests {
         try onThreads(20) { _ in
             try barrier.arrive()
             let wrong = self.server.uniquePassword("wrong")
-            let reply = try? self.server.call("POST", "/users/me/password", token: account.token,
-                                              json: #"{"oldPassword": \#(jsonString(wrong)), "newPassword": \#(jsonString(new))}"#)
+            let reply = try? self.server.call(
+                "POST", "/users/me/password", token: account.token,
+                json: #"{"oldPassword": \#(jsonString(wrong)), "newPassword": \#(jsonString(new))}"#)
             statuses.withLock { $0.append(reply?.status ?? -1) }
         }
         let counts = tally(statuses.withLock { $0 })
         #expect(counts == [403: 5, 429: 15], "20 parallel wrong old passwords: \(counts)")
-        let right = try server.call("POST", "/users/me/password", token: account.token,
-                                    json: #"{"oldPassword": \#(jsonString(account.password)), "newPassword": \#(jsonString(new))}"#)
+        let right = try server.call(
+            "POST", "/users/me/password", token: account.token,
+            json: #"{"oldPassword": \#(jsonString(account.password)), "newPassword": \#(jsonString(new))}"#)
         #expect(right.status == 429)
         #expect(try server.me(account.token).status == 200)
     }
@@ -255,13 +262,14 @@ struct ParallelGuessingTests {
 // MARK: - Clients that go away, and floods
 
 /// Work for clients that have gone, and registrations that flood the hashing pool.
-@Suite(.liveServer("floods") { configuration in
-    configuration.passwordHashing = .owaspCompact
-    configuration.hashingThreads = 1
-    configuration.hashingQueue = 8
-    configuration.trustedProxies = ["127.0.0.1"]
-    configuration.accounts.registrationsPerAddress = ThrottleRule(limit: 0, windowSeconds: 3600)
-}, .serialized)
+@Suite(
+    .liveServer("floods") { configuration in
+        configuration.passwordHashing = .owaspCompact
+        configuration.hashingThreads = 1
+        configuration.hashingQueue = 8
+        configuration.trustedProxies = ["127.0.0.1"]
+        configuration.accounts.registrationsPerAddress = ThrottleRule(limit: 0, windowSeconds: 3600)
+    }, .serialized)
 struct FloodTests {
     let server: TestServer
 
@@ -284,8 +292,9 @@ struct FloodTests {
         let body = Array(#"{"email": \#(jsonString(account.email)), "password": "wrong-but-long-enough"}"#.utf8)
         server.remember(password: "wrong-but-long-enough")
         for _ in 0..<8 {
-            try HTTPClient.sendAndHangUp(port: server.port, method: "POST", target: "/users/signin",
-                                         headers: [("Content-Type", "application/json")], body: body)
+            try HTTPClient.sendAndHangUp(
+                port: server.port, method: "POST", target: "/users/signin",
+                headers: [("Content-Type", "application/json")], body: body)
         }
         // Each of the eight reached the hashing pool, and was hashed or dropped there.
         try waitUntil(timeout: .seconds(30), "the 8 sign-ins of gone clients to be hashed or dropped") {
@@ -342,10 +351,11 @@ struct FloodTests {
 
 // MARK: - Registration
 
-@Suite(.liveServer("registration") { configuration in
-    configuration.trustedProxies = ["127.0.0.1"]
-    configuration.accounts.registrationsPerAddress = ThrottleRule(limit: 3, windowSeconds: 3600)
-}, .serialized)
+@Suite(
+    .liveServer("registration") { configuration in
+        configuration.trustedProxies = ["127.0.0.1"]
+        configuration.accounts.registrationsPerAddress = ThrottleRule(limit: 3, windowSeconds: 3600)
+    }, .serialized)
 struct RegistrationThrottleTests {
     let server: TestServer
 
@@ -353,9 +363,10 @@ struct RegistrationThrottleTests {
 
     func register(_ email: String, from address: String) throws -> Reply {
         let password = server.uniquePassword()
-        let reply = try HTTPClient.send(port: server.port, method: "POST", target: "/users",
-                                        headers: [("Content-Type", "application/json"), ("X-Forwarded-For", address)],
-                                        body: Array(#"{"email": \#(jsonString(email)), "password": \#(jsonString(password))}"#.utf8))
+        let reply = try HTTPClient.send(
+            port: server.port, method: "POST", target: "/users",
+            headers: [("Content-Type", "application/json"), ("X-Forwarded-For", address)],
+            body: Array(#"{"email": \#(jsonString(email)), "password": \#(jsonString(password))}"#.utf8))
         if let token = reply.json["accessToken"]?.stringValue { server.remember(token: token) }
         return reply
     }
@@ -386,9 +397,10 @@ struct RegistrationThrottleTests {
 
 // MARK: - Custom fields under hostile bodies
 
-@Suite(.liveServer("fieldlimits") { configuration in
-    configuration.accounts.fieldLimits.maxFieldNames = 70
-}, .serialized)
+@Suite(
+    .liveServer("fieldlimits") { configuration in
+        configuration.accounts.fieldLimits.maxFieldNames = 70
+    }, .serialized)
 struct FieldLimitTests {
     let server: TestServer
 
@@ -409,7 +421,8 @@ struct FieldLimitTests {
             #expect(reply.firstError.field == "data")
         }
         let hashes = try #require(try server.metric("exosphere_hashing_completed_total"))
-        let registration = try server.call("POST", "/users", json: #"{"email": "many@example.com", "password": "long enough 1", "data": {\#(fields)}}"#)
+        let registration = try server.call(
+            "POST", "/users", json: #"{"email": "many@example.com", "password": "long enough 1", "data": {\#(fields)}}"#)
         #expect(registration.status == 422)
         #expect(try server.metric("exosphere_hashing_completed_total") == hashes, "refused before hashing")
         #expect(try fieldTypeCount() == before, "no field name was claimed")
@@ -438,8 +451,9 @@ struct FieldLimitTests {
         try #require(free > 10)
         onThreads(free + 10) { index in
             // PUT replaces the data: the user holds one field at a time, far below the per-user limit.
-            _ = try? self.server.call("PUT", "/users/me", token: account.token,
-                                      json: #"{"email": \#(jsonString(account.email)), "data": {"claimed\#(index)": true}}"#)
+            _ = try? self.server.call(
+                "PUT", "/users/me", token: account.token,
+                json: #"{"email": \#(jsonString(account.email)), "data": {"claimed\#(index)": true}}"#)
         }
         #expect(try fieldTypeCount() == 70)
         let refused = try server.call("PATCH", "/users/me", token: account.token, json: #"{"data": {"oneTooMany": 1}}"#)
@@ -452,15 +466,16 @@ struct FieldLimitTests {
 }
 
 /// A deployment whose schema is locked to its field configuration.
-@Suite(.liveServer("lockedschema") { configuration in
-    let path = "/tmp/exo-locked-schema-\(getpid()).json"
-    let text = #"{"fields": {"height": "double", "isMarried": "boolean"}}"#
-    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    _ = text.withCString { write(fd, $0, strlen($0)) }
-    close(fd)
-    configuration.fieldConfigPath = path
-    configuration.accounts.fieldLimits.schemaLocked = true
-})
+@Suite(
+    .liveServer("lockedschema") { configuration in
+        let path = "/tmp/exo-locked-schema-\(getpid()).json"
+        let text = #"{"fields": {"height": "double", "isMarried": "boolean"}}"#
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        _ = text.withCString { write(fd, $0, strlen($0)) }
+        close(fd)
+        configuration.fieldConfigPath = path
+        configuration.accounts.fieldLimits.schemaLocked = true
+    })
 struct LockedSchemaTests {
     let server: TestServer
 
@@ -473,7 +488,8 @@ struct LockedSchemaTests {
         #expect(refused.status == 422)
         #expect(refused.code == "unknown_field")
         #expect(refused.firstError.field == "data.weight")
-        let registration = try server.call("POST", "/users", json: #"{"email": "locked@example.com", "password": "long enough 2", "data": {"nickname": "x"}}"#)
+        let registration = try server.call(
+            "POST", "/users", json: #"{"email": "locked@example.com", "password": "long enough 2", "data": {"nickname": "x"}}"#)
         #expect(registration.status == 422)
         #expect(registration.code == "unknown_field")
         let count = try server.withDatabase { try $0.query("SELECT count(*) FROM field_types")[0].decode(Int64.self, at: 0) }
@@ -483,9 +499,10 @@ struct LockedSchemaTests {
 
 // MARK: - Sessions cap, housekeeping, security events
 
-@Suite(.liveServer("housekeeping") { configuration in
-    configuration.accounts.maxSessionsPerUser = 3
-}, .serialized)
+@Suite(
+    .liveServer("housekeeping") { configuration in
+        configuration.accounts.maxSessionsPerUser = 3
+    }, .serialized)
 struct HousekeepingTests {
     let server: TestServer
 
@@ -507,11 +524,13 @@ struct HousekeepingTests {
         try server.withDatabase { connection in
             for index in 0..<3 {
                 let hash = try SecureRandom.bytes(count: 32)
-                try connection.execute("""
+                try connection.execute(
+                    """
                     INSERT INTO sessions (user_id, token_hash, expires_at, created_at, last_seen_at)
                     VALUES (\(user), \(hash), now() - interval '1 second', now() - interval '2 days', now() - interval '1 day')
                     """)
-                try connection.execute("""
+                try connection.execute(
+                    """
                     INSERT INTO auth_throttles (key, window_start, failures) VALUES (\("old:\(index):" + account.id), now() - interval '2 days', 3)
                     """)
             }
@@ -528,8 +547,10 @@ struct HousekeepingTests {
         #expect(deleted.sessions >= 3)
         #expect(deleted.throttles >= 3)
         let (sessions, throttles) = try server.withDatabase { connection in
-            (try connection.query("SELECT count(*) FROM sessions WHERE user_id = \(user)")[0].decode(Int64.self, at: 0),
-             try connection.query("SELECT count(*) FROM auth_throttles WHERE key LIKE \("%" + account.id)")[0].decode(Int64.self, at: 0))
+            (
+                try connection.query("SELECT count(*) FROM sessions WHERE user_id = \(user)")[0].decode(Int64.self, at: 0),
+                try connection.query("SELECT count(*) FROM auth_throttles WHERE key LIKE \("%" + account.id)")[0].decode(Int64.self, at: 0)
+            )
         }
         #expect(sessions == 1, "the live session stays")
         #expect(throttles == 1, "the fresh throttle row stays")

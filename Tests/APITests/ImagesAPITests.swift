@@ -28,8 +28,10 @@ enum ImageScenarios {
         try server.send("POST", "/users/me/images", headers: [("Authorization", "Bearer \(token)"), ("Content-Type", type)], body: bytes)
     }
 
-    static func get(_ server: TestServer, _ token: String, _ target: String, _ headers: [(String, String)] = [],
-                    method: String = "GET") throws -> Reply {
+    static func get(
+        _ server: TestServer, _ token: String, _ target: String, _ headers: [(String, String)] = [],
+        method: String = "GET"
+    ) throws -> Reply {
         try server.send(method, target, headers: [("Authorization", "Bearer \(token)")] + headers)
     }
 
@@ -134,7 +136,10 @@ enum ImageScenarios {
             #expect(reply.status == 422, "\(query)")
             #expect(reply.code == "invalid_limit", "\(query)")
         }
-        for cursor in ["abc", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "%00", String(repeating: "A", count: 33), String(repeating: "A", count: 31) + "=", String(repeating: "_", count: 32)] {
+        for cursor in [
+            "abc", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "%00", String(repeating: "A", count: 33), String(repeating: "A", count: 31) + "=",
+            String(repeating: "_", count: 32),
+        ] {
             let reply = try get(server, account.token, "/users/me/images?after=\(cursor)")
             #expect(reply.status == 422, "\(cursor)")
             #expect(reply.code == "invalid_cursor", "\(cursor)")
@@ -206,7 +211,9 @@ enum ImageScenarios {
         #expect(gone.code == "image_not_found")
         #expect(try server.call("DELETE", url, token: account.token).status == 404)
         #expect(try get(server, account.token, "/users/me/images").json["images"]?.arrayValue?.isEmpty == true)
-        let rows = try server.withDatabase { try $0.query("SELECT count(*) FROM image_data WHERE image_id = \(UUID(uuidString: id)!)")[0].decode(Int.self, at: 0) }
+        let rows = try server.withDatabase {
+            try $0.query("SELECT count(*) FROM image_data WHERE image_id = \(UUID(uuidString: id)!)")[0].decode(Int.self, at: 0)
+        }
         #expect(rows == 0)
         #expect(ImageScenarios.fileExists(server, id) == false)
     }
@@ -236,10 +243,13 @@ enum ImageScenarios {
         let account = try server.register()
         let big = png(size: maxBytes + 1)
         // Announced by Content-Length: refused before the body is read.
-        let announced = try server.send("POST", "/users/me/images",
-                                        headers: [("Authorization", "Bearer \(account.token)"), ("Content-Type", "image/png"),
-                                                  ("Content-Length", String(maxBytes + ImagesController.multipartOverhead + 1))],
-                                        body: [])
+        let announced = try server.send(
+            "POST", "/users/me/images",
+            headers: [
+                ("Authorization", "Bearer \(account.token)"), ("Content-Type", "image/png"),
+                ("Content-Length", String(maxBytes + ImagesController.multipartOverhead + 1)),
+            ],
+            body: [])
         #expect(announced.status == 413)
         let exact = try upload(server, account.token, "image/png", big)
         #expect(exact.status == 413)
@@ -253,16 +263,22 @@ enum ImageScenarios {
             offset += piece
         }
         chunked += Array("0\r\n\r\n".utf8)
-        let streamed = try server.send("POST", "/users/me/images",
-                                       headers: [("Authorization", "Bearer \(account.token)"), ("Content-Type", "image/png"),
-                                                 ("Transfer-Encoding", "chunked")], body: chunked)
+        let streamed = try server.send(
+            "POST", "/users/me/images",
+            headers: [
+                ("Authorization", "Bearer \(account.token)"), ("Content-Type", "image/png"),
+                ("Transfer-Encoding", "chunked"),
+            ], body: chunked)
         #expect(streamed.status == 413)
         // A chunked body within the limit is fine.
         let small = png(size: 3000)
         let smallChunked = Array("bb8\r\n".utf8) + small + Array("\r\n0\r\n\r\n".utf8)
-        let accepted = try server.send("POST", "/users/me/images",
-                                       headers: [("Authorization", "Bearer \(account.token)"), ("Content-Type", "image/png"),
-                                                 ("Transfer-Encoding", "chunked")], body: smallChunked)
+        let accepted = try server.send(
+            "POST", "/users/me/images",
+            headers: [
+                ("Authorization", "Bearer \(account.token)"), ("Content-Type", "image/png"),
+                ("Transfer-Encoding", "chunked"),
+            ], body: smallChunked)
         #expect(accepted.status == 201, "\(accepted.status) \(accepted.text)")
         #expect(try get(server, account.token, "/users/me/images").json["images"]?.arrayValue?.count == 1)
     }
@@ -278,14 +294,19 @@ enum ImageScenarios {
             return body + Array("--\(boundary)--\r\n".utf8)
         }
         func post(_ body: [UInt8]) throws -> Reply {
-            try server.send("POST", "/users/me/images", headers: [("Authorization", "Bearer \(account.token)"),
-                                                                   ("Content-Type", "multipart/form-data; boundary=\(boundary)")], body: body)
+            try server.send(
+                "POST", "/users/me/images",
+                headers: [
+                    ("Authorization", "Bearer \(account.token)"),
+                    ("Content-Type", "multipart/form-data; boundary=\(boundary)"),
+                ], body: body)
         }
         let jpeg = RealFiles.jpeg5x3
-        let created = try post(multipart([
-            ("Content-Disposition: form-data; name=\"caption\"", Array("holiday".utf8)),
-            ("Content-Disposition: form-data; name=\"file\"; filename=\"../../etc/passwd\"\r\nContent-Type: image/jpeg", jpeg),
-        ]))
+        let created = try post(
+            multipart([
+                ("Content-Disposition: form-data; name=\"caption\"", Array("holiday".utf8)),
+                ("Content-Disposition: form-data; name=\"file\"; filename=\"../../etc/passwd\"\r\nContent-Type: image/jpeg", jpeg),
+            ]))
         try #require(created.status == 201, "\(created.status) \(created.text)")
         let id = try #require(created.json["id"]?.stringValue)
         #expect(created.json["contentType"]?.stringValue == "image/jpeg")
@@ -304,8 +325,13 @@ enum ImageScenarios {
         #expect(mismatch.code == "content_mismatch")
         let unterminated = try post(Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\n".utf8) + jpeg)
         #expect(unterminated.status == 400)
-        let tooBig = try post(multipart([("Content-Disposition: form-data; name=\"file\"; filename=\"big.png\"\r\nContent-Type: image/png",
-                                          png(size: maxBytes + 1))]))
+        let tooBig = try post(
+            multipart([
+                (
+                    "Content-Disposition: form-data; name=\"file\"; filename=\"big.png\"\r\nContent-Type: image/png",
+                    png(size: maxBytes + 1)
+                )
+            ]))
         #expect(tooBig.status == 413)
         #expect(tooBig.code == "image_too_large")
         #expect(try get(server, account.token, "/users/me/images").json["images"]?.arrayValue?.count == 2)
@@ -388,7 +414,12 @@ enum ImageScenarios {
 /// Byte-for-byte equality that, unlike `==` inside `#expect`, does not print megabytes when it fails.
 func same(_ a: [UInt8], _ b: [UInt8]) -> Bool { a == b }
 
-@Suite(.liveServer("images_database", { $0.images.storage = .database; $0.images.maxBytes = ImageScenarios.maxBytes }), .serialized)
+@Suite(
+    .liveServer(
+        "images_database",
+        {
+            $0.images.storage = .database; $0.images.maxBytes = ImageScenarios.maxBytes
+        }), .serialized)
 struct ImagesDatabaseStorageTests {
     let server: TestServer
     init() throws { server = try #require(TestServer.current) }
@@ -408,11 +439,14 @@ struct ImagesDatabaseStorageTests {
     @Test func metricsCountTheStoredBytes() throws { try ImageScenarios.metricsCountTheStoredBytes(server) }
 }
 
-@Suite(.liveServer("images_filesystem", {
-    $0.images.storage = .filesystem
-    $0.images.directory = try makeTemporaryDirectory("exo-images-suite")
-    $0.images.maxBytes = ImageScenarios.maxBytes
-}), .serialized)
+@Suite(
+    .liveServer(
+        "images_filesystem",
+        {
+            $0.images.storage = .filesystem
+            $0.images.directory = try makeTemporaryDirectory("exo-images-suite")
+            $0.images.maxBytes = ImageScenarios.maxBytes
+        }), .serialized)
 struct ImagesFilesystemStorageTests {
     let server: TestServer
     init() throws { server = try #require(TestServer.current) }

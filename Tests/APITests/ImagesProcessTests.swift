@@ -42,9 +42,10 @@ import Testing
 
         func migration(to storage: String, extra: [String] = []) throws -> Child {
             let binary = try #require(ExosphereProcessTests.executable())
-            return try Child(executable: binary.path,
-                             arguments: ["images", "migrate", "--to", storage] + options + extra + ["--log-level", "warning"],
-                             environment: [:], port: 0)
+            return try Child(
+                executable: binary.path,
+                arguments: ["images", "migrate", "--to", storage] + options + extra + ["--log-level", "warning"],
+                environment: [:], port: 0)
         }
 
         func withDatabase<R>(_ body: (PostgresConnection) throws -> R) throws -> R {
@@ -86,7 +87,8 @@ import Testing
         /// Backends of the database waiting for a lock.
         func lockWaiters() throws -> Int {
             try withDatabase {
-                try $0.query("""
+                try $0.query(
+                    """
                     SELECT count(*)::int8 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
                     """)[0].decode(Int.self, at: 0)
             }
@@ -103,20 +105,23 @@ import Testing
     static func register(_ port: Int) throws -> String {
         let email = "images-\(UInt32.random(in: 0...UInt32.max))@example.com"
         let body = Array(#"{"email": "\#(email)", "password": "correct horse battery staple"}"#.utf8)
-        let reply = try HTTPClient.send(port: port, method: "POST", target: "/users",
-                                        headers: [("Content-Type", "application/json")], body: body)
+        let reply = try HTTPClient.send(
+            port: port, method: "POST", target: "/users",
+            headers: [("Content-Type", "application/json")], body: body)
         try #require(reply.status == 201, "register: \(reply.status) \(reply.text)")
         return try #require(reply.json["accessToken"]?.stringValue)
     }
 
     static func upload(_ port: Int, _ token: String, _ bytes: [UInt8]) throws -> Reply {
-        try HTTPClient.send(port: port, method: "POST", target: "/users/me/images",
-                            headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "image/png")], body: bytes)
+        try HTTPClient.send(
+            port: port, method: "POST", target: "/users/me/images",
+            headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "image/png")], body: bytes)
     }
 
     static func download(_ port: Int, _ token: String, _ id: String) throws -> Reply {
-        try HTTPClient.send(port: port, method: "GET", target: "/users/me/images/\(id)",
-                            headers: [("Authorization", "Bearer \(token)")], body: nil)
+        try HTTPClient.send(
+            port: port, method: "GET", target: "/users/me/images/\(id)",
+            headers: [("Authorization", "Bearer \(token)")], body: nil)
     }
 
     // MARK: - SIGKILL
@@ -146,7 +151,8 @@ import Testing
                 let bytes = ImageScenarios.png(size: 200_000 + index * 1000 + round, seed: UInt8(truncatingIfNeeded: index * 31 + round))
                 round += 1
                 guard let reply = try? Self.upload(port, token, bytes), reply.status == 201,
-                      let id = reply.json["id"]?.stringValue else { continue }
+                    let id = reply.json["id"]?.stringValue
+                else { continue }
                 acknowledged.withLock { $0[id] = bytes }
             }
         }
@@ -278,8 +284,10 @@ import Testing
 
     /// Downloads every image, in a shuffled order, again and again until `log.stop`, checking each
     /// answer against the image's bytes and the ETag it had before the migration.
-    static func downloadRepeatedly(port: Int, token: String, images: [(id: String, bytes: [UInt8], etag: String)],
-                                   seed: UInt64, log: DownloadLog) {
+    static func downloadRepeatedly(
+        port: Int, token: String, images: [(id: String, bytes: [UInt8], etag: String)],
+        seed: UInt64, log: DownloadLog
+    ) {
         var random = SplitMix64(seed: seed)
         while !log.stop.load(ordering: .sequentiallyConsistent) {
             for image in images.shuffled(using: &random) {
@@ -289,11 +297,13 @@ import Testing
                     continue
                 }
                 if reply.status == 200, reply.body.count < image.bytes.count, image.bytes.count > 256 * 1024,
-                   same(reply.body, Array(image.bytes.prefix(reply.body.count))) {
+                    same(reply.body, Array(image.bytes.prefix(reply.body.count)))
+                {
                     log.cutShort.withLock { $0.append("\(image.id): \(reply.body.count) of \(image.bytes.count) bytes") }
                 } else if reply.status != 200 || !same(reply.body, image.bytes) || reply.header("ETag") != image.etag {
                     log.problems.withLock {
-                        $0.append("\(image.id): \(reply.status), \(reply.body.count) of \(image.bytes.count) bytes, ETag \(reply.header("ETag") ?? "none")")
+                        $0.append(
+                            "\(image.id): \(reply.status), \(reply.body.count) of \(image.bytes.count) bytes, ETag \(reply.header("ETag") ?? "none")")
                     }
                 }
                 log.completed.add(1, ordering: .relaxed)
@@ -430,20 +440,23 @@ import Testing
         #expect(seen.downloadsWhileHeld >= images.count)
         let ending = "signal \(seen.interruptedBy.map { "\($0)" } ?? "none"), exit status \(seen.interruptedStatus.map { "\($0)" } ?? "none")"
         #expect(seen.interruptedBy == signal, "images migrate was to be ended by signal \(signal): \(ending)")
-        #expect(seen.movedAtInterruption >= first + 3 && seen.movedAtInterruption < second + 1 && seen.movedAtInterruption < images.count,
-                "interrupted midway: \(seen.movedAtInterruption) of \(images.count) moved")
+        #expect(
+            seen.movedAtInterruption >= first + 3 && seen.movedAtInterruption < second + 1 && seen.movedAtInterruption < images.count,
+            "interrupted midway: \(seen.movedAtInterruption) of \(images.count) moved")
         #expect(seen.storages.values.reduce(0, +) == images.count, "\(seen.storages)")
         #expect(seen.dataRowsMatch, "after the interruption: image_data holds exactly the database images")
         #expect(seen.filesystemRowsHaveFiles, "after the interruption: every filesystem image has its file")
         #expect(seen.resumedExit == 0, "the second run: \(seen.resumedOutput)")
-        #expect(seen.resumedOutput.contains("images migrate: done, \(images.count - seen.movedAtInterruption) moved to \(target)"),
-                "\(seen.resumedOutput)")
+        #expect(
+            seen.resumedOutput.contains("images migrate: done, \(images.count - seen.movedAtInterruption) moved to \(target)"),
+            "\(seen.resumedOutput)")
         let problems = log.problems.withLock { $0 }
         #expect(problems.isEmpty, "\(problems.count) bad downloads: \(problems.prefix(10).joined(separator: "; "))")
         let cutShort = log.cutShort.withLock { $0 }
         #expect(cutShort.isEmpty, "\(cutShort.count) downloads cut short: \(cutShort.prefix(5).joined(separator: "; "))")
-        print("ImagesProcessTests: migrate to \(target) interrupted by signal \(signal) at \(seen.movedAtInterruption)/\(images.count) moved; "
-              + "\(log.completed.load(ordering: .relaxed)) downloads, \(problems.count) bad, \(cutShort.count) cut short")
+        print(
+            "ImagesProcessTests: migrate to \(target) interrupted by signal \(signal) at \(seen.movedAtInterruption)/\(images.count) moved; "
+                + "\(log.completed.load(ordering: .relaxed)) downloads, \(problems.count) bad, \(cutShort.count) cut short")
 
         // Everything in the target storage, nothing left in the old one.
         #expect(try deployment.rows().allSatisfy { $0.storage == target })
@@ -482,8 +495,10 @@ import Testing
     @Test func aChunkedDownloadSurvivesItsImageMovingToTheFilesystem() throws {
         let deployment = try Deployment.make("slow_reader")
         defer { deployment.remove() }
-        let server = try ExosphereProcessTests.serve(["--database-url", deployment.databaseURL, "--image-dir", deployment.imageDirectory,
-                                                      "--image-max-bytes", String(16 << 20), "--image-storage", "database"])
+        let server = try ExosphereProcessTests.serve([
+            "--database-url", deployment.databaseURL, "--image-dir", deployment.imageDirectory,
+            "--image-max-bytes", String(16 << 20), "--image-storage", "database",
+        ])
         defer { server.signal(SIGTERM); _ = server.waitForExit(timeout: 10) }
         let token = try Self.register(server.port)
         let bytes = ImageScenarios.png(size: 8_000_000, seed: 77)
@@ -519,8 +534,9 @@ import Testing
 
         while receive() > 0 {}
         let body = Array(received[(headEnd + 4)...])
-        print("ImagesProcessTests: slow reader: \(body.count) of \(bytes.count) bytes after the image moved; "
-              + "server log mentions 'stream body failed': \(server.stderr.contains("stream body failed"))")
+        print(
+            "ImagesProcessTests: slow reader: \(body.count) of \(bytes.count) bytes after the image moved; "
+                + "server log mentions 'stream body failed': \(server.stderr.contains("stream body failed"))")
         // What came is the image's beginning (computed outside `#expect`, which would print megabytes).
         let intact = same(body, Array(bytes.prefix(body.count)))
         #expect(intact, "the bytes received are the image's first \(body.count)")

@@ -15,9 +15,11 @@ struct JSONBodyAPITests {
 
     /// The JSON endpoints, with the token they need.
     var endpoints: [(String, String, String?)] {
-        [("POST", "/users", nil), ("POST", "/users/signin", nil), ("PUT", "/users/me", account.token),
-         ("PATCH", "/users/me", account.token), ("POST", "/users/me/password", account.token),
-         ("DELETE", "/users/me", account.token), ("POST", "/users/signout", account.token)]
+        [
+            ("POST", "/users", nil), ("POST", "/users/signin", nil), ("PUT", "/users/me", account.token),
+            ("PATCH", "/users/me", account.token), ("POST", "/users/me/password", account.token),
+            ("DELETE", "/users/me", account.token), ("POST", "/users/signout", account.token),
+        ]
     }
 
     func send(_ endpoint: (String, String, String?), _ body: [UInt8], contentType: String = "application/json") throws -> Reply {
@@ -27,8 +29,10 @@ struct JSONBodyAPITests {
     }
 
     @Test func malformedJSONIs400() throws {
-        for body in ["{", "{\"email\": }", "{'email': 'x'}", "{\"a\": 1,}", "nul", "{\"a\": 01}", "{} {}", "{\"a\": \"\\x\"}",
-                     "{\"a\": 1, \"a\": 2}", "\u{FEFF}{}", " "] {
+        for body in [
+            "{", "{\"email\": }", "{'email': 'x'}", "{\"a\": 1,}", "nul", "{\"a\": 01}", "{} {}", "{\"a\": \"\\x\"}",
+            "{\"a\": 1, \"a\": 2}", "\u{FEFF}{}", " ",
+        ] {
             for endpoint in endpoints {
                 let reply = try send(endpoint, Array(body.utf8))
                 #expect(reply.status == 400, "\(endpoint.0) \(endpoint.1) \(body)")
@@ -41,9 +45,9 @@ struct JSONBodyAPITests {
     @Test func nonUTF8Is400() throws {
         let bodies: [[UInt8]] = [
             Array(#"{"email": ""#.utf8) + [0xFF, 0xFE] + Array(#"", "password": "x"}"#.utf8),
-            Array(#"{"firstname": ""#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8),       // bad continuation
-            Array(#"{"firstname": ""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}"#.utf8), // encoded surrogate
-            Array(#"{"firstname": ""#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8),       // overlong
+            Array(#"{"firstname": ""#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8),  // bad continuation
+            Array(#"{"firstname": ""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}"#.utf8),  // encoded surrogate
+            Array(#"{"firstname": ""#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8),  // overlong
             [0xFF] + Array("{}".utf8),
         ]
         for body in bodies {
@@ -100,8 +104,9 @@ struct JSONBodyAPITests {
             }
         }
         // application/json with parameters is still JSON.
-        let reply = try send(("POST", "/users", nil), Array(#"{"email": "\#(server.uniqueEmail())", "password": "\#(server.uniquePassword())"}"#.utf8),
-                             contentType: "application/json; charset=utf-8")
+        let reply = try send(
+            ("POST", "/users", nil), Array(#"{"email": "\#(server.uniqueEmail())", "password": "\#(server.uniquePassword())"}"#.utf8),
+            contentType: "application/json; charset=utf-8")
         #expect(reply.status == 201)
         server.remember(token: reply.json["accessToken"]?.stringValue ?? "")
     }
@@ -109,9 +114,11 @@ struct JSONBodyAPITests {
     @Test func nothingLeaksFromErrors() throws {
         // A 500 or a parse error must not quote the body back (passwords travel in bodies).
         let password = server.uniquePassword()
-        let bodies = [#"{"email": "x@example.com", "password": "\#(password)",}"#,
-                      #"{"email": "x@example.com", "password": "\#(password)", "extra": [[[["#,
-                      #"{"email": 1, "password": "\#(password)"}"#]
+        let bodies = [
+            #"{"email": "x@example.com", "password": "\#(password)",}"#,
+            #"{"email": "x@example.com", "password": "\#(password)", "extra": [[[["#,
+            #"{"email": 1, "password": "\#(password)"}"#,
+        ]
         for body in bodies {
             for endpoint in endpoints {
                 let reply = try send(endpoint, Array(body.utf8))

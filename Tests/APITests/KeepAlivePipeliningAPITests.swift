@@ -33,7 +33,8 @@ struct KeepAlivePipeliningAPITests {
         /// From a user's representation; nil when it is not one (or has other than integer fields).
         init?(_ json: JSONValue) {
             guard let firstname = json["firstname"]?.stringValue, let lastname = json["lastname"]?.stringValue,
-                  let object = json["data"]?.objectValue else { return nil }
+                let object = json["data"]?.objectValue
+            else { return nil }
             var data: [String: Int64] = [:]
             for (key, value) in object {
                 guard let number = value.int64Value else { return nil }
@@ -44,14 +45,17 @@ struct KeepAlivePipeliningAPITests {
     }
 
     /// One request of connection `connection` and the profile it leaves.
-    static func request(_ index: Int, connection: Int, account: TestServer.Account, port: Int,
-                        profile: inout Profile) -> (method: String, bytes: [UInt8]) {
+    static func request(
+        _ index: Int, connection: Int, account: TestServer.Account, port: Int,
+        profile: inout Profile
+    ) -> (method: String, bytes: [UInt8]) {
         let method = pattern[(index + connection) % pattern.count]
         var body: String?
         switch method {
         case "PUT":
             profile = Profile(firstname: "F\(connection)-\(index)", lastname: "PL\(index)", data: ["kaSeq": Int64(index)])
-            body = #"{"email": \#(jsonString(account.email)), "firstname": "F\#(connection)-\#(index)", "lastname": "PL\#(index)", "#
+            body =
+                #"{"email": \#(jsonString(account.email)), "firstname": "F\#(connection)-\#(index)", "lastname": "PL\#(index)", "#
                 + #""data": {"kaSeq": \#(index)}}"#
         case "PATCH":
             profile.lastname = "L\(connection)-\(index)"
@@ -150,13 +154,15 @@ struct KeepAlivePipeliningAPITests {
             // A request not handed to the workers sent at least its lookup on a pipeline.
             #expect(ran.sent > 0, "\(ran)")
             #expect(ran.sent >= total - ran.fallbacks, "\(ran) for \(total) requests")
-            print("KeepAlivePipeliningAPITests: \(total) requests on \(Self.connections) keep-alive connections, "
-                  + "\(Self.eventLoops) event loops, pipelining on: \(ran)")
+            print(
+                "KeepAlivePipeliningAPITests: \(total) requests on \(Self.connections) keep-alive connections, "
+                    + "\(Self.eventLoops) event loops, pipelining on: \(ran)")
         } else {
             #expect(try server.pipelineCounters() == nil)
             #expect(try server.pipelineBackends() == 0)
-            print("KeepAlivePipeliningAPITests: \(total) requests on \(Self.connections) keep-alive connections, "
-                  + "\(Self.eventLoops) event loops, pipelining off: all on the worker pool")
+            print(
+                "KeepAlivePipeliningAPITests: \(total) requests on \(Self.connections) keep-alive connections, "
+                    + "\(Self.eventLoops) event loops, pipelining off: all on the worker pool")
         }
         // After all that, each user is what its connection's last request left.
         for (connection, account) in accounts.enumerated() {

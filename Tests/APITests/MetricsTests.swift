@@ -20,16 +20,17 @@ import Testing
         text.sample("jobs_total", 4)
         text.family("temperature", type: .gauge, help: "Degrees.")
         text.sample("temperature", 21.5)
-        #expect(String(decoding: text.bytes, as: UTF8.self) == """
-            # HELP jobs_total Jobs run.
-            # TYPE jobs_total counter
-            jobs_total{queue="mail",state="done"} 3
-            jobs_total 4
-            # HELP temperature Degrees.
-            # TYPE temperature gauge
-            temperature 21.5
+        #expect(
+            String(decoding: text.bytes, as: UTF8.self) == """
+                # HELP jobs_total Jobs run.
+                # TYPE jobs_total counter
+                jobs_total{queue="mail",state="done"} 3
+                jobs_total 4
+                # HELP temperature Degrees.
+                # TYPE temperature gauge
+                temperature 21.5
 
-            """)
+                """)
     }
 
     @Test func escapesLabelValuesAndHelp() {
@@ -40,12 +41,13 @@ import Testing
         var text = PrometheusText()
         text.family("x", type: .untyped, help: "line one\nline two")
         text.sample("x", ["path": "q\"\n\\"], 1)
-        #expect(String(decoding: text.bytes, as: UTF8.self) == #"""
-            # HELP x line one\nline two
-            # TYPE x untyped
-            x{path="q\"\n\\"} 1
+        #expect(
+            String(decoding: text.bytes, as: UTF8.self) == #"""
+                # HELP x line one\nline two
+                # TYPE x untyped
+                x{path="q\"\n\\"} 1
 
-            """#)
+                """#)
     }
 
     @Test func formatsIntegersWithoutFractionAndDoublesThatParseBack() {
@@ -81,16 +83,17 @@ import Testing
         var text = PrometheusText()
         text.family("latency_seconds", type: .histogram, help: "Latency.")
         text.histogram("latency_seconds", ["route": "/a"], bounds: [0.5, 1], cumulativeCounts: [1, 2], count: 3, sum: 2.25)
-        #expect(String(decoding: text.bytes, as: UTF8.self) == """
-            # HELP latency_seconds Latency.
-            # TYPE latency_seconds histogram
-            latency_seconds_bucket{route="/a",le="0.5"} 1
-            latency_seconds_bucket{route="/a",le="1.0"} 2
-            latency_seconds_bucket{route="/a",le="+Inf"} 3
-            latency_seconds_sum{route="/a"} 2.25
-            latency_seconds_count{route="/a"} 3
+        #expect(
+            String(decoding: text.bytes, as: UTF8.self) == """
+                # HELP latency_seconds Latency.
+                # TYPE latency_seconds histogram
+                latency_seconds_bucket{route="/a",le="0.5"} 1
+                latency_seconds_bucket{route="/a",le="1.0"} 2
+                latency_seconds_bucket{route="/a",le="+Inf"} 3
+                latency_seconds_sum{route="/a"} 2.25
+                latency_seconds_count{route="/a"} 3
 
-            """)
+                """)
     }
 
     @Test func validatesNames() {
@@ -114,10 +117,12 @@ import Testing
         metrics.observe(route: 0, unmatchedMethod: nil, status: 200, nanoseconds: 300_000)
         metrics.observe(route: 0, unmatchedMethod: nil, status: 404, nanoseconds: 20_000_000)
         metrics.observe(route: -1, unmatchedMethod: "DELETE", status: 404, nanoseconds: 1_000)
-        let pool = PostgresPool(configuration: try PostgresConfiguration(connectionString: "host=/nonexistent port=1 dbname=metrics_tests"),
-                                size: 3)
+        let pool = PostgresPool(
+            configuration: try PostgresConfiguration(connectionString: "host=/nonexistent port=1 dbname=metrics_tests"),
+            size: 3)
         defer { pool.close() }
-        let scrape = Scrape(MetricsController(http: metrics, database: pool, hashing: nil, accounts: nil, images: nil, pipelines: nil).exposition().bytes)
+        let scrape = Scrape(
+            MetricsController(http: metrics, database: pool, hashing: nil, accounts: nil, images: nil, pipelines: nil).exposition().bytes)
 
         #expect(scrape[#"exosphere_http_requests_total{route="/items/{id}",method="GET",status="200"}"#] == "1")
         #expect(scrape[#"exosphere_http_requests_total{route="/items/{id}",method="GET",status="404"}"#] == "1")
@@ -164,8 +169,9 @@ import Testing
         #expect(try Self.exchange(port: port, "GET", "/healthz").status == 200)
         #expect(try Self.exchange(port: port, "GET", "/no/such/path-7f3a").status == 404)
         #expect(try Self.exchange(port: port, "GET", "/users/signin").status == 405)
-        let registered = try Self.exchange(port: port, "POST", "/users",
-                                           body: #"{"email":"metrics@example.com","password":"correct horse battery"}"#)
+        let registered = try Self.exchange(
+            port: port, "POST", "/users",
+            body: #"{"email":"metrics@example.com","password":"correct horse battery"}"#)
         #expect(registered.status == 201)
         let token = try #require(try JSONParser.parse(registered.body)["accessToken"]?.stringValue)
         let sessionID = "0b9a3c4e-2f1d-4e5a-9c8b-7d6e5f4a3b2c"
@@ -250,14 +256,18 @@ import Testing
     private static let allBounds: [Double] = HTTPMetrics.bucketBounds + [Double.infinity]
 
     /// One request over a fresh connection with `Connection: close`.
-    private static func exchange(port: Int, _ method: String, _ path: String, body: String? = nil,
-                                 token: String? = nil) throws -> (status: Int, head: String, body: String) {
+    private static func exchange(
+        port: Int, _ method: String, _ path: String, body: String? = nil,
+        token: String? = nil
+    ) throws -> (status: Int, head: String, body: String) {
         var headers: [(String, String)] = []
         if let token { headers.append(("Authorization", "Bearer \(token)")) }
         if body != nil { headers.append(("Content-Type", "application/json")) }
         let reply = try HTTPClient.send(port: port, method: method, target: path, headers: headers, body: body.map { Array($0.utf8) })
-        return (reply.status, reply.headers.map { "\($0.name): \($0.value)" }.joined(separator: "\r\n"),
-                String(decoding: reply.body, as: UTF8.self))
+        return (
+            reply.status, reply.headers.map { "\($0.name): \($0.value)" }.joined(separator: "\r\n"),
+            String(decoding: reply.body, as: UTF8.self)
+        )
     }
 }
 

@@ -70,8 +70,9 @@ import Testing
         #expect(try call(b, "GET", "/users/me", token: first).status == 200)
         #expect(try call(b, "GET", "/users/me", token: other).status == 200)
 
-        let changed = try call(a, "POST", "/users/me/password", token: first,
-                               json: #"{"oldPassword": \#(jsonString(oldPassword)), "newPassword": \#(jsonString(newPassword))}"#)
+        let changed = try call(
+            a, "POST", "/users/me/password", token: first,
+            json: #"{"oldPassword": \#(jsonString(oldPassword)), "newPassword": \#(jsonString(newPassword))}"#)
         try #require(changed.status == 200, "password change through A: \(changed.status) \(changed.text)")
         #expect(changed.json["revokedSessions"] == 1)
         let replacement = try #require(changed.json["accessToken"]?.stringValue)
@@ -110,27 +111,31 @@ import Testing
         // Per address, through haproxy (round robin over A and B): the client says it forwards for
         // 203.0.113.7, haproxy appends the client's address (127.0.0.1, a trusted proxy here too).
         for attempt in 1...Self.addressLimit {
-            let failed = try call(proxy, "POST", "/users/signin", json: credentials(uniqueEmail("nobody"), password),
-                                  forwardedFor: "203.0.113.7")
+            let failed = try call(
+                proxy, "POST", "/users/signin", json: credentials(uniqueEmail("nobody"), password),
+                forwardedFor: "203.0.113.7")
             #expect(failed.status == 401, "failure \(attempt) from 203.0.113.7: \(failed.status) \(failed.text)")
         }
         for (name, port) in [("haproxy", proxy), ("haproxy", proxy), ("A", a), ("B", b)] {
-            let locked = try call(port, "POST", "/users/signin", json: credentials(uniqueEmail("nobody"), password),
-                                  forwardedFor: "203.0.113.7")
+            let locked = try call(
+                port, "POST", "/users/signin", json: credentials(uniqueEmail("nobody"), password),
+                forwardedFor: "203.0.113.7")
             #expect(locked.status == 429, "203.0.113.7 through \(name) after \(Self.addressLimit) failures: \(locked.status)")
         }
         // Other clients behind the same haproxy are not lumped in with 203.0.113.7.
-        let neighbour = try call(proxy, "POST", "/users/signin", json: credentials(uniqueEmail("nobody"), password),
-                                 forwardedFor: "203.0.113.8")
+        let neighbour = try call(
+            proxy, "POST", "/users/signin", json: credentials(uniqueEmail("nobody"), password),
+            forwardedFor: "203.0.113.8")
         #expect(neighbour.status == 401, "another forwarded address is throttled too: \(neighbour.status)")
         let proxyItself = try call(proxy, "POST", "/users/signin", json: credentials(uniqueEmail("nobody"), password))
         #expect(proxyItself.status == 401, "a client without X-Forwarded-For is throttled: \(proxyItself.status)")
 
         // From a peer that is not a trusted proxy (127.0.0.2), X-Forwarded-For is ignored: the
         // locked 203.0.113.7 does not apply, the peer's own (fresh) counter does.
-        let untrusted = try status(from: "127.0.0.2", port: a, method: "POST", target: "/users/signin",
-                                   headers: [("X-Forwarded-For", "203.0.113.7"), ("Content-Type", "application/json")],
-                                   body: credentials(uniqueEmail("nobody"), password))
+        let untrusted = try status(
+            from: "127.0.0.2", port: a, method: "POST", target: "/users/signin",
+            headers: [("X-Forwarded-For", "203.0.113.7"), ("Content-Type", "application/json")],
+            body: credentials(uniqueEmail("nobody"), password))
         #expect(untrusted == 401, "X-Forwarded-For from an untrusted peer was believed: \(untrusted)")
     }
 
@@ -163,8 +168,9 @@ import Testing
                     let start = ContinuousClock.now
                     var failure: String?
                     do {
-                        let reply = try HTTPClient.send(port: port, method: "GET", target: "/users/me",
-                                                        headers: [("Authorization", "Bearer \(token)")], body: nil)
+                        let reply = try HTTPClient.send(
+                            port: port, method: "GET", target: "/users/me",
+                            headers: [("Authorization", "Bearer \(token)")], body: nil)
                         if reply.status != 200 { failure = "status \(reply.status)" }
                     } catch {
                         failure = "\(error)"
@@ -195,8 +201,9 @@ import Testing
 
         let samples = load.samples.withLock { $0 }
         let servedByA = deployment.a.stderr.components(separatedBy: "http.route=/users/me").count - 1
-        print("MultiInstanceTests: SIGKILL of 1 of 2 instances; A logged \(servedByA) GET /users/me before it died, " +
-              "and took \(milliseconds(dead - killed)) ms to die")
+        print(
+            "MultiInstanceTests: SIGKILL of 1 of 2 instances; A logged \(servedByA) GET /users/me before it died, "
+                + "and took \(milliseconds(dead - killed)) ms to die")
         #expect(servedByA > 0, "A served nothing before it was killed: the kill proved nothing")
         for (name, isRetrying) in [("plain", false), ("retrying", true)] {
             let group = samples.filter { $0.retrying == isRetrying }
@@ -204,7 +211,8 @@ import Testing
             let atKill = failures.filter { $0.start < killed }
             let afterDeath = group.filter { $0.start > dead }
             let perConnection = Dictionary(grouping: failures, by: \.connection).values.map(\.count).max() ?? 0
-            print("""
+            print(
+                """
                 MultiInstanceTests: through \(name) (\(connections) connections): \(group.count) requests, \
                 \(afterDeath.count) of them begun after A was dead; \(failures.count) failed (\(atKill.count) in flight at the \
                 SIGKILL, \(failures.count - atKill.count) sent while A was dying; at most \(perConnection) per connection)\
@@ -212,8 +220,12 @@ import Testing
                 """)
             #expect(afterDeath.count >= 100, "\(name): too few requests after the kill to show anything")
             let failedAfter = afterDeath.filter { $0.failure != nil }
-            #expect(failedAfter.isEmpty, "\(name): \(failedAfter.count) requests begun after A was dead failed: \(failedAfter.compactMap(\.failure).prefix(5))")
-            #expect(atKill.count <= connections, "\(name): \(atKill.count) failures begun before the kill, more than the \(connections) connections could have in flight")
+            #expect(
+                failedAfter.isEmpty,
+                "\(name): \(failedAfter.count) requests begun after A was dead failed: \(failedAfter.compactMap(\.failure).prefix(5))")
+            #expect(
+                atKill.count <= connections,
+                "\(name): \(atKill.count) failures begun before the kill, more than the \(connections) connections could have in flight")
             if isRetrying {
                 #expect(failures.count <= connections, "\(name): \(failures.count) failures for \(connections) connections")
             }
@@ -256,7 +268,9 @@ import Testing
 
         static func start(_ name: String) throws -> Deployment {
             // First, so that a machine without haproxy fails at once and says why.
-            let haproxy = try #require(haproxyPath(), """
+            let haproxy = try #require(
+                haproxyPath(),
+                """
                 haproxy is not installed (looked in PATH and /usr/sbin): the multi-instance tests need it \
                 (apt-get install -y haproxy; .ci/run installs it)
                 """)
@@ -265,10 +279,12 @@ import Testing
             var started: [Child] = []
             var directory: String?
             do {
-                let arguments = ["serve", "--host", "127.0.0.1", "--port", "0", "--database-url", databaseURL,
-                                 "--trusted-proxies", "127.0.0.1",
-                                 "--signin-email-limit", String(emailLimit), "--signin-address-limit", String(addressLimit),
-                                 "--db-pool-size", "4", "--drain-timeout", "2", "--log-level", "info"]
+                let arguments = [
+                    "serve", "--host", "127.0.0.1", "--port", "0", "--database-url", databaseURL,
+                    "--trusted-proxies", "127.0.0.1",
+                    "--signin-email-limit", String(emailLimit), "--signin-address-limit", String(addressLimit),
+                    "--db-pool-size", "4", "--drain-timeout", "2", "--log-level", "info",
+                ]
                 // Both at once: they race for the migrations, which an advisory lock serialises.
                 let a = try Child(executable: binary.path, arguments: arguments, environment: ["LOG_FORMAT": "logfmt"], port: 0)
                 started.append(a)
@@ -297,8 +313,9 @@ import Testing
                     Deployment.terminate(candidate)
                 }
                 guard let proxy else { throw TestFailure("haproxy did not start: \(started.last?.stderr ?? "")") }
-                return Deployment(a: a, b: b, portA: portA, portB: portB, proxy: proxy.0, retryingPort: proxy.retryingPort,
-                                  directory: directory!)
+                return Deployment(
+                    a: a, b: b, portA: portA, portB: portB, proxy: proxy.0, retryingPort: proxy.retryingPort,
+                    directory: directory!)
             } catch {
                 started.forEach(Deployment.terminate)
                 if let directory { removeDirectory(directory) }
@@ -417,8 +434,10 @@ private func credentials(_ email: String, _ password: String) -> String {
 }
 
 /// One request on a new connection; JSON bodies as `application/json`.
-private func call(_ port: Int, _ method: String, _ target: String, token: String? = nil, json: String? = nil,
-                  forwardedFor: String? = nil) throws -> Reply {
+private func call(
+    _ port: Int, _ method: String, _ target: String, token: String? = nil, json: String? = nil,
+    forwardedFor: String? = nil
+) throws -> Reply {
     var headers: [(String, String)] = []
     if let token { headers.append(("Authorization", "Bearer \(token)")) }
     if json != nil { headers.append(("Content-Type", "application/json")) }
@@ -441,8 +460,10 @@ private func waitFor(seconds: Int, _ what: String, _ condition: () -> Bool) thro
 
 /// The status of one request sent from the loopback address `source`, i.e. from a peer that is not
 /// 127.0.0.1 (HTTPClient always connects from 127.0.0.1).
-private func status(from source: String, port: Int, method: String, target: String, headers: [(String, String)],
-                    body: String) throws -> Int {
+private func status(
+    from source: String, port: Int, method: String, target: String, headers: [(String, String)],
+    body: String
+) throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
     defer { close(fd) }

@@ -44,8 +44,9 @@ import Testing
             return
         }
         #expect(route.execution == .inline)
-        let response = try route.handler(Request(head: RequestHead(method: .get, target: "/openapi.json")),
-                                         RequestContext(requestID: "test"))
+        let response = try route.handler(
+            Request(head: RequestHead(method: .get, target: "/openapi.json")),
+            RequestContext(requestID: "test"))
         #expect(response.status == .ok)
         #expect(response.headers["Content-Type"] == "application/json")
         #expect(response.body == Array(OpenAPIDocument.json.utf8))

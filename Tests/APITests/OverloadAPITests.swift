@@ -54,7 +54,8 @@ extension TestServer {
     /// Backends of this server's database waiting for a lock.
     func lockWaiters() throws -> Int {
         try withDatabase {
-            try $0.query("""
+            try $0.query(
+                """
                 SELECT count(*)::int8 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
                 """)[0].decode(Int.self, at: 0)
         }
@@ -62,12 +63,15 @@ extension TestServer {
 }
 
 /// What every refusal of an overload must be.
-func expectOverloadAnswer(_ reply: Reply, code: String, retryAfter: String, _ what: String,
-                          sourceLocation: SourceLocation = #_sourceLocation) {
+func expectOverloadAnswer(
+    _ reply: Reply, code: String, retryAfter: String, _ what: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
     #expect(reply.status == 503, "\(what): \(reply.status) \(reply.text.prefix(200))", sourceLocation: sourceLocation)
     #expect(reply.code == code, "\(what): code \(reply.code ?? "none")", sourceLocation: sourceLocation)
-    #expect(reply.header("Retry-After") == retryAfter, "\(what): Retry-After \(reply.header("Retry-After") ?? "none")",
-            sourceLocation: sourceLocation)
+    #expect(
+        reply.header("Retry-After") == retryAfter, "\(what): Retry-After \(reply.header("Retry-After") ?? "none")",
+        sourceLocation: sourceLocation)
     #expect(reply.header("Content-Type") == "application/problem+json", "\(what)", sourceLocation: sourceLocation)
 }
 
@@ -77,14 +81,15 @@ extension OverloadAPITests {
     /// Two workers and a queue of two: two sign-ins waiting for a hashing pool the test holds fill
     /// the workers, two `GET /users/schema` fill the queue. The event loop has its pipeline, so
     /// `GET /users/me` needs no worker.
-    @Suite(.liveServer("overload_workers") { configuration in
-        configuration.server.eventLoops = 1
-        configuration.server.workerThreads = 2
-        configuration.server.workerQueueLimit = 2
-        configuration.hashingThreads = 1
-        configuration.hashingQueue = 8
-        configuration.databasePipelining = true
-    }, .serialized)
+    @Suite(
+        .liveServer("overload_workers") { configuration in
+            configuration.server.eventLoops = 1
+            configuration.server.workerThreads = 2
+            configuration.server.workerQueueLimit = 2
+            configuration.hashingThreads = 1
+            configuration.hashingQueue = 8
+            configuration.databasePipelining = true
+        }, .serialized)
     struct WorkerQueue {
         let server: TestServer
         init() throws { server = try #require(TestServer.current) }
@@ -92,8 +97,10 @@ extension OverloadAPITests {
         /// Fills the worker pool and its queue, runs `body` in that state (on a thread of its own,
         /// so it must not use `#expect`: what it returns is checked after), then lets everything go.
         /// Returns `body`'s result and the statuses of the four requests that held the pool.
-        func whileTheWorkersAreFull<T: Sendable>(_ account: TestServer.Account,
-                                                 _ body: @escaping @Sendable () throws -> T) throws -> (T, [Int]) {
+        func whileTheWorkersAreFull<T: Sendable>(
+            _ account: TestServer.Account,
+            _ body: @escaping @Sendable () throws -> T
+        ) throws -> (T, [Int]) {
             let server = self.server
             let gate = OverloadGate()
             defer { gate.open() }
@@ -192,10 +199,11 @@ extension OverloadAPITests {
 
 extension OverloadAPITests {
     /// One hashing thread and a queue of one: two jobs of the test's fill it.
-    @Suite(.liveServer("overload_hashing") { configuration in
-        configuration.hashingThreads = 1
-        configuration.hashingQueue = 1
-    }, .serialized)
+    @Suite(
+        .liveServer("overload_hashing") { configuration in
+            configuration.hashingThreads = 1
+            configuration.hashingQueue = 1
+        }, .serialized)
     struct HashingPoolFull {
         let server: TestServer
         init() throws { server = try #require(TestServer.current) }
@@ -213,10 +221,13 @@ extension OverloadAPITests {
             // (were they queued, the test would wait here until the HTTP client's 30 s timeout).
             let signIn = try server.signIn(account.email, account.password)
             let rejectedAfterSignIn = hashing.statistics.rejected
-            let registration = try server.call("POST", "/users", json: #"{"email": \#(jsonString(server.uniqueEmail("refused"))), "#
-                                                                       + #""password": \#(jsonString(server.uniquePassword()))}"#)
-            let change = try server.call("POST", "/users/me/password", token: account.token,
-                                         json: #"{"oldPassword": \#(jsonString(account.password)), "newPassword": \#(jsonString(newPassword))}"#)
+            let registration = try server.call(
+                "POST", "/users",
+                json: #"{"email": \#(jsonString(server.uniqueEmail("refused"))), "#
+                    + #""password": \#(jsonString(server.uniquePassword()))}"#)
+            let change = try server.call(
+                "POST", "/users/me/password", token: account.token,
+                json: #"{"oldPassword": \#(jsonString(account.password)), "newPassword": \#(jsonString(newPassword))}"#)
             let rejectedAtEnd = hashing.statistics.rejected
             // Reads need no hash: served while the pool is full.
             let me = try server.me(account.token)
@@ -237,8 +248,9 @@ extension OverloadAPITests {
             #expect(try server.signIn(account.email, account.password).status == 200)
             #expect(try server.signIn(account.email, newPassword).status == 401, "the refused change changed nothing")
             _ = try server.register()
-            let changed = try server.call("POST", "/users/me/password", token: account.token,
-                                          json: #"{"oldPassword": \#(jsonString(account.password)), "newPassword": \#(jsonString(newPassword))}"#)
+            let changed = try server.call(
+                "POST", "/users/me/password", token: account.token,
+                json: #"{"oldPassword": \#(jsonString(account.password)), "newPassword": \#(jsonString(newPassword))}"#)
             #expect(changed.status == 200, "\(changed.status) \(changed.text.prefix(200))")
             if let token = changed.json["accessToken"]?.stringValue { server.remember(token: token) }
             #expect(try server.signIn(account.email, newPassword).status == 200)
@@ -253,12 +265,13 @@ extension OverloadAPITests {
     /// One pooled connection and a short wait for it; everything on the workers (pipelining off),
     /// so that every request needs the pool. A statement may wait for a lock for a long time
     /// (the response timeout is not what is tested here).
-    @Suite(.liveServer("overload_dbpool") { configuration in
-        configuration.databasePipelining = false
-        configuration.databasePoolSize = 1
-        configuration.databaseAcquireTimeout = .milliseconds(500)
-        configuration.databaseResponseTimeout = .seconds(120)
-    }, .serialized)
+    @Suite(
+        .liveServer("overload_dbpool") { configuration in
+            configuration.databasePipelining = false
+            configuration.databasePoolSize = 1
+            configuration.databaseAcquireTimeout = .milliseconds(500)
+            configuration.databaseResponseTimeout = .seconds(120)
+        }, .serialized)
     struct DatabasePoolTimeout {
         let server: TestServer
         init() throws { server = try #require(TestServer.current) }
@@ -355,7 +368,8 @@ extension OverloadAPITests {
             // Ready means ready: reads and writes are served at once, without a retry.
             let me = try server.me(account.token)
             #expect(me.status == 200, "the first read after /readyz said ready: \(me.status) \(me.text.prefix(200))")
-            let put = try server.call("PUT", "/users/me", token: account.token, json: #"{"email": \#(jsonString(account.email)), "firstname": "Back"}"#)
+            let put = try server.call(
+                "PUT", "/users/me", token: account.token, json: #"{"email": \#(jsonString(account.email)), "firstname": "Back"}"#)
             #expect(put.status == 200, "the first write after /readyz said ready: \(put.status) \(put.text.prefix(200))")
             #expect(try server.me(account.token).json["firstname"]?.stringValue == "Back")
             #expect(try server.signIn(account.email, account.password).status == 200)

@@ -18,8 +18,9 @@ struct PasswordAPITests {
     func change(_ token: String, old: String, new: String, confirm: String? = nil) throws -> Reply {
         server.remember(password: new)
         let confirmation = confirm.map { #", "confirmPassword": \#(jsonString($0))"# } ?? ""
-        let reply = try server.call("POST", "/users/me/password", token: token,
-                                    json: #"{"oldPassword": \#(jsonString(old)), "newPassword": \#(jsonString(new))\#(confirmation)}"#)
+        let reply = try server.call(
+            "POST", "/users/me/password", token: token,
+            json: #"{"oldPassword": \#(jsonString(old)), "newPassword": \#(jsonString(new))\#(confirmation)}"#)
         if let token = reply.json["accessToken"]?.stringValue { server.remember(token: token) }
         return reply
     }
@@ -55,7 +56,9 @@ struct PasswordAPITests {
         #expect(try server.signIn(account.email, account.password).status == 401)
         #expect(try server.signIn(account.email, newPassword).status == 200)
         // The stored hash changed and is still a scrypt PHC string.
-        let hash = try server.withDatabase { try $0.query("SELECT password_hash FROM users WHERE id = \(UUID(uuidString: account.id)!)")[0].decode(String.self, at: 0) }
+        let hash = try server.withDatabase {
+            try $0.query("SELECT password_hash FROM users WHERE id = \(UUID(uuidString: account.id)!)")[0].decode(String.self, at: 0)
+        }
         #expect(hash.hasPrefix("$scrypt$"))
     }
 
@@ -99,8 +102,9 @@ struct PasswordAPITests {
         let missing = try server.call("POST", "/users/me/password", token: account.token, json: #"{"oldPassword": "\#(account.password)"}"#)
         #expect(missing.status == 422)
         #expect(missing.firstError.field == "newPassword")
-        let unknown = try server.call("POST", "/users/me/password", token: account.token,
-                                      json: #"{"oldPassword": "\#(account.password)", "newPassword": "\#(new)", "password": "x"}"#)
+        let unknown = try server.call(
+            "POST", "/users/me/password", token: account.token,
+            json: #"{"oldPassword": "\#(account.password)", "newPassword": "\#(new)", "password": "x"}"#)
         #expect(unknown.status == 422)
         // Nothing of it changed the password or ended the session, and none counted as a wrong password.
         #expect(try server.me(account.token).status == 200)
@@ -165,8 +169,9 @@ struct PasswordAPITests {
         let old = try weak.hash(password: account.password)
         try server.withDatabase { _ = try $0.execute("UPDATE users SET password_hash = \(old) WHERE id = \(uuid)") }
         #expect(try server.signIn(account.email, server.uniquePassword("wrong")).status == 401)
-        #expect(try server.withDatabase { try $0.query("SELECT password_hash FROM users WHERE id = \(uuid)")[0].decode(String.self, at: 0) } == old,
-                "a failed sign-in upgrades nothing")
+        #expect(
+            try server.withDatabase { try $0.query("SELECT password_hash FROM users WHERE id = \(uuid)")[0].decode(String.self, at: 0) } == old,
+            "a failed sign-in upgrades nothing")
         #expect(try server.signIn(account.email, account.password).status == 200)
         let upgraded = try server.withDatabase { try $0.query("SELECT password_hash FROM users WHERE id = \(uuid)")[0].decode(String.self, at: 0) }
         #expect(upgraded != old)
@@ -197,8 +202,10 @@ struct PasswordAPITests {
         #expect(try server.signIn(account.email, account.password).status == 401)
         let uuid = try #require(UUID(uuidString: account.id))
         let rows = try server.withDatabase { db in
-            (try db.query("SELECT count(*) FROM users WHERE id = \(uuid)")[0].decode(Int64.self, at: 0),
-             try db.query("SELECT count(*) FROM sessions WHERE user_id = \(uuid)")[0].decode(Int64.self, at: 0))
+            (
+                try db.query("SELECT count(*) FROM users WHERE id = \(uuid)")[0].decode(Int64.self, at: 0),
+                try db.query("SELECT count(*) FROM sessions WHERE user_id = \(uuid)")[0].decode(Int64.self, at: 0)
+            )
         }
         #expect(rows.0 == 0 && rows.1 == 0)
         // The address is free again, for a new user with a new id.

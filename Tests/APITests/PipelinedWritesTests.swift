@@ -36,8 +36,9 @@ struct PipelinedWritesTests {
             let account = accounts[index]
             for height in 1...writes {
                 guard let reply = try? server.call("PUT", "/users/me", token: account.token, json: Self.body(account.email, height: height)),
-                      reply.status == 200, reply.json["id"]?.stringValue == account.id,
-                      reply.json["data"]?["height"]?.doubleValue == Double(height) + 0.5 else {
+                    reply.status == 200, reply.json["id"]?.stringValue == account.id,
+                    reply.json["data"]?["height"]?.doubleValue == Double(height) + 0.5
+                else {
                     wrong.add(1, ordering: .relaxed)
                     continue
                 }
@@ -159,8 +160,9 @@ struct PipelinedWritesTests {
             #expect(final[index].other.isEmpty, "statuses other than 200 and 503: \(final[index].other)")
             #expect(final[index].acknowledged > 0)
             let stored = try server.me(account.token).json["data"]?["height"]?.doubleValue.map { Int($0) } ?? -1
-            #expect(stored == final[index].acknowledged || final[index].unknown.contains(stored),
-                    "stored \(stored), acknowledged \(final[index].acknowledged), unknown \(final[index].unknown)")
+            #expect(
+                stored == final[index].acknowledged || final[index].unknown.contains(stored),
+                "stored \(stored), acknowledged \(final[index].acknowledged), unknown \(final[index].unknown)")
         }
     }
 }

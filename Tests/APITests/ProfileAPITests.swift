@@ -30,10 +30,12 @@ enum ProfileAPITests {
         #expect(me.json["email"]?.stringValue == email)
         #expect(me.json["id"]?.stringValue == registered.id)
 
-        let put = try server.call("PUT", "/users/me", token: token, json: """
-            {"email": "\(email)", "firstname": "Ayu", "lastname": "Lestari",
-             "data": {"dateOfBirth": "1994-05-17", "height": 177.5, "weight": 78, "isMarried": true}}
-            """)
+        let put = try server.call(
+            "PUT", "/users/me", token: token,
+            json: """
+                {"email": "\(email)", "firstname": "Ayu", "lastname": "Lestari",
+                 "data": {"dateOfBirth": "1994-05-17", "height": 177.5, "weight": 78, "isMarried": true}}
+                """)
         #expect(put.status == 200)
         for reply in [put, try server.me(token)] {
             let data = reply.json["data"]
@@ -55,8 +57,9 @@ enum ProfileAPITests {
         #expect(schema.json["fields"]?["isMarried"] == .string("boolean"))
 
         let newPassword = server.uniquePassword("new")
-        let change = try server.call("POST", "/users/me/password", token: token,
-                                     json: #"{"oldPassword": "\#(password)", "newPassword": "\#(newPassword)"}"#)
+        let change = try server.call(
+            "POST", "/users/me/password", token: token,
+            json: #"{"oldPassword": "\#(password)", "newPassword": "\#(newPassword)"}"#)
         #expect(change.status == 200)
         let newToken = try #require(change.json["accessToken"]?.stringValue)
         server.remember(token: newToken)
@@ -113,8 +116,9 @@ enum ProfileAPITests {
         #expect(reply.header("ETag") != nil)
         #expect(try server.me(account.token).json == reply.json)
 
-        let replaced = try server.call("PUT", "/users/me", token: account.token,
-                                       json: #"{"email": "\#(account.email)", "lastname": "L", "data": {"putB": 2}}"#)
+        let replaced = try server.call(
+            "PUT", "/users/me", token: account.token,
+            json: #"{"email": "\#(account.email)", "lastname": "L", "data": {"putB": 2}}"#)
         #expect(replaced.status == 200)
         #expect(replaced.json["firstname"]?.stringValue == "")
         #expect(replaced.json["lastname"]?.stringValue == "L")
@@ -130,8 +134,9 @@ enum ProfileAPITests {
         #expect(invalid.status == 422)
         #expect(invalid.code == "invalid_email")
 
-        let password = try server.call("PUT", "/users/me", token: account.token,
-                                       json: #"{"email": "\#(account.email)", "password": "\#(server.uniquePassword())"}"#)
+        let password = try server.call(
+            "PUT", "/users/me", token: account.token,
+            json: #"{"email": "\#(account.email)", "password": "\#(server.uniquePassword())"}"#)
         #expect(password.status == 422)
         #expect(password.code == "password_not_allowed")
         #expect(password.firstError.field == "password")
@@ -161,8 +166,9 @@ enum ProfileAPITests {
         #expect(put.json["createdAt"] == account.user["createdAt"])
         #expect(put.json["updatedAt"] != .string("2000-01-01T00:00:00.000Z"))
 
-        let patch = try server.call("PATCH", "/users/me", token: account.token,
-                                    json: #"{"id": "x", "emailVerified": true, "createdAt": 5, "updatedAt": null, "lastname": "P"}"#)
+        let patch = try server.call(
+            "PATCH", "/users/me", token: account.token,
+            json: #"{"id": "x", "emailVerified": true, "createdAt": 5, "updatedAt": null, "lastname": "P"}"#)
         #expect(patch.status == 200)
         #expect(patch.json["lastname"]?.stringValue == "P")
         #expect(patch.json["id"]?.stringValue == account.id)
@@ -179,14 +185,21 @@ enum ProfileAPITests {
         #expect(one.json["lastname"]?.stringValue == "Lestari")
         #expect(one.json["data"] == .object(["mpA": "a", "mpB": 2, "mpC": true]))
 
-        let two = try server.call("PATCH", "/users/me", token: account.token, json: #"{"data": {"mpB": null, "mpC": false}}"#,
-                                  contentType: "application/merge-patch+json")
+        let two = try server.call(
+            "PATCH", "/users/me", token: account.token, json: #"{"data": {"mpB": null, "mpC": false}}"#,
+            contentType: "application/merge-patch+json")
         #expect(two.status == 200)
         #expect(two.json["data"] == .object(["mpA": "a", "mpC": false]))
-        #expect(try server.call("PATCH", "/users/me", token: account.token, json: #"{"firstname": "G"}"#,
-                                contentType: "application/merge-patch+json; charset=utf-8").status == 200)
-        #expect(try server.call("PATCH", "/users/me", token: account.token, json: #"{"firstname": "H"}"#,
-                                contentType: "Application/JSON").status == 200)
+        #expect(
+            try server.call(
+                "PATCH", "/users/me", token: account.token, json: #"{"firstname": "G"}"#,
+                contentType: "application/merge-patch+json; charset=utf-8"
+            ).status == 200)
+        #expect(
+            try server.call(
+                "PATCH", "/users/me", token: account.token, json: #"{"firstname": "H"}"#,
+                contentType: "Application/JSON"
+            ).status == 200)
 
         // Removing a field that is not there is fine; null names become empty.
         let three = try server.call("PATCH", "/users/me", token: account.token, json: #"{"data": {"mpZ": null}, "firstname": null}"#)
@@ -246,13 +259,20 @@ enum ProfileAPITests {
         #expect(ok.json["firstname"]?.stringValue == "Won")
         let next = try #require(ok.header("ETag"))
         #expect(next != current)
-        let put = try server.call("PUT", "/users/me", token: account.token, json: #"{"email": "\#(account.email)", "firstname": "Put"}"#,
-                                  headers: [("If-Match", next)])
+        let put = try server.call(
+            "PUT", "/users/me", token: account.token, json: #"{"email": "\#(account.email)", "firstname": "Put"}"#,
+            headers: [("If-Match", next)])
         #expect(put.status == 200)
-        #expect(try server.call("PATCH", "/users/me", token: account.token, json: #"{"firstname": "Any"}"#,
-                                headers: [("If-Match", "*")]).status == 200)
-        #expect(try server.call("PATCH", "/users/me", token: account.token, json: #"{"firstname": "Lost"}"#,
-                                headers: [("If-Match", "\"garbage\"")]).status == 412)
+        #expect(
+            try server.call(
+                "PATCH", "/users/me", token: account.token, json: #"{"firstname": "Any"}"#,
+                headers: [("If-Match", "*")]
+            ).status == 200)
+        #expect(
+            try server.call(
+                "PATCH", "/users/me", token: account.token, json: #"{"firstname": "Lost"}"#,
+                headers: [("If-Match", "\"garbage\"")]
+            ).status == 412)
     }
 
     static func concurrentPatchesOfDifferentFieldsBothSurvive(_ server: TestServer) throws {
@@ -262,8 +282,10 @@ enum ProfileAPITests {
             let barrier = Barrier(2)
             try onThreads(2) { index in
                 try barrier.arrive()
-                let body = index == 0 ? #"{"firstname": "f\#(round)", "data": {"lostA": \#(round)}}"#
-                                      : #"{"lastname": "l\#(round)", "data": {"lostB": \#(round)}}"#
+                let body =
+                    index == 0
+                    ? #"{"firstname": "f\#(round)", "data": {"lostA": \#(round)}}"#
+                    : #"{"lastname": "l\#(round)", "data": {"lostB": \#(round)}}"#
                 if (try? server.call("PATCH", "/users/me", token: account.token, json: body))?.status != 200 {
                     failures.add(1, ordering: .relaxed)
                 }
@@ -286,7 +308,8 @@ enum ProfileAPITests {
         #expect(try server.me(account.token).json["emailVerified"] == .bool(true))
         // Other edits keep it; so does the same address in another case (it is the same identity).
         #expect(try server.call("PATCH", "/users/me", token: account.token, json: #"{"firstname": "V"}"#).json["emailVerified"] == .bool(true))
-        #expect(try server.call("PUT", "/users/me", token: account.token, json: #"{"email": "\#(account.email)"}"#).json["emailVerified"] == .bool(true))
+        #expect(
+            try server.call("PUT", "/users/me", token: account.token, json: #"{"email": "\#(account.email)"}"#).json["emailVerified"] == .bool(true))
 
         let newEmail = server.uniqueEmail("moved")
         let patched = try server.call("PATCH", "/users/me", token: account.token, json: #"{"email": "\#(newEmail)"}"#)
@@ -310,8 +333,10 @@ enum ProfileAPITests {
     static func changingToATakenEmailIsAConflict(_ server: TestServer) throws {
         let alice = try server.register()
         let bob = try server.register(extra: #", "firstname": "Bob""#)
-        for (method, body) in [("PATCH", #"{"email": "\#(alice.email.uppercased())", "firstname": "Changed"}"#),
-                               ("PUT", #"{"email": " \#(alice.email) ", "firstname": "Changed"}"#)] {
+        for (method, body) in [
+            ("PATCH", #"{"email": "\#(alice.email.uppercased())", "firstname": "Changed"}"#),
+            ("PUT", #"{"email": " \#(alice.email) ", "firstname": "Changed"}"#),
+        ] {
             let reply = try server.call(method, "/users/me", token: bob.token, json: body)
             #expect(reply.status == 409, "\(method)")
             #expect(reply.code == "email_taken")
@@ -340,8 +365,10 @@ enum ProfileAPITests {
     /// loop's pipeline is opened first (a loop's first request goes to the workers while it opens),
     /// and `exosphere_db_pipelined_queries_total` must rise while the scenario runs. Off: the
     /// pipeline metrics are absent before and after, and no pipelined connection exists.
-    static func run(_ server: TestServer, pipelining: Bool, _ scenario: (TestServer) throws -> Void,
-                    sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func run(
+        _ server: TestServer, pipelining: Bool, _ scenario: (TestServer) throws -> Void,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         guard pipelining else {
             #expect(try server.pipelineCounters() == nil, "pipelining off: no pipeline metrics", sourceLocation: sourceLocation)
             try scenario(server)
@@ -366,16 +393,32 @@ enum ProfileAPITests {
 
         @Test func mesosferFlow() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.mesosferFlow) }
         @Test func etagAndIfNoneMatch() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.etagAndIfNoneMatch) }
-        @Test func putReplacesTheEditableRepresentation() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.putReplacesTheEditableRepresentation) }
-        @Test func putNeedsAnEmailAndRefusesPasswordsAndUnknownKeys() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.putNeedsAnEmailAndRefusesPasswordsAndUnknownKeys) }
-        @Test func readOnlyKeysAreIgnoredWhenEchoed() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.readOnlyKeysAreIgnoredWhenEchoed) }
+        @Test func putReplacesTheEditableRepresentation() throws {
+            try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.putReplacesTheEditableRepresentation)
+        }
+        @Test func putNeedsAnEmailAndRefusesPasswordsAndUnknownKeys() throws {
+            try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.putNeedsAnEmailAndRefusesPasswordsAndUnknownKeys)
+        }
+        @Test func readOnlyKeysAreIgnoredWhenEchoed() throws {
+            try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.readOnlyKeysAreIgnoredWhenEchoed)
+        }
         @Test func patchIsAMergePatch() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.patchIsAMergePatch) }
-        @Test func patchRefusesOtherMediaTypesPasswordsAndUnknownKeys() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.patchRefusesOtherMediaTypesPasswordsAndUnknownKeys) }
+        @Test func patchRefusesOtherMediaTypesPasswordsAndUnknownKeys() throws {
+            try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.patchRefusesOtherMediaTypesPasswordsAndUnknownKeys)
+        }
         @Test func ifMatchGuardsPutAndPatch() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.ifMatchGuardsPutAndPatch) }
-        @Test func concurrentPatchesOfDifferentFieldsBothSurvive() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.concurrentPatchesOfDifferentFieldsBothSurvive) }
-        @Test func changingTheEmailResetsVerification() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.changingTheEmailResetsVerification) }
-        @Test func changingToATakenEmailIsAConflict() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.changingToATakenEmailIsAConflict) }
-        @Test func namesAreBoundedAndNeverHoldNUL() throws { try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.namesAreBoundedAndNeverHoldNUL) }
+        @Test func concurrentPatchesOfDifferentFieldsBothSurvive() throws {
+            try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.concurrentPatchesOfDifferentFieldsBothSurvive)
+        }
+        @Test func changingTheEmailResetsVerification() throws {
+            try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.changingTheEmailResetsVerification)
+        }
+        @Test func changingToATakenEmailIsAConflict() throws {
+            try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.changingToATakenEmailIsAConflict)
+        }
+        @Test func namesAreBoundedAndNeverHoldNUL() throws {
+            try ProfileAPITests.run(server, pipelining: true, ProfileAPITests.namesAreBoundedAndNeverHoldNUL)
+        }
     }
 
     @Suite(.liveServer("profile_pool") { $0.databasePipelining = false }, .serialized)
@@ -385,15 +428,31 @@ enum ProfileAPITests {
 
         @Test func mesosferFlow() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.mesosferFlow) }
         @Test func etagAndIfNoneMatch() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.etagAndIfNoneMatch) }
-        @Test func putReplacesTheEditableRepresentation() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.putReplacesTheEditableRepresentation) }
-        @Test func putNeedsAnEmailAndRefusesPasswordsAndUnknownKeys() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.putNeedsAnEmailAndRefusesPasswordsAndUnknownKeys) }
-        @Test func readOnlyKeysAreIgnoredWhenEchoed() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.readOnlyKeysAreIgnoredWhenEchoed) }
+        @Test func putReplacesTheEditableRepresentation() throws {
+            try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.putReplacesTheEditableRepresentation)
+        }
+        @Test func putNeedsAnEmailAndRefusesPasswordsAndUnknownKeys() throws {
+            try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.putNeedsAnEmailAndRefusesPasswordsAndUnknownKeys)
+        }
+        @Test func readOnlyKeysAreIgnoredWhenEchoed() throws {
+            try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.readOnlyKeysAreIgnoredWhenEchoed)
+        }
         @Test func patchIsAMergePatch() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.patchIsAMergePatch) }
-        @Test func patchRefusesOtherMediaTypesPasswordsAndUnknownKeys() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.patchRefusesOtherMediaTypesPasswordsAndUnknownKeys) }
+        @Test func patchRefusesOtherMediaTypesPasswordsAndUnknownKeys() throws {
+            try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.patchRefusesOtherMediaTypesPasswordsAndUnknownKeys)
+        }
         @Test func ifMatchGuardsPutAndPatch() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.ifMatchGuardsPutAndPatch) }
-        @Test func concurrentPatchesOfDifferentFieldsBothSurvive() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.concurrentPatchesOfDifferentFieldsBothSurvive) }
-        @Test func changingTheEmailResetsVerification() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.changingTheEmailResetsVerification) }
-        @Test func changingToATakenEmailIsAConflict() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.changingToATakenEmailIsAConflict) }
-        @Test func namesAreBoundedAndNeverHoldNUL() throws { try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.namesAreBoundedAndNeverHoldNUL) }
+        @Test func concurrentPatchesOfDifferentFieldsBothSurvive() throws {
+            try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.concurrentPatchesOfDifferentFieldsBothSurvive)
+        }
+        @Test func changingTheEmailResetsVerification() throws {
+            try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.changingTheEmailResetsVerification)
+        }
+        @Test func changingToATakenEmailIsAConflict() throws {
+            try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.changingToATakenEmailIsAConflict)
+        }
+        @Test func namesAreBoundedAndNeverHoldNUL() throws {
+            try ProfileAPITests.run(server, pipelining: false, ProfileAPITests.namesAreBoundedAndNeverHoldNUL)
+        }
     }
 }

@@ -7,10 +7,11 @@ import Cryptography
 import Testing
 
 /// Sign-out, session lists and revocation, bearer authentication and the sign-in throttle.
-@Suite(.liveServer("sessions") { configuration in
-    // A small, short throttle so the test can see it lock and unlock.
-    configuration.accounts.signInPerEmailAndAddress = ThrottleRule(limit: 3, windowSeconds: 3)
-}, .serialized)
+@Suite(
+    .liveServer("sessions") { configuration in
+        // A small, short throttle so the test can see it lock and unlock.
+        configuration.accounts.signInPerEmailAndAddress = ThrottleRule(limit: 3, windowSeconds: 3)
+    }, .serialized)
 struct SessionsAPITests {
     let server: TestServer
 
@@ -42,8 +43,9 @@ struct SessionsAPITests {
         ]
         for (name, headers, target) in cases {
             for (method, path) in [("GET", target), ("GET", "/users/me/sessions"), ("GET", "/users/schema"), ("POST", "/users/signout")] {
-                let reply = try server.send(method, name.hasPrefix("token in the query") ? target.replacingPath(with: path) : path,
-                                            headers: headers)
+                let reply = try server.send(
+                    method, name.hasPrefix("token in the query") ? target.replacingPath(with: path) : path,
+                    headers: headers)
                 #expect(reply.status == 401, "\(name): \(method) \(path)")
                 #expect(reply.header("WWW-Authenticate")?.hasPrefix("Bearer") == true, "\(name)")
                 #expect(reply.header("Content-Type") == "application/problem+json")
@@ -55,8 +57,11 @@ struct SessionsAPITests {
         #expect(try server.call("PATCH", "/users/me", json: #"{"firstname": "x"}"#).status == 401)
         #expect(try server.call("PUT", "/users/me", json: #"{"email": "x@example.com"}"#).status == 401)
         #expect(try server.call("DELETE", "/users/me", json: #"{"password": "\#(account.password)"}"#).status == 401)
-        #expect(try server.call("POST", "/users/me/password", token: revoked,
-                                json: #"{"oldPassword": "\#(account.password)", "newPassword": "\#(server.uniquePassword())"}"#).status == 401)
+        #expect(
+            try server.call(
+                "POST", "/users/me/password", token: revoked,
+                json: #"{"oldPassword": "\#(account.password)", "newPassword": "\#(server.uniquePassword())"}"#
+            ).status == 401)
         // The scheme is case-insensitive; the real token still works.
         #expect(try server.send("GET", "/users/me", headers: [("Authorization", "bearer \(account.token)")]).status == 200)
         #expect(try server.me(account.token).status == 200)
@@ -202,8 +207,10 @@ struct SessionsAPITests {
             #expect(reply.status == 401)
         }
         // Locked: even the right password, and also spelled differently.
-        for attempt in [(account.email, account.password), (account.email.uppercased(), account.password),
-                        (account.email, server.uniquePassword("wrong"))] {
+        for attempt in [
+            (account.email, account.password), (account.email.uppercased(), account.password),
+            (account.email, server.uniquePassword("wrong")),
+        ] {
             let reply = try server.signIn(attempt.0, attempt.1)
             #expect(reply.status == 429)
             #expect(reply.code == "too_many_attempts")
@@ -246,8 +253,11 @@ struct SessionsAPITests {
         // An ETag of Alice is no use to Bob.
         let aliceTag = try #require(try server.me(alice.token).header("ETag"))
         #expect(try server.call("GET", "/users/me", token: bob.token, headers: [("If-None-Match", aliceTag)]).status == 200)
-        #expect(try server.call("PATCH", "/users/me", token: bob.token, json: #"{"firstname": "B"}"#,
-                                headers: [("If-Match", aliceTag)]).status == 412)
+        #expect(
+            try server.call(
+                "PATCH", "/users/me", token: bob.token, json: #"{"firstname": "B"}"#,
+                headers: [("If-Match", aliceTag)]
+            ).status == 412)
     }
 }
 
@@ -260,10 +270,11 @@ extension String {
 }
 
 /// Idle timeout and absolute lifetime, with both made short.
-@Suite(.liveServer("lifetime") { configuration in
-    configuration.accounts.lifetime.idleSeconds = 1.5
-    configuration.accounts.lifetime.absoluteSeconds = 4
-})
+@Suite(
+    .liveServer("lifetime") { configuration in
+        configuration.accounts.lifetime.idleSeconds = 1.5
+        configuration.accounts.lifetime.absoluteSeconds = 4
+    })
 struct SessionLifetimeAPITests {
     let server: TestServer
 

@@ -17,20 +17,24 @@ import Testing
         let databaseURL = try TestCluster.cluster().createDatabase("slow_readers_\(getpid())")
         let child = try ExosphereProcessTests.Child(
             executable: binary.path,
-            arguments: ["serve", "--host", "127.0.0.1", "--port", "0", "--database-url", databaseURL, "--image-storage", "database",
-                        "--access-log", "off", "--db-pool-size", "4", "--scrypt-ln", "14", "--scrypt-p", "5"],
+            arguments: [
+                "serve", "--host", "127.0.0.1", "--port", "0", "--database-url", databaseURL, "--image-storage", "database",
+                "--access-log", "off", "--db-pool-size", "4", "--scrypt-ln", "14", "--scrypt-p", "5",
+            ],
             environment: ["LOG_FORMAT": "logfmt"], port: 0)
         let port = try MultiInstanceTests.Deployment.listeningPort(child)
         defer {
             child.signal(SIGTERM)
             _ = child.waitForExit(timeout: 15)
         }
-        let registered = try HTTPClient.send(port: port, method: "POST", target: "/users", headers: [("Content-Type", "application/json")],
-                                             body: Array(#"{"email": "slow@example.com", "password": "slow readers 1"}"#.utf8))
+        let registered = try HTTPClient.send(
+            port: port, method: "POST", target: "/users", headers: [("Content-Type", "application/json")],
+            body: Array(#"{"email": "slow@example.com", "password": "slow readers 1"}"#.utf8))
         let token = try #require(registered.json["accessToken"]?.stringValue)
         let image = ImageScenarios.png(size: 10 << 20)
-        let uploaded = try HTTPClient.send(port: port, method: "POST", target: "/users/me/images",
-                                           headers: [("Content-Type", "image/png"), ("Authorization", "Bearer \(token)")], body: image)
+        let uploaded = try HTTPClient.send(
+            port: port, method: "POST", target: "/users/me/images",
+            headers: [("Content-Type", "image/png"), ("Authorization", "Bearer \(token)")], body: image)
         let id = try #require(uploaded.json["id"]?.stringValue, "upload: \(uploaded.status)")
         usleep(500_000)
         let before = try Self.residentKiB(child.pid)
@@ -54,12 +58,14 @@ import Testing
         print("100 slow readers of a 10 MiB image: the server grew by \(grown) MiB (from \(before / 1024) MiB)")
         #expect(grown < 150, "the server grew by \(grown) MiB for 100 readers of 10 MiB")
         // The server still serves, and a reader that reads gets the whole image.
-        let whole = try HTTPClient.send(port: port, method: "GET", target: "/users/me/images/\(id)",
-                                        headers: [("Authorization", "Bearer \(token)")], body: nil)
+        let whole = try HTTPClient.send(
+            port: port, method: "GET", target: "/users/me/images/\(id)",
+            headers: [("Authorization", "Bearer \(token)")], body: nil)
         #expect(whole.status == 200)
         #expect(whole.body.count == image.count && whole.body == image)
-        let tail = try HTTPClient.send(port: port, method: "GET", target: "/users/me/images/\(id)",
-                                       headers: [("Authorization", "Bearer \(token)"), ("Range", "bytes=5000000-5600000")], body: nil)
+        let tail = try HTTPClient.send(
+            port: port, method: "GET", target: "/users/me/images/\(id)",
+            headers: [("Authorization", "Bearer \(token)"), ("Range", "bytes=5000000-5600000")], body: nil)
         #expect(tail.status == 206)
         #expect(tail.body == Array(image[5_000_000...5_600_000]))
     }

@@ -52,8 +52,10 @@ final class TestServer: Sendable {
 
     /// A server on a fresh database of `cluster` (the test process's shared one by default), or
     /// a second instance on the database of `sibling`.
-    init(_ name: String, cluster: LocalCluster? = nil, sharingDatabaseWith sibling: TestServer? = nil,
-         _ adjust: (inout Configuration) throws -> Void = { _ in }) throws {
+    init(
+        _ name: String, cluster: LocalCluster? = nil, sharingDatabaseWith sibling: TestServer? = nil,
+        _ adjust: (inout Configuration) throws -> Void = { _ in }
+    ) throws {
         self.name = name
         if let sibling {
             databaseURL = sibling.databaseURL
@@ -103,8 +105,10 @@ final class TestServer: Sendable {
     /// A request with an optional bearer token and an optional JSON body (sent as `application/json`
     /// unless `contentType` says otherwise).
     @discardableResult
-    func call(_ method: String, _ target: String, token: String? = nil, json: String? = nil,
-              contentType: String? = "application/json", headers: [(String, String)] = []) throws -> Reply {
+    func call(
+        _ method: String, _ target: String, token: String? = nil, json: String? = nil,
+        contentType: String? = "application/json", headers: [(String, String)] = []
+    ) throws -> Reply {
         var all = headers
         if let token { all.append(("Authorization", "Bearer \(token)")) }
         if json != nil, let contentType { all.append(("Content-Type", contentType)) }
@@ -138,8 +142,10 @@ final class TestServer: Sendable {
     }
 
     /// Registers a user (201 expected) and returns their first session.
-    func register(email: String? = nil, password: String? = nil, extra: String = "",
-                  sourceLocation: SourceLocation = #_sourceLocation) throws -> Account {
+    func register(
+        email: String? = nil, password: String? = nil, extra: String = "",
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> Account {
         let email = email ?? uniqueEmail()
         let password = password ?? uniquePassword()
         remember(password: password)
@@ -155,8 +161,9 @@ final class TestServer: Sendable {
     @discardableResult
     func signIn(_ email: String, _ password: String, userAgent: String? = nil) throws -> Reply {
         remember(password: password)
-        let reply = try call("POST", "/users/signin", json: #"{"email": \#(jsonString(email)), "password": \#(jsonString(password))}"#,
-                             headers: userAgent.map { [("User-Agent", $0)] } ?? [])
+        let reply = try call(
+            "POST", "/users/signin", json: #"{"email": \#(jsonString(email)), "password": \#(jsonString(password))}"#,
+            headers: userAgent.map { [("User-Agent", $0)] } ?? [])
         if let token = reply.json["accessToken"]?.stringValue { remember(token: token) }
         return reply
     }
@@ -184,7 +191,8 @@ final class TestServer: Sendable {
 
     /// The event loops' pipelined connections to this server's database.
     func pipelineBackends() throws -> Int {
-        try PostgresConnection(connectionString: databaseURL).query("""
+        try PostgresConnection(connectionString: databaseURL).query(
+            """
             SELECT count(*)::int8 FROM pg_stat_activity WHERE application_name = 'exosphere-pipeline' AND datname = current_database()
             """)[0].decode(Int.self, at: 0)
     }
@@ -192,7 +200,8 @@ final class TestServer: Sendable {
     /// Ends the event loops' pipelined connections as a database restart would; how many it ended.
     @discardableResult
     func terminatePipelineBackends() throws -> Int {
-        try PostgresConnection(connectionString: databaseURL).query("""
+        try PostgresConnection(connectionString: databaseURL).query(
+            """
             SELECT (count(*) FILTER (WHERE pg_terminate_backend(pid)))::int8 FROM pg_stat_activity
             WHERE application_name = 'exosphere-pipeline' AND datname = current_database()
             """)[0].decode(Int.self, at: 0)
@@ -357,8 +366,9 @@ func jsonString(_ text: String) -> String { JSONValue.string(text).serializedStr
 func epochMilliseconds(_ text: String) -> Int64? {
     let bytes = Array(text.utf8)
     guard bytes.count == 24, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"),
-          bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"), bytes[19] == UInt8(ascii: "."),
-          bytes[23] == UInt8(ascii: "Z") else { return nil }
+        bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"), bytes[19] == UInt8(ascii: "."),
+        bytes[23] == UInt8(ascii: "Z")
+    else { return nil }
     func number(_ from: Int, _ count: Int) -> Int64? {
         var value: Int64 = 0
         for byte in bytes[from..<(from + count)] {
@@ -368,8 +378,9 @@ func epochMilliseconds(_ text: String) -> Int64? {
         return value
     }
     guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
-          let minute = number(14, 2), let second = number(17, 2), let millis = number(20, 3),
-          (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
+        let minute = number(14, 2), let second = number(17, 2), let millis = number(20, 3),
+        (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+    else { return nil }
     // Days from civil (Howard Hinnant).
     let y = month <= 2 ? year - 1 : year
     let era = y / 400
@@ -393,10 +404,11 @@ func keys(_ value: JSONValue?) -> [String] { value?.objectValue?.keys.sorted() ?
 
 /// Whether a token looks like ours: 43 base64url characters.
 func isBase64URLToken(_ text: String) -> Bool {
-    text.utf8.count == 43 && text.utf8.allSatisfy { byte in
-        (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
-            || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
-    }
+    text.utf8.count == 43
+        && text.utf8.allSatisfy { byte in
+            (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+        }
 }
 
 /// Lowercase hex of bytes.

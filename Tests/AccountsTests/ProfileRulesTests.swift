@@ -17,14 +17,17 @@ import Testing
     init() throws {
         let pool = try DomainDatabase.pool()
         executor = PooledExecutor(pool)
-        accounts = AccountService(pool: pool, hasher: try PasswordHasher(parameters: .testing, allowWeakParameters: true),
-                                  hashing: DomainDatabase.hashing, logger: .silent)
+        accounts = AccountService(
+            pool: pool, hasher: try PasswordHasher(parameters: .testing, allowWeakParameters: true),
+            hashing: DomainDatabase.hashing, logger: .silent)
     }
 
     private func newUser(data: JSONObject = JSONObject()) throws -> User {
         let email = EmailAddress("u\(UInt32.random(in: 0 ... .max))-\(UInt32.random(in: 0 ... .max))@example.com")!
-        return try accounts.register(Registration(email: email, password: "correct horse battery", data: data),
-                                     origin: RequestOrigin(address: "127.0.0.1", throttleAddress: "127.0.0.1", userAgent: nil)).user
+        return try accounts.register(
+            Registration(email: email, password: "correct horse battery", data: data),
+            origin: RequestOrigin(address: "127.0.0.1", throttleAddress: "127.0.0.1", userAgent: nil)
+        ).user
     }
 
     private func patch(_ patch: ProfilePatch, of user: User, condition: WriteCondition = .any) throws -> User {
@@ -69,8 +72,12 @@ import Testing
         let user = try newUser()
         let current = try patch(ProfilePatch(firstname: "B"), of: user)
         #expect(code { _ = try patch(ProfilePatch(firstname: "C"), of: user, condition: .matching([user.etag])) } == .preconditionFailed)
-        #expect(code { _ = try replace(ProfileReplacement(email: EmailAddress(user.email)!), of: current,
-                                       condition: .matching([])) } == .preconditionFailed)
+        #expect(
+            code {
+                _ = try replace(
+                    ProfileReplacement(email: EmailAddress(user.email)!), of: current,
+                    condition: .matching([]))
+            } == .preconditionFailed)
         let after = try patch(ProfilePatch(), of: current, condition: .matching(["\"other\"", current.etag]))
         #expect(after.firstname == "B")
         #expect(after.version == current.version + 1)

@@ -19,7 +19,6 @@ import Testing
     }
 }
 
-
 /// Flags and variables of the trust and throttle settings.
 @Suite struct ClientAndLimitFlagsTests {
     @Test func trustedProxiesAreNoneByDefault() throws {
@@ -43,8 +42,11 @@ import Testing
     }
 
     @Test func signInLimitsFromFlags() throws {
-        let configuration = try Configuration.parse(arguments: ["--signin-limit", "2", "--signin-email-limit", "3", "--signin-address-limit=4",
-                                                                "--registration-address-limit", "0"], environment: [:])
+        let configuration = try Configuration.parse(
+            arguments: [
+                "--signin-limit", "2", "--signin-email-limit", "3", "--signin-address-limit=4",
+                "--registration-address-limit", "0",
+            ], environment: [:])
         #expect(configuration.accounts.signInPerEmailAndAddress.limit == 2)
         #expect(configuration.accounts.signInPerEmail.limit == 3)
         #expect(configuration.accounts.signInPerAddress.limit == 4)

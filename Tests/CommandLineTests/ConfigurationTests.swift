@@ -4,8 +4,10 @@ import StructuredLogging
 import Testing
 
 /// The configuration error of a parse that must fail, or a recorded issue.
-private func failure(_ arguments: [String], _ environment: [String: String] = [:],
-                     sourceLocation: SourceLocation = #_sourceLocation) -> String? {
+private func failure(
+    _ arguments: [String], _ environment: [String: String] = [:],
+    sourceLocation: SourceLocation = #_sourceLocation
+) -> String? {
     do {
         let configuration = try Configuration.parse(arguments: arguments, environment: environment)
         Issue.record("expected an error, got port \(configuration.server.port)", sourceLocation: sourceLocation)
@@ -27,11 +29,12 @@ private func failure(_ arguments: [String], _ environment: [String: String] = [:
     }
 
     @Test func flagsWithSeparateValues() throws {
-        let configuration = try Configuration.parse(arguments: [
-            "--host", "0.0.0.0", "--port", "9090", "--event-loops", "3", "--worker-threads", "7",
-            "--max-connections", "50", "--max-body-bytes", "2048", "--header-timeout", "4",
-            "--idle-timeout", "30", "--drain-timeout", "0", "--log-level", "WARNING", "--log-format", "logfmt",
-        ], environment: [:])
+        let configuration = try Configuration.parse(
+            arguments: [
+                "--host", "0.0.0.0", "--port", "9090", "--event-loops", "3", "--worker-threads", "7",
+                "--max-connections", "50", "--max-body-bytes", "2048", "--header-timeout", "4",
+                "--idle-timeout", "30", "--drain-timeout", "0", "--log-level", "WARNING", "--log-format", "logfmt",
+            ], environment: [:])
         #expect(configuration.server.host == "0.0.0.0")
         #expect(configuration.server.port == 9090)
         #expect(configuration.server.eventLoops == 3)
@@ -58,10 +61,12 @@ private func failure(_ arguments: [String], _ environment: [String: String] = [:
     }
 
     @Test func environmentVariables() throws {
-        let configuration = try Configuration.parse(arguments: [], environment: [
-            "HOST": "10.0.0.1", "PORT": "7070", "LOG_LEVEL": "error", "LOG_FORMAT": "logfmt",
-            "EXOSPHERE_EVENT_LOOPS": "2", "EXOSPHERE_DRAIN_TIMEOUT": "5", "UNRELATED": "x",
-        ])
+        let configuration = try Configuration.parse(
+            arguments: [],
+            environment: [
+                "HOST": "10.0.0.1", "PORT": "7070", "LOG_LEVEL": "error", "LOG_FORMAT": "logfmt",
+                "EXOSPHERE_EVENT_LOOPS": "2", "EXOSPHERE_DRAIN_TIMEOUT": "5", "UNRELATED": "x",
+            ])
         #expect(configuration.server.host == "10.0.0.1")
         #expect(configuration.server.port == 7070)
         #expect(configuration.logLevel == .error)
@@ -74,9 +79,13 @@ private func failure(_ arguments: [String], _ environment: [String: String] = [:
         #expect(try Configuration.parse(arguments: [], environment: [:]).databasePipelining)
         #expect(try Configuration.parse(arguments: ["--db-pipelining", "off"], environment: [:]).databasePipelining == false)
         #expect(try Configuration.parse(arguments: [], environment: ["EXOSPHERE_DB_PIPELINING": "0"]).databasePipelining == false)
-        #expect(try Configuration.parse(arguments: ["--db-pipelining=on"],
-                                        environment: ["EXOSPHERE_DB_PIPELINING": "off"]).databasePipelining)
-        #expect(failure(["--db-pipelining", "yes"])
+        #expect(
+            try Configuration.parse(
+                arguments: ["--db-pipelining=on"],
+                environment: ["EXOSPHERE_DB_PIPELINING": "off"]
+            ).databasePipelining)
+        #expect(
+            failure(["--db-pipelining", "yes"])
                 == "--db-pipelining/EXOSPHERE_DB_PIPELINING: expected on or off, got 'yes'")
     }
 
@@ -89,34 +98,35 @@ private func failure(_ arguments: [String], _ environment: [String: String] = [:
         #expect(last.server.port == 2)
     }
 
-    @Test(arguments: [
-        (["--port", "abc"], [:]),
-        (["--port", "65536"], [:]),
-        (["--port", "-1"], [:]),
-        (["--port", ""], [:]),
-        (["--port="], [:]),
-        (["--port"], [:]),
-        (["--port", "80 "], [:]),
-        (["--bogus", "1"], [:]),
-        (["serve"], [:]),
-        (["-p", "80"], [:]),
-        (["--host", ""], [:]),
-        (["--host="], [:]),
-        (["--event-loops", "0"], [:]),
-        (["--worker-threads", "100000"], [:]),
-        (["--max-connections", "0"], [:]),
-        (["--max-body-bytes", "-5"], [:]),
-        (["--header-timeout", "0"], [:]),
-        (["--idle-timeout", "1.5"], [:]),
-        (["--drain-timeout", "99999"], [:]),
-        (["--log-level", "loud"], [:]),
-        (["--log-format", "xml"], [:]),
-        ([], ["PORT": "http"]),
-        ([], ["PORT": "99999"]),
-        ([], ["HOST": ""]),
-        ([], ["LOG_LEVEL": "verbose"]),
-        ([], ["EXOSPHERE_MAX_CONNECTIONS": "many"]),
-    ] as [([String], [String: String])])
+    @Test(
+        arguments: [
+            (["--port", "abc"], [:]),
+            (["--port", "65536"], [:]),
+            (["--port", "-1"], [:]),
+            (["--port", ""], [:]),
+            (["--port="], [:]),
+            (["--port"], [:]),
+            (["--port", "80 "], [:]),
+            (["--bogus", "1"], [:]),
+            (["serve"], [:]),
+            (["-p", "80"], [:]),
+            (["--host", ""], [:]),
+            (["--host="], [:]),
+            (["--event-loops", "0"], [:]),
+            (["--worker-threads", "100000"], [:]),
+            (["--max-connections", "0"], [:]),
+            (["--max-body-bytes", "-5"], [:]),
+            (["--header-timeout", "0"], [:]),
+            (["--idle-timeout", "1.5"], [:]),
+            (["--drain-timeout", "99999"], [:]),
+            (["--log-level", "loud"], [:]),
+            (["--log-format", "xml"], [:]),
+            ([], ["PORT": "http"]),
+            ([], ["PORT": "99999"]),
+            ([], ["HOST": ""]),
+            ([], ["LOG_LEVEL": "verbose"]),
+            ([], ["EXOSPHERE_MAX_CONNECTIONS": "many"]),
+        ] as [([String], [String: String])])
     func invalidValuesGiveOneLineError(_ arguments: [String], _ environment: [String: String]) {
         let message = failure(arguments, environment)
         #expect(message?.isEmpty == false)
@@ -132,8 +142,10 @@ private func failure(_ arguments: [String], _ environment: [String: String] = [:
 
     @Test(arguments: ["a\nb", "x\r\ny", "\u{1B}[31mred", "tab\there"])
     func valuesWithControlCharactersStillGiveOneLine(_ value: String) {
-        for message in [failure(["--log-level", value]), failure(["--port", value]), failure(["--log-format", value]),
-                        failure(["--\(value)"]), failure([], ["PORT": value])] {
+        for message in [
+            failure(["--log-level", value]), failure(["--port", value]), failure(["--log-format", value]),
+            failure(["--\(value)"]), failure([], ["PORT": value]),
+        ] {
             #expect(message?.contains("\n") == false)
             #expect(message?.contains("\r") == false)
             #expect(message?.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F } == false)

@@ -4,8 +4,10 @@ import Cryptography
 @Suite struct Base64Tests {
     /// RFC 4648 §10 vectors, padding removed.
     @Test func rfc4648Vectors() {
-        let vectors = [("", ""), ("f", "Zg"), ("fo", "Zm8"), ("foo", "Zm9v"), ("foob", "Zm9vYg"),
-                       ("fooba", "Zm9vYmE"), ("foobar", "Zm9vYmFy")]
+        let vectors = [
+            ("", ""), ("f", "Zg"), ("fo", "Zm8"), ("foo", "Zm9v"), ("foob", "Zm9vYg"),
+            ("fooba", "Zm9vYmE"), ("foobar", "Zm9vYmFy"),
+        ]
         for (plain, encoded) in vectors {
             #expect(Base64.encode(Array(plain.utf8)) == encoded)
             #expect(Base64URL.encode(Array(plain.utf8)) == encoded)

@@ -124,7 +124,11 @@ extension HashingPoolTests {
         let results = Results()
         let callers = cancellations.enumerated().map { index, cancellation in
             OSThread(name: "caller-\(index)") {
-                let result = Result { try pool.run(cancellation: cancellation) { ran.increment(); return index } }
+                let result = Result {
+                    try pool.run(cancellation: cancellation) {
+                        ran.increment(); return index
+                    }
+                }
                 results.append(index, result)
             }
         }

@@ -29,8 +29,9 @@ import Cryptography
     @Test func matchesScryptDirectly() throws {
         // Pins the PHC layout to the raw KDF: salt and key in standard base64, 32-byte key.
         let salt = Array("0123456789abcdef".utf8)
-        let key = try Scrypt.deriveKey(password: Array("hunter2".utf8), salt: salt, n: 1024,
-                                       r: 8, p: 1, keyLength: 32)
+        let key = try Scrypt.deriveKey(
+            password: Array("hunter2".utf8), salt: salt, n: 1024,
+            r: 8, p: 1, keyLength: 32)
         let phc = "$scrypt$ln=10,r=8,p=1$\(Base64.encode(salt))$\(Base64.encode(key))"
         #expect(try hasher.verify(password: "hunter2", phc: phc) == .valid)
     }
@@ -57,8 +58,9 @@ import Cryptography
 
     @Test func needsRehashWhenParametersDiffer() throws {
         let old = try hasher.hash(password: "pw")
-        let newer = try PasswordHasher(parameters: ScryptParameters(logN: 11, r: 8, p: 1),
-                                       allowWeakParameters: true)
+        let newer = try PasswordHasher(
+            parameters: ScryptParameters(logN: 11, r: 8, p: 1),
+            allowWeakParameters: true)
         #expect(try newer.verify(password: "pw", phc: old) == .validNeedsRehash)
         #expect(try newer.verify(password: "wrong", phc: old) == .invalid)
         let rehashed = try newer.hash(password: "pw")
@@ -89,31 +91,31 @@ import Cryptography
         let malformed = [
             "",
             "$",
-            String(good.dropLast()),                       // truncated key (non-canonical length)
-            String(good.dropLast(4)),                      // truncated key (31 bytes)
+            String(good.dropLast()),  // truncated key (non-canonical length)
+            String(good.dropLast(4)),  // truncated key (31 bytes)
             String(good.prefix(30)),
-            "$scrypt$ln=10,r=8,p=1$\(salt)",               // no key
-            "$scrypt$ln=10,r=8,p=1$\(salt)$\(key)$",       // extra empty field
+            "$scrypt$ln=10,r=8,p=1$\(salt)",  // no key
+            "$scrypt$ln=10,r=8,p=1$\(salt)$\(key)$",  // extra empty field
             "$scrypt$ln=10,r=8,p=1$\(salt)$\(key)$extra",  // extra field
-            "$scrypt$v=1$ln=10,r=8,p=1$\(salt)$\(key)",    // version field
-            "scrypt$ln=10,r=8,p=1$\(salt)$\(key)",         // no leading $
-            "$scrypt$ln=10,r=8,p=1$\(salt)$\(key)=",       // padding
+            "$scrypt$v=1$ln=10,r=8,p=1$\(salt)$\(key)",  // version field
+            "scrypt$ln=10,r=8,p=1$\(salt)$\(key)",  // no leading $
+            "$scrypt$ln=10,r=8,p=1$\(salt)$\(key)=",  // padding
             "$scrypt$ln=10,r=8,p=1$\(salt)=$\(key)",
             "$scrypt$ln=10,r=8,p=1$\(salt)$\(key.dropLast())*",  // bad base64
             "$scrypt$ln=10,r=8,p=1$_\(salt.dropFirst())$\(key)",  // base64url character
-            "$scrypt$ln=10,r=8,p=1$\(shortSalt)$\(key)",   // wrong salt length
-            "$scrypt$ln=10,r=8,p=1$\(salt)$\(longKey)",    // wrong key length
-            "$scrypt$ln=99,r=8,p=1$\(salt)$\(key)",        // out of bounds
+            "$scrypt$ln=10,r=8,p=1$\(shortSalt)$\(key)",  // wrong salt length
+            "$scrypt$ln=10,r=8,p=1$\(salt)$\(longKey)",  // wrong key length
+            "$scrypt$ln=99,r=8,p=1$\(salt)$\(key)",  // out of bounds
             "$scrypt$ln=9,r=8,p=1$\(salt)$\(key)",
             "$scrypt$ln=10,r=0,p=1$\(salt)$\(key)",
             "$scrypt$ln=10,r=8,p=0$\(salt)$\(key)",
             "$scrypt$ln=10,r=8,p=99$\(salt)$\(key)",
-            "$scrypt$ln=20,r=32,p=1$\(salt)$\(key)",       // 4 GiB
-            "$scrypt$ln=010,r=8,p=1$\(salt)$\(key)",       // leading zero
+            "$scrypt$ln=20,r=32,p=1$\(salt)$\(key)",  // 4 GiB
+            "$scrypt$ln=010,r=8,p=1$\(salt)$\(key)",  // leading zero
             "$scrypt$ln=+10,r=8,p=1$\(salt)$\(key)",
-            "$scrypt$ln=10,r=8$\(salt)$\(key)",            // missing parameter
-            "$scrypt$ln=10,r=8,p=1,x=1$\(salt)$\(key)",    // extra parameter
-            "$scrypt$r=8,ln=10,p=1$\(salt)$\(key)",        // reordered
+            "$scrypt$ln=10,r=8$\(salt)$\(key)",  // missing parameter
+            "$scrypt$ln=10,r=8,p=1,x=1$\(salt)$\(key)",  // extra parameter
+            "$scrypt$r=8,ln=10,p=1$\(salt)$\(key)",  // reordered
             "$scrypt$ln=10,r=8,p=1,$\(salt)$\(key)",
             "$scrypt$ln=,r=8,p=1$\(salt)$\(key)",
             "$scrypt$ln=10;r=8;p=1$\(salt)$\(key)",
@@ -139,8 +141,10 @@ import Cryptography
                 clock_gettime(CLOCK_MONOTONIC, &start)
                 try body()
                 clock_gettime(CLOCK_MONOTONIC, &end)
-                best = min(best, Double(end.tv_sec - start.tv_sec)
-                    + Double(end.tv_nsec - start.tv_nsec) / 1e9)
+                best = min(
+                    best,
+                    Double(end.tv_sec - start.tv_sec)
+                        + Double(end.tv_nsec - start.tv_nsec) / 1e9)
             }
             return best
         }

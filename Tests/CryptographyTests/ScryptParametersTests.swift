@@ -21,9 +21,11 @@ import Cryptography
         _ = try ScryptParameters(logN: 10, r: 1, p: 1)
         _ = try ScryptParameters(logN: 20, r: 8, p: 16)
         _ = try ScryptParameters(logN: 15, r: 32, p: 16)
-        let outside = [(9, 8, 1), (21, 8, 1), (17, 0, 1), (17, 33, 1), (17, 8, 0), (17, 8, 17),
-                       (-1, 8, 1), (99, 8, 1),
-                       (20, 32, 1)]  // within each range, but 4 GiB
+        let outside = [
+            (9, 8, 1), (21, 8, 1), (17, 0, 1), (17, 33, 1), (17, 8, 0), (17, 8, 17),
+            (-1, 8, 1), (99, 8, 1),
+            (20, 32, 1),
+        ]  // within each range, but 4 GiB
         for (logN, r, p) in outside {
             expectSecurityError(.invalidParameters) {
                 try ScryptParameters(logN: logN, r: r, p: p)

@@ -14,8 +14,9 @@ struct AccountsTests {
         #expect(client.currentUser == nil)
         #expect(!client.isSignedIn)
         let email = server.uniqueEmail("Ayu")
-        let registered = try await client.register(email: email, password: "correct horse battery", firstname: "Ayu",
-                                                   lastname: "Lestari", data: ["isMarried": false, "height": 160.0])
+        let registered = try await client.register(
+            email: email, password: "correct horse battery", firstname: "Ayu",
+            lastname: "Lestari", data: ["isMarried": false, "height": 160.0])
         #expect(registered.email == email)
         #expect(registered.firstname == "Ayu" && registered.lastname == "Lestari")
         #expect(!registered.emailVerified)

@@ -8,8 +8,10 @@ struct CalendarDateTests {
         #expect(date.year == 1994 && date.month == 5 && date.day == 17)
         #expect(date.description == "1994-05-17")
         #expect(CalendarDate(year: 7, month: 1, day: 2)?.description == "0007-01-02")
-        for invalid in ["1994-5-17", "1994-05-17T00:00:00Z", "1994-13-01", "1994-02-29", "1900-02-29", "0000-01-01",
-                        "1994-04-31", "1994/05/17", "", "199a-05-17"] {
+        for invalid in [
+            "1994-5-17", "1994-05-17T00:00:00Z", "1994-13-01", "1994-02-29", "1900-02-29", "0000-01-01",
+            "1994-04-31", "1994/05/17", "", "199a-05-17",
+        ] {
             #expect(CalendarDate(invalid) == nil, "\(invalid)")
         }
         #expect(CalendarDate("2000-02-29") != nil)

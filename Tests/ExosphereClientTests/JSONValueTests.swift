@@ -69,8 +69,10 @@ struct TimestampTests {
         #expect(Timestamp.parse("2026-11-29T12:09:01.123-05:30") == utc)
         #expect(Timestamp.parse("2026-11-29t17:39:01.123z") == utc)
         #expect(Timestamp.parse("2026-11-29T17:39:01Z")?.timeIntervalSince1970 == 1_795_973_941)
-        for invalid in ["2026-11-29", "2026-11-29T17:39:01", "2026-11-29T17:39:01.Z", "2026-02-30T00:00:00Z",
-                        "2026-11-29T24:00:00Z", "2026-11-29T17:39:01+0200", "2026-11-29 17:39:01Z"] {
+        for invalid in [
+            "2026-11-29", "2026-11-29T17:39:01", "2026-11-29T17:39:01.Z", "2026-02-30T00:00:00Z",
+            "2026-11-29T24:00:00Z", "2026-11-29T17:39:01+0200", "2026-11-29 17:39:01Z",
+        ] {
             #expect(Timestamp.parse(invalid) == nil, "\(invalid)")
         }
     }
@@ -85,7 +87,8 @@ struct TimestampTests {
 /// Problem documents become `ExosphereError`s; retries are decided from them.
 struct ExosphereErrorTests {
     @Test func aProblemDocumentGivesCodeDetailAndFields() {
-        let body = Data(#"""
+        let body = Data(
+            #"""
             {"type": "about:blank", "title": "Unprocessable Content", "status": 422, "code": "invalid_type",
              "detail": "data.height must be a double",
              "errors": [{"field": "data.height", "code": "invalid_type", "detail": "expected double, got string"}]}
@@ -134,13 +137,18 @@ struct ExosphereErrorTests {
 struct ClientStateTests {
     @Test func aRefusedOldTokenLeavesANewerSessionAlone() throws {
         let store = InMemorySessionStore()
-        try store.save(Data(#"""
-            {"version": 1, "accessToken": "new", "user": {"id": "u", "email": "ayu@example.com", "firstname": "",
-             "lastname": "", "emailVerified": false, "createdAt": "2026-11-29T17:39:01.123Z",
-             "updatedAt": "2026-11-29T17:39:01.123Z", "data": {}}}
-            """#.utf8))
-        let client = Exosphere(baseURL: URL(string: "http://127.0.0.1:9")!, sessionStore: store,
-                               configuration: { var configuration = Exosphere.Configuration(); configuration.imageCacheEnabled = false; return configuration }())
+        try store.save(
+            Data(
+                #"""
+                {"version": 1, "accessToken": "new", "user": {"id": "u", "email": "ayu@example.com", "firstname": "",
+                 "lastname": "", "emailVerified": false, "createdAt": "2026-11-29T17:39:01.123Z",
+                 "updatedAt": "2026-11-29T17:39:01.123Z", "data": {}}}
+                """#.utf8))
+        let client = Exosphere(
+            baseURL: URL(string: "http://127.0.0.1:9")!, sessionStore: store,
+            configuration: {
+                var configuration = Exosphere.Configuration(); configuration.imageCacheEnabled = false; return configuration
+            }())
         client.end(announcing: .sessionExpired, ifToken: "old")
         #expect(client.isSignedIn)
         #expect(try store.load() != nil)
@@ -150,11 +158,14 @@ struct ClientStateTests {
     }
 
     @Test func theStoredFormRoundTrips() throws {
-        let user = try User(json: try JSONValue.parse(Data(#"""
-            {"id": "u", "email": "ayu@example.com", "firstname": "Ayu", "lastname": "Lestari", "emailVerified": true,
-             "createdAt": "2026-11-29T17:39:01.123Z", "updatedAt": "2026-11-29T17:40:12.456Z",
-             "data": {"dateOfBirth": "1994-05-17", "height": 177.5, "weight": 78, "isMarried": true, "whole": 2.0}}
-            """#.utf8)), etag: "\"tag\"")
+        let user = try User(
+            json: try JSONValue.parse(
+                Data(
+                    #"""
+                    {"id": "u", "email": "ayu@example.com", "firstname": "Ayu", "lastname": "Lestari", "emailVerified": true,
+                     "createdAt": "2026-11-29T17:39:01.123Z", "updatedAt": "2026-11-29T17:40:12.456Z",
+                     "data": {"dateOfBirth": "1994-05-17", "height": 177.5, "weight": 78, "isMarried": true, "whole": 2.0}}
+                    """#.utf8)), etag: "\"tag\"")
         let session = Exosphere.SignedIn(accessToken: "token", expiresAt: Date(timeIntervalSince1970: 1_795_973_941.5), user: user)
         let decoded = try Exosphere.decodeSession(Exosphere.encodeSession(session))
         #expect(decoded.accessToken == "token")

@@ -100,8 +100,10 @@ final class LiveServer: Sendable {
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
     /// A client of this server that keeps its session in memory and its images in a new directory.
-    func client(store: any SessionStore = InMemorySessionStore(), imageCache: URL? = nil,
-                _ adjust: (inout Client.Configuration) -> Void = { _ in }) throws -> Client {
+    func client(
+        store: any SessionStore = InMemorySessionStore(), imageCache: URL? = nil,
+        _ adjust: (inout Client.Configuration) -> Void = { _ in }
+    ) throws -> Client {
         var configuration = Client.Configuration()
         configuration.imageCacheDirectory = try imageCache ?? temporaryDirectory("images")
         configuration.retryPolicy.networkRetryDelay = 0.05
@@ -120,8 +122,10 @@ final class LiveServer: Sendable {
     }
 
     /// A client signed in to a new account, and the account's password.
-    func signedInClient(firstname: String? = nil, data: [String: FieldValue] = [:], store: any SessionStore = InMemorySessionStore(),
-                        _ adjust: (inout Client.Configuration) -> Void = { _ in }) async throws -> (Client, email: String, password: String) {
+    func signedInClient(
+        firstname: String? = nil, data: [String: FieldValue] = [:], store: any SessionStore = InMemorySessionStore(),
+        _ adjust: (inout Client.Configuration) -> Void = { _ in }
+    ) async throws -> (Client, email: String, password: String) {
         let client = try client(store: store, adjust)
         let email = uniqueEmail()
         let password = "pw-\(UInt32.random(in: 100_000...999_999))-correct horse"

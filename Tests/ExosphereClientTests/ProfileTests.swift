@@ -224,8 +224,11 @@ struct ProfileTests {
         user.set(checkup, forKey: "lastCheckup")
         user = try await client.save(user)
         let profile = try user.decodeData(as: Profile.self)
-        #expect(profile == Profile(dateOfBirth: CalendarDate(year: 2000, month: 2, day: 29)!, height: 180, weight: 78,
-                                   isMarried: false, lastCheckup: checkup, nickname: nil))
+        #expect(
+            profile
+                == Profile(
+                    dateOfBirth: CalendarDate(year: 2000, month: 2, day: 29)!, height: 180, weight: 78,
+                    isMarried: false, lastCheckup: checkup, nickname: nil))
         #expect(user.dateTime(forKey: "lastCheckup") == checkup)
 
         struct Wrong: Decodable { var isMarried: String }
@@ -236,12 +239,14 @@ struct ProfileTests {
     @Test func typedAccessorsAndLiterals() throws {
         // Values as the server would send them, without a server: through a stored session.
         let store = InMemorySessionStore()
-        try store.save(Data(#"""
-            {"version": 1, "accessToken": "t", "etag": "\"e\"", "user": {"id": "u", "email": "ayu@example.com",
-             "firstname": "Ayu", "lastname": "", "emailVerified": true, "createdAt": "2026-11-29T17:39:01.123Z",
-             "updatedAt": "2026-11-29T17:40:12.456Z", "data": {"dateOfBirth": "1994-05-17", "height": 177.5,
-             "weight": 78, "isMarried": true, "nickname": "Ayu", "seen": "2026-11-29T19:39:01.5+02:00", "whole": 2.0}}}
-            """#.utf8))
+        try store.save(
+            Data(
+                #"""
+                {"version": 1, "accessToken": "t", "etag": "\"e\"", "user": {"id": "u", "email": "ayu@example.com",
+                 "firstname": "Ayu", "lastname": "", "emailVerified": true, "createdAt": "2026-11-29T17:39:01.123Z",
+                 "updatedAt": "2026-11-29T17:40:12.456Z", "data": {"dateOfBirth": "1994-05-17", "height": 177.5,
+                 "weight": 78, "isMarried": true, "nickname": "Ayu", "seen": "2026-11-29T19:39:01.5+02:00", "whole": 2.0}}}
+                """#.utf8))
         let client = try server.client(store: store)
         var user = try #require(client.currentUser)
         #expect(user.etag == "\"e\"")

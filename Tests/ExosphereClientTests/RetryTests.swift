@@ -8,11 +8,12 @@ import Glibc
 
 /// A server at its limit: one hashing thread and no queue, so sign-ins sent together are
 /// refused with `503 overloaded` and `Retry-After: 1`, except the one being hashed.
-@Suite(.liveServer("overloaded") { configuration in
-    configuration.passwordHashing = .owaspCompact  // a real hash takes long enough for the others to arrive
-    configuration.hashingThreads = 1
-    configuration.hashingQueue = 0
-}, .serialized)
+@Suite(
+    .liveServer("overloaded") { configuration in
+        configuration.passwordHashing = .owaspCompact  // a real hash takes long enough for the others to arrive
+        configuration.hashingThreads = 1
+        configuration.hashingQueue = 0
+    }, .serialized)
 struct OverloadRetryTests {
     let server: LiveServer
 
@@ -70,12 +71,13 @@ struct OverloadRetryTests {
 }
 
 /// Throttles: `429` is retried when `Retry-After` is short, thrown at once when it is long.
-@Suite(.liveServer("throttled") { configuration in
-    configuration.accounts.signInPerEmailAndAddress.limit = 2
-    // Long enough that the attempts fit in it on a loaded machine; the test that waits a lock out
-    // moves the window's start back rather than waiting a minute.
-    configuration.accounts.signInPerEmailAndAddress.windowSeconds = 60
-}, .serialized)
+@Suite(
+    .liveServer("throttled") { configuration in
+        configuration.accounts.signInPerEmailAndAddress.limit = 2
+        // Long enough that the attempts fit in it on a loaded machine; the test that waits a lock out
+        // moves the window's start back rather than waiting a minute.
+        configuration.accounts.signInPerEmailAndAddress.windowSeconds = 60
+    }, .serialized)
 struct ThrottleRetryTests {
     let server: LiveServer
 
@@ -98,7 +100,8 @@ struct ThrottleRetryTests {
         // Four seconds left of the lock, and the patient client's first attempt follows at once
         // (no suspension point between them).
         let moved = try server.withDatabase { connection in
-            try connection.execute("""
+            try connection.execute(
+                """
                 UPDATE auth_throttles SET window_start = now() - interval '56 seconds' WHERE key LIKE \("signin:pair:" + email.lowercased() + " %")
                 """)
         }
@@ -119,8 +122,9 @@ struct ThrottleRetryTests {
         let locked = await exosphereError { try await client.signIn(email: email, password: password) }
         #expect(locked?.code == .tooManyAttempts)
         #expect(try #require(locked?.retryAfter) > 0.5)
-        #expect(try await server.requests("POST", "/users/signin", 429) == throttled + 1,
-                "a Retry-After over maxRetryAfter is not waited for")
+        #expect(
+            try await server.requests("POST", "/users/signin", 429) == throttled + 1,
+            "a Retry-After over maxRetryAfter is not waited for")
     }
 }
 
@@ -132,8 +136,9 @@ struct ThrottleRetryTests {
         var configuration = Client.Configuration()
         configuration.timeoutInterval = 1  // FoundationNetworking on Linux times out at once below a second
         configuration.imageCacheEnabled = false
-        let client = Client(baseURL: URL(string: "http://127.0.0.1:\(listener.port)")!, sessionStore: InMemorySessionStore(),
-                            configuration: configuration)
+        let client = Client(
+            baseURL: URL(string: "http://127.0.0.1:\(listener.port)")!, sessionStore: InMemorySessionStore(),
+            configuration: configuration)
         let start = Date()
         let error = await exosphereError { try await client.signIn(email: "ayu@example.com", password: "correct horse battery") }
         let elapsed = Date().timeIntervalSince(start)

@@ -23,7 +23,8 @@ struct SessionExpiryTests {
         // The session reaches its end on the server (moved there rather than waited for, so that a
         // loaded machine cannot end it early or late).
         let ended = try server.withDatabase { connection in
-            try connection.execute("""
+            try connection.execute(
+                """
                 UPDATE sessions SET expires_at = now() - interval '1 second'
                 WHERE user_id = (SELECT id FROM users WHERE email_normalized = \(email.lowercased()))
                 """)

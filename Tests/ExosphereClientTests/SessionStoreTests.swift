@@ -19,8 +19,9 @@ struct SessionStoreTests {
 
         try store.save(Data("second, longer than the first".utf8))
         #expect(try store.load() == Data("second, longer than the first".utf8))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: file.deletingLastPathComponent().path) == ["app.session"],
-                "no temporary file left behind")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: file.deletingLastPathComponent().path) == ["app.session"],
+            "no temporary file left behind")
         try store.clear()
         #expect(try store.load() == nil)
         #expect(!FileManager.default.fileExists(atPath: file.path))

@@ -59,25 +59,33 @@ final class PipeSource: LoopSource {
 @Suite(.serialized) struct AsynchronousRouteTests {
     static func router() -> Router {
         testRouter { router in
-            router.get("/now", asynchronous: { _, _, responder in
-                responder.respond(Response(status: .ok, contentType: "text/plain", body: Array("now".utf8)))
-            }, fallback: { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) })
-            router.get("/later/{id}", asynchronous: { _, context, responder in
-                let loop = responder.loop
-                let source = loop.local { () -> PipeSource in
-                    let source = PipeSource()
-                    try! loop.watch(source)
-                    return source
-                }
-                source.answerLater(responder, id: context.parameters["id"] ?? "-", delay: 0.02)
-            }, fallback: { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) })
-            router.get("/fallback", asynchronous: { _, _, responder in
-                responder.fallBack()
-            }, fallback: { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) })
-            router.get("/conflict-later", asynchronous: { _, _, responder in
-                responder.respond { throw Problem(status: .conflict, code: "email_taken", detail: "That email is taken.") }
-                responder.respond(Response(status: .ok))
-            }, fallback: { _, _ in Response(status: .ok) })
+            router.get(
+                "/now",
+                asynchronous: { _, _, responder in
+                    responder.respond(Response(status: .ok, contentType: "text/plain", body: Array("now".utf8)))
+                }, fallback: { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) })
+            router.get(
+                "/later/{id}",
+                asynchronous: { _, context, responder in
+                    let loop = responder.loop
+                    let source = loop.local { () -> PipeSource in
+                        let source = PipeSource()
+                        try! loop.watch(source)
+                        return source
+                    }
+                    source.answerLater(responder, id: context.parameters["id"] ?? "-", delay: 0.02)
+                }, fallback: { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) })
+            router.get(
+                "/fallback",
+                asynchronous: { _, _, responder in
+                    responder.fallBack()
+                }, fallback: { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) })
+            router.get(
+                "/conflict-later",
+                asynchronous: { _, _, responder in
+                    responder.respond { throw Problem(status: .conflict, code: "email_taken", detail: "That email is taken.") }
+                    responder.respond(Response(status: .ok))
+                }, fallback: { _, _ in Response(status: .ok) })
         }
     }
 

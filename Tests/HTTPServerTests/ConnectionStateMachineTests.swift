@@ -21,8 +21,10 @@ private func configuration(_ adjust: (inout ServerConfiguration) -> Void = { _ i
     return ConnectionConfiguration(server)
 }
 
-private func machine(now: UInt64 = 0, bodyLimit: Int = 1 << 20,
-                     _ adjust: (inout ServerConfiguration) -> Void = { _ in }) -> ConnectionStateMachine {
+private func machine(
+    now: UInt64 = 0, bodyLimit: Int = 1 << 20,
+    _ adjust: (inout ServerConfiguration) -> Void = { _ in }
+) -> ConnectionStateMachine {
     ConnectionStateMachine(configuration: configuration(adjust), now: now, bodyLimit: { _ in bodyLimit })
 }
 
@@ -50,8 +52,10 @@ private func dispatched(_ action: ConnectionStateMachine.Action, sourceLocation:
 }
 
 /// The bytes of a `.write` as text, and whether the connection closes after them.
-private func written(_ action: ConnectionStateMachine.Action,
-                     sourceLocation: SourceLocation = #_sourceLocation) -> (text: String, close: Bool)? {
+private func written(
+    _ action: ConnectionStateMachine.Action,
+    sourceLocation: SourceLocation = #_sourceLocation
+) -> (text: String, close: Bool)? {
     guard case .write(let bytes, _, let close) = action else {
         Issue.record("expected .write, got \(action)", sourceLocation: sourceLocation)
         return nil
@@ -91,7 +95,8 @@ private func get(_ path: String, _ extra: String = "") -> String {
         var m = machine()
         _ = m.receive(get("/"), at: 1 * second)
         let action = m.respond("ok", at: 2 * second)
-        let expected = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
+        let expected =
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
             + "Content-Type: text/plain\r\n\r\nok"
         #expect(action == .write(Array(expected.utf8), file: nil, close: false))
         #expect(m.deadline == 2 * second + 60 * second)  // write timeout
@@ -183,8 +188,9 @@ private func get(_ path: String, _ extra: String = "") -> String {
         var m = machine()
         _ = m.receive("HEAD / HTTP/1.1\r\nHost: h\r\n\r\n", at: 1)
         let text = written(m.respond("hello", at: 2))?.text
-        #expect(text == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
-            + "Content-Type: text/plain\r\n\r\n")
+        #expect(
+            text == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
+                + "Content-Type: text/plain\r\n\r\n")
     }
 
     // MARK: - File bodies
@@ -194,7 +200,8 @@ private func get(_ path: String, _ extra: String = "") -> String {
         _ = m.receive(get("/image"), at: 1)
         let file = StubFile(length: 5000)
         let action = m.respond(Response(status: .ok, contentType: "image/png", file: file), date: epoch, now: 2)
-        let expected = "HTTP/1.1 200 OK\r\nContent-Length: 5000\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
+        let expected =
+            "HTTP/1.1 200 OK\r\nContent-Length: 5000\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
             + "Content-Type: image/png\r\n\r\n"
         #expect(action == .write(Array(expected.utf8), file: file, close: false))
         #expect(m.deadline == 2 + 60 * second)
@@ -227,8 +234,11 @@ private func get(_ path: String, _ extra: String = "") -> String {
     func fileIsDroppedForStatusesWithoutContent(status: HTTPStatus) {
         var m = machine()
         _ = m.receive(get("/image"), at: 1)
-        guard case .write(_, let file, _) = m.respond(Response(status: status, contentType: "image/png", file: StubFile(length: 9)),
-                                                       date: epoch, now: 2) else {
+        guard
+            case .write(_, let file, _) = m.respond(
+                Response(status: status, contentType: "image/png", file: StubFile(length: 9)),
+                date: epoch, now: 2)
+        else {
             Issue.record("expected .write")
             return
         }
@@ -247,8 +257,11 @@ private func get(_ path: String, _ extra: String = "") -> String {
     @Test func keepAliveAfterFileResponse() {
         var m = machine()
         _ = m.receive(get("/image"), at: 1)
-        guard case .write(_, let file?, false) = m.respond(Response(status: .ok, contentType: "image/png", file: StubFile(length: 7)),
-                                                            date: epoch, now: 2) else {
+        guard
+            case .write(_, let file?, false) = m.respond(
+                Response(status: .ok, contentType: "image/png", file: StubFile(length: 7)),
+                date: epoch, now: 2)
+        else {
             Issue.record("expected a keep-alive .write with a file")
             return
         }
@@ -263,8 +276,11 @@ private func get(_ path: String, _ extra: String = "") -> String {
         var m = machine()
         #expect(dispatched(m.receive(get("/image") + get("/after"), at: 1))?.path == "/image")
         let file = StubFile(length: 3 << 20)
-        guard case .write(_, let handed?, false) = m.respond(Response(status: .ok, contentType: "image/png", file: file),
-                                                              date: epoch, now: 2), handed === file else {
+        guard
+            case .write(_, let handed?, false) = m.respond(
+                Response(status: .ok, contentType: "image/png", file: file),
+                date: epoch, now: 2), handed === file
+        else {
             Issue.record("expected .write with the file")
             return
         }
@@ -279,8 +295,11 @@ private func get(_ path: String, _ extra: String = "") -> String {
     @Test func fileResponseWithConnectionCloseClosesAfterTheFile() {
         var m = machine()
         _ = m.receive(get("/image", "Connection: close\r\n"), at: 1)
-        guard case .write(let bytes, _?, true) = m.respond(Response(status: .ok, contentType: "image/png", file: StubFile(length: 7)),
-                                                           date: epoch, now: 2) else {
+        guard
+            case .write(let bytes, _?, true) = m.respond(
+                Response(status: .ok, contentType: "image/png", file: StubFile(length: 7)),
+                date: epoch, now: 2)
+        else {
             Issue.record("expected a closing .write with a file")
             return
         }
@@ -613,8 +632,9 @@ private func get(_ path: String, _ extra: String = "") -> String {
 /// Admission: a route that must check a request's head before a large body is read.
 @Suite struct ConnectionAdmissionTests {
     private func admitting(threshold: Int = 100) -> ConnectionStateMachine {
-        ConnectionStateMachine(configuration: configuration { $0.admissionThreshold = threshold }, now: 0,
-                               bodyLimit: { _ in 1 << 20 }, needsAdmission: { $0.path == "/upload" })
+        ConnectionStateMachine(
+            configuration: configuration { $0.admissionThreshold = threshold }, now: 0,
+            bodyLimit: { _ in 1 << 20 }, needsAdmission: { $0.path == "/upload" })
     }
 
     @Test func aLargeBodyWaitsUnreadUntilTheHeadIsAdmitted() {
@@ -654,7 +674,9 @@ private func get(_ path: String, _ extra: String = "") -> String {
         #expect(dispatched(m.receive("POST /upload HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc", at: 0))?.body == Array("abc".utf8))
         #expect(written(m.respond(at: 1))?.close == false)
         #expect(m.writeCompleted(now: 1) == .none)
-        #expect(dispatched(m.receive("POST /other HTTP/1.1\r\nHost: h\r\nContent-Length: 150\r\n\r\n" + String(repeating: "y", count: 150), at: 2)) != nil)
+        #expect(
+            dispatched(m.receive("POST /other HTTP/1.1\r\nHost: h\r\nContent-Length: 150\r\n\r\n" + String(repeating: "y", count: 150), at: 2)) != nil
+        )
         #expect(written(m.respond(at: 3))?.close == false)
         #expect(m.writeCompleted(now: 3) == .none)
         // A chunked body may be of any size: checked first.
@@ -679,12 +701,13 @@ private func get(_ path: String, _ extra: String = "") -> String {
 /// Bodies that stall, and requests that take too long in all.
 @Suite struct BodyDeadlineTests {
     private func slowBodies(bodyLimit: Int = 1 << 20) -> ConnectionStateMachine {
-        ConnectionStateMachine(configuration: configuration { server in
-            server.bodyTimeoutGrace = .seconds(100)  // out of the way: the rate rule is tested elsewhere
-            server.bodyStallTimeout = .seconds(10)
-            server.requestTimeout = .seconds(20)
-            server.uploadTimeout = .seconds(40)
-        }, now: 0, bodyLimit: { _ in bodyLimit })
+        ConnectionStateMachine(
+            configuration: configuration { server in
+                server.bodyTimeoutGrace = .seconds(100)  // out of the way: the rate rule is tested elsewhere
+                server.bodyStallTimeout = .seconds(10)
+                server.requestTimeout = .seconds(20)
+                server.uploadTimeout = .seconds(40)
+            }, now: 0, bodyLimit: { _ in bodyLimit })
     }
 
     private func isTimeout(_ action: ConnectionStateMachine.Action) -> Bool {

@@ -48,23 +48,25 @@ private struct TemporaryFile {
 /// A server whose `/file` serves `file` with `sendfile`, `/range` a region of it, and `/truncated`
 /// a response whose file shrinks to 1000 bytes after the region was taken.
 private func startFileServer(_ file: TemporaryFile) throws -> Server {
-    try startServer(router: testRouter { router in
-        router.get("/file") { _, _ in
-            Response(status: .ok, contentType: "application/octet-stream", file: try FileRegion(ReadableFile(path: file.path)))
-        }
-        router.get("/range") { _, _ in
-            Response(status: .ok, contentType: "application/octet-stream",
-                     file: try FileRegion(ReadableFile(path: file.path), offset: 1000, length: 5000))
-        }
-        router.get("/truncated") { _, _ in
-            let region = try FileRegion(ReadableFile(path: file.path))
-            guard truncate(file.path, 1000) == 0 else { throw SystemError(function: "truncate", errno: errno) }
-            return Response(status: .ok, contentType: "application/octet-stream", file: region)
-        }
-        router.get("/missing-file") { _, _ in
-            Response(status: .ok, contentType: "application/octet-stream", file: try FileRegion(ReadableFile(path: file.path + ".none")))
-        }
-    })
+    try startServer(
+        router: testRouter { router in
+            router.get("/file") { _, _ in
+                Response(status: .ok, contentType: "application/octet-stream", file: try FileRegion(ReadableFile(path: file.path)))
+            }
+            router.get("/range") { _, _ in
+                Response(
+                    status: .ok, contentType: "application/octet-stream",
+                    file: try FileRegion(ReadableFile(path: file.path), offset: 1000, length: 5000))
+            }
+            router.get("/truncated") { _, _ in
+                let region = try FileRegion(ReadableFile(path: file.path))
+                guard truncate(file.path, 1000) == 0 else { throw SystemError(function: "truncate", errno: errno) }
+                return Response(status: .ok, contentType: "application/octet-stream", file: region)
+            }
+            router.get("/missing-file") { _, _ in
+                Response(status: .ok, contentType: "application/octet-stream", file: try FileRegion(ReadableFile(path: file.path + ".none")))
+            }
+        })
 }
 
 /// File bodies on a real socket: written with `sendfile`, never leaking the descriptor.
@@ -111,11 +113,12 @@ private func startFileServer(_ file: TemporaryFile) throws -> Server {
         let server = try startFileServer(file)
         defer { server.shutdown() }
         let client = try RawClient(port: server.port)
-        try client.send("GET /file HTTP/1.1\r\nHost: t\r\n\r\n"
-            + "GET /items/2 HTTP/1.1\r\nHost: t\r\n\r\n"
-            + "HEAD /file HTTP/1.1\r\nHost: t\r\n\r\n"
-            + "GET /range HTTP/1.1\r\nHost: t\r\n\r\n"
-            + "GET /items/5 HTTP/1.1\r\nHost: t\r\n\r\n")
+        try client.send(
+            "GET /file HTTP/1.1\r\nHost: t\r\n\r\n"
+                + "GET /items/2 HTTP/1.1\r\nHost: t\r\n\r\n"
+                + "HEAD /file HTTP/1.1\r\nHost: t\r\n\r\n"
+                + "GET /range HTTP/1.1\r\nHost: t\r\n\r\n"
+                + "GET /items/5 HTTP/1.1\r\nHost: t\r\n\r\n")
         #expect(try client.readResponse().body == file.bytes)
         #expect(try client.readResponse().text == "2")
         #expect(try client.readResponse(head: true)["Content-Length"] == String(3 << 20))

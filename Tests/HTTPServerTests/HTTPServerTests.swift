@@ -34,9 +34,10 @@ import Testing
         defer { server.shutdown() }
         let client = try RawClient(port: server.port)
         // A blocking one in the middle: the third must still wait for it.
-        try client.send("GET /items/1 HTTP/1.1\r\nHost: t\r\n\r\n"
-            + "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n"
-            + "GET /items/3 HTTP/1.1\r\nHost: t\r\n\r\n")
+        try client.send(
+            "GET /items/1 HTTP/1.1\r\nHost: t\r\n\r\n"
+                + "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n"
+                + "GET /items/3 HTTP/1.1\r\nHost: t\r\n\r\n")
         #expect(try client.readResponse().text == "1")
         #expect(try client.readResponse().text == "slow")
         #expect(try client.readResponse().text == "3")
@@ -71,9 +72,11 @@ import Testing
 
     @Test func largeBodiesBothWays() throws {
         let big = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-        let server = try startServer(router: testRouter { router in
-            router.get("/big") { _, _ in Response(status: .ok, contentType: "application/octet-stream", body: big) }
-        }) { $0.limits.maxBodyBytes = 1 << 20 }
+        let server = try startServer(
+            router: testRouter { router in
+                router.get("/big") { _, _ in Response(status: .ok, contentType: "application/octet-stream", body: big) }
+            }
+        ) { $0.limits.maxBodyBytes = 1 << 20 }
         defer { server.shutdown() }
         let client = try RawClient(port: server.port)
         // A response far larger than the socket buffer: written in parts as the client reads.
@@ -322,12 +325,13 @@ import Testing
     }
 
     @Test func halfClosedClientGetsResponseWithoutSpinningTheLoop() throws {
-        let server = try startServer(router: testRouter { router in
-            router.get("/sleep") { _, _ in
-                usleep(500_000)
-                return Response(status: .ok, contentType: "text/plain", body: Array("slept".utf8))
-            }
-        })
+        let server = try startServer(
+            router: testRouter { router in
+                router.get("/sleep") { _, _ in
+                    usleep(500_000)
+                    return Response(status: .ok, contentType: "text/plain", body: Array("slept".utf8))
+                }
+            })
         defer { server.shutdown() }
         let client = try RawClient(port: server.port)
         try client.send("GET /sleep HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -485,13 +489,14 @@ import Testing
 
     @Test func gracefulShutdownFinishesInFlightRequest() throws {
         let started = Gate()
-        let server = try startServer(router: testRouter { router in
-            router.get("/work") { _, _ in
-                started.open()
-                usleep(500_000)
-                return Response(status: .ok, contentType: "text/plain", body: Array("done".utf8))
-            }
-        })
+        let server = try startServer(
+            router: testRouter { router in
+                router.get("/work") { _, _ in
+                    started.open()
+                    usleep(500_000)
+                    return Response(status: .ok, contentType: "text/plain", body: Array("done".utf8))
+                }
+            })
         let port = server.port
         let idle = try RawClient(port: port)
         #expect(try idle.request("GET", "/hello").status == 200)

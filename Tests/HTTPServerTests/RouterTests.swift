@@ -40,8 +40,9 @@ private func allowed(_ match: Router.Match) -> [String]? {
 /// Runs the handler of a found route and returns its body as text.
 private func body(of match: Router.Match) throws -> String? {
     guard case .found(let route, let parameters) = match else { return nil }
-    let response = try route.handler(Request(head: RequestHead(method: route.method, target: "/")),
-                                     RequestContext(requestID: "t", parameters: parameters))
+    let response = try route.handler(
+        Request(head: RequestHead(method: route.method, target: "/")),
+        RequestContext(requestID: "t", parameters: parameters))
     return String(decoding: response.body, as: UTF8.self)
 }
 

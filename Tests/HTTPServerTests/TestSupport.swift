@@ -165,9 +165,9 @@ func cpuSeconds(ofThreadsNamed prefix: String) -> Double {
     guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return 0 }
     for task in tasks {
         guard let comm = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8),
-              comm.hasPrefix(prefix),
-              let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")")
+            comm.hasPrefix(prefix),
+            let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
         else { continue }
         // Fields after "(comm)": state is field 3; utime and stime are fields 14 and 15.
         let fields = stat[stat.index(after: close)...].split(separator: " ")

@@ -63,9 +63,11 @@ import Testing
     }
 
     @Test func invalidSyntaxIsUnsatisfiable() {
-        let invalid = ["bytes=", "bytes= ", "bytes=,", "bytes", "bytes 0-5", "bytes=abc", "bytes=--1", "bytes=-", "bytes=1",
-                       "bytes=1--2", "bytes=-1-2", "bytes=0-5x", "bytes=x0-5", "bytes=0 - 5", "bytes=0-\u{0}", "bytes=+1-2",
-                       "bytes=1-+2", "bytes=0x10-", "bytes=1.5-2", "bytes=٣-٤"]
+        let invalid = [
+            "bytes=", "bytes= ", "bytes=,", "bytes", "bytes 0-5", "bytes=abc", "bytes=--1", "bytes=-", "bytes=1",
+            "bytes=1--2", "bytes=-1-2", "bytes=0-5x", "bytes=x0-5", "bytes=0 - 5", "bytes=0-\u{0}", "bytes=+1-2",
+            "bytes=1-+2", "bytes=0x10-", "bytes=1.5-2", "bytes=٣-٤",
+        ]
         for header in invalid {
             #expect(ByteRange.evaluate(header, size: 100) == .unsatisfiable, "\(header.debugDescription)")
         }

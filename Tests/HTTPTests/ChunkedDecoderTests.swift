@@ -4,8 +4,10 @@ import Testing
 /// The decoder on its own; whole requests with chunked bodies are in `RequestCorpus.chunked`.
 @Suite struct ChunkedDecoderTests {
     /// Decodes `input` delivered in pieces ending at `cuts`, as the connection would feed it.
-    func decode(_ input: String, cuts: [Int] = [], maxBodyBytes: Int = 1 << 20,
-                limits: HTTPLimits = .default) -> (result: ChunkedDecoder.Result, body: String, consumed: Int) {
+    func decode(
+        _ input: String, cuts: [Int] = [], maxBodyBytes: Int = 1 << 20,
+        limits: HTTPLimits = .default
+    ) -> (result: ChunkedDecoder.Result, body: String, consumed: Int) {
         let bytes = Array(input.utf8)
         var decoder = ChunkedDecoder(maxBodyBytes: maxBodyBytes, limits: limits)
         var body: [UInt8] = []

@@ -37,7 +37,8 @@ import Testing
                 for day in 1...days(year, month) {
                     let civil = CivilDate(daysSinceEpoch: Int64(daysSinceEpoch))
                     guard civil == CivilDate(year: Int64(year), month: Int64(month), day: Int64(day)),
-                          civil.daysSinceEpoch == Int64(daysSinceEpoch), civil.isValid else {
+                        civil.daysSinceEpoch == Int64(daysSinceEpoch), civil.isValid
+                    else {
                         Issue.record("day \(daysSinceEpoch): expected \(year)-\(month)-\(day), got \(civil)")
                         return
                     }

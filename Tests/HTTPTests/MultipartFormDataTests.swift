@@ -16,7 +16,8 @@ import Testing
     }
 
     func filePart(_ bytes: [UInt8], _ boundary: String, limits: MultipartFormData.Limits = .default)
-        -> Result<MultipartFormData.FilePart, MultipartError> {
+        -> Result<MultipartFormData.FilePart, MultipartError>
+    {
         Result { () throws(MultipartError) in try MultipartFormData.filePart(in: bytes, boundary: boundary, limits: limits) }
     }
 
@@ -76,19 +77,26 @@ import Testing
         let bytes = body(Self.curlBoundary, [(fileHead(), Raw(Self.pngBytes))])
         let part = try MultipartFormData.filePart(in: bytes, boundary: Self.curlBoundary)
         let start = "--\(Self.curlBoundary)\r\n\(fileHead())\r\n".utf8.count
-        #expect(part == MultipartFormData.FilePart(name: "file", filename: "x.png", contentType: "image/png",
-                                                   range: start..<(start + Self.pngBytes.count)))
+        #expect(
+            part
+                == MultipartFormData.FilePart(
+                    name: "file", filename: "x.png", contentType: "image/png",
+                    range: start..<(start + Self.pngBytes.count)))
         #expect(Array(bytes[part.range]) == Self.pngBytes)
     }
 
     @Test func browserFormWithFieldsAndAFile() throws {
         let boundary = "----WebKitFormBoundary7MA4YWxkTrZu0gW"
-        let bytes = body(boundary, [
-            ("Content-Disposition: form-data; name=\"title\"\r\n", "Holiday"),
-            ("Content-Disposition: form-data; name=\"image\"; filename=\"photo.jpg\"\r\nContent-Type: image/jpeg\r\n",
-             Raw([0xFF, 0xD8, 0xFF, 0xE0]) + "\r\n\r\n--" + Raw([0xFF, 0xD9])),
-            ("Content-Disposition: form-data; name=\"meta\"\r\nContent-Type: application/json\r\n", "{\"a\":1}"),
-        ])
+        let bytes = body(
+            boundary,
+            [
+                ("Content-Disposition: form-data; name=\"title\"\r\n", "Holiday"),
+                (
+                    "Content-Disposition: form-data; name=\"image\"; filename=\"photo.jpg\"\r\nContent-Type: image/jpeg\r\n",
+                    Raw([0xFF, 0xD8, 0xFF, 0xE0]) + "\r\n\r\n--" + Raw([0xFF, 0xD9])
+                ),
+                ("Content-Disposition: form-data; name=\"meta\"\r\nContent-Type: application/json\r\n", "{\"a\":1}"),
+            ])
         let part = try MultipartFormData.filePart(in: bytes, boundary: boundary)
         #expect(part.name == "image")
         #expect(part.filename == "photo.jpg")
@@ -140,8 +148,9 @@ import Testing
     }
 
     @Test func preambleAndEpilogue() {
-        let bytes = body("b", [(fileHead(), "data")], preamble: "A preamble. --b is not at a line start\r\n--bX is not the boundary",
-                         epilogue: "\r\nThis is the epilogue. --b\r\n\r\n--b\r\nContent-Disposition: garbage\r\n")
+        let bytes = body(
+            "b", [(fileHead(), "data")], preamble: "A preamble. --b is not at a line start\r\n--bX is not the boundary",
+            epilogue: "\r\nThis is the epilogue. --b\r\n\r\n--b\r\nContent-Disposition: garbage\r\n")
         #expect(content(bytes, "b") == .success(Array("data".utf8)))
         // A preamble that is only CRLF, and a body opening with the delimiter after it.
         #expect(content(Array("\r\n--b\r\n".utf8) + Array(fileHead().utf8) + Array("\r\nx\r\n--b--".utf8), "b") == .success([UInt8(ascii: "x")]))
@@ -168,7 +177,8 @@ import Testing
     }
 
     @Test func transportPaddingAndEmptyParts() {
-        let padded = Array("--b \t \r\n".utf8) + Array(fileHead().utf8) + Array("\r\nabc\r\n--b\t\r\n".utf8)
+        let padded =
+            Array("--b \t \r\n".utf8) + Array(fileHead().utf8) + Array("\r\nabc\r\n--b\t\r\n".utf8)
             + Array("Content-Disposition: form-data; name=\"t\"\r\n\r\n\r\n--b-- \r\n".utf8)
         #expect(content(padded, "b") == .success(Array("abc".utf8)))
         // Empty content, with and without the CRLF that may follow the header section.
@@ -185,10 +195,12 @@ import Testing
     // MARK: - Refusals
 
     @Test func noFilePart() {
-        let fields = body("b", [
-            ("Content-Disposition: form-data; name=\"a\"\r\n", "1"),
-            ("Content-Disposition: form-data; name=\"image\"\r\nContent-Type: image/png\r\n", Raw(Self.pngBytes)),
-        ])
+        let fields = body(
+            "b",
+            [
+                ("Content-Disposition: form-data; name=\"a\"\r\n", "1"),
+                ("Content-Disposition: form-data; name=\"image\"\r\nContent-Type: image/png\r\n", Raw(Self.pngBytes)),
+            ])
         #expect(content(fields, "b") == .failure(.noFilePart))
         #expect(content(Array("--b--\r\n".utf8), "b") == .failure(.noFilePart))
     }
@@ -205,16 +217,16 @@ import Testing
         let cases: [[UInt8]] = [
             [],
             Array("no delimiter at all".utf8),
-            Array(good.dropLast(4)),                                    // "--b" without "--" and no more
-            Array("--b\r\n\(fileHead())\r\ndata".utf8),                    // no delimiter after the content
-            Array("--b\r\n\(fileHead())\r\ndata\r\n--b".utf8),             // ends after the boundary
-            Array("--b\r\n\(fileHead())\r\ndata\r\n--b-".utf8),            // one dash of the close
+            Array(good.dropLast(4)),  // "--b" without "--" and no more
+            Array("--b\r\n\(fileHead())\r\ndata".utf8),  // no delimiter after the content
+            Array("--b\r\n\(fileHead())\r\ndata\r\n--b".utf8),  // ends after the boundary
+            Array("--b\r\n\(fileHead())\r\ndata\r\n--b-".utf8),  // one dash of the close
             Array("--b\r\n\(fileHead())\r\ndata\r\n--b-x".utf8),
-            Array("--b \r\n\(fileHead())\r\ndata\r\n--b  x\r\n--b--".utf8), // padding then junk
-            Array("--b\n\(fileHead())\r\ndata\r\n--b--".utf8),             // bare LF after the boundary
+            Array("--b \r\n\(fileHead())\r\ndata\r\n--b  x\r\n--b--".utf8),  // padding then junk
+            Array("--b\n\(fileHead())\r\ndata\r\n--b--".utf8),  // bare LF after the boundary
             Array("--b\r\n\(fileHead())\r\ndata\r\n--b\n--b--".utf8),
-            Array("--b\r\n\(fileHead())\r\ndata\n--b--".utf8),             // bare LF before the close: no delimiter
-            Array("--b\r\n\(fileHead())\r\ndata\r\n--b\r\n".utf8),          // a part that never starts
+            Array("--b\r\n\(fileHead())\r\ndata\n--b--".utf8),  // bare LF before the close: no delimiter
+            Array("--b\r\n\(fileHead())\r\ndata\r\n--b\r\n".utf8),  // a part that never starts
         ]
         for bytes in cases {
             #expect(content(bytes, "b") == .failure(.malformed), "\(String(decoding: bytes, as: UTF8.self).debugDescription)")
@@ -235,22 +247,22 @@ import Testing
 
     @Test func malformedPartHeaders() {
         let heads = [
-            "",                                                                      // no Content-Disposition
+            "",  // no Content-Disposition
             "Content-Type: image/png\r\n",
             "Content-Disposition: attachment; name=\"f\"; filename=\"x\"\r\n",
-            "Content-Disposition: form-data; filename=\"x\"\r\n",                    // no name
+            "Content-Disposition: form-data; filename=\"x\"\r\n",  // no name
             "Content-Disposition: form-data; name=\"f\"; name=\"g\"; filename=\"x\"\r\n",
             "Content-Disposition: form-data; name=\"f\"; filename=\"x\"; filename=\"y\"\r\n",
             "Content-Disposition: form-data; name=\"f\"; filename=\"x\"\r\nContent-Disposition: form-data; name=\"g\"\r\n",
             "Content-Disposition: form-data; name=\"f\"; filename=\"x\"\r\nContent-Type: a\r\nContent-Type: b\r\n",
-            "Content-Disposition: form-data; name=\"f\"; filename=\"x\r\n",       // unterminated quote
-            "Content-Disposition: form-data; name=\"f\" filename=\"x\"\r\n",     // no ";"
+            "Content-Disposition: form-data; name=\"f\"; filename=\"x\r\n",  // unterminated quote
+            "Content-Disposition: form-data; name=\"f\" filename=\"x\"\r\n",  // no ";"
             "Content-Disposition: form-data; name\r\n",
             "Content-Disposition: form-data; =\"f\"\r\n",
             "Content-Disposition: form-data; name=\r\n",
-            "Content-Disposition form-data; name=\"f\"; filename=\"x\"\r\n",     // no colon
-            "Content-Disposition : form-data; name=\"f\"; filename=\"x\"\r\n",   // space before the colon
-            "Content-Disposition: form-data; name=\"f\";\r\n filename=\"x\"\r\n", // obs-fold
+            "Content-Disposition form-data; name=\"f\"; filename=\"x\"\r\n",  // no colon
+            "Content-Disposition : form-data; name=\"f\"; filename=\"x\"\r\n",  // space before the colon
+            "Content-Disposition: form-data; name=\"f\";\r\n filename=\"x\"\r\n",  // obs-fold
             "Content-Disposition: form-data; name=\"f\"; filename=\"x\"\nContent-Type: a\r\n",
             "Content-Disposition: form-data; name=\"f\"; filename=\"x\"\rContent-Type: a\r\n",
             "Content-Disposition: form-data; name=\"f\"; filename=\"x\u{0}\"\r\n",
@@ -323,10 +335,16 @@ import Testing
     @Test func randomInputsNeverCrash() {
         var rng = SplitMix64(seed: 0x0F0B_0DA7A)
         let boundary = "xyz"
-        let valid = body(boundary, [("Content-Disposition: form-data; name=\"t\"\r\n", "v"),
-                                    (fileHead(), Raw(Self.pngBytes) + "\r\n--xy\r\n")], preamble: "p")
-        let pieces: [[UInt8]] = ["\r\n", "--", "--xyz", "\r\n--xyz", "\r\n--xyz--", "\r\n\r\n", ";", "\"", "=", ":", " ", "\\",
-                                 "filename=", "Content-Disposition: form-data; name=a", "\r", "\n"].map { Array($0.utf8) }
+        let valid = body(
+            boundary,
+            [
+                ("Content-Disposition: form-data; name=\"t\"\r\n", "v"),
+                (fileHead(), Raw(Self.pngBytes) + "\r\n--xy\r\n"),
+            ], preamble: "p")
+        let pieces: [[UInt8]] = [
+            "\r\n", "--", "--xyz", "\r\n--xyz", "\r\n--xyz--", "\r\n\r\n", ";", "\"", "=", ":", " ", "\\",
+            "filename=", "Content-Disposition: form-data; name=a", "\r", "\n",
+        ].map { Array($0.utf8) }
         func check(_ bytes: [UInt8]) {
             var custom = MultipartFormData.Limits()
             custom.maxParts = Int(rng.next() % 4) + 1

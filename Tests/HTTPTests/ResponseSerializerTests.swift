@@ -4,8 +4,10 @@ import Testing
 @Suite struct ResponseSerializerTests {
     let date = HTTPDate.format(secondsSinceEpoch: 784_111_777)
 
-    func serialize(_ response: Response, method: HTTPMethod = .get, keepAlive: Bool = true,
-                   version: HTTPVersion = .http1_1) -> String {
+    func serialize(
+        _ response: Response, method: HTTPMethod = .get, keepAlive: Bool = true,
+        version: HTTPVersion = .http1_1
+    ) -> String {
         var buffer: [UInt8] = []
         ResponseSerializer.serialize(response, requestMethod: method, keepAlive: keepAlive, date: date, version: version, into: &buffer)
         return String(decoding: buffer, as: UTF8.self)
@@ -13,13 +15,15 @@ import Testing
 
     @Test func okWithBody() {
         let response = Response(status: .ok, contentType: "text/plain", body: Array("hello".utf8))
-        #expect(serialize(response) == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
-            + "Content-Type: text/plain\r\n\r\nhello")
+        #expect(
+            serialize(response) == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+                + "Content-Type: text/plain\r\n\r\nhello")
     }
 
     @Test func emptyBodyHasContentLengthZero() {
-        #expect(serialize(Response(status: .notFound)) == "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n"
-            + "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n")
+        #expect(
+            serialize(Response(status: .notFound)) == "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n"
+                + "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n")
     }
 
     @Test(arguments: [(1, "1"), (9, "9"), (10, "10"), (99, "99"), (100, "100"), (12_345, "12345"), (1_048_576, "1048576")])
@@ -31,8 +35,9 @@ import Testing
 
     @Test func headHasContentLengthButNoBody() {
         let response = Response(status: .ok, contentType: "text/plain", body: Array("hello".utf8))
-        #expect(serialize(response, method: .head) == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
-            + "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Type: text/plain\r\n\r\n")
+        #expect(
+            serialize(response, method: .head) == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+                + "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Type: text/plain\r\n\r\n")
     }
 
     @Test func noContentHasNeitherLengthNorBody() {
@@ -48,15 +53,18 @@ import Testing
     }
 
     @Test func closeWhenNotKeepingAlive() {
-        #expect(serialize(Response(status: .ok), keepAlive: false) == "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n"
-            + "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nConnection: close\r\n\r\n")
+        #expect(
+            serialize(Response(status: .ok), keepAlive: false) == "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n"
+                + "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nConnection: close\r\n\r\n")
     }
 
     @Test func http10KeepAlive() {
-        #expect(serialize(Response(status: .ok), version: .http1_0) == "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n"
-            + "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nConnection: keep-alive\r\n\r\n")
-        #expect(serialize(Response(status: .ok), keepAlive: false, version: .http1_0) == "HTTP/1.1 200 OK\r\n"
-            + "Content-Length: 0\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nConnection: close\r\n\r\n")
+        #expect(
+            serialize(Response(status: .ok), version: .http1_0) == "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n"
+                + "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nConnection: keep-alive\r\n\r\n")
+        #expect(
+            serialize(Response(status: .ok), keepAlive: false, version: .http1_0) == "HTTP/1.1 200 OK\r\n"
+                + "Content-Length: 0\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nConnection: close\r\n\r\n")
     }
 
     @Test func framingFieldsFromTheHandlerAreDropped() {
@@ -65,15 +73,17 @@ import Testing
             ("Date", "yesterday"), ("X-After", "2"), ("Content-Type", "application/json"),
         ])
         let response = Response(status: .created, headers: headers, body: Array("{}".utf8))
-        #expect(serialize(response) == "HTTP/1.1 201 Created\r\nContent-Length: 2\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
-            + "X-Before: 1\r\nX-After: 2\r\nContent-Type: application/json\r\n\r\n{}")
+        #expect(
+            serialize(response) == "HTTP/1.1 201 Created\r\nContent-Length: 2\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+                + "X-Before: 1\r\nX-After: 2\r\nContent-Type: application/json\r\n\r\n{}")
     }
 
     @Test func appendsToTheBuffer() {
         var buffer = Array("previous".utf8)
         ResponseSerializer.serialize(Response(status: .ok, body: [0x41]), requestMethod: .get, keepAlive: true, date: date, into: &buffer)
-        #expect(String(decoding: buffer, as: UTF8.self) == "previousHTTP/1.1 200 OK\r\nContent-Length: 1\r\n"
-            + "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\nA")
+        #expect(
+            String(decoding: buffer, as: UTF8.self) == "previousHTTP/1.1 200 OK\r\nContent-Length: 1\r\n"
+                + "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\nA")
     }
 
     @Test func continueResponse() {
@@ -92,8 +102,9 @@ import Testing
 
     @Test func fileBodyAnnouncesItsLengthAndIsNotAppended() {
         let response = Response(status: .ok, contentType: "image/png", file: StubFile(offset: 1000, length: 5000))
-        #expect(serialize(response) == "HTTP/1.1 200 OK\r\nContent-Length: 5000\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
-            + "Content-Type: image/png\r\n\r\n")
+        #expect(
+            serialize(response) == "HTTP/1.1 200 OK\r\nContent-Length: 5000\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+                + "Content-Type: image/png\r\n\r\n")
         #expect(serialize(response, method: .head) == serialize(response))
     }
 

@@ -20,9 +20,11 @@ import Testing
     }
 
     @Test func otherTypesAreRefused() {
-        for value in ["", ";", "image", "image/", "image/jpg", "image/pjpeg", "image/heif", "image/avif", "image/svg+xml",
-                      "text/plain", "image/png2", "image/pn", "image/ png", "application/octet-stream",
-                      "image/p\u{0130}ng", "image/jpe\u{212A}g"] {
+        for value in [
+            "", ";", "image", "image/", "image/jpg", "image/pjpeg", "image/heif", "image/avif", "image/svg+xml",
+            "text/plain", "image/png2", "image/pn", "image/ png", "application/octet-stream",
+            "image/p\u{0130}ng", "image/jpe\u{212A}g",
+        ] {
             #expect(ImageFormat(mimeType: value) == nil, "\(value)")
         }
     }

@@ -62,8 +62,10 @@ import Testing
         let bytes = heic([B.hdlr, B.pitm(2), iprp(properties, [(1, [1, 2]), (2, [3])])])
         #expect(size(inspect(bytes)) == [1024, 768])
         // 16-bit indices (flags & 1) and a version-1 ipma with 32-bit item ids.
-        let wide = B.fullBox("ipma", version: 1, flags: 1, B.be32(2) + B.be32(1) + [2] + B.be16(0x8001) + B.be16(2)
-                                 + B.be32(2) + [1] + B.be16(0x8003))
+        let wide = B.fullBox(
+            "ipma", version: 1, flags: 1,
+            B.be32(2) + B.be32(1) + [2] + B.be16(0x8001) + B.be16(2)
+                + B.be32(2) + [1] + B.be16(0x8003))
         let wideBytes = heic([B.hdlr, B.pitm(2), B.box("iprp", B.box("ipco", properties.flatMap { $0 }) + wide)])
         #expect(size(inspect(wideBytes)) == [1024, 768])
     }
@@ -82,7 +84,8 @@ import Testing
 
     @Test func missingBoxes() {
         #expect(code(inspect(B.ftyp() + B.box("mdat", [1, 2, 3]))) == .truncated)
-        #expect(code(inspect(B.ftyp() + B.box("free", []) + B.be32(0) + B.ascii("mdat") + B.meta([iprp([B.ispe(width: 1, height: 1)])]))) == .malformed)
+        #expect(
+            code(inspect(B.ftyp() + B.box("free", []) + B.be32(0) + B.ascii("mdat") + B.meta([iprp([B.ispe(width: 1, height: 1)])]))) == .malformed)
         #expect(code(inspect(heic([B.hdlr]))) == .malformed)
         #expect(code(inspect(heic([B.box("iprp", B.ipma([(1, [1])]))]))) == .malformed)
         #expect(code(inspect(heic([iprp([B.hvcC])]))) == .malformed)

@@ -34,8 +34,10 @@ import Testing
     @Test func fillBytesStandaloneMarkersAndStrayBytes() {
         let fill: [UInt8] = [0xFF, 0xFF, 0xFF]
         let standalone: [UInt8] = [0xFF, 0xD0, 0xFF, 0xD7, 0xFF, 0x01]
-        let bytes = Build.jpeg([fill, Build.app0JFIF, fill + fill, Build.app1Exif, standalone, [0x00, 0x12, 0xFF, 0x00],
-                                fill, Build.sof(0xC2, width: 33, height: 44)])
+        let bytes = Build.jpeg([
+            fill, Build.app0JFIF, fill + fill, Build.app1Exif, standalone, [0x00, 0x12, 0xFF, 0x00],
+            fill, Build.sof(0xC2, width: 33, height: 44),
+        ])
         #expect(size(inspect(bytes)) == [33, 44])
     }
 

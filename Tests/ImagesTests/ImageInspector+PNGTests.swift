@@ -25,7 +25,8 @@ import Testing
     }
 
     @Test func firstChunkMustBeIHDR() {
-        let bytes = Build.pngSignature + Build.pngChunk("gAMA", Build.be32(45455))
+        let bytes =
+            Build.pngSignature + Build.pngChunk("gAMA", Build.be32(45455))
             + Build.pngChunk("IHDR", Build.ihdr(width: 1, height: 1))
         #expect(code(inspect(bytes)) == .malformed)
         let lowercase = Build.pngSignature + Build.pngChunk("ihdr", Build.ihdr(width: 1, height: 1))

@@ -24,7 +24,8 @@ import Testing
 
     @Test func everySampleIsRead() {
         for sample in Self.samples {
-            #expect(ImageInspector.inspect(sample.bytes, declared: sample.format)
+            #expect(
+                ImageInspector.inspect(sample.bytes, declared: sample.format)
                     == .success(ImageInfo(format: sample.format, width: sample.size[0], height: sample.size[1])))
             let viaPointer = sample.bytes.withUnsafeBytes { ImageInspector.inspect($0, declared: sample.format) }
             #expect(size(viaPointer) == sample.size)
@@ -89,7 +90,8 @@ import Testing
 
     @Test func limits() {
         let limits = ImageLimits(maxPixels: 1000, maxDimension: 100)
-        let png = { (width: UInt32, height: UInt32) in ImageInspector.inspect(Build.png(width: width, height: height), declared: .png, limits: limits) }
+        let png = { (width: UInt32, height: UInt32) in ImageInspector.inspect(Build.png(width: width, height: height), declared: .png, limits: limits)
+        }
         #expect(size(png(100, 10)) == [100, 10])
         #expect(size(png(10, 100)) == [10, 100])
         #expect(code(png(101, 1)) == .tooManyPixels)
@@ -112,7 +114,8 @@ import Testing
         let error = ImageError(.truncated, "The PNG header is cut short.", offset: 12)
         #expect(error.description == "truncated: The PNG header is cut short.")
         #expect(error.debugDescription == "truncated: The PNG header is cut short. (at byte 12)")
-        #expect([ImageError.Code.contentMismatch, .truncated, .invalidDimensions, .tooManyPixels, .malformed].map(\.rawValue)
+        #expect(
+            [ImageError.Code.contentMismatch, .truncated, .invalidDimensions, .tooManyPixels, .malformed].map(\.rawValue)
                 == ["content_mismatch", "truncated", "invalid_dimensions", "too_many_pixels", "malformed"])
         let zero = ImageInspector.inspect(Build.gif(width: 0, height: 7), declared: .gif)
         #expect(zero == .failure(ImageError(.invalidDimensions, "The GIF image is 0×7 pixels.")))

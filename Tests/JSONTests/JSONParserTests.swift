@@ -251,15 +251,18 @@ private let rejected: [ParseCase] = [
     ParseCase("lead followed by ASCII", quoted([0xE2, UInt8(ascii: "a"), UInt8(ascii: "b")]), .reject("invalid_utf8")),
     ParseCase("lead followed by lead", quoted([0xC3, 0xC3, 0xA9]), .reject("invalid_utf8")),
     ParseCase("invalid UTF-8 in key", [UInt8(ascii: "{")] + quoted([0xFF]) + Array(":1}".utf8), .reject("invalid_utf8")),
-    ParseCase("invalid UTF-8 after escape", [UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "n"), 0xC0, 0xAF, UInt8(ascii: "\"")], .reject("invalid_utf8")),
+    ParseCase(
+        "invalid UTF-8 after escape", [UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "n"), 0xC0, 0xAF, UInt8(ascii: "\"")],
+        .reject("invalid_utf8")),
     // Duplicate keys.
     ParseCase("duplicate key", "{\"a\":1,\"a\":2}", .reject("duplicate_key")),
     ParseCase("duplicate key, same value", "{\"a\":1,\"a\":1}", .reject("duplicate_key")),
     ParseCase("duplicate key not adjacent", "{\"a\":1,\"b\":2,\"a\":3}", .reject("duplicate_key")),
     ParseCase("duplicate key via escape", "{\"a\":1,\"\\u0061\":2}", .reject("duplicate_key")),
     ParseCase("duplicate key nested", "{\"x\":{\"a\":null,\"a\":null}}", .reject("duplicate_key")),
-    ParseCase("duplicate key in a large object",
-              "{" + (0..<20).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + ",\"k3\":0}", .reject("duplicate_key")),
+    ParseCase(
+        "duplicate key in a large object",
+        "{" + (0..<20).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + ",\"k3\":0}", .reject("duplicate_key")),
     // Trailing data.
     ParseCase("two numbers", "1 2", .reject("trailing_data")),
     ParseCase("two arrays", "[] []", .reject("trailing_data")),
@@ -274,8 +277,9 @@ private let rejected: [ParseCase] = [
     ParseCase("key-value at top level", "\"a\":1", .reject("trailing_data")),
     // Depth.
     ParseCase("depth 33", nested(33), .reject("too_deep")),
-    ParseCase("depth 33 objects",
-              String(repeating: "{\"a\":", count: 33) + "1" + String(repeating: "}", count: 33), .reject("too_deep")),
+    ParseCase(
+        "depth 33 objects",
+        String(repeating: "{\"a\":", count: 33) + "1" + String(repeating: "}", count: 33), .reject("too_deep")),
     ParseCase("depth 33 unclosed", String(repeating: "[", count: 33), .reject("too_deep")),
 ]
 
@@ -379,15 +383,17 @@ private let rejected: [ParseCase] = [
     @Test func keyLimitPerObject() throws {
         let limits = JSONLimits(maxKeysPerObject: 2)
         #expect(throws: Never.self) { try JSONParser.parse("{\"a\":{\"x\":1,\"y\":2},\"b\":2}", limits: limits) }
-        #expect(failure("{\"a\":1,\"b\":2,\"c\":3}", limits: limits)
-            == JSONError(code: .tooManyKeys, byteOffset: 13, reason: "the object has too many keys"))
+        #expect(
+            failure("{\"a\":1,\"b\":2,\"c\":3}", limits: limits)
+                == JSONError(code: .tooManyKeys, byteOffset: 13, reason: "the object has too many keys"))
     }
 
     @Test func numberLengthLimit() {
         let limits = JSONLimits(maxNumberLength: 3)
         #expect(throws: Never.self) { try JSONParser.parse("-1.5", limits: JSONLimits(maxNumberLength: 4)) }
-        #expect(failure("[1.25]", limits: limits)
-            == JSONError(code: .numberTooLong, byteOffset: 1, reason: "the number is too long"))
+        #expect(
+            failure("[1.25]", limits: limits)
+                == JSONError(code: .numberTooLong, byteOffset: 1, reason: "the number is too long"))
     }
 
     @Test(arguments: [

@@ -22,7 +22,10 @@ import Testing
         writer.endObject()
         writer.endArray()
         writer.endObject()
-        #expect(text(writer) == #"{"type":"about:blank","title":"Unprocessable Content","status":422,"code":"invalid_type","errors":[{"field":"data.height"},{}]}"#)
+        #expect(
+            text(writer)
+                == #"{"type":"about:blank","title":"Unprocessable Content","status":422,"code":"invalid_type","errors":[{"field":"data.height"},{}]}"#
+        )
     }
 
     @Test func scalarsAndCommas() {

@@ -15,14 +15,15 @@ import Testing
         cluster.stop()
         #expect(!cluster.isRunning)
         #expect(!FileManager.default.fileExists(atPath: cluster.dataDirectory))
-        cluster.stop() // idempotent
+        cluster.stop()  // idempotent
     }
 
     @Test func persistentClusterKeepsItsDataAcrossStarts() throws {
         // Under /tmp and world-traversable, because as root the server runs as `postgres`.
         let base = NSTemporaryDirectory() + "/" + TestDatabase.uniqueName("exo-persistent")
-        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            atPath: base, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o755])
         defer { try? FileManager.default.removeItem(atPath: base) }
         var options = LocalCluster.Options()
         options.database = "app"

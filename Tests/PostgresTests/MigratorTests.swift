@@ -20,15 +20,15 @@ import Testing
 
     let files = [
         "0001_accounts.sql": """
-            -- several statements in one file
-            CREATE TABLE accounts (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE);
-            CREATE INDEX accounts_email_lower ON accounts (lower(email));
-            INSERT INTO accounts (email) VALUES ('seed@example.com');
-            """,
+        -- several statements in one file
+        CREATE TABLE accounts (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE);
+        CREATE INDEX accounts_email_lower ON accounts (lower(email));
+        INSERT INTO accounts (email) VALUES ('seed@example.com');
+        """,
         "0002_sessions.sql": """
-            CREATE TABLE sessions (id uuid PRIMARY KEY, account bigint REFERENCES accounts);
-            DO $$ BEGIN PERFORM pg_sleep(0.2); END $$;
-            """,
+        CREATE TABLE sessions (id uuid PRIMARY KEY, account bigint REFERENCES accounts);
+        DO $$ BEGIN PERFORM pg_sleep(0.2); END $$;
+        """,
         "0010_note.sql": "ALTER TABLE accounts ADD COLUMN note text DEFAULT 'é✓';",
         "README.md": "not a migration",
     ]
@@ -110,7 +110,10 @@ import Testing
         #expect(try pool.query("SELECT count(*) FROM schema_migrations")[0].decode(Int.self, at: 0) == 1)
         // The advisory lock was released: another migrator can run.
         #expect(try pool.withConnection { try Migrator(directory: directory).pendingMigrations(on: $0) } == ["0002_broken.sql"])
-        #expect(try pool.query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")[0].decode(Int.self, at: 0) == 0)
+        #expect(
+            try pool.query(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            )[0].decode(Int.self, at: 0) == 0)
     }
 
     @Test func badFileNamesAndDuplicateVersionsAreRejected() throws {

@@ -3,9 +3,12 @@ import Testing
 
 @Suite struct PostgresConnectionTests {
     @Test func settingsAppliedOnConnect() throws {
-        let connection = try TestDatabase.connection { $0.applicationName = "exo-test"; $0.statementTimeout = .milliseconds(1500) }
+        let connection = try TestDatabase.connection {
+            $0.applicationName = "exo-test"; $0.statementTimeout = .milliseconds(1500)
+        }
         let row = try connection.query(
-            "SELECT current_setting('application_name'), current_setting('TimeZone'), current_setting('DateStyle'), current_setting('statement_timeout')")[0]
+            "SELECT current_setting('application_name'), current_setting('TimeZone'), current_setting('DateStyle'), current_setting('statement_timeout')"
+        )[0]
         let (name, zone, style, timeout) = try row.decode((String, String, String, String).self)
         #expect(name == "exo-test")
         #expect(zone == "UTC")
@@ -62,7 +65,8 @@ import Testing
         try pool.execute("CREATE TABLE \(identifier: child) (parent int REFERENCES \(identifier: parent), n int CHECK (n > 0), v text NOT NULL)")
         #expect(postgresError { try pool.execute("INSERT INTO \(identifier: child) VALUES (\(Int32(1)), 1, 'x')") }?.sqlState == .foreignKeyViolation)
         #expect(postgresError { try pool.execute("INSERT INTO \(identifier: child) VALUES (NULL, \(-1), 'x')") }?.sqlState == .checkViolation)
-        #expect(postgresError { try pool.execute("INSERT INTO \(identifier: child) VALUES (NULL, 1, \(String?.none))") }?.sqlState == .notNullViolation)
+        #expect(
+            postgresError { try pool.execute("INSERT INTO \(identifier: child) VALUES (NULL, 1, \(String?.none))") }?.sqlState == .notNullViolation)
         #expect(postgresError { try pool.query("SELEC 1") }?.sqlState == .syntaxError)
         #expect(postgresError { try pool.query("SELECT * FROM no_such_table_here") }?.sqlState == .undefinedTable)
     }

@@ -48,7 +48,11 @@ import Testing
             for n in (batch * 100)..<(batch * 100 + 100) {
                 try pipeline.send(PostgresPipelineTests.echo, PostgresPipelineTests.binds(n, "n\(n)")) { result in
                     guard case .success(let rows) = result, let row = rows.first,
-                          let values = try? row.decode((Int, String).self) else { return failures += 1 }
+                        let values = try? row.decode((Int, String).self)
+                    else {
+                        failures += 1
+                        return
+                    }
                     results.append(values)
                 }
             }
@@ -79,9 +83,10 @@ import Testing
             var binds = PostgresBindings()
             binds.append(divisor)
             try pipeline.send(PostgresPipelineTests.divide, binds) { result in
-                outcomes.append(result.flatMap { rows in
-                    Result { try rows[0].decode(Int.self, at: 0) }.mapError { $0 as! PostgresError }
-                })
+                outcomes.append(
+                    result.flatMap { rows in
+                        Result { try rows[0].decode(Int.self, at: 0) }.mapError { $0 as! PostgresError }
+                    })
             }
         }
         try send(5)
@@ -193,7 +198,11 @@ import Testing
         for n in 0..<4_000 {
             try pipeline.send(PostgresPipelineTests.echo, PostgresPipelineTests.binds(n, text)) { result in
                 guard let row = try? result.get().first, (try? row.decode(Int.self, at: 0)) == 2 * n,
-                      (try? row.decode(String.self, at: 1)) == text else { return wrong += 1 }
+                    (try? row.decode(String.self, at: 1)) == text
+                else {
+                    wrong += 1
+                    return
+                }
                 received += 1
             }
         }
@@ -243,7 +252,12 @@ import Testing
             try pipeline.send(PostgresPipelineTests.echo, PostgresPipelineTests.binds(1, "a\u{0}b")) { _ in called = true }
         }
         // The types of a statement's first use stay.
-        try pipeline.send(PostgresPipelineTests.divide, { var b = PostgresBindings(); b.append(1); return b }()) { _ in }
+        try pipeline.send(
+            PostgresPipelineTests.divide,
+            {
+                var b = PostgresBindings(); b.append(1); return b
+            }()
+        ) { _ in }
         var texts = PostgresBindings()
         texts.append("1")
         #expect(throws: PostgresError.self) { try pipeline.send(PostgresPipelineTests.divide, texts) { _ in called = true } }

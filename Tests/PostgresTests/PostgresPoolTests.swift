@@ -7,8 +7,9 @@ import Testing
 
 @Suite struct PostgresPoolTests {
     @Test func exhaustionTimesOutWithPoolTimeout() throws {
-        let pool = PostgresPool(configuration: try TestDatabase.cluster().configuration(), size: 2,
-                                acquireTimeout: .milliseconds(200))
+        let pool = PostgresPool(
+            configuration: try TestDatabase.cluster().configuration(), size: 2,
+            acquireTimeout: .milliseconds(200))
         defer { pool.close() }
         try pool.withConnection { _ in
             try pool.withConnection { _ in
@@ -26,8 +27,9 @@ import Testing
     }
 
     @Test func waitersGetTheReleasedConnection() throws {
-        let pool = PostgresPool(configuration: try TestDatabase.cluster().configuration(), size: 1,
-                                acquireTimeout: .seconds(10))
+        let pool = PostgresPool(
+            configuration: try TestDatabase.cluster().configuration(), size: 1,
+            acquireTimeout: .seconds(10))
         defer { pool.close() }
         let holding = Barrier(2)
         let served = Atomic<Int>(0)
@@ -58,8 +60,9 @@ import Testing
     }
 
     @Test func manyThreadsShareABoundedPool() throws {
-        let pool = PostgresPool(configuration: try TestDatabase.cluster().configuration(), size: 3,
-                                acquireTimeout: .seconds(20))
+        let pool = PostgresPool(
+            configuration: try TestDatabase.cluster().configuration(), size: 3,
+            acquireTimeout: .seconds(20))
         defer { pool.close() }
         let failures = Atomic<Int>(0)
         onThreads(12) { index in
@@ -84,7 +87,7 @@ import Testing
         let victim = try pool.query("SELECT pg_backend_pid()")[0].decode(Int32.self, at: 0)
         let killer = try TestDatabase.connection()
         #expect(try killer.query("SELECT pg_terminate_backend(\(victim))")[0].decode(Bool.self, at: 0))
-        usleep(120_000) // longer than the pool's idle-check threshold
+        usleep(120_000)  // longer than the pool's idle-check threshold
         // The idle connection is found dead before it is lent; the query runs on a new one.
         let pid = try pool.query("SELECT pg_backend_pid()")[0].decode(Int32.self, at: 0)
         #expect(pid != victim)
@@ -158,7 +161,7 @@ import Testing
         onThreads(3) { _ in _ = try? pool.withConnection { _ in usleep(50_000) } }
         #expect(pool.statistics.idle == 3)
 
-        cluster.stopServer(mode: .immediate) // SIGQUIT to the postmaster
+        cluster.stopServer(mode: .immediate)  // SIGQUIT to the postmaster
         for _ in 0..<3 {
             var error: PostgresError?
             let elapsed = measure { error = postgresError { try pool.query("SELECT 1") } }
@@ -167,14 +170,15 @@ import Testing
         }
         #expect(pool.statistics.failed >= 1)
 
-        try cluster.startServer() // crash recovery on the same data directory
+        try cluster.startServer()  // crash recovery on the same data directory
         let survivors = try stage("first query after the restart") { try pool.query("SELECT n FROM survivors")[0].decode(Int.self, at: 0) }
         #expect(survivors == 42)
         #expect(pool.statistics.idle + pool.statistics.inUse <= 3)
 
         // A crash while connections are idle, then an immediate restart: the next request succeeds.
         try cluster.restart(mode: .immediate)
-        #expect(try stage("first query after the second restart") { try pool.query("SELECT count(*) FROM survivors")[0].decode(Int.self, at: 0) } == 1)
+        #expect(
+            try stage("first query after the second restart") { try pool.query("SELECT count(*) FROM survivors")[0].decode(Int.self, at: 0) } == 1)
     }
 }
 

@@ -40,8 +40,11 @@ import Testing
     }
 
     @Test func doublesIncludingSpecialValues() throws {
-        try roundTrip([0.0, -0.5, 0.1, 1.0 / 3.0, 1e308, -2.2250738585072014e-308, .greatestFiniteMagnitude,
-                       .infinity, -.infinity], column: "float8")
+        try roundTrip(
+            [
+                0.0, -0.5, 0.1, 1.0 / 3.0, 1e308, -2.2250738585072014e-308, .greatestFiniteMagnitude,
+                .infinity, -.infinity,
+            ], column: "float8")
         let pool = try TestDatabase.pool()
         let nan = try pool.query("SELECT \(Double.nan)::float8")[0].decode(Double.self, at: 0)
         #expect(nan.isNaN)
@@ -50,8 +53,11 @@ import Testing
     }
 
     @Test func stringsIncludingEmptyAndNonASCII() throws {
-        try roundTrip(["", "a", "héllo wörld", "日本語", "👩‍👩‍👧‍👦 emoji 🎉", "quote ' double \" back \\ slash",
-                       "line\nbreak\ttab", String(repeating: "x", count: 100_000)], column: "text")
+        try roundTrip(
+            [
+                "", "a", "héllo wörld", "日本語", "👩‍👩‍👧‍👦 emoji 🎉", "quote ' double \" back \\ slash",
+                "line\nbreak\ttab", String(repeating: "x", count: 100_000),
+            ], column: "text")
         try roundTrip(["varchar ✓"], column: "varchar(20)")
     }
 
@@ -60,8 +66,11 @@ import Testing
     }
 
     @Test func uuids() throws {
-        try roundTrip([UUID(), UUID(), UUID(uuidString: "00000000-0000-0000-0000-000000000000")!,
-                       UUID(uuidString: "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF")!], column: "uuid")
+        try roundTrip(
+            [
+                UUID(), UUID(), UUID(uuidString: "00000000-0000-0000-0000-000000000000")!,
+                UUID(uuidString: "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF")!,
+            ], column: "uuid")
     }
 
     @Test func calendarDates() throws {
@@ -78,8 +87,8 @@ import Testing
             Date(timeIntervalSince1970: 0),
             Date(timeIntervalSince1970: 1_700_000_000.123456),
             Date(timeIntervalSince1970: -1.5),
-            Date(timeIntervalSince1970: -2_208_988_800), // 1900-01-01
-            Date(timeIntervalSince1970: 253_402_300_799.999999), // 9999-12-31 23:59:59.999999
+            Date(timeIntervalSince1970: -2_208_988_800),  // 1900-01-01
+            Date(timeIntervalSince1970: 253_402_300_799.999999),  // 9999-12-31 23:59:59.999999
         ]
         for instant in instants {
             let back = try pool.query("SELECT \(instant)")[0].decode(Date.self, at: 0)
@@ -140,8 +149,9 @@ import Testing
         // A plain String parameter is also accepted by a jsonb column (its type is inferred).
         try pool.execute("INSERT INTO \(identifier: table) VALUES (\(#"{"b": 1}"#))")
         let back = try pool.query("SELECT doc FROM \(identifier: table) ORDER BY doc ? 'name' DESC")
-        #expect(try back[0].decode(PostgresJSON.self, at: 0).text
-            == #"{"list": [1, 2.5, null, true], "name": "é😀 café", "nested": {"k": "\"q\""}}"#)
+        #expect(
+            try back[0].decode(PostgresJSON.self, at: 0).text
+                == #"{"list": [1, 2.5, null, true], "name": "é😀 café", "nested": {"k": "\"q\""}}"#)
         #expect(try back[1].decode(String.self, at: 0) == #"{"b": 1}"#)
         let name = try pool.query("SELECT doc->>'name' FROM \(identifier: table) WHERE doc ? 'name'")[0].decode(String.self, at: 0)
         #expect(name == "é😀 café")
@@ -161,8 +171,10 @@ import Testing
         let noTime: Date? = nil
         let noBytes: [UInt8]? = nil
         let noJSON: PostgresJSON? = nil
-        try pool.execute("INSERT INTO \(identifier: table) VALUES (\(none), \(noText), \(noBool), \(noUUID), \(noDate), \(noTime), \(noBytes), \(noJSON))")
-        try pool.execute("INSERT INTO \(identifier: table) VALUES (\(Int?.some(7)), \(String?.some("")), NULL, NULL, NULL, NULL, \([UInt8]?.some([])), NULL)")
+        try pool.execute(
+            "INSERT INTO \(identifier: table) VALUES (\(none), \(noText), \(noBool), \(noUUID), \(noDate), \(noTime), \(noBytes), \(noJSON))")
+        try pool.execute(
+            "INSERT INTO \(identifier: table) VALUES (\(Int?.some(7)), \(String?.some("")), NULL, NULL, NULL, NULL, \([UInt8]?.some([])), NULL)")
         let rows = try pool.query("SELECT i, s, b, u, d, t, x, j FROM \(identifier: table) ORDER BY i NULLS FIRST")
         let first = try rows[0].decode((Int?, String?, Bool?, UUID?, PostgresDate?, Date?, [UInt8]?, PostgresJSON?).self)
         #expect(first.0 == nil && first.1 == nil && first.2 == nil && first.3 == nil)

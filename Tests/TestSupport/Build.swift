@@ -18,8 +18,10 @@ public enum Build {
         return be32(UInt32(data.count)) + body + be32(crc ?? crc32(body))
     }
 
-    public static func ihdr(width: UInt32, height: UInt32, bitDepth: UInt8 = 8, colorType: UInt8 = 6,
-                     interlace: UInt8 = 0) -> [UInt8] {
+    public static func ihdr(
+        width: UInt32, height: UInt32, bitDepth: UInt8 = 8, colorType: UInt8 = 6,
+        interlace: UInt8 = 0
+    ) -> [UInt8] {
         be32(width) + be32(height) + [bitDepth, colorType, 0, 0, interlace]
     }
 
@@ -84,8 +86,9 @@ public enum Build {
     }
 
     public static func vp8x(width: Int, height: Int) -> [UInt8] {
-        riff(webpChunk("VP8X", [0x10, 0, 0, 0] + le24(width - 1) + le24(height - 1))
-             + webpChunk("VP8 ", vp8Payload(width: width, height: height)))
+        riff(
+            webpChunk("VP8X", [0x10, 0, 0, 0] + le24(width - 1) + le24(height - 1))
+                + webpChunk("VP8 ", vp8Payload(width: width, height: height)))
     }
 
     // MARK: HEIC (ISO BMFF)
@@ -118,9 +121,12 @@ public enum Build {
 
     /// An ipma (version 0, 8-bit indices) associating each item with 1-based ipco indices.
     public static func ipma(_ entries: [(item: UInt16, properties: [UInt8])]) -> [UInt8] {
-        fullBox("ipma", be32(UInt32(entries.count)) + entries.flatMap { entry in
-            be16(Int(entry.item)) + [UInt8(entry.properties.count)] + entry.properties
-        })
+        fullBox(
+            "ipma",
+            be32(UInt32(entries.count))
+                + entries.flatMap { entry in
+                    be16(Int(entry.item)) + [UInt8(entry.properties.count)] + entry.properties
+                })
     }
 
     /// ftyp, then meta (hdlr, pitm 1, iprp (ipco (hvcC, ispe), ipma)), then mdat.

@@ -11,10 +11,12 @@ public func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
     let threads = (0..<count).map { index -> pthread_t in
         var thread = pthread_t()
         let box = Unmanaged.passRetained(Box { body(index) }).toOpaque()
-        let status = pthread_create(&thread, nil, { raw in
-            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, box)
+        let status = pthread_create(
+            &thread, nil,
+            { raw in
+                Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+                return nil
+            }, box)
         precondition(status == 0)
         return thread
     }

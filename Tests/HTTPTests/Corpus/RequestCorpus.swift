@@ -5,7 +5,8 @@ import HTTP
 /// The sections follow RFC 9112: request line (§§2–3), fields (§5), Host (§3.2), framing (§6),
 /// chunked (§7), persistence (§9.3), Expect (RFC 9110 §10.1.1), smuggling and pipelining.
 enum RequestCorpus {
-    static let all: [ParseCase] = requestLine + fields + host + contentLength + transferEncoding + chunked
+    static let all: [ParseCase] =
+        requestLine + fields + host + contentLength + transferEncoding + chunked
         + connection + expect + smuggling + pipelining
 
     /// A head start shared by many cases.
@@ -52,20 +53,25 @@ enum RequestCorpus {
         let line8193 = longRequestLine(8193)
         return [
             .valid("simple GET", "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n"),
-            .valid("origin-form with query", "GET /search?q=swift&page=2 HTTP/1.1\r\nHost: h\r\n\r\n",
-                   target: "/search?q=swift&page=2", path: "/search", query: "q=swift&page=2"),
+            .valid(
+                "origin-form with query", "GET /search?q=swift&page=2 HTTP/1.1\r\nHost: h\r\n\r\n",
+                target: "/search?q=swift&page=2", path: "/search", query: "q=swift&page=2"),
             .valid("empty query", "GET /a? HTTP/1.1\r\nHost: h\r\n\r\n", target: "/a?", path: "/a", query: ""),
-            .valid("question mark inside the query", "GET /a?b?c HTTP/1.1\r\nHost: h\r\n\r\n",
-                   target: "/a?b?c", path: "/a", query: "b?c"),
+            .valid(
+                "question mark inside the query", "GET /a?b?c HTTP/1.1\r\nHost: h\r\n\r\n",
+                target: "/a?b?c", path: "/a", query: "b?c"),
             .valid("percent-encoding is kept", "GET /a%20b/%2F HTTP/1.1\r\nHost: h\r\n\r\n", target: "/a%20b/%2F"),
             .valid("empty path segments", "GET //a//b HTTP/1.1\r\nHost: h\r\n\r\n", target: "//a//b"),
             .valid("HEAD", "HEAD /x HTTP/1.1\r\nHost: h\r\n\r\n", method: "HEAD", target: "/x"),
-            .valid("POST with a body", "POST /submit HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\n", body: "hello",
-                   method: "POST", target: "/submit", framing: .contentLength(5)),
-            .valid("PUT", "PUT /r/1 HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n", body: "{}",
-                   method: "PUT", target: "/r/1", framing: .contentLength(2)),
-            .valid("PATCH", "PATCH /r/1 HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\n", body: "x",
-                   method: "PATCH", target: "/r/1", framing: .contentLength(1)),
+            .valid(
+                "POST with a body", "POST /submit HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\n", body: "hello",
+                method: "POST", target: "/submit", framing: .contentLength(5)),
+            .valid(
+                "PUT", "PUT /r/1 HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n", body: "{}",
+                method: "PUT", target: "/r/1", framing: .contentLength(2)),
+            .valid(
+                "PATCH", "PATCH /r/1 HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\n", body: "x",
+                method: "PATCH", target: "/r/1", framing: .contentLength(1)),
             .valid("DELETE", "DELETE /r/1 HTTP/1.1\r\nHost: h\r\n\r\n", method: "DELETE", target: "/r/1"),
             .valid("TRACE", "TRACE / HTTP/1.1\r\nHost: h\r\n\r\n", method: "TRACE"),
             .valid("OPTIONS origin-form", "OPTIONS /r HTTP/1.1\r\nHost: h\r\n\r\n", method: "OPTIONS", target: "/r"),
@@ -73,32 +79,40 @@ enum RequestCorpus {
             .valid("extension method", "PURGE /cache HTTP/1.1\r\nHost: h\r\n\r\n", method: "PURGE", target: "/cache"),
             .valid("method with tchar punctuation", "M-SEARCH.v2 / HTTP/1.1\r\nHost: h\r\n\r\n", method: "M-SEARCH.v2"),
             .valid("methods are case-sensitive: get is not GET", "get / HTTP/1.1\r\nHost: h\r\n\r\n", method: "get"),
-            .valid("absolute-form", "GET http://example.com/a/b?x=1 HTTP/1.1\r\nHost: example.com\r\n\r\n",
-                   target: "http://example.com/a/b?x=1", path: "/a/b", query: "x=1"),
-            .valid("absolute-form https without a path", "GET https://example.com HTTP/1.1\r\nHost: example.com\r\n\r\n",
-                   target: "https://example.com", path: "/"),
-            .valid("absolute-form uppercase scheme, query without path", "GET HTTP://example.com?q HTTP/1.1\r\nHost: example.com\r\n\r\n",
-                   target: "HTTP://example.com?q", path: "/", query: "q"),
-            .valid("absolute-form with a port", "GET http://example.com:8080/p HTTP/1.1\r\nHost: example.com:8080\r\n\r\n",
-                   target: "http://example.com:8080/p", path: "/p"),
+            .valid(
+                "absolute-form", "GET http://example.com/a/b?x=1 HTTP/1.1\r\nHost: example.com\r\n\r\n",
+                target: "http://example.com/a/b?x=1", path: "/a/b", query: "x=1"),
+            .valid(
+                "absolute-form https without a path", "GET https://example.com HTTP/1.1\r\nHost: example.com\r\n\r\n",
+                target: "https://example.com", path: "/"),
+            .valid(
+                "absolute-form uppercase scheme, query without path", "GET HTTP://example.com?q HTTP/1.1\r\nHost: example.com\r\n\r\n",
+                target: "HTTP://example.com?q", path: "/", query: "q"),
+            .valid(
+                "absolute-form with a port", "GET http://example.com:8080/p HTTP/1.1\r\nHost: example.com:8080\r\n\r\n",
+                target: "http://example.com:8080/p", path: "/p"),
             .valid("HTTP/1.0 without Host", "GET / HTTP/1.0\r\n\r\n", version: .http1_0, keepAlive: false),
             .valid("HTTP/1.2 is served as HTTP/1.1", "GET / HTTP/1.2\r\nHost: h\r\n\r\n"),
             .valid("one empty line before the request line", "\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n"),
             .valid("four empty lines before the request line", "\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n"),
             .valid("request line of exactly 8192 bytes", line8192.line + "\r\nHost: h\r\n\r\n", target: line8192.target),
-            .invalid("five empty lines before the request line", "\r\n\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n",
-                     "invalid_request_line", 400),
+            .invalid(
+                "five empty lines before the request line", "\r\n\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n",
+                "invalid_request_line", 400),
             .invalid("asterisk-form for GET", "GET * HTTP/1.1\r\nHost: h\r\n\r\n", "invalid_target", 400),
             .invalid("absolute-form with another scheme", "GET ftp://example.com/ HTTP/1.1\r\nHost: h\r\n\r\n", "invalid_target", 400),
             .invalid("absolute-form with an empty authority", "GET http:///etc/passwd HTTP/1.1\r\nHost: h\r\n\r\n", "invalid_target", 400),
             .invalid("absolute-form that is only a scheme", "GET http:// HTTP/1.1\r\nHost: h\r\n\r\n", "invalid_target", 400),
-            .invalid("absolute-form with an empty authority before a query", "GET https://?a HTTP/1.1\r\nHost: h\r\n\r\n",
-                     "invalid_target", 400),
+            .invalid(
+                "absolute-form with an empty authority before a query", "GET https://?a HTTP/1.1\r\nHost: h\r\n\r\n",
+                "invalid_target", 400),
             .invalid("absolute-form with a port but no host", "GET http://:80/ HTTP/1.1\r\nHost: h\r\n\r\n", "invalid_target", 400),
-            .valid("absolute-form with an IPv6 host", "GET http://[::1]:8080/v6 HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n",
-                   target: "http://[::1]:8080/v6", path: "/v6"),
-            .invalid("authority-form: this server is no proxy", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
-                     "invalid_target", 400),
+            .valid(
+                "absolute-form with an IPv6 host", "GET http://[::1]:8080/v6 HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n",
+                target: "http://[::1]:8080/v6", path: "/v6"),
+            .invalid(
+                "authority-form: this server is no proxy", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+                "invalid_target", 400),
             .invalid("relative target", "GET a/b HTTP/1.1\r\nHost: h\r\n\r\n", "invalid_target", 400),
             .invalid("query-only target", "GET ?a HTTP/1.1\r\nHost: h\r\n\r\n", "invalid_target", 400),
             .invalid("two spaces after the method", "GET  / HTTP/1.1\r\nHost: h\r\n\r\n", "invalid_request_line", 400),
@@ -131,8 +145,9 @@ enum RequestCorpus {
             .invalid("request line ends in CR CR LF", "GET / HTTP/1.1\r\r\nHost: h\r\n\r\n", "bare_cr", 400),
             .invalid("request line of 8193 bytes", line8193.line + "\r\nHost: h\r\n\r\n", "request_line_too_long", 414),
             .invalid("request line that never ends", longRequestLine(20_000).line, "request_line_too_long", 414),
-            .invalid("over-long request line ending in bare LF", longRequestLine(9000).line + "\nHost: h\r\n\r\n",
-                     "request_line_too_long", 414),
+            .invalid(
+                "over-long request line ending in bare LF", longRequestLine(9000).line + "\nHost: h\r\n\r\n",
+                "request_line_too_long", 414),
             .incomplete("request line only", "GET / HTTP/1.1\r\n"),
             .incomplete("half a request line", "GET /ind"),
             .incomplete("request line of exactly 8192 bytes and its CR", line8192.line + "\r"),
@@ -146,20 +161,24 @@ enum RequestCorpus {
         for i in 1...99 { hundred = hundred + "X-F\(i): \(i)\r\n" }
         let field8192 = longField(8192)
         return [
-            .valid("order and case of fields are kept",
-                   "GET / HTTP/1.1\r\nHost: h\r\nAccept: */*\r\nX-Custom: One\r\nx-custom: two\r\n\r\n",
-                   headers: [Field("Host", "h"), Field("Accept", "*/*"), Field("X-Custom", "One"), Field("x-custom", "two")]),
-            .valid("OWS around values is trimmed", "GET / HTTP/1.1\r\nHost:   h  \r\nX-A:\t v a l \t\r\n\r\n",
-                   headers: [Field("Host", "h"), Field("X-A", "v a l")]),
+            .valid(
+                "order and case of fields are kept",
+                "GET / HTTP/1.1\r\nHost: h\r\nAccept: */*\r\nX-Custom: One\r\nx-custom: two\r\n\r\n",
+                headers: [Field("Host", "h"), Field("Accept", "*/*"), Field("X-Custom", "One"), Field("x-custom", "two")]),
+            .valid(
+                "OWS around values is trimmed", "GET / HTTP/1.1\r\nHost:   h  \r\nX-A:\t v a l \t\r\n\r\n",
+                headers: [Field("Host", "h"), Field("X-A", "v a l")]),
             .valid("no whitespace after the colon", "GET / HTTP/1.1\r\nHost:h\r\n\r\n", headers: [Field("Host", "h")]),
             .valid("empty value", get + "X-Empty:\r\n\r\n", headers: [Field("Host", "h"), Field("X-Empty", "")]),
             .valid("value of whitespace only", get + "X-Empty: \t \r\n\r\n", headers: [Field("Host", "h"), Field("X-Empty", "")]),
             .valid("tab inside a value", get + "X-T: a\tb\r\n\r\n", headers: [Field("Host", "h"), Field("X-T", "a\tb")]),
             .valid("colons inside a value", get + "X-Time: 12:30:45\r\n\r\n", headers: [Field("Host", "h"), Field("X-Time", "12:30:45")]),
-            .valid("obs-text (UTF-8) in a value", get + "X-Name: Zo" + Raw([0xC3, 0xAB]) + "\r\n\r\n",
-                   headers: [Field("Host", "h"), Field("X-Name", "Zoë")]),
-            .valid("obs-text (Latin-1 byte) in a value", get + "X-B: a" + Raw([0xE9]) + "b\r\n\r\n",
-                   headers: [Field("Host", "h"), Field("X-B", "a\u{FFFD}b")]),
+            .valid(
+                "obs-text (UTF-8) in a value", get + "X-Name: Zo" + Raw([0xC3, 0xAB]) + "\r\n\r\n",
+                headers: [Field("Host", "h"), Field("X-Name", "Zoë")]),
+            .valid(
+                "obs-text (Latin-1 byte) in a value", get + "X-B: a" + Raw([0xE9]) + "b\r\n\r\n",
+                headers: [Field("Host", "h"), Field("X-B", "a\u{FFFD}b")]),
             .valid("every tchar in a field name", get + "!#$%&'*+-.^_`|~09azAZ: x\r\n\r\n"),
             .valid("field line of exactly 8192 bytes", get + field8192 + "\r\n\r\n"),
             .valid("100 fields", hundred + "\r\n"),
@@ -193,11 +212,13 @@ enum RequestCorpus {
             .invalid("head of 32 KiB + 1", get + fill(headTotal: 32 * 1024 + 1) + "\r\n", "headers_too_large", 431),
             .invalid("head over 32 KiB that never ends", get + fill(headTotal: 40 * 1024), "headers_too_large", 431),
             // The head limit is crossed inside a field before that field is too long: 431 for the head.
-            .invalid("head limit crossed inside a field that is also too long",
-                     get + fill(headTotal: 30_000) + longField(9000) + "\r\n\r\n", "headers_too_large", 431),
+            .invalid(
+                "head limit crossed inside a field that is also too long",
+                get + fill(headTotal: 30_000) + longField(9000) + "\r\n\r\n", "headers_too_large", 431),
             // The field is too long before the head limit is reached: 431 for the field.
-            .invalid("field too long before the head limit",
-                     get + fill(headTotal: 20_000) + longField(9000) + "\r\n\r\n", "header_field_too_large", 431),
+            .invalid(
+                "field too long before the head limit",
+                get + fill(headTotal: 20_000) + longField(9000) + "\r\n\r\n", "header_field_too_large", 431),
             .incomplete("head without its final CRLF", get),
         ]
     }()
@@ -229,22 +250,28 @@ enum RequestCorpus {
     static let contentLength: [ParseCase] = [
         .valid("Content-Length 0 means no body", post + "Content-Length: 0\r\n\r\n", method: "POST"),
         .valid("Content-Length 000 means no body", post + "Content-Length: 000\r\n\r\n", method: "POST"),
-        .valid("Content-Length with leading zeros", post + "Content-Length: 007\r\n\r\n", body: "1234567",
-               method: "POST", framing: .contentLength(7)),
-        .valid("Content-Length with OWS", post + "Content-Length:  3 \t\r\n\r\n", body: "abc",
-               method: "POST", framing: .contentLength(3)),
+        .valid(
+            "Content-Length with leading zeros", post + "Content-Length: 007\r\n\r\n", body: "1234567",
+            method: "POST", framing: .contentLength(7)),
+        .valid(
+            "Content-Length with OWS", post + "Content-Length:  3 \t\r\n\r\n", body: "abc",
+            method: "POST", framing: .contentLength(3)),
         .valid("content-length in lowercase", post + "content-length: 2\r\n\r\n", body: "ab", method: "POST", framing: .contentLength(2)),
         .valid("Content-Length on GET", get + "Content-Length: 4\r\n\r\n", body: "ping", framing: .contentLength(4)),
-        .valid("Content-Length in HTTP/1.0", "POST / HTTP/1.0\r\nContent-Length: 2\r\n\r\n", body: "ok",
-               method: "POST", version: .http1_0, framing: .contentLength(2), keepAlive: false),
-        .valid("body bytes are not interpreted", post + "Content-Length: 6\r\n\r\n", body: "\r\n\r\n\0\n",
-               method: "POST", framing: .contentLength(6)),
+        .valid(
+            "Content-Length in HTTP/1.0", "POST / HTTP/1.0\r\nContent-Length: 2\r\n\r\n", body: "ok",
+            method: "POST", version: .http1_0, framing: .contentLength(2), keepAlive: false),
+        .valid(
+            "body bytes are not interpreted", post + "Content-Length: 6\r\n\r\n", body: "\r\n\r\n\0\n",
+            method: "POST", framing: .contentLength(6)),
         .incomplete("body shorter than Content-Length", post + "Content-Length: 10\r\n\r\nabc", .needMoreBody),
         .incomplete("largest Content-Length (18 digits)", post + "Content-Length: 999999999999999999\r\n\r\nabc", .needMoreBody),
-        .invalid("duplicate Content-Length, same value", post + "Content-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
-                 "duplicate_content_length", 400),
-        .invalid("duplicate Content-Length, different values", post + "Content-Length: 4\r\nContent-Length: 5\r\n\r\nhello",
-                 "duplicate_content_length", 400),
+        .invalid(
+            "duplicate Content-Length, same value", post + "Content-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
+            "duplicate_content_length", 400),
+        .invalid(
+            "duplicate Content-Length, different values", post + "Content-Length: 4\r\nContent-Length: 5\r\n\r\nhello",
+            "duplicate_content_length", 400),
         .invalid("Content-Length as a list", post + "Content-Length: 5, 5\r\n\r\nhello", "invalid_content_length", 400),
         .invalid("Content-Length with a plus sign", post + "Content-Length: +5\r\n\r\nhello", "invalid_content_length", 400),
         .invalid("negative Content-Length", post + "Content-Length: -5\r\n\r\nhello", "invalid_content_length", 400),
@@ -261,35 +288,46 @@ enum RequestCorpus {
     // MARK: - §6.1 Transfer-Encoding
 
     static let transferEncoding: [ParseCase] = [
-        .valid("chunked", post + "Transfer-Encoding: chunked\r\n\r\n", body: "5\r\nhello\r\n0\r\n\r\n", decoded: "hello",
-               method: "POST", framing: .chunked),
-        .valid("Chunked in mixed case", post + "Transfer-Encoding: ChUnKeD\r\n\r\n", body: "0\r\n\r\n", decoded: "",
-               method: "POST", framing: .chunked),
-        .valid("chunked after a tab", post + "Transfer-Encoding:\tchunked\r\n\r\n", body: "1\r\na\r\n0\r\n\r\n", decoded: "a",
-               method: "POST", framing: .chunked),
-        .valid("chunked with empty list elements", post + "Transfer-Encoding: , chunked ,\r\n\r\n", body: "0\r\n\r\n", decoded: "",
-               method: "POST", framing: .chunked),
-        .invalid("gzip, chunked is not implemented", post + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
-                 "unsupported_transfer_coding", 501),
-        .invalid("gzip then chunked in two fields", post + "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-                 "unsupported_transfer_coding", 501),
+        .valid(
+            "chunked", post + "Transfer-Encoding: chunked\r\n\r\n", body: "5\r\nhello\r\n0\r\n\r\n", decoded: "hello",
+            method: "POST", framing: .chunked),
+        .valid(
+            "Chunked in mixed case", post + "Transfer-Encoding: ChUnKeD\r\n\r\n", body: "0\r\n\r\n", decoded: "",
+            method: "POST", framing: .chunked),
+        .valid(
+            "chunked after a tab", post + "Transfer-Encoding:\tchunked\r\n\r\n", body: "1\r\na\r\n0\r\n\r\n", decoded: "a",
+            method: "POST", framing: .chunked),
+        .valid(
+            "chunked with empty list elements", post + "Transfer-Encoding: , chunked ,\r\n\r\n", body: "0\r\n\r\n", decoded: "",
+            method: "POST", framing: .chunked),
+        .invalid(
+            "gzip, chunked is not implemented", post + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+            "unsupported_transfer_coding", 501),
+        .invalid(
+            "gzip then chunked in two fields", post + "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            "unsupported_transfer_coding", 501),
         .invalid("chunked, gzip: chunked is not final", post + "Transfer-Encoding: chunked, gzip\r\n\r\n", "chunked_not_final", 400),
         .invalid("gzip alone: no chunked at all", post + "Transfer-Encoding: gzip\r\n\r\n", "chunked_not_final", 400),
         .invalid("chunked, chunked", post + "Transfer-Encoding: chunked, chunked\r\n\r\n", "chunked_not_final", 400),
-        .invalid("chunked twice in two fields", post + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
-                 "chunked_not_final", 400),
+        .invalid(
+            "chunked twice in two fields", post + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "chunked_not_final", 400),
         .invalid("empty Transfer-Encoding", post + "Transfer-Encoding:\r\n\r\n", "chunked_not_final", 400),
         .invalid("identity", post + "Transfer-Encoding: identity\r\n\r\n", "unsupported_transfer_coding", 501),
         .invalid("unknown coding", post + "Transfer-Encoding: br\r\n\r\n", "unsupported_transfer_coding", 501),
         .invalid("chunked with a parameter", post + "Transfer-Encoding: chunked;q=1\r\n\r\n", "unsupported_transfer_coding", 501),
-        .invalid("Transfer-Encoding in HTTP/1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-                 "transfer_encoding_http10", 400),
-        .invalid("Transfer-Encoding and Content-Length", post + "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
-                 "content_length_with_transfer_encoding", 400),
-        .invalid("Content-Length then Transfer-Encoding", post + "Content-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n",
-                 "content_length_with_transfer_encoding", 400),
-        .invalid("Transfer-Encoding and Content-Length in HTTP/1.0",
-                 "POST / HTTP/1.0\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", "content_length_with_transfer_encoding", 400),
+        .invalid(
+            "Transfer-Encoding in HTTP/1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            "transfer_encoding_http10", 400),
+        .invalid(
+            "Transfer-Encoding and Content-Length", post + "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
+            "content_length_with_transfer_encoding", 400),
+        .invalid(
+            "Content-Length then Transfer-Encoding", post + "Content-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "content_length_with_transfer_encoding", 400),
+        .invalid(
+            "Transfer-Encoding and Content-Length in HTTP/1.0",
+            "POST / HTTP/1.0\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", "content_length_with_transfer_encoding", 400),
     ]
 
     // MARK: - §7 Chunked bodies
@@ -338,7 +376,8 @@ enum RequestCorpus {
             bad("bare CR after the size", "5\rhello\r\n0\r\n\r\n", "bare_cr"),
             bad("control in an extension", "5;a" + Raw([0]) + "\r\nhello\r\n0\r\n\r\n", "invalid_chunk_extension"),
             bad("extension of 1025 bytes", "5;" + Raw("e") * 1025 + "\r\nhello\r\n0\r\n\r\n", "chunk_extension_too_long"),
-            bad("endless whitespace before an extension", "5" + Raw(" ") * 2000 + ";a\r\nhello\r\n0\r\n\r\n",
+            bad(
+                "endless whitespace before an extension", "5" + Raw(" ") * 2000 + ";a\r\nhello\r\n0\r\n\r\n",
                 "chunk_extension_too_long"),
             bad("data longer than its size", "5\r\nhello!\r\n0\r\n\r\n", "invalid_chunk_terminator"),
             bad("data shorter than its size", "5\r\nhell\r\n0\r\n\r\n", "invalid_chunk_terminator"),
@@ -356,7 +395,8 @@ enum RequestCorpus {
             bad("trailer with a NUL", "0\r\nA: " + Raw([0]) + "\r\n\r\n", "invalid_field_value"),
             bad("101 trailers", "0\r\n" + Raw("T: v\r\n") * 101 + "\r\n", "too_many_headers", 431),
             bad("trailer line over 8 KiB", "0\r\nT: " + Raw("v") * 8190 + "\r\n\r\n", "header_field_too_large", 431),
-            bad("trailers over 32 KiB", "0\r\n" + Raw("T: " + String(repeating: "v", count: 8000) + "\r\n") * 5 + "\r\n",
+            bad(
+                "trailers over 32 KiB", "0\r\n" + Raw("T: " + String(repeating: "v", count: 8000) + "\r\n") * 5 + "\r\n",
                 "headers_too_large", 431),
             .incomplete("chunked body without its last CRLF", te + "5\r\nhello\r\n0\r\n", .needMoreBody),
             .incomplete("chunked body inside a chunk", te + "5\r\nhel", .needMoreBody),
@@ -378,28 +418,35 @@ enum RequestCorpus {
         .valid("HTTP/1.0 keep-alive", "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", version: .http1_0),
         .valid("HTTP/1.0 Keep-Alive in mixed case", "GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", version: .http1_0),
         .valid("HTTP/1.0 keep-alive among other options", "GET / HTTP/1.0\r\nConnection: foo, keep-alive\r\n\r\n", version: .http1_0),
-        .valid("HTTP/1.0 keep-alive and close", "GET / HTTP/1.0\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n",
-               version: .http1_0, keepAlive: false),
+        .valid(
+            "HTTP/1.0 keep-alive and close", "GET / HTTP/1.0\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n",
+            version: .http1_0, keepAlive: false),
         .valid("HTTP/1.0 Connection: close", "GET / HTTP/1.0\r\nConnection: close\r\n\r\n", version: .http1_0, keepAlive: false),
     ]
 
     // MARK: - RFC 9110 §10.1.1 Expect
 
     static let expect: [ParseCase] = [
-        .valid("100-continue with a Content-Length body", post + "Expect: 100-continue\r\nContent-Length: 2\r\n\r\n", body: "hi",
-               method: "POST", framing: .contentLength(2), expectContinue: true),
-        .valid("100-Continue in mixed case", post + "Expect: 100-Continue\r\nContent-Length: 2\r\n\r\n", body: "hi",
-               method: "POST", framing: .contentLength(2), expectContinue: true),
-        .valid("100-continue with a chunked body", post + "Expect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n",
-               body: "2\r\nhi\r\n0\r\n\r\n", decoded: "hi", method: "POST", framing: .chunked, expectContinue: true),
+        .valid(
+            "100-continue with a Content-Length body", post + "Expect: 100-continue\r\nContent-Length: 2\r\n\r\n", body: "hi",
+            method: "POST", framing: .contentLength(2), expectContinue: true),
+        .valid(
+            "100-Continue in mixed case", post + "Expect: 100-Continue\r\nContent-Length: 2\r\n\r\n", body: "hi",
+            method: "POST", framing: .contentLength(2), expectContinue: true),
+        .valid(
+            "100-continue with a chunked body", post + "Expect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n",
+            body: "2\r\nhi\r\n0\r\n\r\n", decoded: "hi", method: "POST", framing: .chunked, expectContinue: true),
         .valid("100-continue without a body is ignored", get + "Expect: 100-continue\r\n\r\n"),
-        .valid("100-continue with Content-Length 0 is ignored", post + "Expect: 100-continue\r\nContent-Length: 0\r\n\r\n",
-               method: "POST"),
-        .valid("100-continue in HTTP/1.0 is ignored", "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n",
-               body: "hi", method: "POST", version: .http1_0, framing: .contentLength(2), keepAlive: false),
+        .valid(
+            "100-continue with Content-Length 0 is ignored", post + "Expect: 100-continue\r\nContent-Length: 0\r\n\r\n",
+            method: "POST"),
+        .valid(
+            "100-continue in HTTP/1.0 is ignored", "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n",
+            body: "hi", method: "POST", version: .http1_0, framing: .contentLength(2), keepAlive: false),
         .invalid("unknown expectation", get + "Expect: something\r\n\r\n", "unsupported_expectation", 417),
-        .invalid("100-continue among others", post + "Expect: 100-continue, x\r\nContent-Length: 2\r\n\r\nhi",
-                 "unsupported_expectation", 417),
+        .invalid(
+            "100-continue among others", post + "Expect: 100-continue, x\r\nContent-Length: 2\r\n\r\nhi",
+            "unsupported_expectation", 417),
         .invalid("empty expectation", get + "Expect:\r\n\r\n", "unsupported_expectation", 417),
         .invalid("102-processing", get + "Expect: 102-processing\r\n\r\n", "unsupported_expectation", 417),
     ]
@@ -409,68 +456,99 @@ enum RequestCorpus {
     static let smuggling: [ParseCase] = {
         let next: Raw = "GET /smuggled HTTP/1.1\r\nHost: h\r\n\r\n"
         let cases: [ParseCase] = [
-            .invalid("CL.TE", post + "Content-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nX",
-                     "content_length_with_transfer_encoding", 400),
-            .invalid("TE.CL", post + "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n8\r\nSMUGGLED\r\n0\r\n\r\n",
-                     "content_length_with_transfer_encoding", 400),
-            .invalid("TE.TE: space before the colon", post + "Content-Length: 4\r\nTransfer-Encoding : chunked\r\n\r\n5c\r\n",
-                     "whitespace_before_colon", 400),
-            .invalid("TE.TE: xchunked", post + "Content-Length: 4\r\nTransfer-Encoding: xchunked\r\n\r\n5c\r\n",
-                     "unsupported_transfer_coding", 501),
-            .invalid("TE.TE: tab before the value", post + "Content-Length: 4\r\nTransfer-Encoding:\tchunked\r\n\r\n5c\r\n",
-                     "content_length_with_transfer_encoding", 400),
-            .invalid("TE.TE: second field with junk", post + "Transfer-Encoding: chunked\r\nTransfer-encoding: x\r\n\r\n0\r\n\r\n",
-                     "unsupported_transfer_coding", 501),
-            .invalid("TE.TE: chunked then identity", post + "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n",
-                     "unsupported_transfer_coding", 501),
-            .invalid("TE.TE: folded value", post + "Content-Length: 4\r\nTransfer-Encoding:\r\n chunked\r\n\r\n",
-                     "obs_fold", 400),
-            .invalid("TE.TE: vertical tab", post + "Transfer-Encoding:" + Raw([0x0B]) + "chunked\r\n\r\n",
-                     "invalid_field_value", 400),
-            .invalid("TE.TE: NUL after chunked", post + "Transfer-Encoding: chunked" + Raw([0]) + "\r\n\r\n",
-                     "invalid_field_value", 400),
+            .invalid(
+                "CL.TE", post + "Content-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nX",
+                "content_length_with_transfer_encoding", 400),
+            .invalid(
+                "TE.CL", post + "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n8\r\nSMUGGLED\r\n0\r\n\r\n",
+                "content_length_with_transfer_encoding", 400),
+            .invalid(
+                "TE.TE: space before the colon", post + "Content-Length: 4\r\nTransfer-Encoding : chunked\r\n\r\n5c\r\n",
+                "whitespace_before_colon", 400),
+            .invalid(
+                "TE.TE: xchunked", post + "Content-Length: 4\r\nTransfer-Encoding: xchunked\r\n\r\n5c\r\n",
+                "unsupported_transfer_coding", 501),
+            .invalid(
+                "TE.TE: tab before the value", post + "Content-Length: 4\r\nTransfer-Encoding:\tchunked\r\n\r\n5c\r\n",
+                "content_length_with_transfer_encoding", 400),
+            .invalid(
+                "TE.TE: second field with junk", post + "Transfer-Encoding: chunked\r\nTransfer-encoding: x\r\n\r\n0\r\n\r\n",
+                "unsupported_transfer_coding", 501),
+            .invalid(
+                "TE.TE: chunked then identity", post + "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n",
+                "unsupported_transfer_coding", 501),
+            .invalid(
+                "TE.TE: folded value", post + "Content-Length: 4\r\nTransfer-Encoding:\r\n chunked\r\n\r\n",
+                "obs_fold", 400),
+            .invalid(
+                "TE.TE: vertical tab", post + "Transfer-Encoding:" + Raw([0x0B]) + "chunked\r\n\r\n",
+                "invalid_field_value", 400),
+            .invalid(
+                "TE.TE: NUL after chunked", post + "Transfer-Encoding: chunked" + Raw([0]) + "\r\n\r\n",
+                "invalid_field_value", 400),
             .invalid("TE.TE: quoted chunked", post + "Transfer-Encoding: \"chunked\"\r\n\r\n", "unsupported_transfer_coding", 501),
-            .invalid("TE.TE: bare LF before Transfer-Encoding", post + "X: y\nTransfer-Encoding: chunked\r\n\r\n",
-                     "bare_lf", 400),
-            .invalid("TE.TE: bare CR before Transfer-Encoding", post + "X: y\rTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
-                     "bare_cr", 400),
+            .invalid(
+                "TE.TE: bare LF before Transfer-Encoding", post + "X: y\nTransfer-Encoding: chunked\r\n\r\n",
+                "bare_lf", 400),
+            .invalid(
+                "TE.TE: bare CR before Transfer-Encoding", post + "X: y\rTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+                "bare_cr", 400),
             .invalid("CL.CL: 4 then 5", post + "Content-Length: 4\r\nContent-Length: 5\r\n\r\n12345", "duplicate_content_length", 400),
             .invalid("CL.CL: list with different values", post + "Content-Length: 4, 5\r\n\r\n12345", "invalid_content_length", 400),
             .invalid("CL with space before the colon", post + "Content-Length : 5\r\n\r\nhello", "whitespace_before_colon", 400),
-            .invalid("TE in HTTP/1.0 with CL", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
-                     "content_length_with_transfer_encoding", 400),
+            .invalid(
+                "TE in HTTP/1.0 with CL", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+                "content_length_with_transfer_encoding", 400),
             // Look-alike names are other fields: Content-Length frames the body, the next request is real.
-            .pipeline("Transfer_Encoding is another field", [
-                .part(post + "Content-Length: 5\r\nTransfer_Encoding: chunked\r\n\r\n", body: "0\r\n\r\n", method: "POST",
-                      framing: .contentLength(5)),
-                .part(next, target: "/smuggled"),
-            ]),
-            .pipeline("GET with an unframed body: the body is the next request", [
-                .part(get + "\r\n"),
-                .part(next, target: "/smuggled"),
-            ]),
-            .pipeline("chunk data that looks like a request stays data", [
-                .part(post + "Transfer-Encoding: chunked\r\n\r\n", body: "23\r\n" + next + "\r\n0\r\n\r\n", decoded: next,
-                      method: "POST", framing: .chunked),
-                .part(next, target: "/smuggled"),
-            ]),
-            .pipeline("trailer that looks like Content-Length is dropped", [
-                .part(post + "Transfer-Encoding: chunked\r\n\r\n", body: "0\r\nContent-Length: 40\r\n\r\n", decoded: "",
-                      method: "POST", framing: .chunked),
-                .part(next, target: "/smuggled"),
-            ]),
-            .pipeline("quoted CRLF in a chunk extension ends the size line", [
-                .part(post + "Transfer-Encoding: chunked\r\n\r\n", body: "2;a=\"x\r\nhi\r\n0\r\n\r\n", decoded: "hi",
-                      method: "POST", framing: .chunked),
-                .part(next, target: "/smuggled"),
-            ]),
-            .pipeline("chunked body ending early is followed by a bad request", [
-                .part(post + "Transfer-Encoding: chunked\r\n\r\n", body: "0\r\n\r\n", decoded: "", method: "POST", framing: .chunked),
-            ], rest: "5\r\nhello\r\n0\r\n\r\n", end: .failed(code: "invalid_request_line", status: 400)),
-            .pipeline("bytes beyond Content-Length start the next request", [
-                .part(post + "Content-Length: 3\r\n\r\n", body: "abc", method: "POST", framing: .contentLength(3)),
-                .part("GET /x HTTP/1.1\r\nHost: h\r\n\r\n", target: "/x"),
-            ], rest: "X", end: .needMoreHead),
+            .pipeline(
+                "Transfer_Encoding is another field",
+                [
+                    .part(
+                        post + "Content-Length: 5\r\nTransfer_Encoding: chunked\r\n\r\n", body: "0\r\n\r\n", method: "POST",
+                        framing: .contentLength(5)),
+                    .part(next, target: "/smuggled"),
+                ]),
+            .pipeline(
+                "GET with an unframed body: the body is the next request",
+                [
+                    .part(get + "\r\n"),
+                    .part(next, target: "/smuggled"),
+                ]),
+            .pipeline(
+                "chunk data that looks like a request stays data",
+                [
+                    .part(
+                        post + "Transfer-Encoding: chunked\r\n\r\n", body: "23\r\n" + next + "\r\n0\r\n\r\n", decoded: next,
+                        method: "POST", framing: .chunked),
+                    .part(next, target: "/smuggled"),
+                ]),
+            .pipeline(
+                "trailer that looks like Content-Length is dropped",
+                [
+                    .part(
+                        post + "Transfer-Encoding: chunked\r\n\r\n", body: "0\r\nContent-Length: 40\r\n\r\n", decoded: "",
+                        method: "POST", framing: .chunked),
+                    .part(next, target: "/smuggled"),
+                ]),
+            .pipeline(
+                "quoted CRLF in a chunk extension ends the size line",
+                [
+                    .part(
+                        post + "Transfer-Encoding: chunked\r\n\r\n", body: "2;a=\"x\r\nhi\r\n0\r\n\r\n", decoded: "hi",
+                        method: "POST", framing: .chunked),
+                    .part(next, target: "/smuggled"),
+                ]),
+            .pipeline(
+                "chunked body ending early is followed by a bad request",
+                [
+                    .part(post + "Transfer-Encoding: chunked\r\n\r\n", body: "0\r\n\r\n", decoded: "", method: "POST", framing: .chunked)
+                ], rest: "5\r\nhello\r\n0\r\n\r\n", end: .failed(code: "invalid_request_line", status: 400)),
+            .pipeline(
+                "bytes beyond Content-Length start the next request",
+                [
+                    .part(post + "Content-Length: 3\r\n\r\n", body: "abc", method: "POST", framing: .contentLength(3)),
+                    .part("GET /x HTTP/1.1\r\nHost: h\r\n\r\n", target: "/x"),
+                ], rest: "X", end: .needMoreHead),
         ]
         return cases
     }()
@@ -478,37 +556,55 @@ enum RequestCorpus {
     // MARK: - Pipelining
 
     static let pipelining: [ParseCase] = [
-        .pipeline("two GETs", [
-            .part("GET /a HTTP/1.1\r\nHost: h\r\n\r\n", target: "/a"),
-            .part("GET /b HTTP/1.1\r\nHost: h\r\n\r\n", target: "/b"),
-        ]),
-        .pipeline("fixed, chunked and no body", [
-            .part("POST /1 HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\n", body: "one", method: "POST", target: "/1",
-                  framing: .contentLength(3)),
-            .part("POST /2 HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n", body: "3\r\ntwo\r\n0\r\nT: x\r\n\r\n",
-                  decoded: "two", method: "POST", target: "/2", framing: .chunked),
-            .part("GET /3?x HTTP/1.1\r\nHost: h\r\n\r\n", target: "/3?x", path: "/3", query: "x"),
-        ]),
-        .pipeline("HTTP/1.0 then HTTP/1.1 close", [
-            .part("GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", target: "/a", version: .http1_0),
-            .part("GET /b HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", target: "/b", keepAlive: false),
-        ]),
-        .pipeline("empty lines between requests", [
-            .part("GET /a HTTP/1.1\r\nHost: h\r\n\r\n", target: "/a"),
-            .part("\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n", target: "/b"),
-        ]),
-        .pipeline("second request incomplete", [
-            .part("GET /a HTTP/1.1\r\nHost: h\r\n\r\n", target: "/a"),
-        ], rest: "GET /b HTTP/1.1\r\nHo", end: .needMoreHead),
-        .pipeline("second body incomplete", [
-            .part("GET /a HTTP/1.1\r\nHost: h\r\n\r\n", target: "/a"),
-        ], rest: "POST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 9\r\n\r\nabc", end: .needMoreBody),
-        .pipeline("second request invalid", [
-            .part("GET /a HTTP/1.1\r\nHost: h\r\n\r\n", target: "/a"),
-        ], rest: "GET /b HTTP/1.1\r\n\r\nGET /c HTTP/1.1\r\nHost: h\r\n\r\n", end: .failed(code: "missing_host", status: 400)),
-        .pipeline("third request after a chunked one fails in its body", [
-            .part("GET /a HTTP/1.1\r\nHost: h\r\n\r\n", target: "/a"),
-            .part(post + "Transfer-Encoding: chunked\r\n\r\n", body: "1\r\nx\r\n0\r\n\r\n", decoded: "x", method: "POST", framing: .chunked),
-        ], rest: post + "Transfer-Encoding: chunked\r\n\r\n1\r\nxy\r\n", end: .failed(code: "invalid_chunk_terminator", status: 400)),
+        .pipeline(
+            "two GETs",
+            [
+                .part("GET /a HTTP/1.1\r\nHost: h\r\n\r\n", target: "/a"),
+                .part("GET /b HTTP/1.1\r\nHost: h\r\n\r\n", target: "/b"),
+            ]),
+        .pipeline(
+            "fixed, chunked and no body",
+            [
+                .part(
+                    "POST /1 HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\n", body: "one", method: "POST", target: "/1",
+                    framing: .contentLength(3)),
+                .part(
+                    "POST /2 HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n", body: "3\r\ntwo\r\n0\r\nT: x\r\n\r\n",
+                    decoded: "two", method: "POST", target: "/2", framing: .chunked),
+                .part("GET /3?x HTTP/1.1\r\nHost: h\r\n\r\n", target: "/3?x", path: "/3", query: "x"),
+            ]),
+        .pipeline(
+            "HTTP/1.0 then HTTP/1.1 close",
+            [
+                .part("GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", target: "/a", version: .http1_0),
+                .part("GET /b HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", target: "/b", keepAlive: false),
+            ]),
+        .pipeline(
+            "empty lines between requests",
+            [
+                .part("GET /a HTTP/1.1\r\nHost: h\r\n\r\n", target: "/a"),
+                .part("\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n", target: "/b"),
+            ]),
+        .pipeline(
+            "second request incomplete",
+            [
+                .part("GET /a HTTP/1.1\r\nHost: h\r\n\r\n", target: "/a")
+            ], rest: "GET /b HTTP/1.1\r\nHo", end: .needMoreHead),
+        .pipeline(
+            "second body incomplete",
+            [
+                .part("GET /a HTTP/1.1\r\nHost: h\r\n\r\n", target: "/a")
+            ], rest: "POST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 9\r\n\r\nabc", end: .needMoreBody),
+        .pipeline(
+            "second request invalid",
+            [
+                .part("GET /a HTTP/1.1\r\nHost: h\r\n\r\n", target: "/a")
+            ], rest: "GET /b HTTP/1.1\r\n\r\nGET /c HTTP/1.1\r\nHost: h\r\n\r\n", end: .failed(code: "missing_host", status: 400)),
+        .pipeline(
+            "third request after a chunked one fails in its body",
+            [
+                .part("GET /a HTTP/1.1\r\nHost: h\r\n\r\n", target: "/a"),
+                .part(post + "Transfer-Encoding: chunked\r\n\r\n", body: "1\r\nx\r\n0\r\n\r\n", decoded: "x", method: "POST", framing: .chunked),
+            ], rest: post + "Transfer-Encoding: chunked\r\n\r\n1\r\nxy\r\n", end: .failed(code: "invalid_chunk_terminator", status: 400)),
     ]
 }

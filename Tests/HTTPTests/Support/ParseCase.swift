@@ -31,10 +31,12 @@ struct ParseCase: Sendable, CustomTestStringConvertible {
         /// A request whose head is exactly `head` (so `consumed == head.count`), followed by `body` raw.
         /// `path` defaults to the target, `headers` to every field of `head` split by hand, `decoded`
         /// (the body the application sees) to the raw body.
-        static func part(_ head: Raw, body rawBody: Raw = "", decoded: Raw? = nil,
-                         method: String = "GET", target: String = "/", path: String? = nil, query: String? = nil,
-                         version: HTTPVersion = .http1_1, headers: [Field]? = nil, framing: BodyFraming = .none,
-                         keepAlive: Bool = true, expectContinue: Bool = false) -> Part {
+        static func part(
+            _ head: Raw, body rawBody: Raw = "", decoded: Raw? = nil,
+            method: String = "GET", target: String = "/", path: String? = nil, query: String? = nil,
+            version: HTTPVersion = .http1_1, headers: [Field]? = nil, framing: BodyFraming = .none,
+            keepAlive: Bool = true, expectContinue: Bool = false
+        ) -> Part {
             let expected = ParsedRequest(
                 method: method, target: target, path: path ?? target, query: query, version: version,
                 headers: headers ?? fieldsByHand(head.bytes), framing: framing, keepAlive: keepAlive,
@@ -45,18 +47,27 @@ struct ParseCase: Sendable, CustomTestStringConvertible {
     }
 
     /// A single valid request and nothing after it.
-    static func valid(_ name: String, _ head: Raw, body rawBody: Raw = "", decoded: Raw? = nil,
-                      method: String = "GET", target: String = "/", path: String? = nil, query: String? = nil,
-                      version: HTTPVersion = .http1_1, headers: [Field]? = nil, framing: BodyFraming = .none,
-                      keepAlive: Bool = true, expectContinue: Bool = false, limits: HTTPLimits = .default) -> ParseCase {
-        pipeline(name, [Part.part(head, body: rawBody, decoded: decoded, method: method, target: target, path: path,
-                             query: query, version: version, headers: headers, framing: framing,
-                             keepAlive: keepAlive, expectContinue: expectContinue)], limits: limits)
+    static func valid(
+        _ name: String, _ head: Raw, body rawBody: Raw = "", decoded: Raw? = nil,
+        method: String = "GET", target: String = "/", path: String? = nil, query: String? = nil,
+        version: HTTPVersion = .http1_1, headers: [Field]? = nil, framing: BodyFraming = .none,
+        keepAlive: Bool = true, expectContinue: Bool = false, limits: HTTPLimits = .default
+    ) -> ParseCase {
+        pipeline(
+            name,
+            [
+                Part.part(
+                    head, body: rawBody, decoded: decoded, method: method, target: target, path: path,
+                    query: query, version: version, headers: headers, framing: framing,
+                    keepAlive: keepAlive, expectContinue: expectContinue)
+            ], limits: limits)
     }
 
     /// Several requests back to back, then `rest`, which must end as `end`.
-    static func pipeline(_ name: String, _ parts: [Part], rest: Raw = "", end: End = .clean,
-                         limits: HTTPLimits = .default) -> ParseCase {
+    static func pipeline(
+        _ name: String, _ parts: [Part], rest: Raw = "", end: End = .clean,
+        limits: HTTPLimits = .default
+    ) -> ParseCase {
         var input: [UInt8] = []
         var requests: [ParsedRequest] = []
         for part in parts {
