@@ -1,3 +1,5 @@
+import JSON
+
 /// A rule of the accounts domain was broken: a stable code, a message for people, and the
 /// fields involved. The API maps codes to HTTP statuses; nothing here holds a secret.
 public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -30,17 +32,7 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// One offending field, named by its JSON path (`data.height`).
-    public struct FieldError: Sendable, Equatable {
-        public let field: String
-        public let code: Code
-        public let detail: String
-
-        public init(field: String, code: Code, detail: String) {
-            self.field = field
-            self.code = code
-            self.detail = detail
-        }
-    }
+    public typealias FieldError = JSON.FieldError<Code>
 
     public let code: Code
     public let detail: String

@@ -4,17 +4,7 @@ import JSON
 /// An RFC 9457 problem document, thrown by handlers and sent as `application/problem+json`.
 public struct Problem: Error, Sendable, HTTPResponseError, CustomStringConvertible {
     /// One invalid field of a request, for `422` answers.
-    public struct FieldError: Sendable, Equatable {
-        public var field: String
-        public var code: String
-        public var detail: String
-
-        public init(field: String, code: String, detail: String) {
-            self.field = field
-            self.code = code
-            self.detail = detail
-        }
-    }
+    public typealias FieldError = JSON.FieldError<String>
 
     public var status: HTTPStatus
     /// Stable, machine-readable: clients switch on it.
