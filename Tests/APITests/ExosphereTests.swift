@@ -221,16 +221,8 @@ import Testing
         let child = try Self.serve()
         // A rejected request leaves its connection lingering (2 s) while this client keeps it open,
         // so the drain takes a while: long enough to send another signal in the middle of it.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = try HTTPClient.connect(port: child.port)
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(child.port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        try #require(connected == 0)
         _ = "garbage\r\n\r\n".withCString { send(fd, $0, 11, Int32(MSG_NOSIGNAL)) }
         var byte: UInt8 = 0
         try #require(recv(fd, &byte, 1, 0) == 1)  // the 400 has been written: the connection lingers
