@@ -211,11 +211,17 @@ public final class HashingPool: @unchecked Sendable {
             return job
         }
 
+        /// Takes out the jobs whose client has gone. Each job's cancellation is read once: a client
+        /// may leave while this runs, and a job read twice could be neither kept nor removed (its
+        /// caller would then wait forever).
         mutating func removeCancelled() -> [Job] {
-            let waiting = jobs[head...].compactMap { $0 }
-            let removed = waiting.filter { $0.cancellation?.isCancelled == true }
+            var kept: [Job?] = []
+            var removed: [Job] = []
+            for case let job? in jobs[head...] {
+                if job.cancellation?.isCancelled == true { removed.append(job) } else { kept.append(job) }
+            }
             guard !removed.isEmpty else { return [] }
-            jobs = waiting.filter { $0.cancellation?.isCancelled != true }
+            jobs = kept
             head = 0
             return removed
         }

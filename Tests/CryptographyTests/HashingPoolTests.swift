@@ -174,6 +174,41 @@ extension HashingPoolTests {
         pool.shutdown()
     }
 
+    /// Clients leave while a full pool frees the places of those who left: every caller gets an
+    /// answer, whichever way its job goes. (A job whose client left between two reads of its
+    /// cancellation was once neither kept nor dropped, and its caller waited forever: a sign-in
+    /// stuck on a worker thread, and a server that could not shut down.)
+    @Test func everyCallerIsAnsweredWhileClientsLeaveDuringADrop() throws {
+        let callersPerRound = 8
+        for round in 0..<1_000 {
+            let pool = HashingPool(workers: 1, queueCapacity: callersPerRound)
+            let release = Gate()
+            try pool.submit { release.wait() }
+            let cancellations = (0..<callersPerRound).map { _ in Cancellation() }
+            let answered = Results()
+            let callers = (0..<callersPerRound).map { index in
+                OSThread(name: "caller-\(index)") {
+                    answered.append(index, Result { try pool.run(cancellation: cancellations[index]) { index } })
+                }
+            }
+            while pool.statistics.queued < callersPerRound { usleep(100) }
+            // A full pool: each look for room drops the jobs of clients that left, while they leave.
+            let dropper = OSThread(name: "dropper") {
+                for _ in 0..<200 { _ = pool.hasCapacity }
+            }
+            for cancellation in cancellations { cancellation.cancel() }
+            dropper.join()
+            release.open()
+            let deadline = ContinuousClock.now + .seconds(30)
+            while answered.order.count < callersPerRound, ContinuousClock.now < deadline { usleep(1_000) }
+            let count = answered.order.count
+            #expect(count == callersPerRound, "round \(round): \(callersPerRound - count) callers never answered")
+            guard count == callersPerRound else { return }  // their threads are stuck: do not join them
+            for caller in callers { caller.join() }
+            pool.shutdown()
+        }
+    }
+
     @Test func interactiveWorkRunsBeforeBulkWork() throws {
         let pool = HashingPool(workers: 1, queueCapacity: 8)
         let started = Gate(), release = Gate()
