@@ -28,6 +28,17 @@ image_sources=(Sources/Images/ImageInspector*.swift Sources/Images/ImageFormat*.
                Sources/Images/ISOBox.swift Sources/Images/CRC32.swift Sources/Images/ImageInfo.swift
                Sources/Images/ImageLimits.swift Sources/Images/ImageError.swift)
 
+# The HTTP module and the calendar it imports, as one module in a directory of their own.
+stage_http() {
+    local staged
+    staged=$(mktemp -d /tmp/exo-fuzz.XXXXXX)
+    cp Sources/CivilTime/*.swift "$staged"/
+    for file in Sources/HTTP/*.swift; do
+        sed '/^import CivilTime$/d' "$file" > "$staged/$(basename "$file")"
+    done
+    echo "$staged"
+}
+
 seed() { printf '%b' "$2" > "fuzz/corpus/http/seed-$1"; }
 seed get 'GET / HTTP/1.1\r\nHost: example.com\r\n\r\n'
 seed query 'GET /a/b?x=1&y=2 HTTP/1.1\r\nHost: h\r\nAccept: */*\r\n\r\n'
@@ -54,14 +65,18 @@ export SWIFT_BACKTRACE=enable=no
 status=0
 for target in "${targets[@]}"; do
     case "$target" in
-        http) build parser HTTP Sources/HTTP/*.swift fuzz/ParserFuzzer.swift; binary=fuzz/parser-fuzzer; options=(-dict=fuzz/http.dict -max_len=1024) ;;
+        http)
+            staged=$(stage_http)
+            build parser HTTP "$staged"/*.swift fuzz/ParserFuzzer.swift
+            rm -rf "$staged"
+            binary=fuzz/parser-fuzzer; options=(-dict=fuzz/http.dict -max_len=1024) ;;
         connection)
             # The machine's two files join the HTTP sources in one module: their `import HTTP` goes.
-            staged=$(mktemp -d /tmp/exo-fuzz.XXXXXX)
+            staged=$(stage_http)
             for file in Sources/HTTPServer/ConnectionStateMachine.swift Sources/HTTPServer/ConnectionConfiguration.swift; do
                 sed '/^import HTTP$/d' "$file" > "$staged/$(basename "$file")"
             done
-            build connection HTTP Sources/HTTP/*.swift "$staged"/*.swift fuzz/ConnectionFuzzer.swift
+            build connection HTTP "$staged"/*.swift fuzz/ConnectionFuzzer.swift
             rm -rf "$staged"
             binary=fuzz/connection-fuzzer; options=(-max_len=2048) ;;
         json) build json JSON Sources/JSON/*.swift fuzz/JSONFuzzer.swift; binary=fuzz/json-fuzzer; options=(-max_len=2048) ;;
