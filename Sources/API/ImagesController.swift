@@ -58,22 +58,8 @@ struct ImagesController: Sendable {
 
     @Sendable func list(_ request: Request, _ context: RequestContext) throws -> Response {
         let user = try authenticator.authenticatedUser(request)
-        let query = QueryParameters(request.query)
-        var limit = 50
-        if let text = query["limit"] {
-            guard let value = Int(text), (1...100).contains(value) else {
-                throw Problem(status: .unprocessableContent, code: "invalid_limit", detail: "limit must be an integer from 1 to 100.")
-            }
-            limit = value
-        }
-        var cursor: ImageCursor?
-        if let text = query["after"] {
-            guard let parsed = ImageCursor(text: text) else {
-                throw ImageError(.invalidCursor, "after must be a cursor from a previous page's next.")
-            }
-            cursor = parsed
-        }
-        let page = try images.list(userID: user.id, after: cursor, limit: limit)
+        let parameters = try PageParameters(request, invalidCursor: ImageError(.invalidCursor, "after must be a cursor from a previous page's next."))
+        let page = try images.list(userID: user.id, after: parameters.cursor, limit: parameters.limit)
         var response = JSONBody.response { writer in
             writer.beginObject()
             writer.key("images")

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Postgres
+import Cryptography
 
 /// The SQL of images; every value a bound parameter.
 enum ImageRepository {
@@ -66,14 +67,14 @@ enum ImageRepository {
             """)
     }
 
-    static func page(_ connection: PostgresConnection, userID: UUID, after cursor: ImageCursor?, limit: Int) throws -> [StoredImage] {
+    static func page(_ connection: PostgresConnection, userID: UUID, after cursor: KeysetCursor?, limit: Int) throws -> [StoredImage] {
         if let cursor {
             // Microseconds are added as an integer interval: exact, unlike a float epoch.
             return try connection.query(
                 """
                 SELECT \(unsafeRaw: columns) FROM images i
                 WHERE i.user_id = \(userID)
-                  AND (i.created_at, i.id) > ('epoch'::timestamptz + \(cursor.createdAtMicroseconds) * interval '1 microsecond', \(cursor.id))
+                  AND (i.created_at, i.id) > ('epoch'::timestamptz + \(cursor.microseconds) * interval '1 microsecond', \(cursor.id))
                 ORDER BY i.created_at, i.id
                 LIMIT \(limit)
                 """

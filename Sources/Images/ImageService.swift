@@ -129,10 +129,11 @@ public final class ImageService: Sendable {
 
     // MARK: - Reading
 
-    public func list(userID: UUID, after cursor: ImageCursor?, limit: Int) throws -> ImagePage {
+    public func list(userID: UUID, after cursor: KeysetCursor?, limit: Int) throws -> ImagePage {
         let rows = try pool.withConnection { try ImageRepository.page($0, userID: userID, after: cursor, limit: limit + 1) }
         let images = Array(rows.prefix(limit))
-        return ImagePage(images: images, next: rows.count > limit ? images.last.map(ImageCursor.init(after:)) : nil)
+        return ImagePage(
+            images: images, next: rows.count > limit ? images.last.map { KeysetCursor(microseconds: $0.createdAtMicroseconds, id: $0.id) } : nil)
     }
 
     /// The metadata of one of the user's images; `image_not_found` for anyone else's.

@@ -51,5 +51,5 @@ public struct StoredImage: Sendable, Hashable {
 public struct ImagePage: Sendable {
     public let images: [StoredImage]
     /// The cursor of the next page; nil on the last page.
-    public let next: ImageCursor?
+    public let next: KeysetCursor?
 }

@@ -1,12 +1,12 @@
 import Synchronization
 
-/// A thread that runs a task every interval until `stop()`, which wakes it at once (it does not
-/// sleep out the interval) and waits for it to end.
+/// A thread that runs a task every interval, or at once when `wake()` asks, until `stop()`, which
+/// wakes it at once (it does not sleep out the interval) and waits for it to end.
 public final class PeriodicThread: Sendable {
     private let name: String
     private let intervalNanoseconds: UInt64
     private let lock = ConditionLock()
-    private let state = Mutex<(stopping: Bool, thread: OSThread?)>((false, nil))
+    private let state = Mutex<(stopping: Bool, woken: Bool, thread: OSThread?)>((false, false, nil))
 
     public init(name: String, intervalNanoseconds: UInt64) {
         self.name = name
@@ -19,7 +19,11 @@ public final class PeriodicThread: Sendable {
             while true {
                 let stopping = lock.withLock { () -> Bool in
                     if isStopping { return true }
-                    _ = lock.wait(untilMonotonicNanoseconds: monotonicNanoseconds() + intervalNanoseconds)
+                    // A wake that came while the task ran is not lost: it skips this wait.
+                    if !takeWake() {
+                        _ = lock.wait(untilMonotonicNanoseconds: monotonicNanoseconds() + intervalNanoseconds)
+                        _ = takeWake()
+                    }
                     return isStopping
                 }
                 if stopping { return }
@@ -31,6 +35,21 @@ public final class PeriodicThread: Sendable {
 
     /// Whether `stop` was called: a long task may check it between its steps.
     public var isStopping: Bool { state.withLock { $0.stopping } }
+
+    /// Runs the task as soon as the thread is free, without waiting out the interval.
+    public func wake() {
+        lock.withLock {
+            state.withLock { $0.woken = true }
+            lock.signal()
+        }
+    }
+
+    private func takeWake() -> Bool {
+        state.withLock { state in
+            defer { state.woken = false }
+            return state.woken
+        }
+    }
 
     /// Wakes the thread and waits for it (and for a task it is running) to end.
     public func stop() {
