@@ -44,6 +44,8 @@ let package = Package(
         .target(name: "Cryptography", dependencies: ["COpenSSL", "Threads"]),
         // The event loops' pipelined database connections and the executor handlers use on them.
         .target(name: "PostgresLoop", dependencies: ["Postgres", "HTTPServer", "HTTP", "StructuredLogging", "Threads"]),
+        // Mail transport: RFC 5322/MIME messages, an SMTP client (TLS through OpenSSL), the dev mailbox.
+        .target(name: "Mail", dependencies: ["CivilTime", "COpenSSL", "CLinux", "Files"]),
         // Users' images: format inspection (pure), the two storages, their SQL and files.
         .target(name: "Images", dependencies: ["Postgres", "Cryptography", "Files", "StructuredLogging", "Threads"]),
         // Users, custom fields, sessions, throttles: rules and their SQL.
@@ -77,9 +79,11 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP", "Files", "SocketClient", "StructuredLogging"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "PostgresCluster", "TestSupport"]),
+        .testTarget(name: "MailTests", dependencies: ["Mail", "Files", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "COpenSSL", "Threads"]),
-        // What several test targets share: image builders, embedded real images, a seeded generator.
-        .target(name: "TestSupport", dependencies: ["Files"], path: "Tests/TestSupport"),
+        // What several test targets share: image builders, embedded real images, a seeded generator,
+        // a real SMTP server (aiosmtpd) and a throwaway certificate authority.
+        .target(name: "TestSupport", dependencies: ["Files"], path: "Tests/TestSupport", exclude: ["smtp_server.py"]),
         // The account rules against a real PostgreSQL, without HTTP.
         .testTarget(
             name: "AccountsTests",
