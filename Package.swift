@@ -46,10 +46,12 @@ let package = Package(
         .target(name: "PostgresLoop", dependencies: ["Postgres", "HTTPServer", "HTTP", "StructuredLogging", "Threads"]),
         // Mail transport: RFC 5322/MIME messages, an SMTP client (TLS through OpenSSL), the dev mailbox.
         .target(name: "Mail", dependencies: ["CivilTime", "COpenSSL", "CLinux", "Files"]),
+        // The transactional mail outbox: its SQL, the templates, and the sender every instance runs.
+        .target(name: "Outbox", dependencies: ["Mail", "Postgres", "JSON", "StructuredLogging", "Threads", "Files"]),
         // Users' images: format inspection (pure), the two storages, their SQL and files.
         .target(name: "Images", dependencies: ["Postgres", "Cryptography", "Files", "StructuredLogging", "Threads"]),
-        // Users, custom fields, sessions, throttles: rules and their SQL.
-        .target(name: "Accounts", dependencies: ["CivilTime", "Postgres", "Cryptography", "JSON", "StructuredLogging", "Threads"]),
+        // Users, custom fields, sessions, throttles, recovery tokens, activity: rules and their SQL.
+        .target(name: "Accounts", dependencies: ["CivilTime", "Postgres", "Cryptography", "JSON", "Outbox", "StructuredLogging", "Threads"]),
         // The SQL of migrations/, compiled in at build time (Plugins/EmbedMigrations).
         .executableTarget(name: "embed-migrations"),
         .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["embed-migrations"]),
@@ -59,14 +61,19 @@ let package = Package(
             name: "API",
             dependencies: [
                 "HTTPServer", "HTTP", "JSON", "StructuredLogging", "Postgres", "Cryptography", "Accounts", "Images", "Threads", "Files", "CLinux",
-                "Migrations", "PostgresLoop", "PostgresCluster",
+                "Migrations", "PostgresLoop", "PostgresCluster", "Mail", "Outbox",
             ],
-            resources: [.embedInCode("Resources/openapi.json")]),
+            resources: [
+                .embedInCode("Resources/openapi.json"),
+                .embedInCode("Resources/pages/reset-password.html"), .embedInCode("Resources/pages/verify-email.html"),
+                .embedInCode("Resources/pages/pages.css"), .embedInCode("Resources/pages/reset-password.js"),
+                .embedInCode("Resources/pages/verify-email.js"),
+            ]),
         // The command line: parsing it, serve, migrate, images migrate, healthcheck, hash-benchmark.
         .executableTarget(
             name: "exosphere",
             dependencies: [
-                "API", "Accounts", "Cryptography", "HTTPServer", "Images", "Postgres",
+                "API", "Accounts", "Cryptography", "HTTPServer", "Images", "Mail", "Postgres",
                 "SocketClient", "StructuredLogging", "Threads",
             ]),
         // The client library for apps (iOS 15+, macOS 12+, Linux): depends on nothing here.
@@ -80,6 +87,7 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "PostgresCluster", "TestSupport"]),
         .testTarget(name: "MailTests", dependencies: ["Mail", "Files", "TestSupport"]),
+        .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Files", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "COpenSSL", "Threads"]),
         // What several test targets share: image builders, embedded real images, a seeded generator,
         // a real SMTP server (aiosmtpd) and a throwaway certificate authority.
@@ -92,13 +100,13 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "API", "Accounts", "Cryptography", "Files", "HTTP", "HTTPServer", "Images", "JSON",
+                "API", "Accounts", "Cryptography", "Files", "HTTP", "HTTPServer", "Images", "JSON", "Mail",
                 "Migrations", "Postgres", "PostgresCluster", "SocketClient", "StructuredLogging", "TestSupport",
             ]),
         // The command line: parsing, usage, the health check.
         .testTarget(
             name: "CommandLineTests",
-            dependencies: ["exosphere", "API", "HTTP", "HTTPServer", "PostgresCluster", "SocketClient", "StructuredLogging"]),
+            dependencies: ["exosphere", "API", "HTTP", "HTTPServer", "Mail", "Outbox", "PostgresCluster", "SocketClient", "StructuredLogging"]),
         // The client against a real server started in-process on a throwaway PostgreSQL.
         .testTarget(
             name: "ExosphereClientTests", dependencies: ["ExosphereClient", "API", "Postgres", "PostgresCluster", "StructuredLogging", "TestSupport"]),

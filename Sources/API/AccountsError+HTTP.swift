@@ -9,7 +9,7 @@ extension AccountsError: HTTPResponseError {
         let status: HTTPStatus
         switch code {
         case .invalidJSON: status = .badRequest
-        case .emailTaken: status = .conflict
+        case .emailTaken, .alreadyVerified: status = .conflict
         case .invalidCredentials, .invalidToken, .missingToken:
             status = .unauthorized
             headers.add(name: "WWW-Authenticate", value: code == .invalidToken ? #"Bearer error="invalid_token""# : "Bearer")

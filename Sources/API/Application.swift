@@ -3,6 +3,8 @@ import CLinux
 import Glibc
 import HTTPServer
 import Images
+import Mail
+import Outbox
 import StructuredLogging
 import PostgresLoop
 import Cryptography
@@ -18,6 +20,8 @@ public final class Application: Sendable {
     public let hashing: HashingPool
     public let accounts: AccountService
     public let images: ImageService
+    /// Sends the mail outbox's rows (every instance runs one).
+    public let mail: OutboxSender
     public let server: Server
     /// `/metrics` on its own listener (`Configuration.metricsListen`), or nil.
     public let metricsServer: Server?
@@ -28,9 +32,20 @@ public final class Application: Sendable {
         self.logger = logger
         let pinned = try configuration.fieldConfigPath.map { try FieldConfiguration.load(path: $0) } ?? [:]
         let hasher = try PasswordHasher(parameters: configuration.passwordHashing, allowWeakParameters: !configuration.passwordHashing.isAtLeastOWASP)
+        let templates = try configuration.mailTemplatesDirectory.map { try MailTemplates.load(overridesIn: $0) } ?? .builtIn
         database = try Database.start(configuration, logger: logger)
+        var mailConfiguration = configuration.mail
+        mailConfiguration.publicURL = configuration.resolvedPublicURL
+        mailConfiguration.from = configuration.resolvedMailFrom
+        if case .smtp(let smtp) = mailConfiguration.transport, smtp.security == .none, !smtp.isLoopback {
+            logger.warning("mail goes to the relay without TLS: passwords and links can be read on the way", ["smtp": smtp.description])
+        }
+        let sender = OutboxSender(pool: database.backgroundPool, configuration: mailConfiguration, templates: templates, logger: logger)
+        mail = sender
         hashing = HashingPool(workers: configuration.hashingThreads, queueCapacity: configuration.hashingQueue)
-        accounts = AccountService(pool: database.pool, hasher: hasher, hashing: hashing, configuration: configuration.accounts, logger: logger)
+        accounts = AccountService(
+            pool: database.pool, backgroundPool: database.backgroundPool, hasher: hasher, hashing: hashing,
+            configuration: configuration.accounts, logger: logger, mailQueued: { sender.wake() })
         images = ImageService(pool: database.pool, configuration: configuration.images, logger: logger)
         // The metrics exist before the server so that the route serving them can be in its table.
         let metrics = HTTPMetrics()
@@ -42,15 +57,15 @@ public final class Application: Sendable {
             configuration: serverConfiguration,
             router: Application.routes(
                 database: database, accounts: accounts, images: images, hashing: hashing, metrics: metrics,
-                trustedProxies: configuration.trustedProxies, pipelines: pipelines,
-                servesMetrics: configuration.metricsListen == nil),
+                trustedProxies: configuration.trustedProxies, pipelines: pipelines, mail: sender.statistics,
+                appLinks: configuration.appLinks, servesMetrics: configuration.metricsListen == nil),
             logger: logger, metrics: metrics)
         let (pool, hashingPool, statistics, imageService) = (database.pool, hashing, accounts.statistics, images)
         metricsServer = configuration.metricsListen.map { listen in
             var router = Router()
             MetricsController(
                 http: metrics, database: pool, hashing: hashingPool, accounts: statistics, images: imageService,
-                pipelines: pipelines?.statistics
+                pipelines: pipelines?.statistics, mail: sender.statistics
             ).register(in: &router)
             var serverConfiguration = ServerConfiguration()
             serverConfiguration.host = listen.host
@@ -85,6 +100,7 @@ public final class Application: Sendable {
         } catch {
             hashing.shutdown()
             accounts.shutdown()
+            sender.shutdown()
             database.shutdown()
             throw error
         }
@@ -100,7 +116,8 @@ public final class Application: Sendable {
     static func routes(
         database: Database, accounts: AccountService, images: ImageService, hashing: HashingPool? = nil,
         metrics: HTTPMetrics = HTTPMetrics(), trustedProxies: Set<String> = [],
-        pipelines: Pipelines? = nil, servesMetrics: Bool = true
+        pipelines: Pipelines? = nil, mail: OutboxSender.Statistics? = nil, appLinks: AppLinks = AppLinks(),
+        servesMetrics: Bool = true
     ) -> Router {
         var router = Router()
         let authenticator = Authenticator(accounts: accounts, trustedProxies: trustedProxies)
@@ -111,11 +128,13 @@ public final class Application: Sendable {
             database: DatabaseRouting(pool: database.pool, pipelines: pipelines)
         ).register(in: &router)
         ImagesController(images: images, authenticator: authenticator).register(in: &router)
+        RecoveryController(accounts: accounts, authenticator: authenticator).register(in: &router)
+        PagesController(apps: appLinks).register(in: &router)
         OpenAPIController().register(in: &router)
         if servesMetrics {
             MetricsController(
                 http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics, images: images,
-                pipelines: pipelines?.statistics
+                pipelines: pipelines?.statistics, mail: mail
             ).register(in: &router)
         }
         return router
@@ -129,6 +148,7 @@ public final class Application: Sendable {
         images.shutdown()
         hashing.shutdown()
         accounts.shutdown()
+        mail.shutdown()
         database.shutdown()
         logger.notice("stopped")
     }

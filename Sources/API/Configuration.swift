@@ -1,6 +1,8 @@
 import Accounts
 import HTTPServer
 import Images
+import Mail
+import Outbox
 import StructuredLogging
 import Postgres
 import Cryptography
@@ -45,8 +47,34 @@ public struct Configuration: Sendable {
     public var metricsListen: (host: String, port: Int)?
     /// Reverse proxies whose `X-Forwarded-For` names the client, in `ClientAddress.canonical` form; none by default.
     public var trustedProxies: Set<String> = []
+    /// Where mail goes (an SMTP relay, or the dev mailbox `./.exosphere/mail`), its sender, the
+    /// app's name and the sender's pace. `mail.publicURL` is replaced by `publicURL`.
+    public var mail = OutboxSender.Configuration()
+    /// The base of links in mail (`https://accounts.example.com`); nil means
+    /// `http://localhost:<port>`, good for a developer's machine only.
+    public var publicURL: String?
+    /// The sender of mail; nil means the app's name at `no-reply@` the public URL's host.
+    public var mailFrom: MailAddress?
+    /// A directory of mail templates that replace the built-in ones (`MailTemplates`).
+    public var mailTemplatesDirectory: String?
+    /// The apps that open mailed links themselves (`/.well-known/…`).
+    public var appLinks = AppLinks()
 
     public init() {}
+
+    /// `mailFrom`, or the app's name at `no-reply@` the public URL's host.
+    public var resolvedMailFrom: MailAddress {
+        if let mailFrom { return mailFrom }
+        let host = OutboxSender.host(of: resolvedPublicURL) ?? "localhost"
+        return MailAddress("no-reply@" + (host.hasPrefix("[") ? "localhost" : host), displayName: mail.appName)
+    }
+
+    /// `publicURL`, or `http://localhost:<port>` (the listening host when it names one).
+    public var resolvedPublicURL: String {
+        if let publicURL { return publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL }
+        let host = ["0.0.0.0", "::", ""].contains(server.host) ? "localhost" : server.host.contains(":") ? "[\(server.host)]" : server.host
+        return "http://\(host):\(server.port)"
+    }
 }
 
 /// A configuration problem, reported as one line before exiting non-zero.

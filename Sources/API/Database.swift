@@ -6,14 +6,19 @@ import PostgresCluster
 /// The database as a service: a managed local cluster when no URL is given, the pool, and the
 /// migrations; started before the HTTP server and stopped after it.
 public final class Database: Sendable {
+    /// The requests' connections.
     public let pool: PostgresPool
+    /// One connection for background work (the mail sender, password reset requests), so that
+    /// it never takes a request's connection, nor waits for one in a storm.
+    public let backgroundPool: PostgresPool
     public let migrator: Migrator
     /// The cluster this process runs, if it runs one.
     let cluster: LocalCluster?
     private let logger: Logger
 
-    private init(pool: PostgresPool, migrator: Migrator, cluster: LocalCluster?, logger: Logger) {
+    private init(pool: PostgresPool, backgroundPool: PostgresPool, migrator: Migrator, cluster: LocalCluster?, logger: Logger) {
         self.pool = pool
+        self.backgroundPool = backgroundPool
         self.migrator = migrator
         self.cluster = cluster
         self.logger = logger
@@ -42,7 +47,11 @@ public final class Database: Sendable {
             let pool = PostgresPool(
                 configuration: postgres, size: configuration.databasePoolSize,
                 acquireTimeout: configuration.databaseAcquireTimeout)
-            let database = Database(pool: pool, migrator: migrator, cluster: cluster, logger: logger)
+            var background = postgres
+            background.applicationName = "exosphere-background"
+            let database = Database(
+                pool: pool, backgroundPool: PostgresPool(configuration: background, size: 1, acquireTimeout: configuration.databaseAcquireTimeout),
+                migrator: migrator, cluster: cluster, logger: logger)
             if migrate {
                 let applied = try migrator.migrate(on: pool)
                 logger.notice(
@@ -76,7 +85,7 @@ public final class Database: Sendable {
 
     /// Closes the pool (waiting for lent connections) and stops the managed cluster.
     public func shutdown() {
-        if !pool.close(timeout: .seconds(10)) {
+        if !pool.close(timeout: .seconds(10)) || !backgroundPool.close(timeout: .seconds(10)) {
             logger.warning("database connections still lent at shutdown")
         }
         if let cluster {

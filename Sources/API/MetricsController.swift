@@ -4,6 +4,7 @@ import Glibc
 import HTTP
 import HTTPServer
 import Images
+import Outbox
 import Postgres
 import PostgresLoop
 import Cryptography
@@ -19,6 +20,8 @@ struct MetricsController {
     let images: ImageService?
     /// Nil with `--db-pipelining off`.
     let pipelines: Pipelines.Statistics?
+    /// This instance's mail sender; nil where a route table is built without one.
+    let mail: OutboxSender.Statistics?
 
     func register(in router: inout Router) {
         // Blocking: it takes the pools' locks and reads /proc.
@@ -36,6 +39,7 @@ struct MetricsController {
         if let hashing { writeHashing(hashing.statistics, into: &text) }
         if let accounts { writeThrottles(accounts, into: &text) }
         if let images { writeImages(images, into: &text) }
+        if let mail { writeMail(mail, into: &text) }
         text.family("exosphere_build_info", type: .gauge, help: "Always 1; the labels describe the running build.")
         text.sample("exosphere_build_info", ["version": Application.version], 1)
         ProcessFigures.read().write(into: &text)
@@ -151,11 +155,21 @@ struct MetricsController {
         text.family(
             "exosphere_throttled_total", type: .counter,
             help:
-                "Attempts refused with 429 by a throttle: sign-in (per email and address, email, address), password check (per user) or registration (per address)."
+                "Attempts refused with 429 by a throttle: sign-in (per email and address, email, address), password check (per user), registration (per address) or password reset request (per email, address)."
         )
         text.sample("exosphere_throttled_total", ["throttle": "signin"], accounts.signInThrottled.load(ordering: .relaxed))
         text.sample("exosphere_throttled_total", ["throttle": "password"], accounts.passwordChecksThrottled.load(ordering: .relaxed))
         text.sample("exosphere_throttled_total", ["throttle": "registration"], accounts.registrationThrottled.load(ordering: .relaxed))
+        text.sample("exosphere_throttled_total", ["throttle": "password_reset"], accounts.resetThrottled.load(ordering: .relaxed))
+    }
+
+    private func writeMail(_ mail: OutboxSender.Statistics, into text: inout PrometheusText) {
+        text.family(
+            "exosphere_mail_total", type: .counter,
+            help: "Mails this instance's sender handled: sent (the relay took it), retried (a transient failure) or failed (refused for good).")
+        text.sample("exosphere_mail_total", ["outcome": "failed"], mail.failed.load(ordering: .relaxed))
+        text.sample("exosphere_mail_total", ["outcome": "retried"], mail.retried.load(ordering: .relaxed))
+        text.sample("exosphere_mail_total", ["outcome": "sent"], mail.sent.load(ordering: .relaxed))
     }
 
     private func writeHashing(_ hashing: HashingPool.Statistics, into text: inout PrometheusText) {

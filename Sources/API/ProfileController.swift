@@ -44,9 +44,10 @@ struct ProfileController: Sendable {
         _ request: Request, _ context: RequestContext, _ executor: any QueryExecutor,
         _ respond: @escaping (() throws -> Response) -> Void
     ) {
-        writeProfile(request, executor, respond) { [accounts] user, condition, written in
+        writeProfile(request, executor, respond) { [accounts, authenticator] user, condition, written in
             let replacement = try AccountBodies.replacement(try JSONBody.object(request))
-            accounts.replaceProfile(replacement, of: user, condition: condition, on: executor, written)
+            accounts.replaceProfile(
+                replacement, of: user, condition: condition, origin: authenticator.origin(request, context), on: executor, written)
         }
     }
 
@@ -54,9 +55,11 @@ struct ProfileController: Sendable {
         _ request: Request, _ context: RequestContext, _ executor: any QueryExecutor,
         _ respond: @escaping (() throws -> Response) -> Void
     ) {
-        writeProfile(request, executor, respond) { [accounts] user, condition, written in
+        writeProfile(request, executor, respond) { [accounts, authenticator] user, condition, written in
             let body = try JSONBody.object(request, accepting: ["application/merge-patch+json", "application/json"])
-            accounts.patchProfile(try AccountBodies.patch(body), of: user, condition: condition, on: executor, written)
+            accounts.patchProfile(
+                try AccountBodies.patch(body), of: user, condition: condition, origin: authenticator.origin(request, context),
+                on: executor, written)
         }
     }
 

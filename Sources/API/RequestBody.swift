@@ -131,4 +131,25 @@ enum AccountBodies {
             firstname: try reader.name("firstname"), lastname: try reader.name("lastname"), data: try reader.data(),
             removesAllData: body["data"]?.isNull ?? false)
     }
+
+    /// `POST /users/password-reset`: `{email}`.
+    static func resetRequest(_ body: JSONObject) throws -> EmailAddress {
+        let reader = RequestBody(object: body)
+        try reader.checkKeys(allowed: ["email"])
+        return try reader.email("email")
+    }
+
+    /// `POST /users/password-reset/confirm`: `{token, newPassword}`.
+    static func resetConfirmation(_ body: JSONObject) throws -> (token: String, newPassword: String) {
+        let reader = RequestBody(object: body)
+        try reader.checkKeys(allowed: ["token", "newPassword"])
+        return (try reader.string("token", required: true)!, try reader.string("newPassword", required: true)!)
+    }
+
+    /// `POST /users/verify-email`: `{token}`.
+    static func verification(_ body: JSONObject) throws -> String {
+        let reader = RequestBody(object: body)
+        try reader.checkKeys(allowed: ["token"])
+        return try reader.string("token", required: true)!
+    }
 }

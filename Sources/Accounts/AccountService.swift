@@ -3,7 +3,9 @@ import JSON
 import StructuredLogging
 import Postgres
 import Cryptography
+import Outbox
 import Synchronization
+import Threads
 
 /// The rules of accounts, sessions and profiles; the only place that decides what a request may do.
 ///
@@ -25,6 +27,20 @@ public final class AccountService: Sendable {
         public var passwordChecks = ThrottleRule(limit: 5, windowSeconds: 15 * 60)
         /// Registrations per client address (IPv6: one /64); limit 0 turns it off.
         public var registrationsPerAddress = ThrottleRule(limit: 100, windowSeconds: 60 * 60)
+        /// Password reset requests per email (registered or not, so that a 429 tells nothing).
+        public var resetRequestsPerEmail = ThrottleRule(limit: 5, windowSeconds: 60 * 60)
+        /// Password reset requests per client address (IPv6: one /64), whatever the email.
+        public var resetRequestsPerAddress = ThrottleRule(limit: 30, windowSeconds: 60 * 60)
+        /// Verification mails a signed-in user may ask for again.
+        public var verificationResends = ThrottleRule(limit: 5, windowSeconds: 60 * 60)
+        /// How long a mailed reset link works (the contract: 1 hour).
+        public var resetTokenSeconds: Double = 3_600
+        /// How long a mailed verification link works (the contract: 24 hours).
+        public var verificationTokenSeconds: Double = 86_400
+        /// How often queued password reset requests are turned into tokens and mail.
+        public var resetResolveIntervalSeconds: Double = 1
+        /// How long security events are kept and listed (the contract: 90 days).
+        public var activityRetentionSeconds: Double = 90 * 86_400
         /// The most sessions one user keeps; signing in beyond it ends the oldest.
         public var maxSessionsPerUser = 100
         /// How often expired sessions and old throttle rows are deleted (by one instance at a time).
@@ -34,8 +50,11 @@ public final class AccountService: Sendable {
 
         /// The longest window of any throttle: rows older than that count for nothing.
         public var longestThrottleWindowSeconds: Double {
-            [signInPerEmailAndAddress, signInPerEmail, signInPerAddress, passwordChecks, registrationsPerAddress]
-                .map(\.windowSeconds).max()!
+            [
+                signInPerEmailAndAddress, signInPerEmail, signInPerAddress, passwordChecks, registrationsPerAddress,
+                resetRequestsPerEmail, resetRequestsPerAddress, verificationResends,
+            ]
+            .map(\.windowSeconds).max()!
         }
 
         public init() {}
@@ -45,20 +64,29 @@ public final class AccountService: Sendable {
     public let schema: FieldSchema
     /// Counters for metrics: sign-ins refused as wrong, and attempts refused by a throttle.
     public let statistics = Statistics()
-    private let pool: PostgresPool
+    let pool: PostgresPool
+    /// Where background work (resolving reset requests) runs: never a request's connection.
+    let backgroundPool: PostgresPool
     private let toucher: SessionToucher
     /// Deletes expired sessions and old throttle rows in the background.
     public let housekeeping: Housekeeping
+    /// Resolves queued password reset requests in the background.
+    private let resetResolver: PeriodicThread
     private let sessionLookup: SessionRepository.Lookup
-    private let hasher: PasswordHasher
+    let hasher: PasswordHasher
     private let hashing: HashingPool
-    private let logger: Logger
+    let logger: Logger
+    /// Called after a commit that queued mail, so that it goes out at once.
+    let mailQueued: @Sendable () -> Void
 
+    /// `backgroundPool` is the requests' `pool` unless given.
     public init(
-        pool: PostgresPool, hasher: PasswordHasher, hashing: HashingPool, configuration: Configuration = Configuration(),
-        logger: Logger
+        pool: PostgresPool, backgroundPool: PostgresPool? = nil, hasher: PasswordHasher, hashing: HashingPool,
+        configuration: Configuration = Configuration(), logger: Logger, mailQueued: @escaping @Sendable () -> Void = {}
     ) {
         self.pool = pool
+        self.backgroundPool = backgroundPool ?? pool
+        self.mailQueued = mailQueued
         self.hasher = hasher
         self.hashing = hashing
         self.configuration = configuration
@@ -68,12 +96,23 @@ public final class AccountService: Sendable {
         self.housekeeping = Housekeeping(
             pool: pool, lifetime: configuration.lifetime,
             throttleRetentionSeconds: configuration.longestThrottleWindowSeconds,
+            activityRetentionSeconds: configuration.activityRetentionSeconds,
             intervalSeconds: configuration.housekeepingIntervalSeconds, logger: logger)
         self.sessionLookup = SessionRepository.Lookup(lifetime: configuration.lifetime)
+        resetResolver = PeriodicThread(
+            name: "reset-requests", intervalNanoseconds: UInt64(max(0.01, configuration.resetResolveIntervalSeconds) * 1e9))
+        resetResolver.start { [self] in
+            do {
+                try resolvePasswordResets()
+            } catch {
+                logger.warning("resolving password reset requests failed", ["error": String(reflecting: error)])
+            }
+        }
     }
 
     /// Writes pending session use and stops the background writer; call before closing the pool.
     public func shutdown() {
+        resetResolver.stop()
         housekeeping.shutdown()
         toucher.shutdown()
     }
@@ -111,6 +150,7 @@ public final class AccountService: Sendable {
             throw error
         }
         let token = try SessionToken.generate()
+        let verification = try SessionToken.generate()
         let issued = try pool.withTransaction { connection in
             let fields = try schema.validate(Array(data), connection)
             var user = User(
@@ -128,8 +168,10 @@ public final class AccountService: Sendable {
             let session = try SessionRepository.insert(
                 connection, userID: user.id, tokenHash: token.hash,
                 userAgent: origin.userAgent, lifetime: configuration.lifetime)
+            try queueVerification(connection, user: user, token: verification)
             return IssuedSession(accessToken: token.text, session: session, user: user)
         }
+        mailQueued()
         SecurityEvent.log(logger, .registered, outcome: "success", userID: issued.user.id, origin: origin)
         return issued
     }
@@ -172,6 +214,7 @@ public final class AccountService: Sendable {
             SecurityEvent.log(
                 logger, .lockedOut, outcome: "refused", userID: credentials?.id, origin: origin,
                 detail: "sign-in throttled")
+            if let credentials { recordActivity(.lockedOut, userID: credentials.id, origin: origin) }
             throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
         }
         let tooLong = password.utf8.count > configuration.passwordPolicy.maxBytes
@@ -199,6 +242,7 @@ public final class AccountService: Sendable {
             SecurityEvent.log(
                 logger, .signInFailed, outcome: "failure", userID: credentials?.id, origin: origin,
                 detail: credentials == nil ? "unknown email" : "wrong password")
+            if let credentials { recordActivity(.signInFailed, userID: credentials.id, origin: origin) }
             throw invalid
         }
         var upgraded: String?
@@ -219,6 +263,7 @@ public final class AccountService: Sendable {
                 try UserRepository.upgradePasswordHash(connection, id: credentials.id, from: credentials.passwordHash, to: upgraded)
             }
             let session = try openSession(connection, userID: user.id, tokenHash: token.hash, userAgent: origin.userAgent)
+            try ActivityRepository.record(connection, userID: user.id, .signedIn, origin: origin)
             return IssuedSession(accessToken: token.text, session: session, user: user)
         }
         // After the commit, not inside it: throttle rows are locked in key order by acquisitions,
@@ -228,6 +273,7 @@ public final class AccountService: Sendable {
             SecurityEvent.log(
                 logger, .signInFailed, outcome: "failure", userID: credentials.id, origin: origin,
                 detail: "password changed during sign-in")
+            recordActivity(.signInFailed, userID: credentials.id, origin: origin)
             throw invalid
         }
         SecurityEvent.log(logger, .signedIn, outcome: "success", userID: credentials.id, origin: origin)
@@ -236,7 +282,7 @@ public final class AccountService: Sendable {
 
     /// Gives back one counted attempt on each key (and clears `clearing`): the attempt succeeded,
     /// or was never hashed. Bookkeeping only: a failure is logged, not the request's failure.
-    private func giveBack(_ keys: [String], clearing: String? = nil) {
+    func giveBack(_ keys: [String], clearing: String? = nil) {
         do {
             try pool.withConnection { connection in
                 try ThrottleRepository.release(connection, keys: keys)
@@ -248,7 +294,7 @@ public final class AccountService: Sendable {
     }
 
     /// Inserts a session and ends the user's oldest ones beyond `maxSessionsPerUser`.
-    private func openSession(_ connection: PostgresConnection, userID: UUID, tokenHash: [UInt8], userAgent: String?) throws -> Session {
+    func openSession(_ connection: PostgresConnection, userID: UUID, tokenHash: [UInt8], userAgent: String?) throws -> Session {
         let session = try SessionRepository.insert(
             connection, userID: userID, tokenHash: tokenHash, userAgent: userAgent,
             lifetime: configuration.lifetime)
@@ -292,12 +338,15 @@ public final class AccountService: Sendable {
     }
 
     public func signOut(_ session: Session, scope: SignOutScope, origin: RequestOrigin? = nil) throws {
-        let ended = try pool.withConnection { connection in
-            switch scope {
-            case .current: try SessionRepository.delete(connection, id: session.id, userID: session.userID) ? 1 : 0
-            case .others: try SessionRepository.deleteAll(connection, userID: session.userID, except: session.id)
-            case .all: try SessionRepository.deleteAll(connection, userID: session.userID)
-            }
+        let ended = try pool.withTransaction { connection in
+            let ended =
+                switch scope {
+                case .current: try SessionRepository.delete(connection, id: session.id, userID: session.userID) ? 1 : 0
+                case .others: try SessionRepository.deleteAll(connection, userID: session.userID, except: session.id)
+                case .all: try SessionRepository.deleteAll(connection, userID: session.userID)
+                }
+            try ActivityRepository.record(connection, userID: session.userID, .signedOut, origin: origin)
+            return ended
         }
         SecurityEvent.log(
             logger, .signedOut, outcome: "success", userID: session.userID, origin: origin,
@@ -310,8 +359,10 @@ public final class AccountService: Sendable {
 
     /// Ends one of the user's sessions; another user's session is `not_found`, like an unknown one.
     public func revokeSession(id: UUID, userID: UUID, origin: RequestOrigin? = nil) throws {
-        let deleted = try pool.withConnection { try SessionRepository.delete($0, id: id, userID: userID) }
-        guard deleted else { throw AccountsError(.notFound, "No such session.") }
+        try pool.withTransaction { connection in
+            guard try SessionRepository.delete(connection, id: id, userID: userID) else { throw AccountsError(.notFound, "No such session.") }
+            try ActivityRepository.record(connection, userID: userID, .sessionRevoked, origin: origin)
+        }
         SecurityEvent.log(
             logger, .sessionRevoked, outcome: "success", userID: userID, origin: origin,
             detail: "session \(id.lowercasedText)")
@@ -351,8 +402,10 @@ public final class AccountService: Sendable {
             guard let user = try UserRepository.find(connection, id: session.userID) else {
                 throw AccountsError(.invalidToken, "The user no longer exists.")
             }
+            try passwordChanged(connection, user: user, .passwordChanged, origin: origin)
             return (IssuedSession(accessToken: token.text, session: replacement, user: user), revoked)
         }
+        mailQueued()
         SecurityEvent.log(
             logger, .passwordChanged, outcome: "success", userID: session.userID, origin: origin,
             detail: "\(changed.1) other sessions revoked")
@@ -391,6 +444,7 @@ public final class AccountService: Sendable {
     private func passwordsLocked(userID: UUID, origin: RequestOrigin, retryAfter: Int) -> AccountsError {
         statistics.passwordChecksThrottled.add(1, ordering: .relaxed)
         SecurityEvent.log(logger, .lockedOut, outcome: "refused", userID: userID, origin: origin, detail: "password checks locked")
+        recordActivity(.lockedOut, userID: userID, origin: origin)
         return AccountsError(.tooManyAttempts, "Too many wrong passwords; try again later.", retryAfterSeconds: retryAfter)
     }
 
@@ -421,14 +475,14 @@ public final class AccountService: Sendable {
         return stored
     }
 
-    private func passwordKey(_ userID: UUID) -> String { "password:" + userID.lowercasedText }
+    func passwordKey(_ userID: UUID) -> String { "password:" + userID.lowercasedText }
 
     // MARK: - Profile
 
     /// `PUT /users/me`: replaces the editable representation. Without a condition the write does
     /// not depend on what is stored (last write wins).
     public func replaceProfile(
-        _ replacement: ProfileReplacement, of user: User, condition: WriteCondition,
+        _ replacement: ProfileReplacement, of user: User, condition: WriteCondition, origin: RequestOrigin,
         on executor: some QueryExecutor, _ completion: @escaping (Result<User, any Error>) -> Void
     ) {
         do {
@@ -436,7 +490,7 @@ public final class AccountService: Sendable {
         } catch {
             return completion(.failure(error))
         }
-        writeProfile(of: user, condition: condition, dependsOnStored: false, on: executor, completion) { [self] user, validate in
+        writeProfile(of: user, condition: condition, dependsOnStored: false, origin: origin, on: executor, completion) { [self] user, validate in
             user.firstname = replacement.firstname
             user.lastname = replacement.lastname
             user.data = JSONObject()
@@ -448,7 +502,7 @@ public final class AccountService: Sendable {
 
     /// `PATCH /users/me`: merges the patch into the stored user.
     public func patchProfile(
-        _ patch: ProfilePatch, of user: User, condition: WriteCondition,
+        _ patch: ProfilePatch, of user: User, condition: WriteCondition, origin: RequestOrigin,
         on executor: some QueryExecutor, _ completion: @escaping (Result<User, any Error>) -> Void
     ) {
         do {
@@ -457,7 +511,7 @@ public final class AccountService: Sendable {
         } catch {
             return completion(.failure(error))
         }
-        writeProfile(of: user, condition: condition, dependsOnStored: true, on: executor, completion) { [self] user, validate in
+        writeProfile(of: user, condition: condition, dependsOnStored: true, origin: origin, on: executor, completion) { [self] user, validate in
             if let firstname = patch.firstname { user.firstname = firstname }
             if let lastname = patch.lastname { user.lastname = lastname }
             if patch.removesAllData { user.data = JSONObject() }
@@ -479,9 +533,10 @@ public final class AccountService: Sendable {
     /// that the row still has the version read, or, when the change `dependsOnStored` nothing and
     /// any version is allowed, unconditionally. When that statement finds the row changed, or a
     /// field's type is new (claiming it must commit or roll back with the write), a transaction
-    /// locks the row and edits what it holds.
+    /// locks the row and edits what it holds. A change of address always takes the transaction:
+    /// it mails a verification link to the new address and a notice to the old one.
     private func writeProfile(
-        of current: User, condition: WriteCondition, dependsOnStored: Bool, on executor: some QueryExecutor,
+        of current: User, condition: WriteCondition, dependsOnStored: Bool, origin: RequestOrigin, on executor: some QueryExecutor,
         _ completion: @escaping (Result<User, any Error>) -> Void,
         edit: @escaping (inout User, FieldValidation) throws -> EmailAddress?
     ) {
@@ -491,26 +546,35 @@ public final class AccountService: Sendable {
                     throw AccountsError(.invalidToken, "The user no longer exists.")
                 }
                 guard condition.allows(user) else { throw AccountService.stale }
+                let stored = user
                 let email = try edit(&user) { try schema.validate($0, connection) }!
                 try checkDocumentSize(user)
-                return try connection.query(UserRepository.replace(user, email: email, expectedVersion: nil))[0]
-            }) { completion($0.mapError(AccountService.emailTakenError)) }
+                let updated = try connection.query(UserRepository.replace(user, email: email, expectedVersion: nil, emailMayChange: true))[0]
+                let emailChanged = EmailAddress(stored.email)?.normalized != email.normalized
+                if emailChanged { try addressChanged(connection, from: stored, to: updated, origin: origin) }
+                return (updated, emailChanged)
+            }) { [self] result in
+                if case .success((_, true)) = result { mailQueued() }
+                completion(result.map(\.0).mapError(AccountService.emailTakenError))
+            }
         }
         let update: PreparedQuery<User>
         do {
             guard condition.allows(current) else { throw AccountService.stale }
             var user = current
-            guard let email = try edit(&user, schema.validateCached) else { return inTransaction() }
+            guard let email = try edit(&user, schema.validateCached), EmailAddress(current.email)?.normalized == email.normalized else {
+                return inTransaction()
+            }
             try checkDocumentSize(user)
             let unconditional = condition == .any && !dependsOnStored
-            update = UserRepository.replace(user, email: email, expectedVersion: unconditional ? nil : current.version)
+            update = UserRepository.replace(user, email: email, expectedVersion: unconditional ? nil : current.version, emailMayChange: false)
         } catch {
             return completion(.failure(error))
         }
         executor.write(update, lockOrder: current.id.lowercasedText) { result in
             switch result {
             case .success(let rows) where rows.isEmpty:
-                // The user changed since it was read: edit what is stored now.
+                // The user (or their address) changed since it was read: edit what is stored now.
                 inTransaction()
             case .success(let rows):
                 completion(.success(rows[0]))
@@ -560,7 +624,7 @@ public final class AccountService: Sendable {
 
     /// Runs hashing work on the bounded pool; a full pool is `overloaded` (503), at once, and work
     /// whose client went away before it started is `cancelled` (nobody reads that answer).
-    private func onHashingPool<T: Sendable>(
+    func onHashingPool<T: Sendable>(
         _ lane: HashingPool.Lane, _ origin: RequestOrigin?,
         _ work: @escaping @Sendable () throws -> T
     ) throws -> T {
@@ -581,5 +645,6 @@ extension AccountService {
         public let signInThrottled = Atomic<Int>(0)
         public let passwordChecksThrottled = Atomic<Int>(0)
         public let registrationThrottled = Atomic<Int>(0)
+        public let resetThrottled = Atomic<Int>(0)
     }
 }

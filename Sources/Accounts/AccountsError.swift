@@ -29,6 +29,12 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         case cancelled
         /// The deployment has as many custom field names as it allows.
         case fieldLimitReached = "field_limit_reached"
+        /// A password reset link that is unknown, used, expired or superseded.
+        case invalidResetToken = "invalid_reset_token"
+        /// An email verification link that is unknown, used, expired or for another address.
+        case invalidVerificationToken = "invalid_verification_token"
+        /// A verification mail was asked for an address that is verified.
+        case alreadyVerified = "already_verified"
     }
 
     /// One offending field, named by its JSON path (`data.height`).

@@ -2,8 +2,8 @@ import StructuredLogging
 import Postgres
 import Threads
 
-/// Deletes what accounts leave behind: sessions past their end and throttle rows whose window
-/// ended long ago, in batches, so that no statement holds many rows or runs for long.
+/// Deletes what accounts leave behind: sessions past their end, throttle rows whose window ended
+/// long ago, expired mailed tokens and security events past their retention, in batches, so that no statement holds many rows or runs for long.
 ///
 /// Every instance runs it, but one at a time: a session-level advisory lock, taken without
 /// waiting, lets the first instance do a round while the others skip it.
@@ -17,14 +17,17 @@ public final class Housekeeping: Sendable {
     private let lifetime: SessionLifetime
     /// Throttle rows older than this (longer than any throttle's window) go.
     private let throttleRetentionSeconds: Double
+    /// Security events older than this go.
+    private let activityRetentionSeconds: Double
     private let logger: Logger
     private let thread: PeriodicThread
 
     /// Starts the background thread; the first round runs after one interval.
     public init(
-        pool: PostgresPool, lifetime: SessionLifetime, throttleRetentionSeconds: Double, intervalSeconds: Double,
-        logger: Logger
+        pool: PostgresPool, lifetime: SessionLifetime, throttleRetentionSeconds: Double, activityRetentionSeconds: Double,
+        intervalSeconds: Double, logger: Logger
     ) {
+        self.activityRetentionSeconds = activityRetentionSeconds
         self.pool = pool
         self.lifetime = lifetime
         self.throttleRetentionSeconds = throttleRetentionSeconds
@@ -35,27 +38,32 @@ public final class Housekeeping: Sendable {
 
     /// One round now, on the calling thread: the numbers deleted, or nil when another instance holds the lock.
     @discardableResult
-    public func runOnce() throws -> (sessions: Int, throttles: Int)? {
+    public func runOnce() throws -> (sessions: Int, throttles: Int, tokens: Int, events: Int)? {
         try pool.withConnection { connection in
             let locked = try connection.query("SELECT pg_try_advisory_lock(\(Housekeeping.lockKey))")[0].decode(Bool.self, at: 0)
             guard locked else { return nil }
             defer { _ = try? connection.query("SELECT pg_advisory_unlock(\(Housekeeping.lockKey))") }
-            var sessions = 0
-            var throttles = 0
-            while !thread.isStopping {
-                let deleted = try SessionRepository.purgeExpired(connection, lifetime: lifetime, limit: Housekeeping.batchSize)
-                sessions += deleted
-                if deleted < Housekeeping.batchSize { break }
+            let sessions = try drain { try SessionRepository.purgeExpired(connection, lifetime: lifetime, limit: Housekeeping.batchSize) }
+            let throttles = try drain {
+                try ThrottleRepository.purge(connection, olderThanSeconds: throttleRetentionSeconds, limit: Housekeeping.batchSize)
             }
-            while !thread.isStopping {
-                let deleted = try ThrottleRepository.purge(
-                    connection, olderThanSeconds: throttleRetentionSeconds,
-                    limit: Housekeeping.batchSize)
-                throttles += deleted
-                if deleted < Housekeeping.batchSize { break }
+            let tokens = try drain { try AccountTokenRepository.purgeExpired(connection, limit: Housekeeping.batchSize) }
+            let events = try drain {
+                try ActivityRepository.purge(connection, olderThanSeconds: activityRetentionSeconds, limit: Housekeeping.batchSize)
             }
-            return (sessions, throttles)
+            return (sessions, throttles, tokens, events)
         }
+    }
+
+    /// Runs a batch deletion until a batch comes back short (or the thread stops); the total deleted.
+    private func drain(_ batch: () throws -> Int) throws -> Int {
+        var total = 0
+        while !thread.isStopping {
+            let deleted = try batch()
+            total += deleted
+            if deleted < Housekeeping.batchSize { break }
+        }
+        return total
     }
 
     /// Stops the thread after its current batch.
@@ -65,8 +73,13 @@ public final class Housekeeping: Sendable {
 
     private func round() {
         do {
-            if let (sessions, throttles) = try runOnce(), sessions + throttles > 0 {
-                logger.info("housekeeping", ["sessions.deleted": String(sessions), "throttles.deleted": String(throttles)])
+            if let (sessions, throttles, tokens, events) = try runOnce(), sessions + throttles + tokens + events > 0 {
+                logger.info(
+                    "housekeeping",
+                    [
+                        "sessions.deleted": String(sessions), "throttles.deleted": String(throttles),
+                        "tokens.deleted": String(tokens), "events.deleted": String(events),
+                    ])
             }
         } catch {
             logger.warning("housekeeping failed", ["error": String(describing: error)])

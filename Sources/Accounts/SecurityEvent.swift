@@ -16,6 +16,8 @@ struct SecurityEvent {
         case sessionRevoked = "session_revoked"
         case signedOut = "signed_out"
         case accountDeleted = "account_deleted"
+        case passwordReset = "password_reset"
+        case emailVerified = "email_verified"
     }
 
     static func log(_ logger: Logger, _ kind: Kind, outcome: String, userID: UUID?, origin: RequestOrigin?, detail: String? = nil) {

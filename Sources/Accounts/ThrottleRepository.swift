@@ -49,6 +49,12 @@ enum ThrottleRepository {
         try connection.execute("DELETE FROM auth_throttles WHERE key = \(key)")
     }
 
+    /// Clears an email's sign-in throttles: its own, and those of each address with it.
+    static func clearSignIn(_ connection: PostgresConnection, emailID: String) throws {
+        try connection.execute(
+            "DELETE FROM auth_throttles WHERE key = \("signin:email:" + emailID) OR starts_with(key, \("signin:pair:" + emailID + " "))")
+    }
+
     /// Deletes up to `limit` rows whose window ended more than `olderThanSeconds` ago; returns how many.
     static func purge(_ connection: PostgresConnection, olderThanSeconds: Double, limit: Int) throws -> Int {
         try connection.execute(

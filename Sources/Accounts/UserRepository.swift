@@ -83,7 +83,9 @@ enum UserRepository {
     /// Replaces the editable fields and bumps the version if the version is still
     /// `expectedVersion` (any version when nil); an email change resets verification. Returns the
     /// user, or no row when the version moved on (or the user is gone).
-    static func replace(_ user: User, email: EmailAddress, expectedVersion: Int64?) -> PreparedQuery<User> {
+    /// Without `emailMayChange` the statement updates nothing when the stored email differs from
+    /// `email`: a change of address must go through the transaction that mails both addresses.
+    static func replace(_ user: User, email: EmailAddress, expectedVersion: Int64?, emailMayChange: Bool) -> PreparedQuery<User> {
         var binds = PostgresBindings()
         binds.append(user.id)
         binds.append(email.value)
@@ -93,6 +95,7 @@ enum UserRepository {
         binds.append(PostgresJSON(user.data.storageText))
         // Typed even when NULL: the statement keeps the types of its first run.
         if let expectedVersion { binds.append(expectedVersion) } else { binds.appendNull(type: .int8) }
+        binds.append(emailMayChange)
         return PreparedQuery(replaceStatement, binds, decode: decode)
     }
 
@@ -101,9 +104,20 @@ enum UserRepository {
             UPDATE users AS u SET email = $2, email_normalized = $3,
                 email_verified = CASE WHEN u.email_normalized = $3 THEN u.email_verified ELSE false END,
                 firstname = $4, lastname = $5, data = $6, version = u.version + 1, updated_at = now()
-            WHERE u.id = $1 AND ($7::bigint IS NULL OR u.version = $7)
+            WHERE u.id = $1 AND ($7::bigint IS NULL OR u.version = $7) AND ($8::boolean OR u.email_normalized = $3)
             RETURNING \(columns)
             """)
+
+    /// Marks the user's address verified if it is still `emailNormalized`; nil when it is not.
+    static func markVerified(_ connection: PostgresConnection, id: UUID, emailNormalized: String) throws -> User? {
+        let rows = try connection.query(
+            """
+            UPDATE users AS u SET email_verified = true, version = u.version + 1, updated_at = now()
+            WHERE u.id = \(id) AND u.email_normalized = \(emailNormalized)
+            RETURNING \(unsafeRaw: columns)
+            """)
+        return try rows.first.map { try decode($0) }
+    }
 
     static func setPasswordHash(_ connection: PostgresConnection, id: UUID, hash: String) throws {
         try connection.execute("UPDATE users SET password_hash = \(hash), version = version + 1, updated_at = now() WHERE id = \(id)")

@@ -2,6 +2,7 @@ import Accounts
 import API
 import HTTPServer
 import Images
+import Mail
 import Postgres
 import StructuredLogging
 import Cryptography
@@ -306,6 +307,120 @@ extension Configuration {
             help: "one log line per request", defaultValue: { $0.server.accessLog ? "on" : "off" }
         ) { config, value throws(ConfigurationError) in
             config.server.accessLog = try onOff(value, "--access-log/EXOSPHERE_ACCESS_LOG")
+        },
+        Option(
+            flag: "--public-url", environment: "EXOSPHERE_PUBLIC_URL", placeholder: "URL",
+            help: "the base of links in mail (default http://localhost:PORT)", defaultValue: { $0.publicURL ?? "(none)" }
+        ) { config, value throws(ConfigurationError) in
+            guard value.hasPrefix("https://") || value.hasPrefix("http://"), !value.contains("#"), !value.contains("?") else {
+                throw ConfigurationError(
+                    "--public-url/EXOSPHERE_PUBLIC_URL: expected an http(s) URL without query or fragment, got '\(shown(value))'")
+            }
+            config.publicURL = value
+        },
+        Option(
+            flag: "--app-name", environment: "EXOSPHERE_APP_NAME", placeholder: "NAME",
+            help: "the app's name in mail", defaultValue: { $0.mail.appName }
+        ) { config, value throws(ConfigurationError) in
+            guard !value.isEmpty, value.count <= 100, !value.contains(where: \.isNewline) else {
+                throw ConfigurationError("--app-name/EXOSPHERE_APP_NAME: one line of 1 to 100 characters")
+            }
+            config.mail.appName = value
+        },
+        Option(
+            flag: "--mail-from", environment: "EXOSPHERE_MAIL_FROM", placeholder: "ADDRESS",
+            help: "the sender of mail, 'Name <address>' (default: the app's name, no-reply@ the public URL's host)",
+            defaultValue: { $0.mailFrom.map { $0.displayName.map { "\($0) <" } ?? "" + $0.address } ?? "(derived)" }
+        ) { config, value throws(ConfigurationError) in
+            guard let address = MailAddress(parsing: value) else {
+                throw ConfigurationError("--mail-from/EXOSPHERE_MAIL_FROM: expected 'Name <address>' or an address, got '\(shown(value))'")
+            }
+            config.mailFrom = address
+        },
+        Option(
+            flag: "--mail-dir", environment: "EXOSPHERE_MAIL_DIR", placeholder: "DIR",
+            help: "the dev mailbox: where mail is written as .eml files without --smtp-url", defaultValue: { _ in "./.exosphere/mail" }
+        ) { config, value throws(ConfigurationError) in
+            guard !value.isEmpty else { throw ConfigurationError("--mail-dir/EXOSPHERE_MAIL_DIR must not be empty") }
+            if case .mailbox = config.mail.transport { config.mail.transport = .mailbox(directory: value) }
+        },
+        Option(
+            flag: "--smtp-url", environment: "EXOSPHERE_SMTP_URL", placeholder: "URL",
+            help: "the mail relay: smtps://user:password@host[:465], smtp://… (STARTTLS, port 587) or smtp+plain://… (no TLS)",
+            defaultValue: { config in
+                if case .smtp(let smtp) = config.mail.transport { return smtp.description }
+                return "(none: the dev mailbox)"
+            }
+        ) { config, value throws(ConfigurationError) in
+            do {
+                config.mail.transport = .smtp(try SMTPConfiguration(url: value))
+            } catch {
+                throw ConfigurationError("--smtp-url/EXOSPHERE_SMTP_URL: \(error)")
+            }
+        },
+        Option(
+            flag: "--smtp-ca-file", environment: "EXOSPHERE_SMTP_CA_FILE", placeholder: "FILE",
+            help: "PEM certificates to trust for the relay instead of the system's", defaultValue: { _ in "(the system's)" }
+        ) { config, value throws(ConfigurationError) in
+            guard case .smtp(var smtp) = config.mail.transport else { throw ConfigurationError("--smtp-ca-file needs --smtp-url") }
+            smtp.caFile = value
+            config.mail.transport = .smtp(smtp)
+        },
+        Option(
+            flag: "--mail-retry-seconds", environment: "EXOSPHERE_MAIL_RETRY_SECONDS", placeholder: "SECONDS",
+            help: "the first delay before a mail the relay did not take is tried again (doubling, up to an hour)",
+            defaultValue: { String($0.mail.retryBaseSeconds) }
+        ) { config, value throws(ConfigurationError) in
+            guard let delay = Double(value), delay.isFinite, (0.01...3_600).contains(delay) else {
+                throw ConfigurationError("--mail-retry-seconds/EXOSPHERE_MAIL_RETRY_SECONDS: expected seconds in 0.01...3600, got '\(shown(value))'")
+            }
+            config.mail.retryBaseSeconds = delay
+        },
+        Option(
+            flag: "--mail-lease-seconds", environment: "EXOSPHERE_MAIL_LEASE_SECONDS", placeholder: "SECONDS",
+            help: "how long a mail claimed by an instance that died is left before another sends it",
+            defaultValue: { String($0.mail.leaseSeconds) }
+        ) { config, value throws(ConfigurationError) in
+            guard let lease = Double(value), lease.isFinite, (1...3_600).contains(lease) else {
+                throw ConfigurationError("--mail-lease-seconds/EXOSPHERE_MAIL_LEASE_SECONDS: expected seconds in 1...3600, got '\(shown(value))'")
+            }
+            config.mail.leaseSeconds = lease
+        },
+        Option(
+            flag: "--mail-templates", environment: "EXOSPHERE_MAIL_TEMPLATES", placeholder: "DIR",
+            help: "a directory of mail templates replacing the built-in ones", defaultValue: { $0.mailTemplatesDirectory ?? "(built in)" }
+        ) { config, value throws(ConfigurationError) in
+            guard !value.isEmpty else { throw ConfigurationError("--mail-templates/EXOSPHERE_MAIL_TEMPLATES must not be empty") }
+            config.mailTemplatesDirectory = value
+        },
+        Option(
+            flag: "--apple-app-ids", environment: "EXOSPHERE_APPLE_APP_IDS", placeholder: "IDS",
+            help: "TEAMID.bundle.id,… served in /.well-known/apple-app-site-association", defaultValue: { _ in "(none)" }
+        ) { config, value throws(ConfigurationError) in
+            let ids = value.split(separator: ",").map { String($0.filter { $0 != " " }) }
+            guard !ids.isEmpty, ids.allSatisfy({ $0.contains(".") && !$0.contains(where: { $0 == " " || $0 == "\"" }) }) else {
+                throw ConfigurationError("--apple-app-ids/EXOSPHERE_APPLE_APP_IDS: expected TEAMID.bundle.id[,…], got '\(shown(value))'")
+            }
+            config.appLinks.appleAppIDs = ids
+        },
+        Option(
+            flag: "--android-package", environment: "EXOSPHERE_ANDROID_PACKAGE", placeholder: "NAME",
+            help: "the Android app served in /.well-known/assetlinks.json", defaultValue: { $0.appLinks.androidPackage ?? "(none)" }
+        ) { config, value throws(ConfigurationError) in
+            guard !value.isEmpty, value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "_" }) else {
+                throw ConfigurationError("--android-package/EXOSPHERE_ANDROID_PACKAGE: expected a package name, got '\(shown(value))'")
+            }
+            config.appLinks.androidPackage = value
+        },
+        Option(
+            flag: "--android-cert-sha256", environment: "EXOSPHERE_ANDROID_CERT_SHA256", placeholder: "FINGERPRINTS",
+            help: "the Android app's signing certificate SHA-256 fingerprints (AA:BB:…), comma-separated", defaultValue: { _ in "(none)" }
+        ) { config, value throws(ConfigurationError) in
+            let prints = value.split(separator: ",").map { String($0.filter { $0 != " " }).uppercased() }
+            guard !prints.isEmpty, prints.allSatisfy({ $0.count == 95 && $0.allSatisfy { $0 == ":" || $0.isHexDigit } }) else {
+                throw ConfigurationError("--android-cert-sha256/EXOSPHERE_ANDROID_CERT_SHA256: expected AA:BB:… (32 bytes), got '\(shown(value))'")
+            }
+            config.appLinks.androidCertificateFingerprints = prints
         },
         Option(
             flag: "--log-level", environment: "LOG_LEVEL", placeholder: "LEVEL",

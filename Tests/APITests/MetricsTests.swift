@@ -1,4 +1,5 @@
 @testable import API
+import TestSupport
 import Foundation
 import Glibc
 import HTTP
@@ -122,7 +123,7 @@ import Testing
             size: 3)
         defer { pool.close() }
         let scrape = Scrape(
-            MetricsController(http: metrics, database: pool, hashing: nil, accounts: nil, images: nil, pipelines: nil).exposition().bytes)
+            MetricsController(http: metrics, database: pool, hashing: nil, accounts: nil, images: nil, pipelines: nil, mail: nil).exposition().bytes)
 
         #expect(scrape[#"exosphere_http_requests_total{route="/items/{id}",method="GET",status="200"}"#] == "1")
         #expect(scrape[#"exosphere_http_requests_total{route="/items/{id}",method="GET",status="404"}"#] == "1")

@@ -69,7 +69,13 @@ import Testing
             #expect(unauthorized?["$ref"]?.stringValue == "#/components/responses/Unauthorized", "\(method) \(path)")
         }
         let unauthenticated = Set(operations().filter { $0.operation["security"] == nil }.map { "\($0.method) \($0.path)" })
-        #expect(unauthenticated == ["GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json", "POST /users", "POST /users/signin"])
+        #expect(
+            unauthenticated == [
+                "GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json", "POST /users", "POST /users/signin",
+                "POST /users/password-reset", "POST /users/password-reset/confirm", "POST /users/verify-email",
+                "GET /reset-password", "GET /verify-email", "GET /pages/pages.css", "GET /pages/reset-password.js",
+                "GET /pages/verify-email.js", "GET /.well-known/apple-app-site-association", "GET /.well-known/assetlinks.json",
+            ])
     }
 
     /// Each code the domain, the JSON body reader and the database mapping can answer with is
@@ -134,6 +140,10 @@ import Testing
                     #expect(content?.keys == ["application/problem+json"], "\(method) \(path) \(status)")
                 } else if let content, path == "/metrics" {
                     #expect(content.keys == ["text/plain; version=0.0.4; charset=utf-8"], "\(method) \(path) \(status)")
+                } else if let content, path == "/reset-password" || path == "/verify-email" {
+                    #expect(content.keys == ["text/html"], "\(method) \(path) \(status)")
+                } else if let content, path.hasPrefix("/pages/") {
+                    #expect(content.keys == [path.hasSuffix(".css") ? "text/css" : "text/javascript"], "\(method) \(path) \(status)")
                 } else if let content, path == "/users/me/images/{id}" {
                     #expect(Set(content.keys) == Set(ImageFormat.allCases.map(\.mimeType)), "\(method) \(path) \(status)")
                 } else if let content {
@@ -231,6 +241,7 @@ import Testing
             database.shutdown()
         }
         let accounts = AccountService(pool: database.pool, hasher: PasswordHasher(), hashing: hashing, logger: .silent)
+        defer { accounts.shutdown() }
         let images = ImageService(pool: database.pool, configuration: configuration.images, logger: .silent)
         return try body(Application.routes(database: database, accounts: accounts, images: images))
     }

@@ -75,6 +75,12 @@ final class TestServer: Sendable {
         configuration.databasePoolSize = 6
         configuration.images.totalsMaxAgeSeconds = 0
         configuration.accounts.signInPerAddress = ThrottleRule(limit: 1_000_000, windowSeconds: 900)
+        // Mail goes to a dev mailbox of this server's own (never the repository's), and retries are quick.
+        configuration.mail.transport = .mailbox(directory: "/tmp/exo-apitests-mail-\(name)-\(getpid())")
+        configuration.mail.pollIntervalSeconds = 0.5
+        configuration.mail.retryBaseSeconds = 0.2
+        configuration.mail.retryMaxSeconds = 1
+        configuration.accounts.resetResolveIntervalSeconds = 0.2
         try adjust(&configuration)
         logPath = "/tmp/exo-apitests-\(name)-\(getpid()).log"
         logFD = open(logPath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o600)
@@ -87,6 +93,11 @@ final class TestServer: Sendable {
     func shutdown() {
         app.shutdown()
         close(logFD)
+        // The dev mailbox holds files only.
+        if case .mailbox(let directory) = app.configuration.mail.transport, let names = try? FileSystem.entries(of: directory) {
+            for name in names { _ = try? FileSystem.remove(directory + "/" + name) }
+            rmdir(directory)
+        }
     }
 
     // MARK: - Requests
@@ -278,11 +289,6 @@ extension Trait where Self == LiveServerTrait {
     static func liveServer(_ name: String, _ adjust: @escaping @Sendable (inout Configuration) throws -> Void = { _ in }) -> Self {
         LiveServerTrait(name: name, adjust: adjust)
     }
-}
-
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 // MARK: - HTTP client

@@ -22,20 +22,19 @@ import Testing
             hashing: DomainDatabase.hashing, logger: .silent)
     }
 
+    private let origin = RequestOrigin(address: "127.0.0.1", throttleAddress: "127.0.0.1", userAgent: nil)
+
     private func newUser(data: JSONObject = JSONObject()) throws -> User {
         let email = EmailAddress("u\(UInt32.random(in: 0 ... .max))-\(UInt32.random(in: 0 ... .max))@example.com")!
-        return try accounts.register(
-            Registration(email: email, password: "correct horse battery", data: data),
-            origin: RequestOrigin(address: "127.0.0.1", throttleAddress: "127.0.0.1", userAgent: nil)
-        ).user
+        return try accounts.register(Registration(email: email, password: "correct horse battery", data: data), origin: origin).user
     }
 
     private func patch(_ patch: ProfilePatch, of user: User, condition: WriteCondition = .any) throws -> User {
-        try executor.wait { accounts.patchProfile(patch, of: user, condition: condition, on: $0, $1) }
+        try executor.wait { accounts.patchProfile(patch, of: user, condition: condition, origin: origin, on: $0, $1) }
     }
 
     private func replace(_ replacement: ProfileReplacement, of user: User, condition: WriteCondition = .any) throws -> User {
-        try executor.wait { accounts.replaceProfile(replacement, of: user, condition: condition, on: $0, $1) }
+        try executor.wait { accounts.replaceProfile(replacement, of: user, condition: condition, origin: origin, on: $0, $1) }
     }
 
     private func code(_ body: () throws -> Void) -> AccountsError.Code? {

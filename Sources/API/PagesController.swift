@@ -1,0 +1,104 @@
+import HTTP
+import HTTPServer
+import JSON
+
+/// The pages that finish a mailed link in a browser (`/reset-password`, `/verify-email`), their
+/// script and style, and the files that let an app open those links itself.
+///
+/// The pages read their token from the URL fragment, which no request carries, and run only the
+/// scripts served here: the `Content-Security-Policy` allows nothing inline and nothing from
+/// another origin, and the pages set no cookie.
+struct PagesController: Sendable {
+    let apps: AppLinks
+
+    static let contentSecurityPolicy =
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+
+    func register(in router: inout Router) {
+        let files: [(String, String, [UInt8])] = [
+            ("/reset-password", "text/html; charset=utf-8", PackageResources.reset_password_html),
+            ("/verify-email", "text/html; charset=utf-8", PackageResources.verify_email_html),
+            ("/pages/pages.css", "text/css; charset=utf-8", PackageResources.pages_css),
+            ("/pages/reset-password.js", "text/javascript; charset=utf-8", PackageResources.reset_password_js),
+            ("/pages/verify-email.js", "text/javascript; charset=utf-8", PackageResources.verify_email_js),
+        ]
+        for (path, type, body) in files {
+            let response = PagesController.page(type, body)
+            router.get(path, execution: .inline) { _, _ in response }
+        }
+        let apple = apps.appleAppSiteAssociation.map { PagesController.wellKnown($0) }
+        router.get("/.well-known/apple-app-site-association", execution: .inline) { _, _ in
+            guard let apple else { throw PagesController.notConfigured("--apple-app-id") }
+            return apple
+        }
+        let android = apps.assetLinks.map { PagesController.wellKnown($0) }
+        router.get("/.well-known/assetlinks.json", execution: .inline) { _, _ in
+            guard let android else { throw PagesController.notConfigured("--android-package and --android-cert-sha256") }
+            return android
+        }
+    }
+
+    private static func page(_ type: String, _ body: [UInt8]) -> Response {
+        var response = Response(status: .ok, contentType: type, body: body)
+        response.headers.add(name: "Content-Security-Policy", value: contentSecurityPolicy)
+        response.headers.add(name: "Referrer-Policy", value: "no-referrer")
+        response.headers.add(name: "X-Content-Type-Options", value: "nosniff")
+        response.headers.add(name: "X-Frame-Options", value: "DENY")
+        response.headers.add(name: "Cache-Control", value: "public, max-age=300")
+        return response
+    }
+
+    private static func wellKnown(_ json: JSONValue) -> Response {
+        var response = Response(status: .ok, contentType: "application/json", body: json.serialized())
+        response.headers.add(name: "Cache-Control", value: "public, max-age=3600")
+        return response
+    }
+
+    private static func notConfigured(_ flags: String) -> Problem {
+        Problem(status: .notFound, code: "not_found", detail: "No app is configured for this file (\(flags)).")
+    }
+}
+
+/// The apps that may open this deployment's links themselves (universal links, Android app links).
+public struct AppLinks: Sendable, Equatable {
+    /// Apple app ids, `TEAMID.bundle.identifier`.
+    public var appleAppIDs: [String] = []
+    /// The Android app's package name and the SHA-256 fingerprints of its signing certificates.
+    public var androidPackage: String?
+    public var androidCertificateFingerprints: [String] = []
+
+    public init() {}
+
+    /// The paths of mailed links.
+    static let paths = ["/reset-password", "/verify-email"]
+
+    var appleAppSiteAssociation: JSONValue? {
+        guard !appleAppIDs.isEmpty else { return nil }
+        let ids = JSONValue.array(appleAppIDs.map { .string($0) })
+        var detail = JSONObject()
+        detail["appIDs"] = ids
+        detail["components"] = .array(
+            AppLinks.paths.map { path in
+                var component = JSONObject()
+                component["/"] = .string(path)
+                return .object(component)
+            })
+        var applinks = JSONObject()
+        applinks["details"] = .array([.object(detail)])
+        var root = JSONObject()
+        root["applinks"] = .object(applinks)
+        return .object(root)
+    }
+
+    var assetLinks: JSONValue? {
+        guard let androidPackage, !androidCertificateFingerprints.isEmpty else { return nil }
+        var target = JSONObject()
+        target["namespace"] = "android_app"
+        target["package_name"] = .string(androidPackage)
+        target["sha256_cert_fingerprints"] = .array(androidCertificateFingerprints.map { .string($0) })
+        var statement = JSONObject()
+        statement["relation"] = .array([.string("delegate_permission/common.handle_all_urls")])
+        statement["target"] = .object(target)
+        return .array([.object(statement)])
+    }
+}

@@ -1,0 +1,93 @@
+import Accounts
+import HTTP
+import HTTPServer
+import JSON
+
+/// Password reset, email verification and the user's activity.
+struct RecoveryController: Sendable {
+    let accounts: AccountService
+    let authenticator: Authenticator
+
+    func register(in router: inout Router) {
+        router.post("/users/password-reset", use: requestReset)
+        router.post("/users/password-reset/confirm", use: confirmReset)
+        router.post("/users/verify-email", use: verify)
+        router.post("/users/me/verify-email", use: resendVerification)
+        router.get("/users/me/activity", use: activity)
+    }
+
+    /// The one body of `202` for a reset request, registered address or not.
+    static let resetAccepted = #"{"status":"accepted","detail":"If the address belongs to an account, a mail with a reset link is on its way."}"#
+
+    @Sendable func requestReset(_ request: Request, _ context: RequestContext) throws -> Response {
+        try accounts.requestPasswordReset(
+            email: try AccountBodies.resetRequest(try JSONBody.object(request)), origin: authenticator.origin(request, context))
+        var response = Response(status: .accepted, contentType: "application/json", body: Array(RecoveryController.resetAccepted.utf8))
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    @Sendable func confirmReset(_ request: Request, _ context: RequestContext) throws -> Response {
+        let (token, newPassword) = try AccountBodies.resetConfirmation(try JSONBody.object(request))
+        let issued = try accounts.confirmPasswordReset(token: token, newPassword: newPassword, origin: authenticator.origin(request, context))
+        var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    @Sendable func verify(_ request: Request, _ context: RequestContext) throws -> Response {
+        let token = try AccountBodies.verification(try JSONBody.object(request))
+        let user = try accounts.verifyEmail(token: token, origin: authenticator.origin(request, context))
+        var response = JSONBody.response { UserJSON.write(user, into: &$0) }
+        response.headers.add(name: "ETag", value: user.etag)
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    @Sendable func resendVerification(_ request: Request, _ context: RequestContext) throws -> Response {
+        let user = try authenticator.authenticatedUser(request)
+        try accounts.resendVerification(user: user, origin: authenticator.origin(request, context))
+        return JSONBody.response(.accepted) { writer in
+            writer.beginObject()
+            writer.key("status")
+            writer.string("accepted")
+            writer.key("detail")
+            writer.string("A verification mail is on its way to \(user.email).")
+            writer.endObject()
+        }
+    }
+
+    @Sendable func activity(_ request: Request, _ context: RequestContext) throws -> Response {
+        let user = try authenticator.authenticatedUser(request)
+        let parameters = try PageParameters(
+            request,
+            invalidCursor: Problem(
+                status: .unprocessableContent, code: "invalid_cursor", detail: "after must be a cursor from a previous page's next."))
+        let page = try accounts.activity(userID: user.id, after: parameters.cursor, limit: parameters.limit)
+        var response = JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("events")
+            writer.beginArray()
+            for event in page.events {
+                writer.beginObject()
+                writer.key("id")
+                writer.string(event.id.lowercasedText)
+                writer.key("type")
+                writer.string(event.kind.rawValue)
+                writer.key("at")
+                writer.string(RFC3339.format(millisecondsSinceEpoch: event.atMicroseconds / 1000))
+                writer.key("ipAddress")
+                if let address = event.ipAddress { writer.string(address) } else { writer.null() }
+                writer.key("userAgent")
+                if let agent = event.userAgent { writer.string(agent) } else { writer.null() }
+                writer.endObject()
+            }
+            writer.endArray()
+            writer.key("next")
+            if let next = page.next { writer.string(next.text) } else { writer.null() }
+            writer.endObject()
+        }
+        response.headers.add(name: "Cache-Control", value: "private, no-cache")
+        return response
+    }
+}

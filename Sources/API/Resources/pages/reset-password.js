@@ -1,0 +1,186 @@
+"use strict";
+
+// Finishes a password reset from the mailed link <public-url>/reset-password#token=…
+// The token travels in the URL fragment so it never reaches a server log or a Referer. It is read
+// once, removed from the address bar and kept in this variable only: never in storage or a cookie.
+const token = readToken();
+
+// A new link pasted into this tab changes only the fragment, which loads nothing: start over with it.
+addEventListener("hashchange", () => {
+  if (new URLSearchParams(location.hash.slice(1)).has("token")) location.reload();
+});
+
+const MIN_LENGTH = 8; // the server's rule too (Unicode scalars); it checks again
+const NETWORK_ERROR = "The server could not be reached. Check your connection and try again.";
+
+const message = document.getElementById("message");
+const resetForm = document.getElementById("reset-form");
+const passwordInput = document.getElementById("new-password");
+const passwordError = document.getElementById("new-password-error");
+const confirmInput = document.getElementById("confirm-password");
+const confirmError = document.getElementById("confirm-password-error");
+const showPasswords = document.getElementById("show-passwords");
+const resetSubmit = document.getElementById("reset-submit");
+const requestForm = document.getElementById("request-form");
+const emailInput = document.getElementById("email");
+const requestSubmit = document.getElementById("request-submit");
+
+if (token) {
+  resetForm.hidden = false;
+  passwordInput.focus();
+} else {
+  showMessage(["This link is incomplete. Open the link from the email again, or ask for a new one below."], "error");
+  requestForm.hidden = false; // offer a new link
+}
+
+showPasswords.addEventListener("change", () => {
+  const type = showPasswords.checked ? "text" : "password";
+  passwordInput.type = type;
+  confirmInput.type = type;
+});
+
+resetForm.addEventListener("submit", async (event) => {
+  event.preventDefault(); // the CSP has form-action 'none': the page itself never navigates
+  if (resetSubmit.disabled || !validatePasswords()) return;
+  resetSubmit.disabled = true;
+  showMessage(["Changing your password…"]);
+  try {
+    const response = await postJSON("/users/password-reset/confirm", {token, newPassword: passwordInput.value});
+    if (response.ok) {
+      // The 200 body is a new session; this page has no use for it, so it is not even read.
+      passwordInput.value = "";
+      confirmInput.value = "";
+      resetForm.hidden = true;
+      showMessage(["Your password has been changed. You can now sign in with it in the app."], "success", true);
+      return;
+    }
+    const problem = await problemOf(response);
+    if (problem.code === "invalid_reset_token") {
+      // Used, expired or superseded: no password will make this link work, so offer a new one.
+      passwordInput.value = "";
+      confirmInput.value = "";
+      resetForm.hidden = true;
+      showMessage([problem.detail], "error", true);
+      requestForm.hidden = false; // offer a new link
+      return;
+    }
+    const fieldDetail = problem.errors.find((e) => e.field === "newPassword" && typeof e.detail === "string");
+    showMessage([problem.detail], "error", !fieldDetail);
+    if (fieldDetail) setFieldError(passwordInput, passwordError, fieldDetail.detail);
+  } catch {
+    showMessage([NETWORK_ERROR], "error", true);
+  } finally {
+    resetSubmit.disabled = false;
+  }
+});
+
+requestForm.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  if (requestSubmit.disabled) return;
+  const email = emailInput.value.trim();
+  if (!email) {
+    showMessage(["Enter the email address of your account."], "error");
+    emailInput.focus();
+    return;
+  }
+  requestSubmit.disabled = true;
+  showMessage(["Sending a new link…"]);
+  try {
+    const response = await postJSON("/users/password-reset", {email});
+    if (response.ok) {
+      // The API answers alike whether or not the address has an account, and so does this text.
+      requestForm.hidden = true;
+      showMessage(["If ", strong(email), " belongs to an account, a new link is on its way to it. Open the newest email."], "success", true);
+    } else {
+      showMessage([(await problemOf(response)).detail], "error", true);
+    }
+  } catch {
+    showMessage([NETWORK_ERROR], "error", true);
+  } finally {
+    requestSubmit.disabled = false;
+  }
+});
+
+// Client-side checks spare a round trip; on failure the field is marked, described and focused.
+function validatePasswords() {
+  clearFieldError(passwordInput, passwordError);
+  clearFieldError(confirmInput, confirmError);
+  if ([...passwordInput.value].length < MIN_LENGTH) {
+    setFieldError(passwordInput, passwordError, `Use at least ${MIN_LENGTH} characters.`);
+    return false;
+  }
+  if (confirmInput.value !== passwordInput.value) {
+    setFieldError(confirmInput, confirmError, "The two passwords do not match.");
+    return false;
+  }
+  return true;
+}
+
+function setFieldError(input, element, text) {
+  element.textContent = text;
+  element.hidden = false;
+  input.setAttribute("aria-invalid", "true");
+  input.focus();
+}
+
+function clearFieldError(input, element) {
+  element.textContent = "";
+  element.hidden = true;
+  input.removeAttribute("aria-invalid");
+}
+
+// ---- Shared with verify-email.js (kept per page so each page is one script) ----
+
+function readToken() {
+  const value = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (location.hash) history.replaceState(null, "", location.pathname + location.search);
+  return value && value.trim() ? value.trim() : null;
+}
+
+// Shows text (strings become text nodes, never HTML) in the live region; `focus` moves focus to
+// it so a screen reader reads the outcome and keyboard users continue from there.
+function showMessage(parts, kind = "", focus = false) {
+  message.replaceChildren(...parts);
+  message.className = kind ? `message ${kind}` : "message";
+  if (focus) message.focus();
+}
+
+function strong(text) {
+  const element = document.createElement("strong");
+  element.textContent = text;
+  return element;
+}
+
+function postJSON(path, body) {
+  return fetch(path, {
+    method: "POST",
+    headers: {"Content-Type": "application/json", "Accept": "application/json, application/problem+json"},
+    body: JSON.stringify(body),
+    credentials: "omit", // the API takes no cookies; the page must work without them
+    cache: "no-store",
+  });
+}
+
+// The API's own words for a failure (RFC 9457 `detail`), or a plain fallback when the body is not
+// a problem document (a proxy's error page, say). 429 and 503 tell how long to wait.
+async function problemOf(response) {
+  let problem = null;
+  try {
+    problem = await response.json();
+  } catch {
+    // not JSON: use the fallback below
+  }
+  if (!problem || typeof problem !== "object") problem = {};
+  let detail = typeof problem.detail === "string" && problem.detail.trim() ? problem.detail.trim() : null;
+  if (!detail) {
+    if (response.status === 429) detail = "Too many attempts.";
+    else if (response.status === 503) detail = "The service is busy right now.";
+    else detail = `Something went wrong (HTTP ${response.status}). Please try again later.`;
+  }
+  const seconds = Number.parseInt(response.headers.get("Retry-After") ?? "", 10);
+  if ((response.status === 429 || response.status === 503) && seconds > 0) {
+    const wait = seconds < 90 ? `${seconds} seconds` : `${Math.ceil(seconds / 60)} minutes`;
+    detail += ` Please try again in ${wait}.`;
+  }
+  return {code: problem.code, detail, errors: Array.isArray(problem.errors) ? problem.errors : []};
+}

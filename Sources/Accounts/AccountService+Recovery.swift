@@ -1,0 +1,179 @@
+import FoundationEssentials
+import Cryptography
+import Outbox
+import Postgres
+
+/// Password reset, email verification, the notices of changes, and the user's activity
+/// (`../shared/API.md`, "Account security and recovery").
+extension AccountService {
+    /// `POST /users/password-reset`: the same work and answer for a registered and an unknown
+    /// address. One statement (`exo_request_password_reset`) counts the attempt on the address's
+    /// and the client's throttles and queues the request with a new token; `resolvePasswordResets`,
+    /// in the background, turns it into a stored token hash, a mail and an event if the address
+    /// is registered. Doing that here would make a registered address's answer slower.
+    public func requestPasswordReset(email: EmailAddress, origin: RequestOrigin) throws {
+        // Made for an unknown address too, so that both take the same time.
+        let token = try SessionToken.generate()
+        let throttles = [
+            (key: "reset:email:" + email.normalized, rule: configuration.resetRequestsPerEmail),
+            (key: "reset:address:" + origin.throttleAddress, rule: configuration.resetRequestsPerAddress),
+        ].filter { $0.rule.limit > 0 }
+        let wait = try pool.withConnection { connection in
+            try connection.query(
+                """
+                SELECT exo_request_password_reset(
+                    \(email.normalized), \(token.hash), \(token.text), \(configuration.resetTokenSeconds),
+                    \(PostgresArray(throttles.map(\.key)))::text[], \(PostgresArray(throttles.map(\.rule.limit)))::integer[],
+                    \(PostgresArray(throttles.map(\.rule.windowSeconds)))::double precision[],
+                    \(origin.address), \(origin.userAgent.map { String($0.prefix(512)) }))
+                """)[0].decode(Int32.self, at: 0)
+        }
+        if wait > 0 {
+            statistics.resetThrottled.add(1, ordering: .relaxed)
+            throw AccountsError(.tooManyAttempts, "Too many password reset requests; try again later.", retryAfterSeconds: Int(wait))
+        }
+    }
+
+    /// Resolves the queued reset requests (every instance, a batch at a time, SKIP LOCKED); returns
+    /// how many it took. Runs every `resetResolveIntervalSeconds`; exposed for tests.
+    @discardableResult
+    public func resolvePasswordResets() throws -> Int {
+        let batch = 100
+        var taken = 0
+        while true {
+            let round = try backgroundPool.withTransaction { try AccountTokenRepository.resolvePendingResets($0, limit: batch) }
+            taken += round
+            if round < batch { break }
+        }
+        if taken > 0 { mailQueued() }
+        return taken
+    }
+
+    /// `POST /users/password-reset/confirm`: sets the password, ends every session, clears the
+    /// user's throttles and lock, and opens a session for this device, all in one transaction.
+    /// A dead token is refused before any hashing; of two requests racing with one token, the
+    /// transaction that deletes it first wins and the other is refused.
+    public func confirmPasswordReset(token: String, newPassword: String, origin: RequestOrigin) throws -> IssuedSession {
+        let invalid = AccountsError.field("token", .invalidResetToken, "is unknown, used, expired or superseded by a newer one")
+        try configuration.passwordPolicy.validate(newPassword, field: "newPassword")
+        guard SessionToken.isWellFormed(token) else { throw invalid }
+        let tokenHash = SessionToken.hash(of: token)
+        guard try pool.withConnection({ try AccountTokenRepository.isLive($0, hash: tokenHash, purpose: .passwordReset) }) else { throw invalid }
+        let passwordHash = try onHashingPool(.interactive, origin) { [hasher] in try hasher.hash(password: newPassword) }
+        let sessionToken = try SessionToken.generate()
+        let issued = try pool.withTransaction { connection in
+            guard let (userID, _) = try AccountTokenRepository.consume(connection, hash: tokenHash, purpose: .passwordReset),
+                let stored = try UserRepository.find(connection, id: userID, forUpdate: true)
+            else { throw invalid }
+            try UserRepository.setPasswordHash(connection, id: userID, hash: passwordHash)
+            _ = try SessionRepository.deleteAll(connection, userID: userID)
+            // The link came through the account's mailbox: that proves the address (reset tokens
+            // are voided when it changes).
+            guard let user = try UserRepository.markVerified(connection, id: userID, emailNormalized: EmailAddress(stored.email)?.normalized ?? "")
+            else { throw invalid }
+            try ThrottleRepository.clear(connection, key: passwordKey(userID))
+            try ThrottleRepository.clearSignIn(connection, emailID: EmailAddress(user.email)?.normalized ?? user.email)
+            try passwordChanged(connection, user: user, .passwordReset, origin: origin)
+            let session = try SessionRepository.insert(
+                connection, userID: userID, tokenHash: sessionToken.hash, userAgent: origin.userAgent, lifetime: configuration.lifetime)
+            return IssuedSession(accessToken: sessionToken.text, session: session, user: user)
+        }
+        mailQueued()
+        SecurityEvent.log(logger, .passwordReset, outcome: "success", userID: issued.user.id, origin: origin)
+        return issued
+    }
+
+    /// `POST /users/verify-email`: marks the address the token was sent to as verified, if it is
+    /// still the user's.
+    public func verifyEmail(token: String, origin: RequestOrigin) throws -> User {
+        let invalid = AccountsError.field(
+            "token", .invalidVerificationToken, "is unknown, used, expired, or for an address the account no longer has")
+        guard SessionToken.isWellFormed(token) else { throw invalid }
+        let user = try pool.withTransaction { connection in
+            guard
+                let (userID, email) = try AccountTokenRepository.consume(connection, hash: SessionToken.hash(of: token), purpose: .emailVerification),
+                let email, let user = try UserRepository.markVerified(connection, id: userID, emailNormalized: email)
+            else { throw invalid }
+            try ActivityRepository.record(connection, userID: userID, .emailVerified, origin: origin)
+            return user
+        }
+        SecurityEvent.log(logger, .emailVerified, outcome: "success", userID: user.id, origin: origin)
+        return user
+    }
+
+    /// `POST /users/me/verify-email`: a new verification mail, voiding the older links.
+    public func resendVerification(user: User, origin: RequestOrigin) throws {
+        let alreadyVerified = AccountsError(.alreadyVerified, "The email address is verified already.")
+        guard !user.emailVerified else { throw alreadyVerified }
+        let throttle = [(key: "verify:user:" + user.id.lowercasedText, rule: configuration.verificationResends)]
+        let token = try SessionToken.generate()
+        try pool.withTransaction { connection in
+            if let wait = try ThrottleRepository.acquire(connection, throttle) {
+                throw AccountsError(.tooManyAttempts, "Too many verification mails; try again later.", retryAfterSeconds: wait)
+            }
+            guard let stored = try UserRepository.find(connection, id: user.id, forUpdate: true) else {
+                throw AccountsError(.invalidToken, "The user no longer exists.")
+            }
+            guard !stored.emailVerified else { throw alreadyVerified }
+            try queueVerification(connection, user: stored, token: token)
+        }
+        mailQueued()
+    }
+
+    /// `GET /users/me/activity`: the user's security events, newest first.
+    public func activity(userID: UUID, after cursor: KeysetCursor?, limit: Int) throws -> ActivityPage {
+        let events = try pool.withConnection {
+            try ActivityRepository.page(
+                $0, userID: userID, after: cursor, limit: limit + 1, retentionSeconds: configuration.activityRetentionSeconds)
+        }
+        let page = Array(events.prefix(limit))
+        let next = events.count > limit ? page.last.map { KeysetCursor(microseconds: $0.atMicroseconds, id: $0.id) } : nil
+        return ActivityPage(events: page, next: next)
+    }
+
+    // MARK: - In other flows' transactions
+
+    /// Voids the user's older verification links, stores the new one's hash bound to the current
+    /// address, and queues its mail.
+    func queueVerification(_ connection: PostgresConnection, user: User, token: SessionToken) throws {
+        guard let email = EmailAddress(user.email) else { return }
+        try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.emailVerification])
+        try AccountTokenRepository.insert(
+            connection, hash: token.hash, userID: user.id, purpose: .emailVerification, email: email.normalized,
+            lifetimeSeconds: configuration.verificationTokenSeconds)
+        try OutboxRepository.enqueue(
+            connection, OutgoingMail(.verifyEmail, to: user.email, ["token": token.text, "firstname": user.firstname, "email": user.email]))
+    }
+
+    /// After a password change or reset: older reset links die, the event is recorded, and the
+    /// account's address gets a notice.
+    func passwordChanged(_ connection: PostgresConnection, user: User, _ kind: ActivityEvent.Kind, origin: RequestOrigin) throws {
+        try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.passwordReset])
+        try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress(user.email)?.normalized ?? user.email)
+        try ActivityRepository.record(connection, userID: user.id, kind, origin: origin)
+        try OutboxRepository.enqueue(
+            connection, OutgoingMail(.passwordChanged, to: user.email, ["firstname": user.firstname, "email": user.email]))
+    }
+
+    /// After a change of address: links sent to the old one die, the new one gets a verification
+    /// link and the old one a notice.
+    func addressChanged(_ connection: PostgresConnection, from old: User, to new: User, origin: RequestOrigin) throws {
+        try AccountTokenRepository.deleteAll(connection, userID: new.id, purposes: [.passwordReset])
+        try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress(old.email)?.normalized ?? old.email)
+        try ActivityRepository.record(connection, userID: new.id, .emailChanged, origin: origin)
+        try OutboxRepository.enqueue(
+            connection,
+            OutgoingMail(.emailChanged, to: old.email, ["firstname": new.firstname, "email": old.email, "newEmail": new.email]))
+        try queueVerification(connection, user: new, token: try SessionToken.generate())
+    }
+
+    /// Records an event on its own, for a request that fails (and so has no transaction to put it
+    /// in). Bookkeeping: a failure is logged, not the request's failure.
+    func recordActivity(_ kind: ActivityEvent.Kind, userID: UUID, origin: RequestOrigin) {
+        do {
+            try pool.withConnection { try ActivityRepository.record($0, userID: userID, kind, origin: origin) }
+        } catch {
+            logger.warning("could not record a security event", ["event": kind.rawValue, "error": String(reflecting: error)])
+        }
+    }
+}

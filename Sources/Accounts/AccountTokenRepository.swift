@@ -1,0 +1,67 @@
+import FoundationEssentials
+import Postgres
+
+/// The SQL of `account_tokens` (migration 0004): mailed tokens, kept only as their SHA-256.
+enum AccountTokenRepository {
+    /// What a mailed token is for.
+    enum Purpose: String {
+        case passwordReset = "password_reset"
+        case emailVerification = "email_verification"
+    }
+
+    /// Stores a token's hash; `email` binds a verification token to the address it was sent to.
+    static func insert(
+        _ connection: PostgresConnection, hash: [UInt8], userID: UUID, purpose: Purpose, email: String? = nil, lifetimeSeconds: Double
+    ) throws {
+        try connection.execute(
+            """
+            INSERT INTO account_tokens (token_hash, user_id, purpose, email_normalized, expires_at)
+            VALUES (\(hash), \(userID), \(purpose.rawValue), \(email), now() + make_interval(secs => \(lifetimeSeconds)))
+            """)
+    }
+
+    /// Whether a token is live (a read: it stays usable), so that a dead one is refused before any hashing.
+    static func isLive(_ connection: PostgresConnection, hash: [UInt8], purpose: Purpose) throws -> Bool {
+        try !connection.query(
+            "SELECT 1 FROM account_tokens WHERE token_hash = \(hash) AND purpose = \(purpose.rawValue) AND expires_at > now()"
+        ).isEmpty
+    }
+
+    /// Uses a live token up: deletes it and returns its user (and bound address). Of two requests
+    /// racing with one token, only one gets a row.
+    static func consume(_ connection: PostgresConnection, hash: [UInt8], purpose: Purpose) throws -> (userID: UUID, email: String?)? {
+        let rows = try connection.query(
+            """
+            DELETE FROM account_tokens WHERE token_hash = \(hash) AND purpose = \(purpose.rawValue) AND expires_at > now()
+            RETURNING user_id, email_normalized
+            """)
+        return try rows.first.map { (try $0.decode(UUID.self, at: 0), try $0.decode(String?.self, at: 1)) }
+    }
+
+    /// Voids every token of a purpose the user holds (a newer request, a password change, a new address).
+    static func deleteAll(_ connection: PostgresConnection, userID: UUID, purposes: [Purpose]) throws {
+        try connection.execute(
+            "DELETE FROM account_tokens WHERE user_id = \(userID) AND purpose = ANY (\(PostgresArray(purposes.map(\.rawValue)))::text[])")
+    }
+
+    /// Drops the queued reset requests of an address (migration 0004): a password change or a new
+    /// address voids them as it voids the tokens.
+    static func deletePendingResets(_ connection: PostgresConnection, email: String) throws {
+        try connection.execute("DELETE FROM password_reset_requests WHERE email_normalized = \(email)")
+    }
+
+    /// Turns up to `limit` queued reset requests into tokens and mail (`exo_resolve_password_resets`);
+    /// returns how many requests it took.
+    static func resolvePendingResets(_ connection: PostgresConnection, limit: Int) throws -> Int {
+        Int(try connection.query("SELECT exo_resolve_password_resets(\(limit)::integer)")[0].decode(Int32.self, at: 0))
+    }
+
+    /// Deletes up to `limit` expired tokens; returns how many.
+    static func purgeExpired(_ connection: PostgresConnection, limit: Int) throws -> Int {
+        try connection.execute(
+            """
+            DELETE FROM account_tokens WHERE token_hash IN (
+                SELECT token_hash FROM account_tokens WHERE expires_at < now() LIMIT \(limit))
+            """)
+    }
+}

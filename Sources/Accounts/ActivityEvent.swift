@@ -1,0 +1,32 @@
+import Cryptography
+import FoundationEssentials
+
+/// One of a user's security events, as `GET /users/me/activity` lists them.
+public struct ActivityEvent: Sendable, Equatable {
+    /// What happened; the raw values are the contract's event types.
+    public enum Kind: String, Sendable, CaseIterable {
+        case signedIn = "signed_in"
+        case signInFailed = "sign_in_failed"
+        case signedOut = "signed_out"
+        case sessionRevoked = "session_revoked"
+        case passwordChanged = "password_changed"
+        case passwordResetRequested = "password_reset_requested"
+        case passwordReset = "password_reset"
+        case emailChanged = "email_changed"
+        case emailVerified = "email_verified"
+        case lockedOut = "locked_out"
+    }
+
+    public let id: UUID
+    public let kind: Kind
+    /// When, in microseconds since 1970.
+    public let atMicroseconds: Int64
+    public let ipAddress: String?
+    public let userAgent: String?
+}
+
+/// A page of a user's activity, newest first; `next` continues it.
+public struct ActivityPage: Sendable {
+    public let events: [ActivityEvent]
+    public let next: KeysetCursor?
+}

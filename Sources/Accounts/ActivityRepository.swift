@@ -1,0 +1,55 @@
+import FoundationEssentials
+import Cryptography
+import Postgres
+
+/// The SQL of `security_events` (migration 0004).
+enum ActivityRepository {
+    /// Records an event in the caller's transaction (or on its own).
+    static func record(_ connection: PostgresConnection, userID: UUID, _ kind: ActivityEvent.Kind, origin: RequestOrigin?) throws {
+        try connection.execute(
+            """
+            INSERT INTO security_events (user_id, type, ip_address, user_agent)
+            VALUES (\(userID), \(kind.rawValue), \(origin?.address), \(origin.flatMap { $0.userAgent.map { String($0.prefix(512)) } }))
+            """)
+    }
+
+    /// A user's events newest first, after `cursor`, up to `limit` (one more tells whether a next page exists).
+    static func page(_ connection: PostgresConnection, userID: UUID, after cursor: KeysetCursor?, limit: Int, retentionSeconds: Double) throws
+        -> [ActivityEvent]
+    {
+        let rows: PostgresRows
+        if let cursor {
+            rows = try connection.query(
+                """
+                SELECT id, type, (extract(epoch FROM at) * 1000000)::bigint, ip_address, user_agent FROM security_events
+                WHERE user_id = \(userID) AND at > now() - make_interval(secs => \(retentionSeconds))
+                  AND (at, id) < ('epoch'::timestamptz + \(cursor.microseconds) * interval '1 microsecond', \(cursor.id))
+                ORDER BY at DESC, id DESC LIMIT \(limit)
+                """)
+        } else {
+            rows = try connection.query(
+                """
+                SELECT id, type, (extract(epoch FROM at) * 1000000)::bigint, ip_address, user_agent FROM security_events
+                WHERE user_id = \(userID) AND at > now() - make_interval(secs => \(retentionSeconds))
+                ORDER BY at DESC, id DESC LIMIT \(limit)
+                """)
+        }
+        return try rows.compactMap { row in
+            var columns = PostgresColumns(row)
+            let id = try columns.next(UUID.self)
+            // A type this build does not know (a newer instance wrote it) is left out, not an error.
+            guard let kind = ActivityEvent.Kind(rawValue: try columns.next(String.self)) else { return nil }
+            return ActivityEvent(
+                id: id, kind: kind, atMicroseconds: try columns.next(), ipAddress: try columns.next(), userAgent: try columns.next())
+        }
+    }
+
+    /// Deletes up to `limit` events older than `olderThanSeconds`; returns how many.
+    static func purge(_ connection: PostgresConnection, olderThanSeconds: Double, limit: Int) throws -> Int {
+        try connection.execute(
+            """
+            DELETE FROM security_events WHERE id IN (
+                SELECT id FROM security_events WHERE at < now() - make_interval(secs => \(olderThanSeconds)) LIMIT \(limit))
+            """)
+    }
+}

@@ -1,0 +1,92 @@
+/// The mails as Exosphere writes them unless a deployment's templates say otherwise.
+enum BuiltInTemplates {
+    static let all: [MailKind: MailTemplates.Template] = [
+        .verifyEmail: .init(
+            subject: "Verify your email address for {{appName}}",
+            text: """
+                Hi {{name}},
+
+                Please confirm that {{email}} is your address for {{appName}} by opening this link
+                within 24 hours:
+
+                {{link}}
+
+                If you did not sign up or change your address, you can ignore this mail.
+                """,
+            html: page(
+                """
+                <p>Hi {{name}},</p>
+                <p>Please confirm that <strong>{{email}}</strong> is your address for {{appName}}.</p>
+                <p><a href="{{link}}" style="display:inline-block;padding:12px 20px;background:#1f6feb;color:#ffffff;text-decoration:none;border-radius:6px">Verify my address</a></p>
+                <p>The link works once, within 24 hours. If you did not sign up or change your address, you can ignore this mail.</p>
+                """)),
+        .passwordReset: .init(
+            subject: "Reset your {{appName}} password",
+            text: """
+                Hi {{name}},
+
+                Someone, hopefully you, asked to reset the password of your {{appName}} account
+                ({{email}}). To choose a new password, open this link within an hour:
+
+                {{link}}
+
+                If you did not ask for this, ignore this mail: your password stays as it is.
+                """,
+            html: page(
+                """
+                <p>Hi {{name}},</p>
+                <p>Someone, hopefully you, asked to reset the password of your {{appName}} account (<strong>{{email}}</strong>).</p>
+                <p><a href="{{link}}" style="display:inline-block;padding:12px 20px;background:#1f6feb;color:#ffffff;text-decoration:none;border-radius:6px">Choose a new password</a></p>
+                <p>The link works once, within an hour. If you did not ask for this, ignore this mail: your password stays as it is.</p>
+                """)),
+        .passwordChanged: .init(
+            subject: "Your {{appName}} password was changed",
+            text: """
+                Hi {{name}},
+
+                The password of your {{appName}} account ({{email}}) was just changed, and every
+                other device was signed out.
+
+                If this was you, there is nothing to do. If it was not, reset your password from
+                the app at once: someone else knows it.
+                """,
+            html: page(
+                """
+                <p>Hi {{name}},</p>
+                <p>The password of your {{appName}} account (<strong>{{email}}</strong>) was just changed, and every other device was signed out.</p>
+                <p>If this was you, there is nothing to do. If it was not, reset your password from the app at once: someone else knows it.</p>
+                """)),
+        .emailChanged: .init(
+            subject: "The email address of your {{appName}} account was changed",
+            text: """
+                Hi {{name}},
+
+                The email address of your {{appName}} account was changed from {{email}} to
+                {{newEmail}}. Mail for the account now goes to the new address.
+
+                If this was not you, someone else has your account: contact us at once.
+                """,
+            html: page(
+                """
+                <p>Hi {{name}},</p>
+                <p>The email address of your {{appName}} account was changed from <strong>{{email}}</strong> to <strong>{{newEmail}}</strong>. Mail for the account now goes to the new address.</p>
+                <p>If this was not you, someone else has your account: contact us at once.</p>
+                """)),
+    ]
+
+    /// A whole HTML document around a body: inline styles only, since mail clients drop style sheets.
+    private static func page(_ body: String) -> String {
+        """
+        <!DOCTYPE html>
+        <html lang="en">
+        <head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{appName}}</title></head>
+        <body style="margin:0;padding:24px;font-family:-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;font-size:16px;line-height:1.5;color:#1f2328">
+        <div style="max-width:560px;margin:0 auto">
+        \(body)
+        <p style="color:#656d76;font-size:13px">{{appName}}</p>
+        </div>
+        </body>
+        </html>
+        """
+    }
+}

@@ -1,0 +1,34 @@
+/// A mail to send, as the outbox keeps it: which template, to whom, and the template's values.
+/// It is rendered when it is sent, so a fixed template also fixes mails still waiting.
+public struct OutgoingMail: Sendable, Equatable {
+    public var kind: MailKind
+    public var recipient: String
+    public var variables: [String: String]
+
+    public init(_ kind: MailKind, to recipient: String, _ variables: [String: String]) {
+        self.kind = kind
+        self.recipient = recipient
+        self.variables = variables
+    }
+}
+
+/// The mails Exosphere sends; the raw value names the template and its override files.
+public enum MailKind: String, Sendable, CaseIterable {
+    /// A link that verifies the address it was sent to (registration, a changed email, a resend).
+    case verifyEmail = "verify_email"
+    /// A link to choose a new password.
+    case passwordReset = "password_reset"
+    /// A notice that the account's password was changed or reset.
+    case passwordChanged = "password_changed"
+    /// A notice to the old address that the account's email was changed.
+    case emailChanged = "email_changed"
+
+    /// The page a link of this mail opens, when it carries a token.
+    var linkPath: String? {
+        switch self {
+        case .verifyEmail: "/verify-email"
+        case .passwordReset: "/reset-password"
+        case .passwordChanged, .emailChanged: nil
+        }
+    }
+}

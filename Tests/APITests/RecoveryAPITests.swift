@@ -1,0 +1,622 @@
+import API
+import Accounts
+import Foundation
+import Glibc
+import JSON
+import Mail
+import Postgres
+import Synchronization
+import TestSupport
+import Testing
+
+/// Password reset, email verification, notices and activity, end to end: a real server sending
+/// through a real SMTP server (aiosmtpd) that the test starts, the mails read back from it.
+@Suite(.serialized)
+struct RecoveryAPITests {
+    /// A server whose mail goes to `smtp`; `adjust` tunes it further.
+    static func server(
+        _ name: String, smtp: TestSMTPServer, sharingDatabaseWith sibling: TestServer? = nil,
+        _ adjust: @escaping (inout Configuration) throws -> Void = { _ in }
+    ) throws -> TestServer {
+        try TestServer(name, sharingDatabaseWith: sibling) { configuration in
+            configuration.mail.transport = .smtp(try SMTPConfiguration(url: "smtp+plain://127.0.0.1:\(smtp.port)"))
+            configuration.publicURL = "https://accounts.example.com"
+            configuration.mail.appName = "Aplikasi Sehat"
+            try adjust(&configuration)
+        }
+    }
+
+    /// The token of the first link in a mail (`#token=…`), quoted-printable or not.
+    static func token(in message: String) throws -> String {
+        let text = message.replacingOccurrences(of: "=\r\n", with: "").replacingOccurrences(of: "=3D", with: "=")
+        guard let range = text.range(of: "#token=") else { throw TestFailure("no link in the mail: \(message.prefix(2000))") }
+        return String(text[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
+    }
+
+    static func isTo(_ address: String) -> (String) -> Bool {
+        { message in
+            message.components(separatedBy: "\r\n").contains {
+                $0.lowercased() == "to: \(address)".lowercased() || $0.lowercased() == "to: <\(address)>".lowercased()
+            }
+        }
+    }
+
+    static func subject(_ message: String) -> String {
+        message.components(separatedBy: "\r\n").first { $0.hasPrefix("Subject: ") }.map { String($0.dropFirst(9)) } ?? ""
+    }
+
+    // MARK: - Verification
+
+    @Test func registrationMailsAVerificationLinkThatWorksOnce() throws {
+        let smtp = try TestSMTPServer()
+        let server = try Self.server("verify", smtp: smtp)
+        defer { server.shutdown() }
+        let account = try server.register()
+        #expect(account.user["emailVerified"] == .bool(false))
+        let mail = try smtp.waitForMessages(where: Self.isTo(account.email))[0]
+        #expect(mail.contains("https://accounts.example.com/verify-email#token="))
+        #expect(mail.contains("Message-ID: <exosphere."))
+        #expect(mail.contains("multipart/alternative"))
+        let token = try Self.token(in: mail)
+        #expect(token.count == 43)
+        server.remember(token: token)
+        // Only the hash is stored.
+        let stored = try server.withDatabase {
+            try $0.query("SELECT count(*)::int8 FROM account_tokens WHERE token_hash = \(Array(token.utf8))")[0].decode(Int.self, at: 0)
+        }
+        #expect(stored == 0)
+
+        let verified = try server.call("POST", "/users/verify-email", json: #"{"token": "\#(token)"}"#)
+        #expect(verified.status == 200, "\(verified.text)")
+        #expect(verified.json["emailVerified"] == .bool(true))
+        #expect(verified.json["id"]?.stringValue == account.id)
+        #expect(try server.me(account.token).json["emailVerified"] == .bool(true))
+
+        let again = try server.call("POST", "/users/verify-email", json: #"{"token": "\#(token)"}"#)
+        #expect(again.status == 422)
+        #expect(again.json["code"] == "invalid_verification_token")
+        for bad in ["", "x", String(repeating: "A", count: 43)] {
+            #expect(try server.call("POST", "/users/verify-email", json: #"{"token": "\#(bad)"}"#).json["code"] == "invalid_verification_token")
+        }
+        #expect(try server.call("POST", "/users/verify-email", json: #"{"token": 5}"#).status == 422)
+        #expect(try server.call("POST", "/users/verify-email", json: #"{"token": "\#(token)", "x": 1}"#).json["code"] == "unknown_field")
+
+        // Verified: a resend is a conflict.
+        let resend = try server.call("POST", "/users/me/verify-email", token: account.token)
+        #expect(resend.status == 409)
+        #expect(resend.json["code"] == "already_verified")
+        #expect(try server.call("POST", "/users/me/verify-email").status == 401)
+        let events = try activity(server, account.token)
+        #expect(events.contains("email_verified"))
+        #expect(server.leaks().isEmpty, "\(server.leaks())")
+    }
+
+    @Test func aResendVoidsTheOlderLinkAndIsThrottled() throws {
+        let smtp = try TestSMTPServer()
+        let server = try Self.server("resend", smtp: smtp)
+        defer { server.shutdown() }
+        let account = try server.register()
+        let first = try Self.token(in: try smtp.waitForMessages(where: Self.isTo(account.email))[0])
+        let resend = try server.call("POST", "/users/me/verify-email", token: account.token)
+        #expect(resend.status == 202, "\(resend.text)")
+        #expect(resend.json["status"] == "accepted")
+        let mails = try smtp.waitForMessages(count: 2, where: Self.isTo(account.email))
+        let second = try Self.token(in: mails[1])
+        #expect(first != second)
+        #expect(try server.call("POST", "/users/verify-email", json: #"{"token": "\#(first)"}"#).status == 422)
+        // 5 an hour: four more, then 429 with Retry-After.
+        for _ in 0..<4 { #expect(try server.call("POST", "/users/me/verify-email", token: account.token).status == 202) }
+        let throttled = try server.call("POST", "/users/me/verify-email", token: account.token)
+        #expect(throttled.status == 429)
+        #expect(Int(throttled.header("Retry-After") ?? "") ?? 0 > 0)
+        let newest = try Self.token(in: try smtp.waitForMessages(count: 6, where: Self.isTo(account.email))[5])
+        #expect(try server.call("POST", "/users/verify-email", json: #"{"token": "\#(second)"}"#).status == 422)
+        #expect(try server.call("POST", "/users/verify-email", json: #"{"token": "\#(newest)"}"#).status == 200)
+    }
+
+    @Test func changingTheEmailMailsBothAddressesAndVerifiesOnlyTheNewOne() throws {
+        let smtp = try TestSMTPServer()
+        let server = try Self.server("emailchange", smtp: smtp)
+        defer { server.shutdown() }
+        let account = try server.register()
+        let oldLink = try Self.token(in: try smtp.waitForMessages(where: Self.isTo(account.email))[0])
+        // A reset link mailed to the old address dies with it.
+        #expect(try server.call("POST", "/users/password-reset", json: #"{"email": "\#(account.email)"}"#).status == 202)
+        let resetLink = try Self.token(
+            in: try smtp.waitForMessages(where: { Self.isTo(account.email)($0) && $0.contains("/reset-password#") })[0])
+        let newEmail = server.uniqueEmail("moved")
+        let patched = try server.call("PATCH", "/users/me", token: account.token, json: #"{"email": "\#(newEmail)", "firstname": "Ayu"}"#)
+        #expect(patched.status == 200, "\(patched.text)")
+        #expect(patched.json["email"]?.stringValue == newEmail)
+        let notice = try smtp.waitForMessages(where: { Self.isTo(account.email)($0) && $0.contains(newEmail) })[0]
+        #expect(Self.subject(notice).contains("email address"))
+        let newLink = try Self.token(in: try smtp.waitForMessages(where: Self.isTo(newEmail))[0])
+
+        #expect(try server.call("POST", "/users/verify-email", json: #"{"token": "\#(oldLink)"}"#).status == 422)
+        let reset = try server.call(
+            "POST", "/users/password-reset/confirm", json: #"{"token": "\#(resetLink)", "newPassword": "\#(server.uniquePassword())"}"#)
+        #expect(reset.json["code"] == "invalid_reset_token")
+        let verified = try server.call("POST", "/users/verify-email", json: #"{"token": "\#(newLink)"}"#)
+        #expect(verified.status == 200)
+        #expect(verified.json["email"]?.stringValue == newEmail)
+        // A PUT that leaves the address as it is mails nothing more.
+        let before = smtp.messages().count
+        let put = try server.call("PUT", "/users/me", token: account.token, json: #"{"email": "\#(newEmail.uppercased())", "firstname": "Ayu"}"#)
+        #expect(put.status == 200)
+        #expect(put.json["emailVerified"] == .bool(true))
+        usleep(700_000)
+        #expect(smtp.messages().count == before)
+        #expect(try activity(server, account.token).contains("email_changed"))
+    }
+
+    // MARK: - Password reset
+
+    @Test func aResetSetsThePasswordEndsEverySessionClearsTheThrottlesAndSignsIn() throws {
+        let smtp = try TestSMTPServer()
+        let server = try Self.server("reset", smtp: smtp) { $0.accounts.signInPerEmailAndAddress = ThrottleRule(limit: 3, windowSeconds: 900) }
+        defer { server.shutdown() }
+        let account = try server.register()
+        let second = try server.newSession(account)
+        // Locked out of sign-in, and of the password change.
+        for _ in 0..<3 { #expect(try server.signIn(account.email, "wrong-password-1").status == 401) }
+        #expect(try server.signIn(account.email, account.password).status == 429)
+
+        let accepted = try server.call(
+            "POST", "/users/password-reset", json: #"{"email": "\#(account.email.uppercased())"}"#, headers: [("User-Agent", "Phone/1.0")])
+        #expect(accepted.status == 202)
+        let unknown = try server.call("POST", "/users/password-reset", json: #"{"email": "nobody-\#(UUID().uuidString)@example.com"}"#)
+        #expect(unknown.status == 202)
+        #expect(unknown.body == accepted.body)
+        #expect(unknown.header("Content-Type") == accepted.header("Content-Type"))
+        let mail = try smtp.waitForMessages(where: { Self.isTo(account.email)($0) && $0.contains("/reset-password#") })[0]
+        #expect(Self.subject(mail).contains("=?UTF-8?") || Self.subject(mail).contains("Aplikasi Sehat"))
+        let token = try Self.token(in: mail)
+        server.remember(token: token)
+
+        #expect(
+            try server.call("POST", "/users/password-reset/confirm", json: #"{"token": "\#(token)", "newPassword": "short"}"#).json["code"]
+                == "weak_password")
+        let newPassword = server.uniquePassword("reset")
+        let confirmed = try server.call(
+            "POST", "/users/password-reset/confirm", json: #"{"token": "\#(token)", "newPassword": "\#(newPassword)"}"#)
+        #expect(confirmed.status == 200, "\(confirmed.text)")
+        let session = try #require(confirmed.json["accessToken"]?.stringValue)
+        server.remember(token: session)
+        #expect(confirmed.json["user"]?["emailVerified"] == .bool(true))
+        #expect(try server.me(session).status == 200)
+        for old in [account.token, second] { #expect(try server.me(old).status == 401) }
+        #expect(try server.signIn(account.email, account.password).status == 401)
+        #expect(try server.signIn(account.email, newPassword).status == 200)
+        // Used up.
+        let reused = try server.call(
+            "POST", "/users/password-reset/confirm", json: #"{"token": "\#(token)", "newPassword": "\#(server.uniquePassword())"}"#)
+        #expect(reused.status == 422)
+        #expect(reused.json["code"] == "invalid_reset_token")
+        // The notice.
+        let notice = try smtp.waitForMessages(where: { Self.isTo(account.email)($0) && Self.subject($0).contains("password was changed") })
+        #expect(!notice.isEmpty)
+        let events = try activity(server, session)
+        #expect(events.starts(with: ["signed_in", "sign_in_failed", "password_reset", "password_reset_requested"]), "\(events)")
+        #expect(events.contains("locked_out"))
+        #expect(events.contains("sign_in_failed"))
+        #expect(server.leaks().isEmpty, "\(server.leaks())")
+    }
+
+    @Test func aNewerRequestOrAPasswordChangeVoidsTheOlderLinks() throws {
+        let smtp = try TestSMTPServer()
+        let server = try Self.server("supersede", smtp: smtp)
+        defer { server.shutdown() }
+        let account = try server.register()
+        for _ in 0..<2 { #expect(try server.call("POST", "/users/password-reset", json: #"{"email": "\#(account.email)"}"#).status == 202) }
+        let links = try smtp.waitForMessages(count: 2, where: { $0.contains("/reset-password#") }).map(Self.token(in:))
+        let password = server.uniquePassword()
+        #expect(
+            try server.call("POST", "/users/password-reset/confirm", json: #"{"token": "\#(links[0])", "newPassword": "\#(password)"}"#).status == 422
+        )
+        #expect(try server.call("POST", "/users/password-reset", json: #"{"email": "\#(account.email)"}"#).status == 202)
+        let third = try Self.token(in: try smtp.waitForMessages(count: 3, where: { $0.contains("/reset-password#") })[2])
+        let changed = try server.call(
+            "POST", "/users/me/password", token: account.token,
+            json: #"{"oldPassword": "\#(account.password)", "newPassword": "\#(password)"}"#)
+        #expect(changed.status == 200)
+        if let token = changed.json["accessToken"]?.stringValue { server.remember(token: token) }
+        for link in [links[1], third] {
+            #expect(
+                try server.call(
+                    "POST", "/users/password-reset/confirm", json: #"{"token": "\#(link)", "newPassword": "\#(server.uniquePassword())"}"#
+                ).status == 422)
+        }
+        #expect(!(try smtp.waitForMessages(where: { Self.subject($0).contains("password was changed") })).isEmpty)
+    }
+
+    @Test func resetRequestsAreThrottledPerEmailUnderConcurrency() throws {
+        let smtp = try TestSMTPServer()
+        let server = try Self.server("resetthrottle", smtp: smtp)
+        defer { server.shutdown() }
+        let account = try server.register()
+        let statuses = Mutex<[Int]>([])
+        let barrier = Barrier(20)
+        try onThreads(20) { _ in
+            try barrier.arrive()
+            let status = try server.call("POST", "/users/password-reset", json: #"{"email": "\#(account.email)"}"#).status
+            statuses.withLock { $0.append(status) }
+        }
+        let all = statuses.withLock { $0 }
+        #expect(all.filter { $0 == 202 }.count == 5, "\(all)")
+        #expect(all.filter { $0 == 429 }.count == 15, "\(all)")
+        // Only the newest of the five tokens is live (once the queued requests are resolved).
+        try server.app.accounts.resolvePasswordResets()
+        let live = try server.withDatabase {
+            try $0.query("SELECT count(*)::int8 FROM account_tokens WHERE purpose = 'password_reset' AND user_id = \(UUID(uuidString: account.id)!)")[
+                0
+            ].decode(Int.self, at: 0)
+        }
+        #expect(live == 1)
+        // An unknown address is throttled the same way: a 429 tells nothing.
+        let unknown = "ghost-\(UUID().uuidString)@example.com"
+        let answers = try (0..<6).map { _ in try server.call("POST", "/users/password-reset", json: #"{"email": "\#(unknown)"}"#).status }
+        #expect(answers == [202, 202, 202, 202, 202, 429])
+    }
+
+    @Test func oneTokenSentManyTimesAtOnceResetsOnce() throws {
+        let smtp = try TestSMTPServer()
+        let server = try Self.server("resetrace", smtp: smtp)
+        defer { server.shutdown() }
+        let account = try server.register()
+        #expect(try server.call("POST", "/users/password-reset", json: #"{"email": "\#(account.email)"}"#).status == 202)
+        let token = try Self.token(in: try smtp.waitForMessages(where: { $0.contains("/reset-password#") })[0])
+        let results = Mutex<[(Int, String)]>([])
+        let barrier = Barrier(12)
+        let passwords = (0..<12).map { server.uniquePassword("race\($0)") }
+        try onThreads(12) { index in
+            try barrier.arrive()
+            let reply = try server.call(
+                "POST", "/users/password-reset/confirm", json: #"{"token": "\#(token)", "newPassword": "\#(passwords[index])"}"#)
+            results.withLock { $0.append((reply.status, passwords[index])) }
+        }
+        let all = results.withLock { $0 }
+        let winners = all.filter { $0.0 == 200 }
+        #expect(winners.count == 1, "\(all.map(\.0))")
+        #expect(all.filter { $0.0 == 422 }.count == 11)
+        // The winner's password is the one that works.
+        for (status, password) in all { #expect(try server.signIn(account.email, password).status == (status == 200 ? 200 : 401)) }
+    }
+
+    @Test func aResetRequestTakesTheSameTimeForARegisteredAndAnUnknownAddress() throws {
+        let smtp = try TestSMTPServer()
+        let server = try Self.server("resettiming", smtp: smtp) {
+            // Counted as in production (a write on both paths), but never full.
+            $0.accounts.resetRequestsPerEmail = ThrottleRule(limit: 1_000_000, windowSeconds: 3600)
+            $0.accounts.resetRequestsPerAddress = ThrottleRule(limit: 1_000_000, windowSeconds: 3600)
+        }
+        defer { server.shutdown() }
+        let account = try server.register()
+        let unknown = "nobody-\(UUID().uuidString)@example.com"
+        func time(_ email: String) throws -> Double {
+            let start = ContinuousClock.now
+            let reply = try server.call("POST", "/users/password-reset", json: #"{"email": "\#(email)"}"#)
+            let elapsed = ContinuousClock.now - start
+            guard reply.status == 202 else { throw TestFailure("\(reply.status) \(reply.text)") }
+            return Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds)
+        }
+        for _ in 0..<30 {
+            _ = try time(account.email)
+            _ = try time(unknown)
+        }
+        var registered: [Double] = []
+        var unregistered: [Double] = []
+        // Alternated, so that the machine's drift hits both alike.
+        for round in 0..<400 {
+            if round % 2 == 0 {
+                registered.append(try time(account.email))
+                unregistered.append(try time(unknown))
+            } else {
+                unregistered.append(try time(unknown))
+                registered.append(try time(account.email))
+            }
+        }
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        let ratio = median(registered) / median(unregistered)
+        print("reset request timing: registered \(median(registered) * 1e3) ms, unknown \(median(unregistered) * 1e3) ms, ratio \(ratio)")
+        #expect(abs(ratio - 1) < 0.10, "registered \(median(registered)) s vs unknown \(median(unregistered)) s")
+    }
+
+    // MARK: - Activity
+
+    func activity(_ server: TestServer, _ token: String) throws -> [String] {
+        let reply = try server.call("GET", "/users/me/activity?limit=100", token: token)
+        guard reply.status == 200 else { throw TestFailure("activity: \(reply.status) \(reply.text)") }
+        return (reply.json["events"]?.arrayValue ?? []).compactMap { $0["type"]?.stringValue }
+    }
+
+    @Test func activityListsTheUsersEventsNewestFirstInPages() throws {
+        let smtp = try TestSMTPServer()
+        let server = try Self.server("activity", smtp: smtp)
+        defer { server.shutdown() }
+        let account = try server.register()
+        let other = try server.register()
+        _ = try server.newSession(account, userAgent: "Exosphere-iOS/2.0 (iPhone)")
+        #expect(try server.signIn(account.email, "not-the-password").status == 401)
+        let session = try server.newSession(account)
+        let sessions = try #require(try server.call("GET", "/users/me/sessions", token: session).json["sessions"]?.arrayValue)
+        let revokable = try #require(sessions.first { $0["userAgent"] == "Exosphere-iOS/2.0 (iPhone)" }?["id"]?.stringValue)
+        #expect(try server.call("DELETE", "/users/me/sessions/\(revokable)", token: session).status == 204)
+        #expect(try server.call("POST", "/users/signout", token: account.token).status == 204)
+
+        let all = try server.call("GET", "/users/me/activity", token: session)
+        #expect(all.status == 200)
+        #expect(all.header("Cache-Control") == "private, no-cache")
+        let events = try #require(all.json["events"]?.arrayValue)
+        try #require(events.count == 5)
+        #expect(events.compactMap { $0["type"]?.stringValue } == ["signed_out", "session_revoked", "signed_in", "sign_in_failed", "signed_in"])
+        #expect(events[4]["userAgent"]?.stringValue == "Exosphere-iOS/2.0 (iPhone)")
+        #expect(events.allSatisfy { $0["ipAddress"]?.stringValue == "127.0.0.1" })
+        #expect(events.allSatisfy { epochMilliseconds($0["at"]?.stringValue ?? "") != nil })
+        #expect(all.json["next"] == .null)
+        // Another user sees none of it.
+        #expect(try activity(server, other.token).isEmpty)
+
+        var seen: [String] = []
+        var after: String?
+        repeat {
+            let page = try server.call("GET", "/users/me/activity?limit=2" + (after.map { "&after=\($0)" } ?? ""), token: session)
+            #expect(page.status == 200)
+            seen += (page.json["events"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
+            after = page.json["next"]?.stringValue
+        } while after != nil
+        #expect(seen == events.compactMap { $0["id"]?.stringValue })
+
+        #expect(try server.call("GET", "/users/me/activity?after=nope", token: session).json["code"] == "invalid_cursor")
+        #expect(try server.call("GET", "/users/me/activity?limit=0", token: session).json["code"] == "invalid_limit")
+        #expect(try server.call("GET", "/users/me/activity").status == 401)
+    }
+
+    // MARK: - Delivery
+
+    @Test func mailQueuedWhileTheRelayIsDownIsDeliveredWhenItReturns() throws {
+        // A port nobody listens on yet: the relay comes up there later.
+        let port = try ExosphereProcessTests.freePort()
+        let server = try TestServer("relaydown") { configuration in
+            configuration.mail.transport = .smtp(try SMTPConfiguration(url: "smtp+plain://127.0.0.1:\(port)"))
+        }
+        defer { server.shutdown() }
+        let account = try server.register()
+        // Tried, failed, kept.
+        try waitUntil(timeout: .seconds(10)) {
+            try server.withDatabase {
+                try $0.query("SELECT count(*)::int8 FROM mail_outbox WHERE attempts >= 2 AND status = 'pending' AND last_error IS NOT NULL")[0]
+                    .decode(Int.self, at: 0) == 1
+            }
+        }
+        let smtp = try TestSMTPServer(port: port)
+        let mail = try smtp.waitForMessages(where: Self.isTo(account.email))
+        #expect(mail.count == 1)
+        try waitUntil(timeout: .seconds(5)) {
+            try server.withDatabase { try $0.query("SELECT count(*)::int8 FROM mail_outbox")[0].decode(Int.self, at: 0) == 0 }
+        }
+        #expect((try server.metric("exosphere_mail_total{outcome=\"retried\"}") ?? 0) >= 2)
+        #expect(try server.metric("exosphere_mail_total{outcome=\"sent\"}") == 1)
+    }
+
+    @Test func aServerKilledBetweenCommitAndDeliverySendsTheMailAfterARestart() throws {
+        let port = try ExosphereProcessTests.freePort()
+        let databaseURL = try TestCluster.cluster().createDatabase("recovery_killed_\(getpid())")
+        // A short lease: a mail the killed process had claimed is free again 2 s later.
+        let flags = [
+            "--database-url", databaseURL, "--smtp-url", "smtp+plain://127.0.0.1:\(port)", "--mail-retry-seconds", "0.2",
+            "--mail-lease-seconds", "2",
+        ]
+        let first = try ExosphereProcessTests.serve(flags)
+        let email = "killed-\(UInt32.random(in: 0 ... .max))@example.com"
+        let registered = try HTTPClient.send(
+            port: first.port, method: "POST", target: "/users", headers: [("Content-Type", "application/json")],
+            body: Array(#"{"email": "\#(email)", "password": "correct horse battery"}"#.utf8))
+        #expect(registered.status == 201)
+        first.signal(SIGKILL)
+        #expect(first.waitForExit(timeout: 10))
+        let pending = try PostgresConnection(connectionString: databaseURL).query(
+            "SELECT count(*)::int8 FROM mail_outbox WHERE status = 'pending'")[0].decode(Int.self, at: 0)
+        #expect(pending == 1)
+
+        let smtp = try TestSMTPServer(port: port)
+        let second = try ExosphereProcessTests.serve(flags)
+        do {
+            #expect(try smtp.waitForMessages(timeout: 30, where: Self.isTo(email)).count == 1)
+        } catch {
+            let row = try PostgresConnection(connectionString: databaseURL).query(
+                "SELECT attempts, next_attempt_at - now(), coalesce(last_error, '') FROM mail_outbox")
+            Issue.record(
+                "\(error); outbox: \(row.map { "\(try! $0.decode(Int32.self, at: 0)) \(try! $0.decode(String.self, at: 2))" }); first: \(first.stderr.suffix(3000)); second: \(second.stderr.suffix(3000))"
+            )
+        }
+        second.signal(SIGTERM)
+        #expect(second.waitForExit(timeout: 10))
+    }
+
+    @Test func mailGoesThroughSTARTTLSWithAuthenticationAndAVerifiedCertificate() throws {
+        let certificates = try TestCertificates.shared()
+        let smtp = try TestSMTPServer(["--starttls", certificates.server.certificate, certificates.server.key, "--auth", "exosphere:relay-secret"])
+        let server = try TestServer("starttls") { configuration in
+            var relay = try SMTPConfiguration(url: "smtp://exosphere:relay-secret@localhost:\(smtp.port)")
+            relay.caFile = certificates.caFile
+            configuration.mail.transport = .smtp(relay)
+        }
+        defer { server.shutdown() }
+        let account = try server.register()
+        _ = try smtp.waitForMessages(where: Self.isTo(account.email))
+        let delivery = try smtp.delivery(1)
+        #expect(delivery.tls)
+        #expect(delivery.login == "exosphere")
+        #expect(delivery.summary.allDefects.isEmpty, "\(delivery.summary.allDefects)")
+        #expect(delivery.summary.parts.map(\.type) == ["text/plain", "text/html"])
+        #expect(!String(decoding: try readFile(server.logPath), as: UTF8.self).contains("relay-secret"))
+    }
+
+    @Test func anUntrustedRelayCertificateIsNeverSentTo() throws {
+        let certificates = try TestCertificates.shared()
+        let smtp = try TestSMTPServer(["--starttls", certificates.server.certificate, certificates.server.key])
+        // The system's trust store does not know the test CA.
+        let server = try TestServer("untrusted") { configuration in
+            configuration.mail.transport = .smtp(try SMTPConfiguration(url: "smtp://localhost:\(smtp.port)"))
+        }
+        defer { server.shutdown() }
+        _ = try server.register()
+        try waitUntil(timeout: .seconds(10)) {
+            try server.withDatabase {
+                try $0.query("SELECT count(*)::int8 FROM mail_outbox WHERE attempts >= 2 AND last_error LIKE '%certificate%'")[0].decode(
+                    Int.self, at: 0) == 1
+            }
+        }
+        #expect(smtp.deliveryCount == 0)
+    }
+
+    @Test func aPermanentRefusalIsRecordedWithTheRelaysReply() throws {
+        let smtp = try TestSMTPServer(["--reject", "refuse-me"])
+        let server = try Self.server("refused", smtp: smtp)
+        defer { server.shutdown() }
+        _ = try server.register(email: server.uniqueEmail("refuse-me"))
+        let kept = try server.register()
+        try waitUntil(timeout: .seconds(10)) {
+            try server.withDatabase { try $0.query("SELECT count(*)::int8 FROM mail_outbox WHERE status = 'failed'")[0].decode(Int.self, at: 0) == 1 }
+        }
+        let (error, variables) = try server.withDatabase {
+            let row = try $0.query("SELECT last_error, variables::text FROM mail_outbox WHERE status = 'failed'")[0]
+            return (try row.decode(String.self, at: 0), try row.decode(String.self, at: 1))
+        }
+        #expect(error.hasPrefix("550"), "\(error)")
+        #expect(variables == "{}")
+        #expect(try server.metric("exosphere_mail_total{outcome=\"failed\"}") == 1)
+        #expect(try smtp.waitForMessages(where: Self.isTo(kept.email)).count == 1)
+    }
+
+    @Test func twoInstancesSendEachMailOnce() throws {
+        let port = try ExosphereProcessTests.freePort()
+        let adjust: (inout Configuration) throws -> Void = { configuration in
+            configuration.mail.transport = .smtp(try SMTPConfiguration(url: "smtp+plain://127.0.0.1:\(port)"))
+            configuration.mail.batchSize = 3
+        }
+        let first = try TestServer("twosenders1", adjust)
+        defer { first.shutdown() }
+        let second = try TestServer("twosenders2", sharingDatabaseWith: first, adjust)
+        defer { second.shutdown() }
+        let emails = Mutex<[String]>([])
+        try onThreads(8) { index in
+            for _ in 0..<5 {
+                let server = index % 2 == 0 ? first : second
+                let account = try server.register(email: server.uniqueEmail("sender\(index % 2)"))
+                emails.withLock { $0.append(account.email) }
+            }
+        }
+        let smtp = try TestSMTPServer(port: port)
+        let messages = try smtp.waitForMessages(count: 40, timeout: 60)
+        usleep(1_500_000)
+        let all = smtp.messages()
+        #expect(all.count == 40)
+        let ids = all.compactMap { $0.components(separatedBy: "\r\n").first { $0.hasPrefix("Message-ID:") } }
+        #expect(Set(ids).count == 40)
+        for email in emails.withLock({ $0 }) { #expect(messages.filter(Self.isTo(email)).count == 1) }
+        let sent =
+            (try first.metric("exosphere_mail_total{outcome=\"sent\"}") ?? 0) + (try second.metric("exosphere_mail_total{outcome=\"sent\"}") ?? 0)
+        #expect(sent == 40)
+    }
+
+    @Test func withoutARelayMailIsWrittenToTheDevMailboxAndItsPathLogged() throws {
+        let server = try TestServer("devmailbox")
+        defer { server.shutdown() }
+        let account = try server.register()
+        let directory = "/tmp/exo-apitests-mail-devmailbox-\(getpid())"
+        try waitUntil(timeout: .seconds(10)) {
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).contains { $0.hasSuffix(".eml") }
+        }
+        let file = try #require(try FileManager.default.contentsOfDirectory(atPath: directory).first { $0.hasSuffix(".eml") })
+        let message = try String(contentsOfFile: directory + "/" + file, encoding: .utf8)
+        #expect(Self.isTo(account.email)(message))
+        #expect(message.contains("/verify-email#token="))
+        let log = try String(contentsOfFile: server.logPath, encoding: .utf8)
+        #expect(log.contains(file))
+        #expect(!log.contains(try Self.token(in: message)))
+    }
+
+    // MARK: - Pages
+
+    @Test func thePagesAreServedWithAStrictPolicy() throws {
+        let server = try TestServer("pages")
+        defer { server.shutdown() }
+        for (path, type) in [
+            ("/reset-password", "text/html; charset=utf-8"), ("/verify-email", "text/html; charset=utf-8"),
+            ("/pages/pages.css", "text/css; charset=utf-8"), ("/pages/reset-password.js", "text/javascript; charset=utf-8"),
+            ("/pages/verify-email.js", "text/javascript; charset=utf-8"),
+        ] {
+            let reply = try server.call("GET", path)
+            #expect(reply.status == 200, "\(path)")
+            #expect(reply.header("Content-Type") == type)
+            let policy = try #require(reply.header("Content-Security-Policy"))
+            #expect(policy.contains("default-src 'none'") && policy.contains("script-src 'self'") && !policy.contains("unsafe-inline"))
+            #expect(reply.header("Referrer-Policy") == "no-referrer")
+            if type.hasPrefix("text/html") {
+                #expect(!reply.text.contains("<script>") && !reply.text.contains(" style=") && !reply.text.contains("onclick"))
+                #expect(!reply.text.contains("http://") && !reply.text.contains("https://"))
+            }
+        }
+        #expect(try server.call("GET", "/.well-known/apple-app-site-association").status == 404)
+        #expect(try server.call("GET", "/.well-known/assetlinks.json").status == 404)
+    }
+
+    /// The two pages in a real headless Chromium (`Tests/Browser/recovery_pages.py`, selenium),
+    /// from the links the server mailed: a password reset and a verification. Screenshots of each
+    /// page are kept in `artifacts/screenshots/recovery-pages/` (CI keeps them as artifacts).
+    @Test func thePagesFinishTheFlowsInARealBrowser() throws {
+        let smtp = try TestSMTPServer()
+        // The links must name the server's real origin: its port is chosen before it starts.
+        let port = try ExosphereProcessTests.freePort()
+        let server = try Self.server("browser", smtp: smtp) { configuration in
+            configuration.server.port = port
+            configuration.publicURL = "http://127.0.0.1:\(port)"
+        }
+        defer { server.shutdown() }
+        let account = try server.register()
+        let verifyMail = try smtp.waitForMessages(where: Self.isTo(account.email))[0]
+        #expect(try server.call("POST", "/users/password-reset", json: #"{"email": "\#(account.email)"}"#).status == 202)
+        let resetMail = try smtp.waitForMessages(where: { Self.isTo(account.email)($0) && $0.contains("/reset-password#") })[0]
+        let resetLink = "http://127.0.0.1:\(port)/reset-password#token=\(try Self.token(in: resetMail))"
+        let verifyLink = "http://127.0.0.1:\(port)/verify-email#token=\(try Self.token(in: verifyMail))"
+        let newPassword = server.uniquePassword("browser")
+        let screenshots = TestServer.repositoryRoot + "/artifacts/screenshots/recovery-pages"
+        try FileManager.default.createDirectory(atPath: screenshots, withIntermediateDirectories: true)
+        let output = try run(
+            "/usr/bin/python3",
+            [
+                TestServer.repositoryRoot + "/Tests/Browser/recovery_pages.py", "--reset-link", resetLink, "--new-password", newPassword,
+                "--verify-link", verifyLink, "--expect-email", account.email, "--screenshots", screenshots,
+                "--invalid-reset-link", resetLink,
+            ])
+        #expect(output.contains("OK: recovery pages behave"), "\(output)")
+        // What the browser did is what the server now holds.
+        #expect(try server.signIn(account.email, newPassword).status == 200)
+        #expect(try server.signIn(account.email, account.password).status == 401)
+        let verified = try server.call("POST", "/users/signin", json: #"{"email": "\#(account.email)", "password": "\#(newPassword)"}"#)
+        #expect(verified.json["user"]?["emailVerified"] == .bool(true))
+        if let token = verified.json["accessToken"]?.stringValue { server.remember(token: token) }
+        for name in ["reset-form.png", "reset-done.png", "verify-done.png", "reset-invalid.png"] {
+            #expect(FileManager.default.fileExists(atPath: screenshots + "/" + name), "\(name)")
+        }
+    }
+
+    @Test func theAppLinkFilesComeFromTheConfiguration() throws {
+        let server = try TestServer("applinks") { configuration in
+            configuration.appLinks.appleAppIDs = ["ABCDE12345.com.example.health"]
+            configuration.appLinks.androidPackage = "com.example.health"
+            configuration.appLinks.androidCertificateFingerprints = [Array(repeating: "AB", count: 32).joined(separator: ":")]
+        }
+        defer { server.shutdown() }
+        let apple = try server.call("GET", "/.well-known/apple-app-site-association")
+        #expect(apple.status == 200)
+        #expect(apple.header("Content-Type") == "application/json")
+        let details = try #require(apple.json["applinks"]?["details"]?.arrayValue)
+        #expect(details.first?["appIDs"] == .array(["ABCDE12345.com.example.health"]))
+        #expect(details.first?["components"]?.arrayValue?.compactMap { $0["/"]?.stringValue } == ["/reset-password", "/verify-email"])
+        let android = try server.call("GET", "/.well-known/assetlinks.json")
+        #expect(android.status == 200)
+        #expect(android.json[0]?["target"]?["package_name"] == "com.example.health")
+    }
+}
