@@ -2,7 +2,7 @@
 public enum AuthStateChange: Hashable, Sendable {
     /// The state when the stream was created: the restored user, or nil when signed out.
     case initial(User?)
-    /// Registered or signed in.
+    /// Registered, signed in, or set a new password with a mailed reset link.
     case signedIn(User)
     /// Signed out by the app (`signOut`, revoking its own session).
     case signedOut

@@ -98,8 +98,8 @@ extension Exosphere {
 
     // MARK: - Sessions from responses
 
-    /// Takes the session of a registration or sign-in response and announces it.
-    private func begin(from response: APIResponse) throws -> User {
+    /// Takes the session of a registration, sign-in or password reset response and announces it.
+    func begin(from response: APIResponse) throws -> User {
         try begin(from: try response.json(), announcing: AuthStateChange.signedIn)
     }
 

@@ -4,7 +4,8 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The client of an Exosphere server: accounts, the signed-in user's profile, and images.
+/// The client of an Exosphere server: accounts and their recovery, the signed-in user's profile,
+/// and images.
 ///
 /// Make one per server and keep it for the life of the app. It keeps the session in a
 /// `SessionStore`, so `currentUser` is there again after a restart, and it is safe to use from

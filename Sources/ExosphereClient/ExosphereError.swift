@@ -60,6 +60,14 @@ public struct ExosphereError: Error, Sendable, CustomStringConvertible, CustomDe
         public static let passwordMismatch: Code = "password_mismatch"
         /// `422`: the image's bytes are not the declared format.
         public static let contentMismatch: Code = "content_mismatch"
+        /// `422` from `confirmPasswordReset`: the reset link's token is unknown, used, expired, or
+        /// superseded by a newer request or a password change; ask for a new link.
+        public static let invalidResetToken: Code = "invalid_reset_token"
+        /// `422` from `verifyEmail`: the token is unknown, used, expired, or for an address the
+        /// account no longer has.
+        public static let invalidVerificationToken: Code = "invalid_verification_token"
+        /// `409` from `resendVerificationEmail()`: the address is verified already.
+        public static let alreadyVerified: Code = "already_verified"
         /// `429`: throttled; see `retryAfter`.
         public static let tooManyAttempts: Code = "too_many_attempts"
         /// `503`: the server is at its limit; see `retryAfter`.

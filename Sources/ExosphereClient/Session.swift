@@ -4,7 +4,7 @@ import Foundation
 public struct Session: Identifiable, Hashable, Sendable {
     /// Opaque; pass the session to `Exosphere.revokeSession(_:)`.
     public let id: String
-    /// When it started (sign-in, registration or password change).
+    /// When it started (sign-in, registration, password change or reset).
     public let createdAt: Date
     /// Its last authenticated request; the server writes it at most once a minute.
     public let lastSeenAt: Date

@@ -30,6 +30,8 @@ final class LiveServer: Sendable {
     let name: String
     let databaseURL: String
     let logPath: String
+    /// The dev mailbox the server writes its mail to, one `.eml` file a message (no relay in tests).
+    let mailDirectory: String
     private let configuration: Configuration
     private let running = Mutex<Application?>(nil)
     private let boundPort = Atomic<Int>(0)
@@ -62,6 +64,12 @@ final class LiveServer: Sendable {
         // Every test signs in from 127.0.0.1.
         configuration.accounts.signInPerAddress.limit = 1_000_000
         configuration.accounts.registrationsPerAddress.limit = 0
+        // Mail goes to a mailbox of this server's own (never the repository's), soon after it is
+        // queued, and reset requests (resolved in the background) are resolved soon too.
+        mailDirectory = try makeTemporaryDirectory("exo-client-mail-\(name)")
+        configuration.mail.transport = .mailbox(directory: mailDirectory)
+        configuration.mail.pollIntervalSeconds = 0.2
+        configuration.accounts.resetResolveIntervalSeconds = 0.2
         try adjust(&configuration)
         self.configuration = configuration
         logPath = "/tmp/exo-clienttests-\(name)-\(getpid()).log"
@@ -89,11 +97,14 @@ final class LiveServer: Sendable {
         app?.shutdown()
     }
 
-    /// Stops the server and closes its log (kept when `keepLog`).
+    /// Stops the server and closes its log and mailbox (kept when `keepLog`).
     func finish(keepLog: Bool) {
         stop()
         close(logFD)
-        if !keepLog { unlink(logPath) }
+        if !keepLog {
+            unlink(logPath)
+            try? FileManager.default.removeItem(atPath: mailDirectory)
+        }
     }
 
     var port: Int { boundPort.load(ordering: .relaxed) }
@@ -148,6 +159,60 @@ final class LiveServer: Sendable {
     /// How many requests the server answered for a route pattern, method and status.
     func requests(_ method: String, _ route: String, _ status: Int) async throws -> Int {
         try await metric(#"exosphere_http_requests_total{route="\#(route)",method="\#(method)",status="\#(status)"}"#)
+    }
+
+    /// The mails to `address` so far, oldest first, with quoted-printable soft line breaks and
+    /// `=3D` undone so that links can be searched for.
+    func mails(to address: String) -> [String] {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: mailDirectory)) ?? [])
+            .filter { $0.hasSuffix(".eml") && !$0.hasPrefix(".") }
+            .sorted()  // `<milliseconds since 1970>-<message ID>.eml`
+        return names.compactMap { name -> String? in
+            guard let data = FileManager.default.contents(atPath: mailDirectory + "/" + name) else { return nil }
+            let message = String(decoding: data, as: UTF8.self)
+            guard LiveServer.recipient(of: message) == address.lowercased() else { return nil }
+            return message.replacingOccurrences(of: "=\r\n", with: "").replacingOccurrences(of: "=3D", with: "=")
+        }
+    }
+
+    /// The address of a message's `To` field, lowercased.
+    private static func recipient(of message: String) -> String? {
+        let head = message.components(separatedBy: "\r\n\r\n")[0]
+            .replacingOccurrences(of: "\r\n ", with: " ").replacingOccurrences(of: "\r\n\t", with: " ")
+        guard let line = head.components(separatedBy: "\r\n").first(where: { $0.lowercased().hasPrefix("to:") }) else { return nil }
+        var value = Substring(line.dropFirst(3))
+        if let open = value.lastIndex(of: "<"), let close = value.lastIndex(of: ">"), open < close {
+            value = value[value.index(after: open)..<close]
+        }
+        return value.trimmingCharacters(in: .whitespaces).lowercased()
+    }
+
+    /// The link `…/<path>#token=…` of the newest mail to `address` that has one, once there are
+    /// at least `count` such mails (waiting up to 60 s for them: mail is sent in the background).
+    func mailedLink(to address: String, path: String, count: Int = 1) async throws -> URL {
+        let marker = "/\(path)#token="
+        let deadline = Date().addingTimeInterval(60)
+        while true {
+            let links = mails(to: address).compactMap { LiveServer.link(in: $0, marker: marker) }
+            if links.count >= count { return links[links.count - 1] }
+            guard Date() < deadline else {
+                throw LiveServerError("\(links.count) of \(count) mails with \(marker) to \(address) within 60 s")
+            }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+    }
+
+    /// The first link containing `marker` in a message: back to the start of the URL, on to the
+    /// end of the base64url token.
+    private static func link(in message: String, marker: String) -> URL? {
+        guard let range = message.range(of: marker) else { return nil }
+        let delimiters: Set<Character> = [" ", "\r\n", "\r", "\n", "\"", "<", ">", "(", "'"]
+        var start = range.lowerBound
+        while start > message.startIndex, !delimiters.contains(message[message.index(before: start)]) {
+            start = message.index(before: start)
+        }
+        let token = message[range.upperBound...].prefix { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
+        return URL(string: String(message[start..<range.upperBound]) + token)
     }
 
     /// Runs `body` on a new connection to this server's database.

@@ -211,3 +211,76 @@ final class GalleryModel {
     }
 }
 // README end
+
+// README begin
+/// "Forgot your password?", and the mailed links, which the app opens itself when the deployment
+/// lists it (`--apple-app-ids`): pass `onOpenURL`'s URL to `open(_:)`.
+@MainActor
+final class RecoveryModel {
+    let exosphere: Exosphere
+    private(set) var resetToken: String?  // set: show the new-password form
+    var message: String?
+
+    init(exosphere: Exosphere) {
+        self.exosphere = exosphere
+    }
+
+    /// The same answer whether or not the address has an account.
+    func forgotPassword(email: String) async {
+        do {
+            try await exosphere.requestPasswordReset(email: email)
+            message = "If \(email) has an account, a link to choose a new password is on its way."
+        } catch {
+            message = "Could not send the link. Please try again."
+        }
+    }
+
+    /// `https://…/reset-password#token=…` or `https://…/verify-email#token=…`.
+    func open(_ url: URL) async {
+        guard let link = Exosphere.recoveryLink(from: url) else { return }
+        switch link.kind {
+        case .passwordReset:
+            resetToken = link.token
+        case .emailVerification:
+            do {
+                try await exosphere.verifyEmail(token: link.token)  // updates currentUser
+                message = "Your email address is verified."
+            } catch let error as ExosphereError where error.code == .invalidVerificationToken {
+                message = "This link has expired or was used already."
+            } catch {
+                message = "Could not verify the address. Please try again."
+            }
+        }
+    }
+
+    /// The new-password form. Success signs this device in (and every other one out), so the
+    /// `SessionModel` shows the profile.
+    func chooseNewPassword(_ newPassword: String) async {
+        guard let resetToken else { return }
+        do {
+            try await exosphere.confirmPasswordReset(token: resetToken, newPassword: newPassword)
+            self.resetToken = nil
+            message = nil
+        } catch let error as ExosphereError where error.code == .weakPassword {
+            message = "Use at least 8 characters."
+        } catch let error as ExosphereError where error.code == .invalidResetToken {
+            self.resetToken = nil
+            message = "This link has expired or was used already. Ask for a new one."
+        } catch {
+            message = "Could not set the password. Please try again."
+        }
+    }
+
+    /// "Send the verification mail again."
+    func resendVerification() async {
+        do {
+            try await exosphere.resendVerificationEmail()
+            message = "A new link is on its way."
+        } catch let error as ExosphereError where error.code == .alreadyVerified {
+            message = "Your email address is verified already."
+        } catch {
+            message = "Could not send the mail. Please try again."
+        }
+    }
+}
+// README end

@@ -152,6 +152,51 @@ struct ReadmeTests {
         try await gallery.reload()
         #expect(await gallery.images.map(\.width) == [41, 42])
     }
+
+    @Test func theRecoverySampleRuns() async throws {
+        let (app, email, _) = try await server.signedInClient()
+        let account = try #require(app.currentUser)
+        let recovery = await RecoveryModel(exosphere: app)
+
+        // The registration's verification link, opened in the app.
+        let verification = try await server.mailedLink(to: email, path: "verify-email")
+        await recovery.open(verification)
+        #expect(await recovery.message == "Your email address is verified.")
+        #expect(app.currentUser?.emailVerified == true)
+        await recovery.resendVerification()
+        #expect(await recovery.message == "Your email address is verified already.")
+        await recovery.open(verification)
+        #expect(await recovery.message == "This link has expired or was used already.")
+
+        // "Forgot your password?" on a signed-out phone, and the mailed link opened there.
+        let phone = try server.client()
+        let session = await SessionModel(exosphere: phone)
+        let watching = Task { await session.watch() }
+        defer { watching.cancel() }
+        let phoneRecovery = await RecoveryModel(exosphere: phone)
+        await phoneRecovery.forgotPassword(email: email)
+        #expect(await phoneRecovery.message == "If \(email) has an account, a link to choose a new password is on its way.")
+        await phoneRecovery.open(URL(string: "https://api.example.com/users/me")!)
+        #expect(await phoneRecovery.resetToken == nil, "not a mailed link")
+        let reset = try await server.mailedLink(to: email, path: "reset-password")
+        await phoneRecovery.open(reset)
+        #expect(await phoneRecovery.resetToken != nil)
+        await phoneRecovery.chooseNewPassword("short")
+        #expect(await phoneRecovery.message == "Use at least 8 characters.")
+        await phoneRecovery.chooseNewPassword("staple battery horse")
+        #expect(await phoneRecovery.message == nil)
+        #expect(await phoneRecovery.resetToken == nil)
+        try await waitUntil { await session.user?.id == account.id }
+        _ = try? await app.fetchUser()
+        #expect(!app.isSignedIn, "the reset signed the other device out")
+
+        // The used link, opened again.
+        await phoneRecovery.open(reset)
+        await phoneRecovery.chooseNewPassword("another good password")
+        #expect(await phoneRecovery.message == "This link has expired or was used already. Ask for a new one.")
+        #expect(await phoneRecovery.resetToken == nil)
+        try await app.signIn(email: email, password: "staple battery horse")
+    }
 }
 
 /// Waits up to two seconds for `condition`.
