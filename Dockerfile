@@ -19,7 +19,8 @@ COPY . .
 RUN scripts/build-release.sh /out
 
 # Runtime stage. The Swift runtime is linked statically, so the binary needs only glibc,
-# libstdc++, libpq and OpenSSL; ca-certificates is for DATABASE_URLs with sslmode=verify-full.
+# libstdc++, libpq and OpenSSL; ca-certificates is for DATABASE_URLs with sslmode=verify-full and
+# for the SMTP relay's certificate (smtps:// and smtp:// verify it against the system's store).
 FROM debian:bookworm-slim
 # Unpinned on purpose: Debian stable only takes security and bug fixes.
 # hadolint ignore=DL3008
@@ -28,14 +29,16 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 exosphere \
     && useradd --system --uid 10001 --gid exosphere --no-create-home --home-dir /app --shell /usr/sbin/nologin exosphere \
-    && mkdir -p /var/lib/exosphere/images && chown 10001:10001 /var/lib/exosphere/images
+    && mkdir -p /var/lib/exosphere/images /var/lib/exosphere/mail \
+    && chown 10001:10001 /var/lib/exosphere/images /var/lib/exosphere/mail
 WORKDIR /app
 # Owned by root: the server cannot modify its own binary (which carries its migrations).
 COPY --from=build /out/ /app/
 # Numeric, so that Kubernetes' runAsNonRoot can verify it.
 USER 10001:10001
 # The filesystem image storage (--image-storage filesystem) writes here; mount a volume on it.
-ENV HOST=0.0.0.0 PORT=8080 EXOSPHERE_IMAGE_DIR=/var/lib/exosphere/images
+# Without EXOSPHERE_SMTP_URL, mail is written as .eml files to the dev mailbox, EXOSPHERE_MAIL_DIR.
+ENV HOST=0.0.0.0 PORT=8080 EXOSPHERE_IMAGE_DIR=/var/lib/exosphere/images EXOSPHERE_MAIL_DIR=/var/lib/exosphere/mail
 EXPOSE 8080
 # GET /healthz over a plain socket (no curl in the image); reads the same HOST and PORT.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 CMD ["/app/exosphere", "healthcheck"]
