@@ -66,8 +66,8 @@ let package = Package(
             resources: [
                 .embedInCode("Resources/openapi.json"),
                 .embedInCode("Resources/pages/reset-password.html"), .embedInCode("Resources/pages/verify-email.html"),
-                .embedInCode("Resources/pages/pages.css"), .embedInCode("Resources/pages/reset-password.js"),
-                .embedInCode("Resources/pages/verify-email.js"),
+                .embedInCode("Resources/pages/pages.css"), .embedInCode("Resources/pages/pages.js"),
+                .embedInCode("Resources/pages/reset-password.js"), .embedInCode("Resources/pages/verify-email.js"),
             ]),
         // The command line: parsing it, serve, migrate, images migrate, healthcheck, hash-benchmark.
         .executableTarget(
