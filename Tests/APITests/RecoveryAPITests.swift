@@ -287,8 +287,9 @@ struct RecoveryAPITests {
     }
 
     @Test func aResetRequestTakesTheSameTimeForARegisteredAndAnUnknownAddress() throws {
-        let smtp = try TestSMTPServer()
-        let server = try Self.server("resettiming", smtp: smtp) {
+        // The dev mailbox, not the SMTP server: the test measures the request, and aiosmtpd's work
+        // on the mails of registered addresses would only add noise to the machine.
+        let server = try TestServer("resettiming") {
             // Counted as in production (a write on both paths), but never full.
             $0.accounts.resetRequestsPerEmail = ThrottleRule(limit: 1_000_000, windowSeconds: 3600)
             $0.accounts.resetRequestsPerAddress = ThrottleRule(limit: 1_000_000, windowSeconds: 3600)
@@ -307,22 +308,27 @@ struct RecoveryAPITests {
             _ = try time(account.email)
             _ = try time(unknown)
         }
-        var registered: [Double] = []
+        // Pairs of requests one right after the other, in alternating order: the difference within
+        // a pair cancels the machine's drift (other suites run in parallel), which comparing the
+        // medians of the two kinds did not.
+        var differences: [Double] = []
         var unregistered: [Double] = []
-        // Alternated, so that the machine's drift hits both alike.
-        for round in 0..<400 {
+        for round in 0..<500 {
+            let (registered, other): (Double, Double)
             if round % 2 == 0 {
-                registered.append(try time(account.email))
-                unregistered.append(try time(unknown))
+                registered = try time(account.email)
+                other = try time(unknown)
             } else {
-                unregistered.append(try time(unknown))
-                registered.append(try time(account.email))
+                other = try time(unknown)
+                registered = try time(account.email)
             }
+            differences.append(registered - other)
+            unregistered.append(other)
         }
         func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-        let ratio = median(registered) / median(unregistered)
-        print("reset request timing: registered \(median(registered) * 1e3) ms, unknown \(median(unregistered) * 1e3) ms, ratio \(ratio)")
-        #expect(abs(ratio - 1) < 0.10, "registered \(median(registered)) s vs unknown \(median(unregistered)) s")
+        let relative = median(differences) / median(unregistered)
+        print("reset request timing: median difference \(median(differences) * 1e3) ms on \(median(unregistered) * 1e3) ms, \(relative * 100) %")
+        #expect(abs(relative) < 0.10, "registered − unknown: \(median(differences)) s on \(median(unregistered)) s")
     }
 
     // MARK: - Activity
