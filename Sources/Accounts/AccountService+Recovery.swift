@@ -25,7 +25,7 @@ extension AccountService {
                     \(email.normalized), \(token.hash), \(token.text), \(configuration.resetTokenSeconds),
                     \(PostgresArray(throttles.map(\.key)))::text[], \(PostgresArray(throttles.map(\.rule.limit)))::integer[],
                     \(PostgresArray(throttles.map(\.rule.windowSeconds)))::double precision[],
-                    \(origin.address), \(origin.userAgent.map { String($0.prefix(512)) }))
+                    \(origin.address), \(origin.userAgent))
                 """)[0].decode(Int32.self, at: 0)
         }
         if wait > 0 {
@@ -69,10 +69,10 @@ extension AccountService {
             _ = try SessionRepository.deleteAll(connection, userID: userID)
             // The link came through the account's mailbox: that proves the address (reset tokens
             // are voided when it changes).
-            guard let user = try UserRepository.markVerified(connection, id: userID, emailNormalized: EmailAddress(stored.email)?.normalized ?? "")
+            guard let user = try UserRepository.markVerified(connection, id: userID, emailNormalized: EmailAddress.normalized(stored.email))
             else { throw invalid }
             try ThrottleRepository.clear(connection, key: passwordKey(userID))
-            try ThrottleRepository.clearSignIn(connection, emailID: EmailAddress(user.email)?.normalized ?? user.email)
+            try ThrottleRepository.clearSignIn(connection, emailID: EmailAddress.normalized(user.email))
             try passwordChanged(connection, user: user, .passwordReset, origin: origin)
             let session = try SessionRepository.insert(
                 connection, userID: userID, tokenHash: sessionToken.hash, userAgent: origin.userAgent, lifetime: configuration.lifetime)
@@ -149,7 +149,7 @@ extension AccountService {
     /// account's address gets a notice.
     func passwordChanged(_ connection: PostgresConnection, user: User, _ kind: ActivityEvent.Kind, origin: RequestOrigin) throws {
         try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.passwordReset])
-        try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress(user.email)?.normalized ?? user.email)
+        try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress.normalized(user.email))
         try ActivityRepository.record(connection, userID: user.id, kind, origin: origin)
         try OutboxRepository.enqueue(
             connection, OutgoingMail(.passwordChanged, to: user.email, ["firstname": user.firstname, "email": user.email]))
@@ -159,7 +159,7 @@ extension AccountService {
     /// link and the old one a notice.
     func addressChanged(_ connection: PostgresConnection, from old: User, to new: User, origin: RequestOrigin) throws {
         try AccountTokenRepository.deleteAll(connection, userID: new.id, purposes: [.passwordReset])
-        try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress(old.email)?.normalized ?? old.email)
+        try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress.normalized(old.email))
         try ActivityRepository.record(connection, userID: new.id, .emailChanged, origin: origin)
         try OutboxRepository.enqueue(
             connection,
@@ -168,10 +168,17 @@ extension AccountService {
     }
 
     /// Records an event on its own, for a request that fails (and so has no transaction to put it
-    /// in). Bookkeeping: a failure is logged, not the request's failure.
-    func recordActivity(_ kind: ActivityEvent.Kind, userID: UUID, origin: RequestOrigin) {
+    /// in); with `oncePer`, only if there is none of its kind from that many seconds back.
+    /// Bookkeeping: a failure is logged, not the request's failure.
+    func recordActivity(_ kind: ActivityEvent.Kind, userID: UUID, origin: RequestOrigin, oncePer seconds: Double? = nil) {
         do {
-            try pool.withConnection { try ActivityRepository.record($0, userID: userID, kind, origin: origin) }
+            try pool.withConnection { connection in
+                if let seconds {
+                    try ActivityRepository.recordOnce(connection, userID: userID, kind, origin: origin, withinSeconds: seconds)
+                } else {
+                    try ActivityRepository.record(connection, userID: userID, kind, origin: origin)
+                }
+            }
         } catch {
             logger.warning("could not record a security event", ["event": kind.rawValue, "error": String(reflecting: error)])
         }

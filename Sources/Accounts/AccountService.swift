@@ -214,7 +214,9 @@ public final class AccountService: Sendable {
             SecurityEvent.log(
                 logger, .lockedOut, outcome: "refused", userID: credentials?.id, origin: origin,
                 detail: "sign-in throttled")
-            if let credentials { recordActivity(.lockedOut, userID: credentials.id, origin: origin) }
+            if let credentials {
+                recordActivity(.lockedOut, userID: credentials.id, origin: origin, oncePer: configuration.signInPerEmailAndAddress.windowSeconds)
+            }
             throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
         }
         let tooLong = password.utf8.count > configuration.passwordPolicy.maxBytes
@@ -444,7 +446,7 @@ public final class AccountService: Sendable {
     private func passwordsLocked(userID: UUID, origin: RequestOrigin, retryAfter: Int) -> AccountsError {
         statistics.passwordChecksThrottled.add(1, ordering: .relaxed)
         SecurityEvent.log(logger, .lockedOut, outcome: "refused", userID: userID, origin: origin, detail: "password checks locked")
-        recordActivity(.lockedOut, userID: userID, origin: origin)
+        recordActivity(.lockedOut, userID: userID, origin: origin, oncePer: configuration.passwordChecks.windowSeconds)
         return AccountsError(.tooManyAttempts, "Too many wrong passwords; try again later.", retryAfterSeconds: retryAfter)
     }
 
@@ -550,7 +552,7 @@ public final class AccountService: Sendable {
                 let email = try edit(&user) { try schema.validate($0, connection) }!
                 try checkDocumentSize(user)
                 let updated = try connection.query(UserRepository.replace(user, email: email, expectedVersion: nil, emailMayChange: true))[0]
-                let emailChanged = EmailAddress(stored.email)?.normalized != email.normalized
+                let emailChanged = EmailAddress.normalized(stored.email) != email.normalized
                 if emailChanged { try addressChanged(connection, from: stored, to: updated, origin: origin) }
                 return (updated, emailChanged)
             }) { [self] result in
@@ -562,7 +564,7 @@ public final class AccountService: Sendable {
         do {
             guard condition.allows(current) else { throw AccountService.stale }
             var user = current
-            guard let email = try edit(&user, schema.validateCached), EmailAddress(current.email)?.normalized == email.normalized else {
+            guard let email = try edit(&user, schema.validateCached), EmailAddress.normalized(current.email) == email.normalized else {
                 return inTransaction()
             }
             try checkDocumentSize(user)

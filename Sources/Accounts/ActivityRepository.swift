@@ -9,7 +9,23 @@ enum ActivityRepository {
         try connection.execute(
             """
             INSERT INTO security_events (user_id, type, ip_address, user_agent)
-            VALUES (\(userID), \(kind.rawValue), \(origin?.address), \(origin.flatMap { $0.userAgent.map { String($0.prefix(512)) } }))
+            VALUES (\(userID), \(kind.rawValue), \(origin?.address), \(origin?.userAgent))
+            """)
+    }
+
+    /// Records an event unless the user has one of its kind from the last `withinSeconds`: a
+    /// lock-out is recorded when it begins, not for every attempt refused while it lasts, which
+    /// an attacker could repeat without end.
+    static func recordOnce(
+        _ connection: PostgresConnection, userID: UUID, _ kind: ActivityEvent.Kind, origin: RequestOrigin?, withinSeconds: Double
+    ) throws {
+        try connection.execute(
+            """
+            INSERT INTO security_events (user_id, type, ip_address, user_agent)
+            SELECT \(userID), \(kind.rawValue), \(origin?.address), \(origin?.userAgent)
+            WHERE NOT EXISTS (
+                SELECT 1 FROM security_events
+                WHERE user_id = \(userID) AND type = \(kind.rawValue) AND at > now() - make_interval(secs => \(withinSeconds)))
             """)
     }
 

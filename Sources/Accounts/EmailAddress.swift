@@ -22,7 +22,13 @@ public struct EmailAddress: Sendable, Hashable {
             !domain.isEmpty, domain.count <= 253, EmailAddress.isHostName(domain)
         else { return nil }
         value = trimmed
-        normalized = String(decoding: bytes.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
+        normalized = EmailAddress.normalized(trimmed)
+    }
+
+    /// The login identity of an address already stored (so already valid and trimmed): its
+    /// ASCII-lowercased form, without validating it again.
+    public static func normalized(_ stored: String) -> String {
+        String(decoding: stored.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
     private static let atext: Set<UInt8> = Set("!#$%&'*+-/=?^_`{|}~".utf8)

@@ -159,7 +159,8 @@ struct RecoveryAPITests {
         let second = try server.newSession(account)
         // Locked out of sign-in, and of the password change.
         for _ in 0..<3 { #expect(try server.signIn(account.email, "wrong-password-1").status == 401) }
-        #expect(try server.signIn(account.email, account.password).status == 429)
+        // Refused while locked, three times: one lock-out in the activity, not three.
+        for _ in 0..<3 { #expect(try server.signIn(account.email, account.password).status == 429) }
 
         let accepted = try server.call(
             "POST", "/users/password-reset", json: #"{"email": "\#(account.email.uppercased())"}"#, headers: [("User-Agent", "Phone/1.0")])
@@ -197,7 +198,7 @@ struct RecoveryAPITests {
         #expect(!notice.isEmpty)
         let events = try activity(server, session)
         #expect(events.starts(with: ["signed_in", "sign_in_failed", "password_reset", "password_reset_requested"]), "\(events)")
-        #expect(events.contains("locked_out"))
+        #expect(events.filter { $0 == "locked_out" }.count == 1, "\(events)")
         #expect(events.contains("sign_in_failed"))
         #expect(server.leaks().isEmpty, "\(server.leaks())")
     }
@@ -454,6 +455,8 @@ struct RecoveryAPITests {
         defer { server.shutdown() }
         let account = try server.register()
         _ = try smtp.waitForMessages(where: Self.isTo(account.email))
+        // The script writes the message, then its summary: wait for the second too.
+        try waitUntil(timeout: .seconds(10)) { (try? smtp.delivery(1)) != nil }
         let delivery = try smtp.delivery(1)
         #expect(delivery.tls)
         #expect(delivery.login == "exosphere")
