@@ -20,6 +20,8 @@ public final class Application: Sendable {
     public let hashing: HashingPool
     public let accounts: AccountService
     public let images: ImageService
+    /// Signs the image URLs that need no token.
+    public let signer: URLSigner
     /// Sends the mail outbox's rows (every instance runs one).
     public let mail: OutboxSender
     public let server: Server
@@ -34,6 +36,7 @@ public final class Application: Sendable {
         let hasher = try PasswordHasher(parameters: configuration.passwordHashing, allowWeakParameters: !configuration.passwordHashing.isAtLeastOWASP)
         let templates = try configuration.mailTemplatesDirectory.map { try MailTemplates.load(overridesIn: $0) } ?? .builtIn
         database = try Database.start(configuration, logger: logger)
+        signer = URLSigner(pool: database.pool, lifetimeSeconds: configuration.signedURLSeconds)
         var mailConfiguration = configuration.mail
         mailConfiguration.publicURL = configuration.resolvedPublicURL
         mailConfiguration.from = configuration.resolvedMailFrom
@@ -56,7 +59,7 @@ public final class Application: Sendable {
         server = Server(
             configuration: serverConfiguration,
             router: Application.routes(
-                database: database, accounts: accounts, images: images, hashing: hashing, metrics: metrics,
+                database: database, accounts: accounts, images: images, signer: signer, hashing: hashing, metrics: metrics,
                 trustedProxies: configuration.trustedProxies, pipelines: pipelines, mail: sender.statistics,
                 appLinks: configuration.appLinks, servesMetrics: configuration.metricsListen == nil),
             logger: logger, metrics: metrics)
@@ -81,6 +84,7 @@ public final class Application: Sendable {
                 try database.pool.withConnection { try accounts.schema.pin(pinned, $0) }
             }
             try images.prepare()
+            try signer.prepare()
             let swept = try images.sweep()
             if swept.orphanFiles + swept.temporaryFiles > 0 {
                 logger.notice(
@@ -114,7 +118,7 @@ public final class Application: Sendable {
     /// only to be read) `/metrics` is still routed, and serves what it has. With `pipelines`,
     /// `GET`, `PUT` and `PATCH /users/me` are answered on the event loops (`Configuration.databasePipelining`).
     static func routes(
-        database: Database, accounts: AccountService, images: ImageService, hashing: HashingPool? = nil,
+        database: Database, accounts: AccountService, images: ImageService, signer: URLSigner, hashing: HashingPool? = nil,
         metrics: HTTPMetrics = HTTPMetrics(), trustedProxies: Set<String> = [],
         pipelines: Pipelines? = nil, mail: OutboxSender.Statistics? = nil, appLinks: AppLinks = AppLinks(),
         servesMetrics: Bool = true
@@ -127,7 +131,7 @@ public final class Application: Sendable {
             accounts: accounts, images: images, authenticator: authenticator,
             database: DatabaseRouting(pool: database.pool, pipelines: pipelines)
         ).register(in: &router)
-        ImagesController(images: images, authenticator: authenticator).register(in: &router)
+        ImagesController(images: images, authenticator: authenticator, signer: signer).register(in: &router)
         RecoveryController(accounts: accounts, authenticator: authenticator).register(in: &router)
         PagesController(apps: appLinks).register(in: &router)
         OpenAPIController().register(in: &router)

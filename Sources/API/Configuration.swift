@@ -53,6 +53,8 @@ public struct Configuration: Sendable {
     /// The base of links in mail (`https://accounts.example.com`); nil means
     /// `http://localhost:<port>`, good for a developer's machine only.
     public var publicURL: String?
+    /// How long a signed image URL (`signedUrl`) works: 1 hour by default, a week at most.
+    public var signedURLSeconds = 3_600
     /// The sender of mail; nil means the app's name at `no-reply@` the public URL's host.
     public var mailFrom: MailAddress?
     /// A directory of mail templates that replace the built-in ones (`MailTemplates`).

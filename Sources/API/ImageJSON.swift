@@ -2,9 +2,10 @@ import Accounts
 import Images
 import JSON
 
-/// The image metadata of the contract: `{"id", "contentType", "byteSize", "sha256", "width", "height", "createdAt", "url"}`.
+/// The image metadata of the contract: `{"id", "contentType", "byteSize", "sha256", "width",
+/// "height", "createdAt", "url", "signedUrl"}`.
 enum ImageJSON {
-    static func write(_ image: StoredImage, into writer: inout JSONWriter) {
+    static func write(_ image: StoredImage, signer: URLSigner, into writer: inout JSONWriter) {
         writer.beginObject()
         writer.key("id"); writer.string(image.id.lowercasedText)
         writer.key("contentType"); writer.string(image.format.mimeType)
@@ -14,6 +15,7 @@ enum ImageJSON {
         writer.key("height"); writer.int(image.height)
         writer.key("createdAt"); writer.string(RFC3339.format(millisecondsSinceEpoch: image.createdAtMicroseconds / 1000))
         writer.key("url"); writer.string(url(of: image))
+        writer.key("signedUrl"); writer.string(signer.url(for: image.id))
         writer.endObject()
     }
 

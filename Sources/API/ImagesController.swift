@@ -10,6 +10,7 @@ import Postgres
 struct ImagesController: Sendable {
     let images: ImageService
     let authenticator: Authenticator
+    let signer: URLSigner
 
     /// Room for the multipart framing around the largest image.
     static let multipartOverhead = 64 * 1024
@@ -26,6 +27,7 @@ struct ImagesController: Sendable {
         router.get("/users/me/images", use: list)
         router.get("/users/me/images/{id}", use: download)
         router.delete("/users/me/images/{id}", use: delete)
+        router.get("/images/{id}", use: signedDownload)
     }
 
     @Sendable func upload(_ request: Request, _ context: RequestContext) throws -> Response {
@@ -51,7 +53,7 @@ struct ImagesController: Sendable {
             guard let format = ImageFormat(mimeType: contentType) else { throw ImagesController.unsupportedType(contentType) }
             image = try request.body.withUnsafeBytes { try images.upload($0, declared: format, userID: user.id) }
         }
-        var response = JSONBody.response(.created) { ImageJSON.write(image, into: &$0) }
+        var response = JSONBody.response(.created) { ImageJSON.write(image, signer: signer, into: &$0) }
         response.headers.add(name: "Location", value: ImageJSON.url(of: image))
         return response
     }
@@ -64,7 +66,7 @@ struct ImagesController: Sendable {
             writer.beginObject()
             writer.key("images")
             writer.beginArray()
-            for image in page.images { ImageJSON.write(image, into: &writer) }
+            for image in page.images { ImageJSON.write(image, signer: signer, into: &writer) }
             writer.endArray()
             writer.key("next")
             if let next = page.next { writer.string(next.text) } else { writer.null() }
@@ -77,10 +79,28 @@ struct ImagesController: Sendable {
     @Sendable func download(_ request: Request, _ context: RequestContext) throws -> Response {
         let user = try authenticator.authenticatedUser(request)
         let image = try images.find(try ImagesController.imageID(context), userID: user.id)
+        // The bytes behind an id never change: clients may keep them, privately, for a year.
+        return try serve(image, request, cacheControl: "private, max-age=31536000, immutable")
+    }
+
+    /// `GET /images/{id}?exp=…&sig=…`: the bytes for whoever holds a URL the API signed, without a
+    /// token; shared caches may keep them until the URL expires. A bad, expired or another image's
+    /// signature is `403 invalid_signature`, checked before the image is looked up.
+    @Sendable func signedDownload(_ request: Request, _ context: RequestContext) throws -> Response {
+        let query = QueryParameters(request.query)
+        guard let text = context.parameters["id"], let id = UUID(uuidString: text),
+            let secondsLeft = signer.verify(id: id, expiry: query["exp"], signature: query["sig"], size: nil), query["size"] == nil
+        else {
+            throw Problem(status: .forbidden, code: "invalid_signature", detail: "The URL's signature is invalid or has expired.")
+        }
+        return try serve(try images.find(signed: id), request, cacheControl: "public, max-age=\(secondsLeft)")
+    }
+
+    /// An image's bytes with its validators, `304`, and single ranges.
+    private func serve(_ image: StoredImage, _ request: Request, cacheControl: String) throws -> Response {
         var headers = HTTPHeaders()
         headers.add(name: "ETag", value: image.etag)
-        // The bytes behind an id never change: clients may keep them, privately, for a year.
-        headers.add(name: "Cache-Control", value: "private, max-age=31536000, immutable")
+        headers.add(name: "Cache-Control", value: cacheControl)
         headers.add(name: "Last-Modified", value: HTTPDate.format(secondsSinceEpoch: Int(image.createdAtMicroseconds / 1_000_000)).string)
         headers.add(name: "Accept-Ranges", value: "bytes")
         if let tags = request.headers["If-None-Match"], ETag.matches(tags, image.etag, weak: true) {

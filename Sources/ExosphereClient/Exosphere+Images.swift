@@ -76,6 +76,15 @@ extension Exosphere {
         try await downloadImage(id: image.id, cachePolicy: cachePolicy)
     }
 
+    /// The image's signed URL (`UserImage.signedPath`) on this server: it needs no token, so
+    /// `AsyncImage(url:)` can load it, until it expires; fetch the metadata again for a fresh one.
+    public func signedURL(for image: UserImage) -> URL? {
+        // Appended to the base URL, as every request path is (a base with a path prefix keeps it).
+        var base = baseURL.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        return image.signedPath.flatMap { URL(string: base + $0) }
+    }
+
     /// The bytes of the image with this id (see `downloadImage(_:cachePolicy:)`).
     public func downloadImage(id: String, cachePolicy: ImageCachePolicy = .revalidate) async throws -> Data {
         let cache = cachePolicy == .ignoreCache ? nil : imageCache

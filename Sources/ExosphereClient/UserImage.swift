@@ -19,6 +19,10 @@ public struct UserImage: Identifiable, Hashable, Sendable {
     /// The download's path relative to the base URL (`/users/me/images/{id}`); it needs the
     /// bearer token: download with `Exosphere.downloadImage(_:)`.
     public let path: String
+    /// A path and query that serves the bytes without a token until it expires (an hour by
+    /// default), for `AsyncImage` or a web view: `Exosphere.signedURL(for:)` makes it absolute.
+    /// Nil from a server that does not sign URLs. Not part of equality: every response signs anew.
+    public let signedPath: String?
 
     init(json: JSONValue) throws {
         guard let id = json["id"]?.stringValue, let contentType = json["contentType"]?.stringValue,
@@ -36,6 +40,18 @@ public struct UserImage: Identifiable, Hashable, Sendable {
         self.height = height
         self.createdAt = createdAt
         self.path = json["url"]?.stringValue ?? "/users/me/images/\(id)"
+        self.signedPath = json["signedUrl"]?.stringValue
+    }
+
+    /// Equal when every field but `signedPath` is.
+    public static func == (a: UserImage, b: UserImage) -> Bool {
+        (a.id, a.contentType, a.byteSize, a.sha256) == (b.id, b.contentType, b.byteSize, b.sha256)
+            && (a.width, a.height, a.createdAt, a.path) == (b.width, b.height, b.createdAt, b.path)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(sha256)
     }
 }
 

@@ -50,6 +50,11 @@ enum ImageRepository {
             .first.map(decode)
     }
 
+    /// Any user's image: for a URL whose signature already proved it was handed out.
+    static func find(_ connection: PostgresConnection, id: UUID) throws -> StoredImage? {
+        try connection.query("SELECT \(unsafeRaw: columns) FROM images i WHERE i.id = \(id)").first.map(decode)
+    }
+
     /// Locks the row for a move between storages; nil if the image is gone or no longer in `storage`.
     static func lockForMove(_ connection: PostgresConnection, id: UUID, storage: ImageStorage) throws -> StoredImage? {
         try connection.query(

@@ -144,6 +144,12 @@ public final class ImageService: Sendable {
         return image
     }
 
+    /// The metadata of an image whatever its owner, for a signed URL (checked by the caller).
+    public func find(signed id: UUID) throws -> StoredImage {
+        guard let image = try pool.withConnection({ try ImageRepository.find($0, id: id) }) else { throw ImageError.notFound }
+        return image
+    }
+
     /// The bytes `offset..<offset+length` of an image found by `find`. A move between storages
     /// may happen in between: then the metadata is read again once.
     public func content(of image: StoredImage, offset: Int, length: Int) throws -> Content {

@@ -303,6 +303,12 @@ extension Configuration {
             config.images.maxBytes = try integer(value, "--image-max-bytes", 1...(1 << 30))
         },
         Option(
+            flag: "--signed-url-seconds", environment: "EXOSPHERE_SIGNED_URL_SECONDS", placeholder: "SECONDS",
+            help: "how long an image's signedUrl works (at most a week)", defaultValue: { String($0.signedURLSeconds) }
+        ) { config, value throws(ConfigurationError) in
+            config.signedURLSeconds = try integer(value, "--signed-url-seconds", 60...URLSigner.maxLifetimeSeconds)
+        },
+        Option(
             flag: "--access-log", environment: "EXOSPHERE_ACCESS_LOG", placeholder: "on|off",
             help: "one log line per request", defaultValue: { $0.server.accessLog ? "on" : "off" }
         ) { config, value throws(ConfigurationError) in

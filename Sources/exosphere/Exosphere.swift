@@ -19,6 +19,8 @@ enum Exosphere {
           exosphere migrate [options] apply pending database migrations and exit
           exosphere images migrate --to database|filesystem [--limit N] [options]
                                       move every image (or N) to one storage; resumable (options as for serve)
+          exosphere keys rotate [options]
+                                      a new key signs image URLs; URLs signed before keep working until they expire
           exosphere openapi           print the OpenAPI 3.1 document of the HTTP API
           exosphere healthcheck [--port N] [--host H]
                                       exit 0 if GET /healthz answers 200 within 2 s (HOST, PORT as for serve)
@@ -44,8 +46,15 @@ enum Exosphere {
         case "openapi":
             print(OpenAPIDocument.json)
             return 0
-        case "serve", "migrate", "images":
+        case "serve", "migrate", "images", "keys":
             var rest = Array(arguments.dropFirst())
+            if command == "keys" {
+                guard rest.first == "rotate" else {
+                    printError("usage: exosphere keys rotate [options as for serve]")
+                    return 2
+                }
+                rest.removeFirst()
+            }
             var target: ImageStorage?
             var limit = Int.max
             if command == "images" {
@@ -81,6 +90,7 @@ enum Exosphere {
             }
             let logger = Logger(label: "exosphere", level: configuration.logLevel, format: configuration.logFormat)
             if let target { return migrateImages(to: target, limit: limit, configuration, logger: logger) }
+            if command == "keys" { return rotateKeys(configuration, logger: logger) }
             return command == "serve" ? serve(configuration, logger: logger) : migrate(configuration, logger: logger)
         case "healthcheck":
             return healthcheck(Array(arguments.dropFirst()), environment: environment)
@@ -118,6 +128,21 @@ enum Exosphere {
         do {
             let database = try Database.start(configuration, logger: logger)
             database.shutdown()
+            return 0
+        } catch {
+            printError("exosphere: \(String(reflecting: error))")
+            return 1
+        }
+    }
+
+    /// A new URL signing key for every instance (they read keys again within a minute, and at once
+    /// when a URL names one they have not seen).
+    static func rotateKeys(_ configuration: Configuration, logger: Logger) -> Int32 {
+        do {
+            let database = try Database.start(configuration, logger: logger)
+            defer { database.shutdown() }
+            let id = try database.pool.withConnection { try URLSigner.rotate($0) }
+            printError("keys rotate: key \(id) signs image URLs now; older keys verify until a week after their retirement")
             return 0
         } catch {
             printError("exosphere: \(String(reflecting: error))")

@@ -74,7 +74,7 @@ import Testing
                 "GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json", "POST /users", "POST /users/signin",
                 "POST /users/password-reset", "POST /users/password-reset/confirm", "POST /users/verify-email",
                 "GET /reset-password", "GET /verify-email", "GET /pages/pages.css", "GET /pages/pages.js", "GET /pages/reset-password.js",
-                "GET /pages/verify-email.js", "GET /.well-known/apple-app-site-association", "GET /.well-known/assetlinks.json",
+                "GET /pages/verify-email.js", "GET /.well-known/apple-app-site-association", "GET /.well-known/assetlinks.json", "GET /images/{id}",
             ])
     }
 
@@ -144,7 +144,7 @@ import Testing
                     #expect(content.keys == ["text/html"], "\(method) \(path) \(status)")
                 } else if let content, path.hasPrefix("/pages/") {
                     #expect(content.keys == [path.hasSuffix(".css") ? "text/css" : "text/javascript"], "\(method) \(path) \(status)")
-                } else if let content, path == "/users/me/images/{id}" {
+                } else if let content, path == "/users/me/images/{id}" || path == "/images/{id}" {
                     #expect(Set(content.keys) == Set(ImageFormat.allCases.map(\.mimeType)), "\(method) \(path) \(status)")
                 } else if let content {
                     #expect(content.keys == ["application/json"], "\(method) \(path) \(status)")
@@ -243,6 +243,8 @@ import Testing
         let accounts = AccountService(pool: database.pool, hasher: PasswordHasher(), hashing: hashing, logger: .silent)
         defer { accounts.shutdown() }
         let images = ImageService(pool: database.pool, configuration: configuration.images, logger: .silent)
-        return try body(Application.routes(database: database, accounts: accounts, images: images))
+        return try body(
+            Application.routes(
+                database: database, accounts: accounts, images: images, signer: URLSigner(pool: database.pool, lifetimeSeconds: 3600)))
     }
 }

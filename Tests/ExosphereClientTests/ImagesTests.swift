@@ -1,5 +1,8 @@
 import ExosphereClient
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Synchronization
 import TestSupport
 import Testing
@@ -44,6 +47,18 @@ struct ImagesTests {
         }
         #expect(try await server.requests("GET", "/users/me/images/{id}", 304) == revalidated + 5)
         #expect(try await server.requests("GET", "/users/me/images/{id}", 200) == downloaded)
+    }
+
+    /// A signed URL loads with a plain `URLSession`, as `AsyncImage` would: no token.
+    @Test func aSignedURLNeedsNoToken() async throws {
+        let (client, _, _) = try await server.signedInClient()
+        let image = try await client.uploadImage(ImagesTests.photo(7), contentType: .png)
+        let url = try #require(client.signedURL(for: image))
+        #expect(url.path == "/images/\(image.id)")
+        let (data, response) = try await URLSession(configuration: .ephemeral).data(from: url)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        #expect(data == ImagesTests.photo(7))
+        #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control")?.hasPrefix("public, max-age=") == true)
     }
 
     @Test func aColdCacheDownloadsOnceThenRevalidates() async throws {

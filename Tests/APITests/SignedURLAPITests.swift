@@ -1,0 +1,110 @@
+import API
+import FoundationEssentials
+import Glibc
+import Images
+import JSON
+import Postgres
+import TestSupport
+import Testing
+
+/// `signedUrl` in image metadata and `GET /images/{id}?exp=…&sig=…`: the bytes without a token,
+/// for exactly the image and the time the server signed, across a key rotation and instances.
+@Suite(.serialized)
+struct SignedURLAPITests {
+    static func upload(
+        _ server: TestServer, _ account: TestServer.Account, _ bytes: [UInt8] = RealFiles.png3x2, type: String = "image/png"
+    ) throws -> JSONValue {
+        let created = try ImageScenarios.upload(server, account.token, type, bytes)
+        try #require(created.status == 201, "\(created.text)")
+        return created.json
+    }
+
+    @Test func aSignedURLServesTheBytesWithoutATokenUntilItExpires() throws {
+        let server = try TestServer("signed")
+        defer { server.shutdown() }
+        let account = try server.register()
+        let image = try Self.upload(server, account)
+        let url = try #require(image["signedUrl"]?.stringValue)
+        let id = try #require(image["id"]?.stringValue)
+        #expect(url.hasPrefix("/images/\(id)?exp="))
+
+        let reply = try server.send("GET", url)
+        #expect(reply.status == 200)
+        #expect(reply.body == RealFiles.png3x2)
+        #expect(reply.header("Content-Type") == "image/png")
+        let cache = try #require(reply.header("Cache-Control"))
+        let maxAge = try #require(Int(cache.replacingOccurrences(of: "public, max-age=", with: "")))
+        #expect((3_500...3_600).contains(maxAge), "\(cache)")
+        let etag = try #require(reply.header("ETag"))
+        #expect(try server.send("GET", url, headers: [("If-None-Match", etag)]).status == 304)
+        let range = try server.send("GET", url, headers: [("Range", "bytes=0-7")])
+        #expect(range.status == 206)
+        #expect(range.body == Array(RealFiles.png3x2.prefix(8)))
+        // The list signs too, and a signature is never the user's token.
+        let list = try ImageScenarios.get(server, account.token, "/users/me/images")
+        #expect(list.json["images"]?[0]?["signedUrl"]?.stringValue?.hasPrefix("/images/\(id)?exp=") == true)
+
+        let expired = server.app.signer.url(for: UUID(uuidString: id)!, now: Int(Date().timeIntervalSince1970) - 3_601)
+        let refused = try server.send("GET", expired)
+        #expect(refused.status == 403)
+        #expect(refused.json["code"] == "invalid_signature")
+    }
+
+    @Test func aTamperedOrBorrowedSignatureIsRefused() throws {
+        let server = try TestServer("signedtamper")
+        defer { server.shutdown() }
+        let account = try server.register()
+        let first = try Self.upload(server, account)
+        let second = try Self.upload(server, account, RealFiles.gif3x2, type: "image/gif")
+        let url = try #require(first["signedUrl"]?.stringValue)
+        let secondID = try #require(second["id"]?.stringValue)
+        let query = String(url[url.firstIndex(of: "?")!...])
+        let exp = Int(query.split(separator: "&")[0].dropFirst(5))!
+        var flipped = Array(url)
+        flipped[flipped.count - 1] = flipped.last == "A" ? "B" : "A"
+        for target in [
+            "/images/\(secondID)\(query)",  // another image's signature
+            String(flipped),  // a changed signature
+            url.replacingOccurrences(of: "exp=\(exp)", with: "exp=\(exp + 3_600)"),  // a later expiry
+            url.replacingOccurrences(of: "&sig=", with: "&sig=9"),  // an unknown key
+            url + "&size=256",  // a size that was not signed
+            "/images/\(secondID)", "/images/\(secondID)?exp=\(exp)", "/images/not-an-id\(query)",
+            url.replacingOccurrences(of: "exp=\(exp)", with: "exp=99999999999999999999"),
+        ] {
+            let reply = try server.send("GET", target)
+            #expect(reply.status == 403, "\(target)")
+            #expect(reply.json["code"] == "invalid_signature", "\(target)")
+        }
+        // A deleted image's still-valid URL finds nothing.
+        let id = try #require(first["id"]?.stringValue)
+        #expect(try ImageScenarios.get(server, account.token, "/users/me/images/\(id)", method: "DELETE").status == 204)
+        #expect(try server.send("GET", url).status == 404)
+    }
+
+    @Test func urlsSignedBeforeARotationKeepWorkingOnEveryInstance() throws {
+        let first = try TestServer("signedrotate1")
+        defer { first.shutdown() }
+        let account = try first.register()
+        let before = try #require(try Self.upload(first, account)["signedUrl"]?.stringValue)
+        let oldKey = try #require(before.split(separator: "&").first { $0.hasPrefix("sig=") }?.dropFirst(4).split(separator: ".").first)
+
+        // `exosphere keys rotate`, as an operator runs it.
+        let rotate = try ExosphereProcessTests.run(["keys", "rotate", "--database-url", first.databaseURL, "--log-level", "warning"])
+        #expect(rotate.waitForExit(timeout: 30))
+        #expect(rotate.exitCode == 0, "\(rotate.stderr)")
+
+        // An instance started after the rotation signs with the new key; the first, which read
+        // the keys before it, verifies that URL by reading them again at once.
+        let second = try TestServer("signedrotate2", sharingDatabaseWith: first)
+        defer { second.shutdown() }
+        let after = try #require(
+            try ImageScenarios.get(second, account.token, "/users/me/images").json["images"]?[0]?["signedUrl"]?.stringValue)
+        let newKey = try #require(after.split(separator: "&").first { $0.hasPrefix("sig=") }?.dropFirst(4).split(separator: ".").first)
+        #expect(newKey != oldKey)
+        for server in [first, second] {
+            #expect(try server.send("GET", after).status == 200)
+            // Signed with the retired key: still good until it expires.
+            #expect(try server.send("GET", before).status == 200)
+        }
+    }
+}
