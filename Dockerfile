@@ -9,7 +9,7 @@
 FROM swift:6.3-bookworm AS build
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends pkg-config libpq-dev libssl-dev \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends pkg-config libpq-dev libssl-dev libvips-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # The whole package (tests too: the manifest names their directories); .dockerignore keeps out
@@ -19,13 +19,15 @@ COPY . .
 RUN scripts/build-release.sh /out
 
 # Runtime stage. The Swift runtime is linked statically, so the binary needs only glibc,
-# libstdc++, libpq and OpenSSL; ca-certificates is for DATABASE_URLs with sslmode=verify-full and
-# for the SMTP relay's certificate (smtps:// and smtp:// verify it against the system's store).
+# libstdc++, libpq, OpenSSL and libvips (which only the thumbnail helper processes,
+# `exosphere thumbnailer`, call; with its decoders, HEIC's libheif and libde265 among them);
+# ca-certificates is for DATABASE_URLs with sslmode=verify-full and for the SMTP relay's
+# certificate (smtps:// and smtp:// verify it against the system's store).
 FROM debian:bookworm-slim
 # Unpinned on purpose: Debian stable only takes security and bug fixes.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libpq5 libssl3 libstdc++6 ca-certificates \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libpq5 libssl3 libstdc++6 libvips42 ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 exosphere \
     && useradd --system --uid 10001 --gid exosphere --no-create-home --home-dir /app --shell /usr/sbin/nologin exosphere \

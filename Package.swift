@@ -19,6 +19,7 @@ let package = Package(
         .systemLibrary(
             name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CVips", path: "Sources/CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
 
         // A blocking HTTP/1.1 client connection: the health check's and the tests'.
         .target(name: "SocketClient"),
@@ -48,8 +49,13 @@ let package = Package(
         .target(name: "Mail", dependencies: ["CivilTime", "COpenSSL", "CLinux", "Files"]),
         // The transactional mail outbox: its SQL, the templates, and the sender every instance runs.
         .target(name: "Outbox", dependencies: ["Mail", "Postgres", "JSON", "StructuredLogging", "Threads", "Files"]),
-        // Users' images: format inspection (pure), the two storages, their SQL and files.
-        .target(name: "Images", dependencies: ["Postgres", "Cryptography", "Files", "StructuredLogging", "Threads"]),
+        // Thumbnails seen from the server: the helper processes' pool, the frames to and from them,
+        // BlurHash and the dominant colour. No image decoding.
+        .target(name: "Thumbnails", dependencies: ["CLinux", "StructuredLogging", "Threads"]),
+        // `exosphere thumbnailer`: the helper process that decodes images with libvips, confined.
+        .target(name: "ThumbnailWorker", dependencies: ["CVips", "CLinux", "Thumbnails"]),
+        // Users' images: format inspection (pure), the two storages, thumbnails, their SQL and files.
+        .target(name: "Images", dependencies: ["Postgres", "Cryptography", "Files", "StructuredLogging", "Threads", "Thumbnails"]),
         // Users, custom fields, sessions, throttles, recovery tokens, activity: rules and their SQL.
         .target(name: "Accounts", dependencies: ["CivilTime", "Postgres", "Cryptography", "JSON", "Outbox", "StructuredLogging", "Threads"]),
         // The SQL of migrations/, compiled in at build time (Plugins/EmbedMigrations).
@@ -61,7 +67,7 @@ let package = Package(
             name: "API",
             dependencies: [
                 "HTTPServer", "HTTP", "JSON", "StructuredLogging", "Postgres", "Cryptography", "Accounts", "Images", "Threads", "Files", "CLinux",
-                "Migrations", "PostgresLoop", "PostgresCluster", "Mail", "Outbox",
+                "Migrations", "PostgresLoop", "PostgresCluster", "Mail", "Outbox", "Thumbnails",
             ],
             resources: [
                 .embedInCode("Resources/openapi.json"),
@@ -74,7 +80,7 @@ let package = Package(
             name: "exosphere",
             dependencies: [
                 "API", "Accounts", "Cryptography", "HTTPServer", "Images", "Mail", "Postgres",
-                "SocketClient", "StructuredLogging", "Threads",
+                "SocketClient", "StructuredLogging", "Threads", "Thumbnails", "ThumbnailWorker",
             ]),
         // The client library for apps (iOS 15+, macOS 12+, Linux): depends on nothing here.
         .target(name: "ExosphereClient"),
@@ -97,11 +103,13 @@ let package = Package(
             name: "AccountsTests",
             dependencies: ["Accounts", "Cryptography", "JSON", "Migrations", "Postgres", "PostgresCluster", "StructuredLogging"]),
         .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport"]),
+        // BlurHash, the frames, and the helper pool against real `exosphere thumbnailer` processes.
+        .testTarget(name: "ThumbnailsTests", dependencies: ["Thumbnails", "StructuredLogging", "TestSupport", "Files"]),
         .testTarget(
             name: "APITests",
             dependencies: [
                 "API", "Accounts", "Cryptography", "Files", "HTTP", "HTTPServer", "Images", "JSON", "Mail",
-                "Migrations", "Postgres", "PostgresCluster", "SocketClient", "StructuredLogging", "TestSupport",
+                "Migrations", "Postgres", "PostgresCluster", "SocketClient", "StructuredLogging", "TestSupport", "Thumbnails",
             ]),
         // The command line: parsing, usage, the health check.
         .testTarget(

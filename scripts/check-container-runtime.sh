@@ -13,7 +13,9 @@
 #     only the image's environment: `--version`; `serve` without DATABASE_URL and without
 #     PostgreSQL binaries (hidden in a private mount namespace, when one can be made) must stop at
 #     once with one line naming DATABASE_URL; `serve` against a throwaway PostgreSQL reached
-#     through a password-protected DATABASE_URL; `healthcheck` while it runs and after it stops;
+#     through a password-protected DATABASE_URL; a JPEG uploaded and its thumbnail made by a
+#     confined helper process (`exosphere thumbnailer`: libvips and its decoders, as installed);
+#     `healthcheck` while it runs and after it stops;
 #  4. lints the Dockerfile with hadolint, when it is installed.
 #
 # It takes no build lock; on a shared machine run it under one:
@@ -193,6 +195,31 @@ else
             pass "healthcheck against the running server: exit 0"
         else
             fail "healthcheck against the running server: $output"
+        fi
+        # A thumbnail: the helper process starts from the image's binary with its libraries.
+        vips black "$work/black.v" 640 480 --bands 3 && vips copy "$work/black.v" "$work/photo.jpg"
+        if output=$(python3 - "$port" "$work/photo.jpg" <<'PYTHON' 2>&1
+import json, sys, urllib.request
+base = "http://127.0.0.1:" + sys.argv[1]
+def call(method, path, body=None, headers={}):
+    request = urllib.request.Request(base + path, data=body, method=method, headers=headers)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.status, response.headers, response.read()
+_, _, body = call("POST", "/users", json.dumps({"email": "check@example.com", "password": "container-check-1"}).encode(),
+                  {"Content-Type": "application/json"})
+token = json.loads(body)["accessToken"]
+_, _, body = call("POST", "/users/me/images", open(sys.argv[2], "rb").read(),
+                  {"Content-Type": "image/jpeg", "Authorization": "Bearer " + token})
+image = json.loads(body)["id"]
+status, headers, body = call("GET", "/users/me/images/" + image + "/thumbnail?size=128",
+                             headers={"Authorization": "Bearer " + token, "Accept": "image/webp"})
+assert status == 200 and headers["Content-Type"] == "image/webp" and body[:4] == b"RIFF", (status, headers)
+print(len(body), "bytes of WebP")
+PYTHON
+        ); then
+            pass "a thumbnail made by a helper process: $output"
+        else
+            fail "no thumbnail: $output $(tail -n5 "$log")"
         fi
         kill -TERM "$server_pid"
         status=0

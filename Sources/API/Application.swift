@@ -8,6 +8,7 @@ import Outbox
 import StructuredLogging
 import PostgresLoop
 import Cryptography
+import Thumbnails
 
 /// The running service: the database, the hashing pool, then the HTTP server; stopped in reverse order.
 public final class Application: Sendable {
@@ -22,6 +23,8 @@ public final class Application: Sendable {
     public let images: ImageService
     /// Signs the image URLs that need no token.
     public let signer: URLSigner
+    /// The helper processes that make thumbnails; nil with `--thumbnail-helpers 0`.
+    public let thumbnailer: ThumbnailerPool?
     /// Sends the mail outbox's rows (every instance runs one).
     public let mail: OutboxSender
     public let server: Server
@@ -49,7 +52,9 @@ public final class Application: Sendable {
         accounts = AccountService(
             pool: database.pool, backgroundPool: database.backgroundPool, hasher: hasher, hashing: hashing,
             configuration: configuration.accounts, logger: logger, mailQueued: { sender.wake() })
-        images = ImageService(pool: database.pool, configuration: configuration.images, logger: logger)
+        // Images are decoded only in helper processes: a crafted file never runs in this one.
+        thumbnailer = configuration.thumbnails.helpers > 0 ? ThumbnailerPool(configuration: configuration.thumbnails, logger: logger) : nil
+        images = ImageService(pool: database.pool, configuration: configuration.images, logger: logger, thumbnailer: thumbnailer)
         // The metrics exist before the server so that the route serving them can be in its table.
         let metrics = HTTPMetrics()
         let pipelines = configuration.databasePipelining ? Pipelines(configuration: database.pool.configuration, logger: logger) : nil
@@ -150,6 +155,7 @@ public final class Application: Sendable {
         server.shutdown()
         metricsServer?.shutdown()
         images.shutdown()
+        thumbnailer?.shutdown()
         hashing.shutdown()
         accounts.shutdown()
         mail.shutdown()

@@ -5,6 +5,7 @@ import Mail
 import Outbox
 import StructuredLogging
 import Postgres
+import Thumbnails
 import Cryptography
 
 /// Everything `exosphere serve` needs, read once at start-up from flags, then the environment, then defaults.
@@ -55,6 +56,8 @@ public struct Configuration: Sendable {
     public var publicURL: String?
     /// How long a signed image URL (`signedUrl`) works: 1 hour by default, a week at most.
     public var signedURLSeconds = 3_600
+    /// The thumbnail helper processes (`helpers` 0 makes no thumbnails).
+    public var thumbnails = ThumbnailerPool.Configuration()
     /// The sender of mail; nil means the app's name at `no-reply@` the public URL's host.
     public var mailFrom: MailAddress?
     /// A directory of mail templates that replace the built-in ones (`MailTemplates`).

@@ -1,6 +1,7 @@
 import HTTP
 import HTTPServer
 import Images
+import Thumbnails
 
 /// Image codes to statuses: not found `404`, too large `413`, every refusal of the bytes `422`.
 extension ImageError: HTTPResponseError {
@@ -18,5 +19,12 @@ extension ImageError: HTTPResponseError {
 extension MultipartError: HTTPResponseError {
     public var problem: Problem {
         Problem(status: status, code: code.rawValue, detail: detail)
+    }
+}
+
+/// Every helper busy, or none could start: `503` with `Retry-After`.
+extension ThumbnailsUnavailable: HTTPResponseError {
+    public var problem: Problem {
+        Problem.serviceUnavailable(code: "thumbnails_unavailable", detail: "No thumbnail can be made right now; try again shortly.")
     }
 }

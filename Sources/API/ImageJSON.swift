@@ -3,7 +3,8 @@ import Images
 import JSON
 
 /// The image metadata of the contract: `{"id", "contentType", "byteSize", "sha256", "width",
-/// "height", "createdAt", "url", "signedUrl"}`.
+/// "height", "createdAt", "url", "signedUrl", "blurhash", "dominantColor"}`; the placeholders are
+/// null until a helper has decoded the image (soon after the upload), and for good when it cannot.
 enum ImageJSON {
     static func write(_ image: StoredImage, signer: URLSigner, into writer: inout JSONWriter) {
         writer.beginObject()
@@ -16,6 +17,10 @@ enum ImageJSON {
         writer.key("createdAt"); writer.string(RFC3339.format(millisecondsSinceEpoch: image.createdAtMicroseconds / 1000))
         writer.key("url"); writer.string(url(of: image))
         writer.key("signedUrl"); writer.string(signer.url(for: image.id))
+        writer.key("blurhash")
+        if let blurhash = image.blurhash { writer.string(blurhash) } else { writer.null() }
+        writer.key("dominantColor")
+        if let color = image.dominantColor { writer.string(color) } else { writer.null() }
         writer.endObject()
     }
 

@@ -5,6 +5,7 @@ import HTTPServer
 import Images
 import JSON
 import Postgres
+import Thumbnails
 
 /// The signed-in user's images: upload (raw or multipart), list, download with caching and ranges, delete.
 struct ImagesController: Sendable {
@@ -26,6 +27,7 @@ struct ImagesController: Sendable {
             }, admission: authenticator.admission, use: upload)
         router.get("/users/me/images", use: list)
         router.get("/users/me/images/{id}", use: download)
+        router.get("/users/me/images/{id}/thumbnail", use: thumbnail)
         router.delete("/users/me/images/{id}", use: delete)
         router.get("/images/{id}", use: signedDownload)
     }
@@ -53,6 +55,7 @@ struct ImagesController: Sendable {
             guard let format = ImageFormat(mimeType: contentType) else { throw ImagesController.unsupportedType(contentType) }
             image = try request.body.withUnsafeBytes { try images.upload($0, declared: format, userID: user.id) }
         }
+        images.prepareThumbnails(image)
         var response = JSONBody.response(.created) { ImageJSON.write(image, signer: signer, into: &$0) }
         response.headers.add(name: "Location", value: ImageJSON.url(of: image))
         return response
@@ -83,17 +86,53 @@ struct ImagesController: Sendable {
         return try serve(image, request, cacheControl: "private, max-age=31536000, immutable")
     }
 
-    /// `GET /images/{id}?exp=…&sig=…`: the bytes for whoever holds a URL the API signed, without a
-    /// token; shared caches may keep them until the URL expires. A bad, expired or another image's
-    /// signature is `403 invalid_signature`, checked before the image is looked up.
+    /// `GET /users/me/images/{id}/thumbnail?size=N`: WebP when `Accept` allows it, else JPEG; the
+    /// first request for a size makes it.
+    @Sendable func thumbnail(_ request: Request, _ context: RequestContext) throws -> Response {
+        let user = try authenticator.authenticatedUser(request)
+        let id = try ImagesController.imageID(context)
+        let spec = ThumbnailSpec(
+            size: try ImageService.thumbnailSize(QueryParameters(request.query)["size"]),
+            format: ThumbnailNegotiation.format(accept: request.headers["Accept"]))
+        return serve(try images.thumbnail(id, userID: user.id, spec), request, cacheControl: "private, max-age=31536000, immutable")
+    }
+
+    /// `GET /images/{id}?exp=…&sig=…[&size=N]`: the bytes (or that thumbnail) for whoever holds a
+    /// URL the API signed, without a token; shared caches may keep them until the URL expires. A
+    /// bad, expired or another image's signature is `403 invalid_signature`, checked before the
+    /// image is looked up.
     @Sendable func signedDownload(_ request: Request, _ context: RequestContext) throws -> Response {
         let query = QueryParameters(request.query)
+        let size = query["size"]
         guard let text = context.parameters["id"], let id = UUID(uuidString: text),
-            let secondsLeft = signer.verify(id: id, expiry: query["exp"], signature: query["sig"], size: nil), query["size"] == nil
+            let secondsLeft = signer.verify(id: id, expiry: query["exp"], signature: query["sig"], size: size.flatMap { Int($0) }),
+            size == nil || size.flatMap({ Int($0) }).map(ThumbnailSpec.sizes.contains) == true
         else {
             throw Problem(status: .forbidden, code: "invalid_signature", detail: "The URL's signature is invalid or has expired.")
         }
-        return try serve(try images.find(signed: id), request, cacheControl: "public, max-age=\(secondsLeft)")
+        let cacheControl = "public, max-age=\(secondsLeft)"
+        if let size = size.flatMap({ Int($0) }) {
+            let spec = ThumbnailSpec(size: size, format: ThumbnailNegotiation.format(accept: request.headers["Accept"]))
+            return serve(try images.thumbnail(signed: id, spec), request, cacheControl: cacheControl)
+        }
+        return try serve(try images.find(signed: id), request, cacheControl: cacheControl)
+    }
+
+    /// A thumbnail with its validator and `304`; `Vary: Accept`, since the encoding follows it.
+    private func serve(_ thumbnail: ImageService.Thumbnail, _ request: Request, cacheControl: String) -> Response {
+        var headers = HTTPHeaders()
+        headers.add(name: "ETag", value: thumbnail.etag)
+        headers.add(name: "Cache-Control", value: cacheControl)
+        headers.add(name: "Vary", value: "Accept")
+        if let tags = request.headers["If-None-Match"], ETag.matches(tags, thumbnail.etag, weak: true) {
+            return Response(status: .notModified, headers: headers)
+        }
+        headers.add(name: "Content-Type", value: thumbnail.spec.format.mimeType)
+        headers.add(name: "X-Content-Type-Options", value: "nosniff")
+        headers.add(name: "Content-Security-Policy", value: "default-src 'none'; sandbox")
+        var response = Response(status: .ok, headers: headers)
+        if case .bytes(let bytes) = thumbnail.content { response.body = bytes }
+        return response
     }
 
     /// An image's bytes with its validators, `304`, and single ranges.

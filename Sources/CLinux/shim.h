@@ -33,4 +33,73 @@ static inline int clinux_sock_nonblock_cloexec(void) { return SOCK_NONBLOCK | SO
 static inline int clinux_set_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }
 /* SCHED_IDLE (Linux): run only when no other thread wants the CPU. */
 static inline int clinux_sched_idle(void) { return 5; }
+#include <stddef.h>
+#include <errno.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <linux/sched.h>
+
+#if defined(__x86_64__)
+#define CLINUX_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define CLINUX_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/// Confines the calling process (all its threads, present and future, and anything it could
+/// exec) to the system calls an image decoder needs once its libraries are loaded: memory,
+/// reading and writing file descriptors already open, threads, time, signals to itself and
+/// exiting. Every other call (open, socket, connect, exec, fork, ptrace…) fails with EPERM; a
+/// call from another architecture's ABI kills the process. Returns 0 when installed, -1 with
+/// errno when the kernel refuses, -2 on an architecture this filter does not know.
+static inline int clinux_confine_to_decoding(void) {
+#ifdef CLINUX_AUDIT_ARCH
+#define CLINUX_ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CLINUX_AUDIT_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        // clone only for a thread of this process; clone3 hides its flags, so glibc is told it
+        // does not exist and falls back to clone.
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        CLINUX_ALLOW(__NR_read), CLINUX_ALLOW(__NR_write), CLINUX_ALLOW(__NR_readv), CLINUX_ALLOW(__NR_writev),
+        CLINUX_ALLOW(__NR_close), CLINUX_ALLOW(__NR_fstat), CLINUX_ALLOW(__NR_lseek),
+        CLINUX_ALLOW(__NR_mmap), CLINUX_ALLOW(__NR_munmap), CLINUX_ALLOW(__NR_mremap), CLINUX_ALLOW(__NR_mprotect),
+        CLINUX_ALLOW(__NR_brk), CLINUX_ALLOW(__NR_madvise), CLINUX_ALLOW(__NR_futex),
+        CLINUX_ALLOW(__NR_set_robust_list), CLINUX_ALLOW(__NR_rseq), CLINUX_ALLOW(__NR_membarrier),
+        CLINUX_ALLOW(__NR_exit), CLINUX_ALLOW(__NR_exit_group), CLINUX_ALLOW(__NR_rt_sigreturn),
+        CLINUX_ALLOW(__NR_rt_sigprocmask), CLINUX_ALLOW(__NR_rt_sigaction), CLINUX_ALLOW(__NR_sigaltstack),
+        CLINUX_ALLOW(__NR_clock_gettime), CLINUX_ALLOW(__NR_clock_nanosleep), CLINUX_ALLOW(__NR_nanosleep),
+        CLINUX_ALLOW(__NR_gettimeofday), CLINUX_ALLOW(__NR_getrusage), CLINUX_ALLOW(__NR_prlimit64), CLINUX_ALLOW(__NR_setitimer),
+        CLINUX_ALLOW(__NR_setrlimit), CLINUX_ALLOW(__NR_getrlimit), CLINUX_ALLOW(__NR_sched_yield),
+        CLINUX_ALLOW(__NR_sched_getaffinity), CLINUX_ALLOW(__NR_gettid), CLINUX_ALLOW(__NR_getpid),
+        CLINUX_ALLOW(__NR_getrandom), CLINUX_ALLOW(__NR_restart_syscall),
+#ifdef __NR_newfstatat
+        CLINUX_ALLOW(__NR_newfstatat),
+#endif
+        // abort() and raise() signal this thread only.
+        CLINUX_ALLOW(__NR_tgkill),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+    };
+#undef CLINUX_ALLOW
+    struct sock_fprog program = {(unsigned short)(sizeof(filter) / sizeof(filter[0])), filter};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+    return (int)syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) == 0 ? 0 : -1;
+#else
+    return -2;
+#endif
+}
+
+/// close_range(first, ~0U, 0): closes every descriptor from `first` up.
+static inline int clinux_close_from(unsigned int first) { return (int)syscall(__NR_close_range, first, ~0U, 0); }
 #endif

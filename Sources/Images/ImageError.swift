@@ -25,6 +25,10 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible, Cu
         case notFound = "image_not_found"
         /// A list cursor that this server did not issue.
         case invalidCursor = "invalid_cursor"
+        /// A thumbnail size that is not one of 128, 256, 512, 1024.
+        case invalidSize = "invalid_size"
+        /// The image's bytes passed the header checks but cannot be decoded into a thumbnail.
+        case undecodable = "undecodable_image"
     }
 
     public let code: Code

@@ -6,7 +6,7 @@ import Cryptography
 enum ImageRepository {
     static let columns = """
         i.id, i.user_id, i.content_type, i.byte_size, i.sha256, i.width, i.height, i.storage,
-        (extract(epoch FROM i.created_at) * 1000000)::int8
+        (extract(epoch FROM i.created_at) * 1000000)::int8, i.blurhash, i.dominant_color, i.thumbnail_error
         """
 
     static func decode(_ row: PostgresRow) throws -> StoredImage {
@@ -19,7 +19,8 @@ enum ImageRepository {
             id: try row.decode(UUID.self, at: 0), userID: try row.decode(UUID.self, at: 1), format: format,
             byteSize: try row.decode(Int.self, at: 3), sha256: try row.decode([UInt8].self, at: 4),
             width: try row.decode(Int.self, at: 5), height: try row.decode(Int.self, at: 6),
-            storage: place, createdAtMicroseconds: try row.decode(Int64.self, at: 8))
+            storage: place, createdAtMicroseconds: try row.decode(Int64.self, at: 8), blurhash: try row.decode(String?.self, at: 9),
+            dominantColor: try row.decode(String?.self, at: 10), thumbnailError: try row.decode(String?.self, at: 11))
     }
 
     static func insert(

@@ -11,6 +11,8 @@ extension ImageService {
         public var orphanFiles = 0
         /// Temporary files older than the grace period (a crash while writing).
         public var temporaryFiles = 0
+        /// Thumbnail files without a row (their image deleted, or moved to the database).
+        public var orphanThumbnails = 0
     }
 
     /// Removes files that no row refers to, directory by directory; each directory is locked
@@ -19,8 +21,7 @@ extension ImageService {
     public func sweep(now: Int = Int(Date().timeIntervalSince1970)) throws -> SweepReport {
         var report = SweepReport()
         for prefix in 0...UInt8.max {
-            let files = try directory.files(prefix: prefix)
-            guard !files.isEmpty else { continue }
+            guard try !directory.files(prefix: prefix).isEmpty || !directory.thumbnailFiles(prefix: prefix).isEmpty else { continue }
             try pool.withTransaction { connection in
                 try ImageRepository.lockDirectory(connection, prefix: prefix, exclusive: true)
                 let kept = try ImageRepository.filesystemIDs(connection, prefix: prefix)
@@ -28,6 +29,11 @@ extension ImageService {
                 for id in try directory.files(prefix: prefix) where !kept.contains(id) {
                     if try directory.remove(id) { report.orphanFiles += 1 }
                 }
+                let keptThumbnails = try ThumbnailRepository.filesystemNames(connection, prefix: prefix)
+                for name in try directory.thumbnailFiles(prefix: prefix) where !keptThumbnails.contains(name) {
+                    if try FileSystem.remove(directory.directory(prefix: prefix) + "/" + name) { report.orphanThumbnails += 1 }
+                }
+                if report.orphanThumbnails > 0 { try FileSystem.syncDirectory(directory.directory(prefix: prefix)) }
             }
         }
         for name in try FileSystem.entries(of: directory.temporaryDirectory) where name.hasSuffix(".part") {
@@ -80,6 +86,12 @@ extension ImageService {
                 try ImageRepository.lockDirectory(connection, prefix: ImageDirectory.prefix(of: id), exclusive: false)
                 try directory.publish(written, as: id)
                 temporary = nil
+                // Its thumbnails go with it.
+                for thumbnail in try ThumbnailRepository.all(connection, id: id) {
+                    guard let bytes = thumbnail.bytes else { continue }
+                    try publishThumbnail(bytes, thumbnail.spec, of: id)
+                    try ThumbnailRepository.setBytes(connection, id: id, spec: thumbnail.spec, bytes: nil)
+                }
                 try ImageRepository.markMoved(connection, id: id, to: .filesystem)
                 return true
             }
@@ -92,6 +104,16 @@ extension ImageService {
                     throw ImageStoreCorruption("the file of image \(id) does not match its size and SHA-256")
                 }
                 try bytes.withUnsafeBytes { try ImageRepository.insertData(connection, id: id, bytes: $0) }
+                // Its thumbnails go with it; one whose file is missing is dropped (the next request makes it again).
+                for thumbnail in try ThumbnailRepository.all(connection, id: id) where thumbnail.bytes == nil {
+                    if let bytes = try? FileReader.bytes(directory.thumbnailPath(of: id, thumbnail.spec), limit: thumbnail.byteSize + 1),
+                        bytes.count == thumbnail.byteSize, SHA256.hash(bytes) == thumbnail.sha256
+                    {
+                        try ThumbnailRepository.setBytes(connection, id: id, spec: thumbnail.spec, bytes: bytes)
+                    } else {
+                        try ThumbnailRepository.delete(connection, id: id, spec: thumbnail.spec)
+                    }
+                }
                 try ImageRepository.markMoved(connection, id: id, to: .database)
                 return true
             }

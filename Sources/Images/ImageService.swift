@@ -5,6 +5,7 @@ import Postgres
 import Cryptography
 import Synchronization
 import Threads
+import Thumbnails
 
 /// Users' images: validation, the two storages behind one interface, listing, deletion, the
 /// start-up sweep and the move between storages.
@@ -27,6 +28,8 @@ public final class ImageService: Sendable {
         public var limits = ImageLimits()
         /// Temporary files older than this are leftovers of a crash and are swept.
         public var temporaryFileGraceSeconds = 3600
+        /// The memory that keeps recently served thumbnails, in bytes.
+        public var thumbnailCacheBytes = 64 << 20
 
         public init() {}
     }
@@ -53,21 +56,38 @@ public final class ImageService: Sendable {
     private let readers = Mutex<(pool: BoundedThreadPool?, stopped: Bool)>((nil, false))
     let directory: ImageDirectory
     let logger: Logger
+    /// The helper processes that decode images; nil makes no thumbnails (`unavailable`).
+    let thumbnailer: ThumbnailerPool?
+    let thumbnailCache: ThumbnailCache
+    /// The images whose thumbnails a thread of this process is making (`oneAtATime`).
+    let making = ConditionLock()
+    nonisolated(unsafe) var makingIDs: Set<UUID> = []
+    /// The threads that make each upload's first thumbnail; nil once shut down.
+    let preparers: Mutex<(pool: BoundedThreadPool?, Void)>
 
-    public init(pool: PostgresPool, configuration: Configuration, logger: Logger) {
+    public init(pool: PostgresPool, configuration: Configuration, logger: Logger, thumbnailer: ThumbnailerPool? = nil) {
         self.pool = pool
         self.configuration = configuration
         self.directory = ImageDirectory(root: configuration.directory)
         self.logger = logger
+        self.thumbnailer = thumbnailer
+        self.thumbnailCache = ThumbnailCache(capacityBytes: configuration.thumbnailCacheBytes)
+        self.preparers = Mutex(
+            (thumbnailer.map { BoundedThreadPool(name: "thumbnail-prep", threads: $0.configuration.helpers, queueLimit: 1024) }, ()))
     }
 
-    /// Stops the threads that read download chunks, after the chunks asked for.
+    /// Stops the threads that read download chunks, after the chunks asked for, and those that
+    /// prepare thumbnails, after the image each is on.
     public func shutdown() {
         let pool = readers.withLock { readers -> BoundedThreadPool? in
             readers.stopped = true
             return readers.pool
         }
         pool?.shutdown()
+        preparers.withLock { preparers -> BoundedThreadPool? in
+            defer { preparers.pool = nil }
+            return preparers.pool
+        }?.shutdown()
     }
 
     /// Creates the directory layout when the filesystem storage is in use.
@@ -187,6 +207,7 @@ public final class ImageService: Sendable {
         guard let storage = try pool.withConnection({ try ImageRepository.delete($0, id: id, userID: userID) }) else {
             throw ImageError.notFound
         }
+        thumbnailCache.remove(id)
         if storage == .filesystem { removeFiles([id]) }
     }
 
@@ -196,7 +217,8 @@ public final class ImageService: Sendable {
         try ImageRepository.deleteAll(connection, userID: userID)
     }
 
-    /// Removes the files of deleted images; a failure is logged, and the sweep retries at start-up.
+    /// Removes the files of deleted images and of their thumbnails; a failure is logged, and the
+    /// sweep retries at start-up.
     public func removeFiles(_ ids: [UUID]) {
         for id in ids {
             do {

@@ -24,10 +24,16 @@ public struct StoredImage: Sendable, Hashable {
     public let storage: ImageStorage
     /// Microseconds since the Unix epoch, exactly as PostgreSQL keeps it (the cursor needs exactness).
     public let createdAtMicroseconds: Int64
+    /// The placeholders, once a helper has decoded the image; nil before, or if it cannot be.
+    public let blurhash: String?
+    public let dominantColor: String?
+    /// Why no thumbnail can be made, once a helper found out.
+    public let thumbnailError: String?
 
     public init(
         id: UUID, userID: UUID, format: ImageFormat, byteSize: Int, sha256: [UInt8], width: Int, height: Int,
-        storage: ImageStorage, createdAtMicroseconds: Int64
+        storage: ImageStorage, createdAtMicroseconds: Int64, blurhash: String? = nil, dominantColor: String? = nil,
+        thumbnailError: String? = nil
     ) {
         self.id = id
         self.userID = userID
@@ -38,6 +44,9 @@ public struct StoredImage: Sendable, Hashable {
         self.height = height
         self.storage = storage
         self.createdAtMicroseconds = createdAtMicroseconds
+        self.blurhash = blurhash
+        self.dominantColor = dominantColor
+        self.thumbnailError = thumbnailError
     }
 
     /// The lowercase hex of `sha256`.

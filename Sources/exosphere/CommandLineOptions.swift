@@ -5,6 +5,7 @@ import Images
 import Mail
 import Postgres
 import StructuredLogging
+import Thumbnails
 import Cryptography
 
 /// The command line of `exosphere serve` (and `migrate`, `images migrate`): every setting as a
@@ -307,6 +308,42 @@ extension Configuration {
             help: "how long an image's signedUrl works (at most a week)", defaultValue: { String($0.signedURLSeconds) }
         ) { config, value throws(ConfigurationError) in
             config.signedURLSeconds = try integer(value, "--signed-url-seconds", 60...URLSigner.maxLifetimeSeconds)
+        },
+        Option(
+            flag: "--thumbnail-helpers", environment: "EXOSPHERE_THUMBNAIL_HELPERS", placeholder: "N",
+            help: "helper processes that decode images for thumbnails (0: no thumbnails)",
+            defaultValue: { String($0.thumbnails.helpers) }
+        ) { config, value throws(ConfigurationError) in
+            config.thumbnails.helpers = try integer(value, "--thumbnail-helpers", 0...64)
+        },
+        Option(
+            flag: "--thumbnail-timeout", environment: "EXOSPHERE_THUMBNAIL_TIMEOUT", placeholder: "SECONDS",
+            help: "wall-clock deadline to decode one image (and to wait for a free helper)",
+            defaultValue: { "\($0.thumbnails.deadlineSeconds)" }
+        ) { config, value throws(ConfigurationError) in
+            guard let seconds = Double(value), seconds >= 0.05, seconds <= 600 else {
+                throw ConfigurationError("--thumbnail-timeout/EXOSPHERE_THUMBNAIL_TIMEOUT: expected seconds from 0.05 to 600, got '\(shown(value))'")
+            }
+            config.thumbnails.deadlineSeconds = seconds
+        },
+        Option(
+            flag: "--thumbnail-cpu-seconds", environment: "EXOSPHERE_THUMBNAIL_CPU_SECONDS", placeholder: "SECONDS",
+            help: "CPU time a helper may spend on one image before the kernel stops it",
+            defaultValue: { String($0.thumbnails.cpuSeconds) }
+        ) { config, value throws(ConfigurationError) in
+            config.thumbnails.cpuSeconds = try integer(value, "--thumbnail-cpu-seconds", 1...600)
+        },
+        Option(
+            flag: "--thumbnail-memory-mb", environment: "EXOSPHERE_THUMBNAIL_MEMORY_MB", placeholder: "MIB",
+            help: "address space of each thumbnail helper", defaultValue: { String($0.thumbnails.memoryLimitMB) }
+        ) { config, value throws(ConfigurationError) in
+            config.thumbnails.memoryLimitMB = try integer(value, "--thumbnail-memory-mb", 128...65_536)
+        },
+        Option(
+            flag: "--thumbnail-cache-mb", environment: "EXOSPHERE_THUMBNAIL_CACHE_MB", placeholder: "MIB",
+            help: "memory that keeps recently served thumbnails", defaultValue: { String($0.images.thumbnailCacheBytes >> 20) }
+        ) { config, value throws(ConfigurationError) in
+            config.images.thumbnailCacheBytes = try integer(value, "--thumbnail-cache-mb", 0...65_536) << 20
         },
         Option(
             flag: "--access-log", environment: "EXOSPHERE_ACCESS_LOG", placeholder: "on|off",

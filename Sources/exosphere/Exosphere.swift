@@ -6,6 +6,7 @@ import StructuredLogging
 import Cryptography
 import Synchronization
 import Threads
+import ThumbnailWorker
 
 /// The `exosphere` command: parses the command line and runs what it names.
 enum Exosphere {
@@ -21,6 +22,8 @@ enum Exosphere {
                                       move every image (or N) to one storage; resumable (options as for serve)
           exosphere keys rotate [options]
                                       a new key signs image URLs; URLs signed before keep working until they expire
+          exosphere thumbnailer [--thumbnail-memory-mb N] [--no-seccomp]
+                                      the image-decoding helper the server starts itself (frames on stdin/stdout)
           exosphere openapi           print the OpenAPI 3.1 document of the HTTP API
           exosphere healthcheck [--port N] [--host H]
                                       exit 0 if GET /healthz answers 200 within 2 s (HOST, PORT as for serve)
@@ -92,6 +95,22 @@ enum Exosphere {
             if let target { return migrateImages(to: target, limit: limit, configuration, logger: logger) }
             if command == "keys" { return rotateKeys(configuration, logger: logger) }
             return command == "serve" ? serve(configuration, logger: logger) : migrate(configuration, logger: logger)
+        case "thumbnailer":
+            var options = ThumbnailerProcess.Options()
+            var rest = Array(arguments.dropFirst())
+            while let flag = rest.first {
+                rest.removeFirst()
+                if flag == "--no-seccomp" {
+                    options.seccomp = false
+                } else if flag == "--thumbnail-memory-mb", let value = rest.first.flatMap({ Int($0) }), (128...65_536).contains(value) {
+                    rest.removeFirst()
+                    options.memoryLimitBytes = value << 20
+                } else {
+                    printError("usage: exosphere thumbnailer [--thumbnail-memory-mb N] [--no-seccomp]")
+                    return 2
+                }
+            }
+            return ThumbnailerProcess.run(options, argv0: "exosphere")
         case "healthcheck":
             return healthcheck(Array(arguments.dropFirst()), environment: environment)
         case "hash-benchmark":

@@ -1,0 +1,358 @@
+import CLinux
+import Glibc
+import StructuredLogging
+import Threads
+
+/// A small pool of `exosphere thumbnailer` helper processes: the only place images are decoded.
+///
+/// Each helper handles one image at a time over a socket pair (its stdin and stdout). A helper
+/// that dies (a crafted file crashed its decoder, it ran out of its CPU allowance, someone killed
+/// it), answers nonsense or misses the deadline is killed, reaped and replaced by a fresh one when
+/// next needed; the request it was serving gets an answer:
+/// - killed by a signal other than `SIGXCPU`: tried once more on a fresh helper, since the helper
+///   may have died of something else than the file; a second death is `undecodable`;
+/// - `SIGPROF` or `SIGXCPU` (the file made the decoder spin through its CPU allowance) or the
+///   wall-clock deadline passed: `undecodable`;
+/// - every helper busy and `queueLimit` requests waiting, or none free within the deadline:
+///   `ThumbnailsUnavailable` (a `503` with `Retry-After`).
+public final class ThumbnailerPool: Sendable {
+    public struct Configuration: Sendable {
+        /// The `exosphere` executable; the helpers run `<executable> thumbnailer`.
+        public var executable = "/proc/self/exe"
+        /// How many helpers decode at once.
+        public var helpers = 2
+        /// The wall-clock deadline of one image, and of waiting for a free helper.
+        public var deadlineSeconds = 10.0
+        /// The CPU seconds one image may use (`RLIMIT_CPU`).
+        public var cpuSeconds = 5
+        /// The largest `width × height` a helper decodes; checked from the header first.
+        public var maxPixels = 100_000_000
+        /// A helper's address space (`RLIMIT_AS`), in MiB.
+        public var memoryLimitMB = 1024
+        /// Requests that may wait for a helper.
+        public var queueLimit = 64
+        /// Whether helpers install their seccomp filter.
+        public var seccomp = true
+
+        public init() {}
+    }
+
+    /// Counts for `/metrics`.
+    public struct Statistics: Sendable, Hashable {
+        public var made = 0
+        public var undecodable = 0
+        /// Helpers that died or were killed (each is replaced).
+        public var helperDeaths = 0
+        public var timeouts = 0
+        public var unavailable = 0
+    }
+
+    public let configuration: Configuration
+    private let logger: Logger
+    private let lock = ConditionLock()
+    private nonisolated(unsafe) var idle: [Helper] = []
+    private nonisolated(unsafe) var alive = 0
+    private nonisolated(unsafe) var waiting = 0
+    private nonisolated(unsafe) var stopped = false
+    private nonisolated(unsafe) var busy: Set<Int32> = []
+    private nonisolated(unsafe) var counts = Statistics()
+
+    public init(configuration: Configuration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    public var statistics: Statistics { lock.withLock { counts } }
+
+    /// The process ids of the helpers decoding right now (for tests and diagnostics).
+    public var busyHelperPIDs: [Int32] { lock.withLock { Array(busy) } }
+
+    /// Makes `job` from `original` on a helper, waiting for one if all are busy. A file that
+    /// crashes or stalls the decoder is `.undecodable` like one the decoder refuses.
+    public func render(_ job: ThumbnailJob, original: UnsafeRawBufferPointer) throws(ThumbnailsUnavailable) -> ThumbnailOutcome {
+        var job = job
+        job.maxPixels = min(job.maxPixels, configuration.maxPixels)
+        job.cpuSeconds = configuration.cpuSeconds
+        let frame = ThumbnailWire.encode(job, original: original)
+        for attempt in 1...2 {
+            let helper = try checkOut()
+            let result = helper.exchange(frame, deadline: monotonicNanoseconds() + UInt64(configuration.deadlineSeconds * 1e9))
+            switch result {
+            case .answered(let outcome):
+                checkIn(helper)
+                count { if case .made = outcome { $0.made += 1 } else { $0.undecodable += 1 } }
+                return outcome
+            case .died(let signal):
+                let status = retire(helper)
+                count { $0.helperDeaths += 1 }
+                logger.warning(
+                    "a thumbnail helper died", ["pid": String(helper.pid), "signal": String(status ?? signal ?? 0), "attempt": String(attempt)])
+                if status == SIGPROF || status == SIGXCPU {
+                    count { $0.undecodable += 1 }
+                    return .undecodable("decoding used the whole CPU allowance of \(configuration.cpuSeconds) s")
+                }
+                if attempt == 2 {
+                    count { $0.undecodable += 1 }
+                    return .undecodable("the decoder crashed on this file twice")
+                }
+            case .timedOut:
+                _ = retire(helper)
+                count {
+                    $0.helperDeaths += 1
+                    $0.timeouts += 1
+                    $0.undecodable += 1
+                }
+                logger.warning("a thumbnail helper missed its deadline and was killed", ["pid": String(helper.pid)])
+                return .undecodable("decoding took longer than \(configuration.deadlineSeconds) s")
+            case .malformed(let reason):
+                _ = retire(helper)
+                count { $0.helperDeaths += 1 }
+                logger.error("a thumbnail helper answered nonsense and was killed", ["pid": String(helper.pid), "reason": reason])
+                return .undecodable("the decoder failed on this file")
+            }
+        }
+        return .undecodable("unreachable")
+    }
+
+    /// Stops every idle helper (closing its socket ends it) and makes later requests `unavailable`;
+    /// helpers at work finish their image first.
+    public func shutdown() {
+        let helpers = lock.withLock {
+            stopped = true
+            lock.broadcast()
+            defer { idle = [] }
+            return idle
+        }
+        for helper in helpers { helper.stop() }
+    }
+
+    // MARK: - Helpers in and out
+
+    private func count(_ change: (inout Statistics) -> Void) { lock.withLock { change(&counts) } }
+
+    private func checkOut() throws(ThumbnailsUnavailable) -> Helper {
+        let deadline = monotonicNanoseconds() + UInt64(configuration.deadlineSeconds * 1e9)
+        lock.lock()
+        var spawn = false
+        var failure: ThumbnailsUnavailable?
+        var helper: Helper?
+        if waiting >= configuration.queueLimit, idle.isEmpty, alive >= configuration.helpers {
+            failure = ThumbnailsUnavailable("\(waiting) images are waiting for a thumbnail helper")
+        }
+        waiting += 1
+        while failure == nil, helper == nil, !spawn {
+            if stopped {
+                failure = ThumbnailsUnavailable("the server is shutting down")
+            } else if let free = idle.popLast() {
+                helper = free
+            } else if alive < configuration.helpers {
+                alive += 1
+                spawn = true
+            } else if !lock.wait(untilMonotonicNanoseconds: deadline) {
+                failure = ThumbnailsUnavailable("no thumbnail helper was free within \(configuration.deadlineSeconds) s")
+            }
+        }
+        waiting -= 1
+        if let helper { busy.insert(helper.pid) }
+        lock.unlock()
+        if let failure {
+            count { $0.unavailable += 1 }
+            throw failure
+        }
+        if let helper { return helper }
+        do {
+            let started = try Helper.start(configuration)
+            lock.withLock { busy.insert(started.pid) }
+            return started
+        } catch {
+            lock.withLock {
+                alive -= 1
+                lock.signal()
+            }
+            logger.error("a thumbnail helper could not be started", ["error": "\(error)"])
+            count { $0.unavailable += 1 }
+            throw ThumbnailsUnavailable("no thumbnail helper could be started")
+        }
+    }
+
+    private func checkIn(_ helper: Helper) {
+        let stop = lock.withLock {
+            busy.remove(helper.pid)
+            if stopped {
+                alive -= 1
+                return true
+            }
+            idle.append(helper)
+            lock.signal()
+            return false
+        }
+        if stop { helper.stop() }
+    }
+
+    /// Kills and reaps a helper; the signal that ended it, if one did.
+    private func retire(_ helper: Helper) -> Int32? {
+        let signal = helper.kill()
+        lock.withLock {
+            busy.remove(helper.pid)
+            alive -= 1
+            lock.signal()
+        }
+        return signal
+    }
+}
+
+/// One helper process and the server's end of its socket pair.
+final class Helper: @unchecked Sendable {
+    let pid: pid_t
+    let socket: Int32
+
+    enum Exchange {
+        case answered(ThumbnailOutcome)
+        /// The helper closed its end: it died, of this signal if known.
+        case died(Int32?)
+        case timedOut
+        case malformed(String)
+    }
+
+    struct StartFailure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private init(pid: pid_t, socket: Int32) {
+        self.pid = pid
+        self.socket = socket
+    }
+
+    static func start(_ configuration: ThumbnailerPool.Configuration) throws -> Helper {
+        var pair: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            throw StartFailure(description: "socketpair: \(String(cString: strerror(errno)))")
+        }
+        defer { close(pair[1]) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, pair[1], 0)
+        posix_spawn_file_actions_adddup2(&actions, pair[1], 1)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // The server blocks signals in some threads; a helper starts with none blocked and every
+        // signal at its default action, so SIGTERM, SIGPIPE and SIGXCPU end it.
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        sigdelset(&all, SIGKILL)
+        sigdelset(&all, SIGSTOP)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        var arguments = [
+            "exosphere", "thumbnailer", "--thumbnail-memory-mb", String(configuration.memoryLimitMB),
+        ]
+        if !configuration.seccomp { arguments.append("--no-seccomp") }
+        // One arena per thread would reserve 64 MiB of address space each against RLIMIT_AS.
+        // No ORC: its JIT writes code to a temporary file and maps it executable, which the
+        // confinement forbids (measured: the same rate without it, see the README).
+        let environment = ["MALLOC_ARENA_MAX=2", "VIPS_WARNING=0", "VIPS_NOVECTOR=1", "PATH=/usr/bin:/bin"]
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup($0) } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, configuration.executable, &actions, &attributes, argv, envp)
+        guard status == 0 else {
+            close(pair[0])
+            throw StartFailure(description: "posix_spawn \(configuration.executable): \(String(cString: strerror(status)))")
+        }
+        _ = fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK)
+        return Helper(pid: pid, socket: pair[0])
+    }
+
+    /// Sends one request and reads its answer, both within `deadline` (monotonic nanoseconds).
+    func exchange(_ frame: [UInt8], deadline: UInt64) -> Exchange {
+        var sent = 0
+        let sendResult: Exchange? = frame.withUnsafeBytes { bytes in
+            while sent < bytes.count {
+                let count = send(socket, bytes.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
+                if count > 0 {
+                    sent += count
+                } else if count < 0, errno == EAGAIN || errno == EINTR {
+                    if !wait(for: Int16(POLLOUT), until: deadline) { return .timedOut }
+                } else {
+                    return .died(nil)
+                }
+            }
+            return nil
+        }
+        if let sendResult { return sendResult }
+        var answer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                answer.append(contentsOf: chunk[..<count])
+                guard answer.count <= ThumbnailWire.maxFrameBytes else { return .malformed("an answer over the frame limit") }
+                do {
+                    if let outcome = try ThumbnailWire.decodeAnswer(answer) { return .answered(outcome) }
+                } catch {
+                    return .malformed(error.description)
+                }
+            } else if count == 0 {
+                return .died(nil)
+            } else if errno == EAGAIN || errno == EINTR {
+                if !wait(for: Int16(POLLIN), until: deadline) { return .timedOut }
+            } else {
+                return .died(nil)
+            }
+        }
+    }
+
+    private func wait(for events: Int16, until deadline: UInt64) -> Bool {
+        while true {
+            let now = monotonicNanoseconds()
+            guard now < deadline else { return false }
+            var descriptor = pollfd(fd: socket, events: events, revents: 0)
+            let milliseconds = Int32(min(Int64((deadline - now) / 1_000_000) + 1, Int64(Int32.max)))
+            let ready = poll(&descriptor, 1, milliseconds)
+            if ready > 0 { return true }
+            if ready < 0, errno != EINTR { return false }
+        }
+    }
+
+    /// Closes the socket (an idle helper then exits at end of input) and reaps the process.
+    func stop() {
+        close(socket)
+        var status: Int32 = 0
+        // An idle helper exits within milliseconds of its input closing; one that does not is killed.
+        for _ in 0..<200 {
+            if waitpid(pid, &status, WNOHANG) == pid { return }
+            usleep(5_000)
+        }
+        Glibc.kill(pid, SIGKILL)
+        _ = waitpid(pid, &status, 0)
+    }
+
+    /// Kills and reaps; the signal that ended the process (SIGKILL if this call did).
+    func kill() -> Int32? {
+        close(socket)
+        var status: Int32 = 0
+        // It may already be dead (the socket closed because it died): reap it with its own signal.
+        var reaped = false
+        for _ in 0..<50 where !reaped {
+            reaped = waitpid(pid, &status, WNOHANG) == pid
+            if !reaped { usleep(2_000) }
+        }
+        if !reaped {
+            Glibc.kill(pid, SIGKILL)
+            _ = waitpid(pid, &status, 0)
+        }
+        let signaled = (status & 0x7f) != 0 && (status & 0x7f) != 0x7f
+        return signaled ? status & 0x7f : nil
+    }
+}

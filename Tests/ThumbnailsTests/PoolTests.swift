@@ -1,0 +1,258 @@
+import Files
+import Foundation
+import StructuredLogging
+import TestSupport
+import Testing
+import Thumbnails
+
+/// The helper pool against real `exosphere thumbnailer` processes and real files: thumbnails,
+/// placeholders, hostile files, helpers that die, and the confinement.
+@Suite(.serialized)
+struct PoolTests {
+    static func pool(_ change: (inout ThumbnailerPool.Configuration) -> Void = { _ in }) throws -> ThumbnailerPool {
+        var configuration = ThumbnailerPool.Configuration()
+        configuration.executable = try #require(TestImages.exosphereExecutable(), "build the exosphere executable first")
+        change(&configuration)
+        return ThumbnailerPool(configuration: configuration, logger: Logger(label: "test", level: .critical))
+    }
+
+    static func job(_ specs: [ThumbnailSpec], placeholders: Bool = false) -> ThumbnailJob {
+        ThumbnailJob(renditions: specs, placeholders: placeholders, maxPixels: 100_000_000, cpuSeconds: 5)
+    }
+
+    static func render(_ pool: ThumbnailerPool, _ bytes: [UInt8], _ job: ThumbnailJob) throws -> ThumbnailOutcome {
+        try bytes.withUnsafeBytes { try pool.render(job, original: $0) }
+    }
+
+    /// A 12-megapixel-like JPEG, smaller for speed: 1600 × 1200 with a gradient.
+    static let photo: [UInt8] = try! TestImages.encode(
+        TestImages.Pixels(width: 1600, height: 1200) { x, y in (UInt8(x % 256), UInt8(y % 256), UInt8((x + y) % 256)) }, as: ".jpg[Q=90]")
+
+    @Test func everyFormatMakesBothEncodingsWithPlaceholders() throws {
+        let pool = try Self.pool()
+        defer { pool.shutdown() }
+        let upright = TestImages.marked(width: 300, height: 200)
+        for suffix in [".jpg[Q=90]", ".png", ".webp[Q=90]", ".gif", ".heic"] {
+            let bytes = try TestImages.encode(upright, as: suffix)
+            let specs = [ThumbnailSpec(size: 128, format: .webp), ThumbnailSpec(size: 256, format: .jpeg)]
+            guard case .made(let renditions, let placeholders) = try Self.render(pool, bytes, Self.job(specs, placeholders: true)) else {
+                Issue.record("\(suffix) was not decoded")
+                continue
+            }
+            #expect(renditions.map(\.spec) == specs, "\(suffix)")
+            #expect(renditions.map { $0.width * 10_000 + $0.height } == [1_280_085, 2_560_171], "\(suffix)")
+            #expect(renditions[0].bytes.starts(with: Array("RIFF".utf8)), "\(suffix)")
+            #expect(renditions[1].bytes.starts(with: [0xFF, 0xD8, 0xFF]), "\(suffix)")
+            let decoded = try TestImages.decode(renditions[1].bytes)
+            #expect(decoded.at(20, 20).r > 180 && decoded.at(20, 20).b < 90, "\(suffix): top-left is red")
+            #expect(decoded.at(230, 150).b > 180 && decoded.at(230, 150).r < 90, "\(suffix): bottom-right is blue")
+            let color = try #require(placeholders?.dominantColor, "\(suffix)")
+            #expect(color.hasPrefix("#f"), "\(suffix): white dominates, got \(color)")
+            #expect(placeholders.map { Blurhash.isWellFormed(Array($0.blurhash.utf8)) } == true)
+        }
+    }
+
+    @Test func everyOrientationIsApplied() throws {
+        let pool = try Self.pool()
+        defer { pool.shutdown() }
+        let upright = TestImages.marked(width: 120, height: 60)
+        for orientation in 1...8 {
+            let stored = TestImages.stored(upright, orientation: orientation)
+            let jpeg = TestImages.withOrientation(try TestImages.encode(stored, as: ".jpg[Q=95]"), UInt16(orientation))
+            guard case .made(let renditions, _) = try Self.render(pool, jpeg, Self.job([ThumbnailSpec(size: 128, format: .jpeg)])) else {
+                Issue.record("orientation \(orientation) was not decoded")
+                continue
+            }
+            let decoded = try TestImages.decode(renditions[0].bytes)
+            #expect(decoded.width == 120 && decoded.height == 60, "orientation \(orientation)")
+            #expect(decoded.at(10, 10).r > 180 && decoded.at(10, 10).b < 90, "orientation \(orientation): top-left red")
+            #expect(decoded.at(110, 50).b > 180 && decoded.at(110, 50).r < 90, "orientation \(orientation): bottom-right blue")
+        }
+    }
+
+    @Test func metadataIsStripped() throws {
+        let pool = try Self.pool()
+        defer { pool.shutdown() }
+        let jpeg = TestImages.withOrientation(try TestImages.encode(TestImages.marked(width: 64, height: 64), as: ".jpg"), 6)
+        for format in ThumbnailFormat.allCases {
+            guard case .made(let renditions, _) = try Self.render(pool, jpeg, Self.job([ThumbnailSpec(size: 128, format: format)])) else {
+                Issue.record("not decoded")
+                return
+            }
+            let bytes = renditions[0].bytes
+            #expect(!bytes.contains(subsequence: Array("Exif".utf8)), "\(format)")
+            #expect(!bytes.contains(subsequence: Array("EXIF".utf8)), "\(format)")
+            #expect(!bytes.contains(subsequence: Array("ICC_PROFILE".utf8)), "\(format)")
+            #expect(!bytes.contains(subsequence: Array("XMP".utf8)), "\(format)")
+        }
+    }
+
+    @Test func hostileFilesGetTheirErrorAndThePoolCarriesOn() throws {
+        let pool = try Self.pool { $0.cpuSeconds = 1 }
+        defer { pool.shutdown() }
+        let jpeg = Self.photo
+        let bomb = Build.png(width: 60_000, height: 60_000, colorType: 2)
+        let zeroWidth = Build.png(width: 0, height: 10, colorType: 2)
+        let svg = Array("<svg xmlns='http://www.w3.org/2000/svg' width='10' height='10'/>".utf8)
+        let cases: [(String, [UInt8])] = [
+            ("truncated", Array(jpeg.prefix(jpeg.count / 2))), ("zero width", zeroWidth), ("bomb", bomb), ("svg", svg),
+            ("garbage", Array(repeating: 0x41, count: 5000)),
+        ]
+        for (name, bytes) in cases {
+            let started = Date()
+            let outcome = try Self.render(pool, bytes, Self.job([ThumbnailSpec(size: 256, format: .webp)], placeholders: true))
+            guard case .undecodable(let reason) = outcome else {
+                Issue.record("\(name) was decoded: \(outcome)")
+                continue
+            }
+            #expect(Date().timeIntervalSince(started) < 2, "\(name): \(reason)")
+        }
+        // The same helpers still make thumbnails.
+        guard case .made = try Self.render(pool, jpeg, Self.job([ThumbnailSpec(size: 256, format: .webp)])) else {
+            Issue.record("the pool no longer decodes")
+            return
+        }
+        #expect(pool.statistics.helperDeaths == 0)
+    }
+
+    /// 10 000 × 10 000 16-bit RGBA, 0.4 MB of PNG: over two seconds of decoding.
+    static func slowPNG() throws -> [UInt8] { try TestImages.slowPNG() }
+
+    @Test func aFileThatMakesTheDecoderSpinUsesUpItsCPUAllowance() throws {
+        let pool = try Self.pool {
+            $0.cpuSeconds = 1
+            $0.helpers = 1
+        }
+        defer { pool.shutdown() }
+        let slow = try Self.slowPNG()
+        let started = Date()
+        guard case .undecodable(let reason) = try Self.render(pool, slow, Self.job([ThumbnailSpec(size: 256, format: .webp)])) else {
+            Issue.record("the slow file was decoded within one CPU second")
+            return
+        }
+        #expect(reason.contains("CPU"), "\(reason)")
+        #expect(Date().timeIntervalSince(started) < 5)
+        #expect(pool.statistics.helperDeaths == 1)
+        // A fresh helper takes its place.
+        guard case .made = try Self.render(pool, Self.photo, Self.job([ThumbnailSpec(size: 128, format: .jpeg)])) else {
+            Issue.record("no fresh helper")
+            return
+        }
+    }
+
+    @Test func aHelperPastItsDeadlineIsKilledAndReplaced() throws {
+        let pool = try Self.pool {
+            $0.deadlineSeconds = 0.3
+            $0.helpers = 1
+        }
+        defer { pool.shutdown() }
+        let started = Date()
+        guard case .undecodable(let reason) = try Self.render(pool, try Self.slowPNG(), Self.job([ThumbnailSpec(size: 256, format: .webp)])) else {
+            Issue.record("decoded within 0.3 s")
+            return
+        }
+        #expect(reason.contains("longer than"), "\(reason)")
+        #expect(Date().timeIntervalSince(started) < 1.5)
+        #expect(pool.statistics.timeouts == 1)
+        guard case .made = try Self.render(pool, Self.photo, Self.job([ThumbnailSpec(size: 128, format: .jpeg)])) else {
+            Issue.record("no fresh helper")
+            return
+        }
+    }
+
+    @Test func aHelperKilledMidThumbnailIsReplacedAndTheRequestAnswered() throws {
+        let pool = try Self.pool { $0.helpers = 1 }
+        defer { pool.shutdown() }
+        let slow = try Self.slowPNG()
+        let killer = Thread {
+            // Kill whichever helper is decoding, once.
+            for _ in 0..<400 {
+                if let pid = pool.busyHelperPIDs.first {
+                    usleep(200_000)
+                    kill(pid, SIGKILL)
+                    return
+                }
+                usleep(5_000)
+            }
+        }
+        killer.start()
+        let outcome = try Self.render(pool, slow, Self.job([ThumbnailSpec(size: 128, format: .jpeg)]))
+        guard case .made(let renditions, _) = outcome else {
+            Issue.record("the retry did not make the thumbnail: \(outcome)")
+            return
+        }
+        #expect(renditions[0].width == 128)
+        #expect(pool.statistics.helperDeaths == 1)
+    }
+
+    @Test func manyAtOnceShareTheHelpers() async throws {
+        let pool = try Self.pool { $0.helpers = 2 }
+        defer { pool.shutdown() }
+        let results = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<12 {
+                group.addTask {
+                    let spec = ThumbnailSpec(size: ThumbnailSpec.sizes[index % 4], format: index % 2 == 0 ? .webp : .jpeg)
+                    if case .made(let renditions, _) = try Self.render(pool, Self.photo, Self.job([spec])) {
+                        return renditions.first?.spec == spec
+                    }
+                    return false
+                }
+            }
+            return try await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(results == Array(repeating: true, count: 12))
+        #expect(pool.statistics.made == 12)
+    }
+
+    @Test func aFullQueueIsUnavailableNotAWait() throws {
+        let pool = try Self.pool {
+            $0.helpers = 1
+            $0.queueLimit = 0
+            $0.deadlineSeconds = 30
+        }
+        defer { pool.shutdown() }
+        let slow = try Self.slowPNG()
+        let busy = Thread { _ = try? Self.render(pool, slow, Self.job([ThumbnailSpec(size: 128, format: .jpeg)])) }
+        busy.start()
+        while pool.busyHelperPIDs.isEmpty { usleep(5_000) }
+        #expect(throws: ThumbnailsUnavailable.self) { try Self.render(pool, Self.photo, Self.job([ThumbnailSpec(size: 128, format: .jpeg)])) }
+        #expect(pool.statistics.unavailable == 1)
+    }
+
+    @Test func helpersAreConfined() throws {
+        let pool = try Self.pool { $0.helpers = 1 }
+        defer { pool.shutdown() }
+        let slow = try Self.slowPNG()
+        nonisolated(unsafe) var status: String?
+        nonisolated(unsafe) var limits: String?
+        let watcher = Thread {
+            for _ in 0..<400 {
+                if let pid = pool.busyHelperPIDs.first {
+                    usleep(100_000)
+                    status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+                    limits = try? String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+                    return
+                }
+                usleep(5_000)
+            }
+        }
+        watcher.start()
+        _ = try Self.render(pool, slow, Self.job([ThumbnailSpec(size: 128, format: .jpeg)]))
+        let lines = try #require(status).split(separator: "\n")
+        #expect(lines.contains("Seccomp:\t2"), "seccomp filter mode")
+        #expect(lines.contains("NoNewPrivs:\t1"))
+        let limitLines = try #require(limits).split(separator: "\n")
+        #expect(limitLines.contains { $0.hasPrefix("Max address space") && $0.contains("1073741824") })
+        #expect(limitLines.contains { $0.hasPrefix("Max core file size") && $0.contains(" 0 ") })
+        #expect(limitLines.contains { $0.hasPrefix("Max file size") && $0.contains(" 0 ") })
+        #expect(limitLines.contains { $0.hasPrefix("Max cpu time") && !$0.contains("unlimited") })
+    }
+}
+
+extension Array where Element == UInt8 {
+    func contains(subsequence: [UInt8]) -> Bool {
+        guard subsequence.count <= count else { return false }
+        for start in 0...(count - subsequence.count) where self[start..<start + subsequence.count].elementsEqual(subsequence) { return true }
+        return false
+    }
+}
