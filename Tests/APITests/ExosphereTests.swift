@@ -6,16 +6,7 @@ import Testing
 /// The built `exosphere` binary as a subprocess: real flags, a real socket, a real SIGTERM.
 @Suite struct ExosphereProcessTests {
     /// The executable built next to the test bundle.
-    static func executable() -> URL? {
-        var candidates: [URL] = []
-        let bundle = Bundle.main.bundleURL
-        candidates.append(bundle.appendingPathComponent("exosphere"))
-        candidates.append(bundle.deletingLastPathComponent().appendingPathComponent("exosphere"))
-        let argv0 = URL(fileURLWithPath: CommandLine.arguments[0])
-        candidates.append(argv0.deletingLastPathComponent().appendingPathComponent("exosphere"))
-        candidates.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug/exosphere"))
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }
+    static func executable() -> URL? { TestImages.exosphereExecutable().map { URL(fileURLWithPath: $0) } }
 
     /// A port that was free a moment ago: bind port 0, read it, close.
     ///
