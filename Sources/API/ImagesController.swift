@@ -100,19 +100,18 @@ struct ImagesController: Sendable {
     /// `GET /images/{id}?exp=…&sig=…[&size=N]`: the bytes (or that thumbnail) for whoever holds a
     /// URL the API signed, without a token; shared caches may keep them until the URL expires. A
     /// bad, expired or another image's signature is `403 invalid_signature`, checked before the
-    /// image is looked up.
+    /// image is looked up. The size is the client's to add: it is not signed.
     @Sendable func signedDownload(_ request: Request, _ context: RequestContext) throws -> Response {
         let query = QueryParameters(request.query)
-        let size = query["size"]
         guard let text = context.parameters["id"], let id = UUID(uuidString: text),
-            let secondsLeft = signer.verify(id: id, expiry: query["exp"], signature: query["sig"], size: size.flatMap { Int($0) }),
-            size == nil || size.flatMap({ Int($0) }).map(ThumbnailSpec.sizes.contains) == true
+            let secondsLeft = signer.verify(id: id, expiry: query["exp"], signature: query["sig"])
         else {
             throw Problem(status: .forbidden, code: "invalid_signature", detail: "The URL's signature is invalid or has expired.")
         }
         let cacheControl = "public, max-age=\(secondsLeft)"
-        if let size = size.flatMap({ Int($0) }) {
-            let spec = ThumbnailSpec(size: size, format: ThumbnailNegotiation.format(accept: request.headers["Accept"]))
+        if let size = query["size"] {
+            let spec = ThumbnailSpec(
+                size: try ImageService.thumbnailSize(size), format: ThumbnailNegotiation.format(accept: request.headers["Accept"]))
             return serve(try images.thumbnail(signed: id, spec), request, cacheControl: cacheControl)
         }
         return try serve(try images.find(signed: id), request, cacheControl: cacheControl)

@@ -78,11 +78,30 @@ extension Exosphere {
 
     /// The image's signed URL (`UserImage.signedPath`) on this server: it needs no token, so
     /// `AsyncImage(url:)` can load it, until it expires; fetch the metadata again for a fresh one.
-    public func signedURL(for image: UserImage) -> URL? {
+    /// With `thumbnail`, the URL serves that thumbnail instead (WebP or JPEG), for a grid cell.
+    public func signedURL(for image: UserImage, thumbnail: ThumbnailSize? = nil) -> URL? {
         // Appended to the base URL, as every request path is (a base with a path prefix keeps it).
         var base = baseURL.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
-        return image.signedPath.flatMap { URL(string: base + $0) }
+        let size = thumbnail.map { "&size=\($0.rawValue)" } ?? ""
+        return image.signedPath.flatMap { URL(string: base + $0 + size) }
+    }
+
+    /// A thumbnail of the image that fits within `size` × `size`, orientation applied, through the
+    /// disk cache (a thumbnail never changes: a cached one is returned without asking the server).
+    ///
+    /// - Throws: `ExosphereError` `404 image_not_found`, or `422 undecodable_image` when the
+    ///   server cannot decode the file (its `blurhash` is then nil too).
+    public func downloadThumbnail(_ image: UserImage, size: ThumbnailSize = .medium) async throws -> Data {
+        let key = image.id + "_t" + String(size.rawValue)
+        if let cached = imageCache?.entry(forID: key) { return cached.data }
+        var request = APIRequest("GET", "/users/me/images/" + APIRequest.segment(image.id) + "/thumbnail?size=\(size.rawValue)")
+        // Both decode on every supported system; WebP is the smaller.
+        request.headers["Accept"] = "image/webp, image/jpeg;q=0.8"
+        let response = try await sendSignedIn(request).0
+        guard response.status == 200 else { throw ExosphereError.invalidResponse("a thumbnail answered \(response.status)") }
+        if let etag = response.header("ETag") { imageCache?.store(response.body, etag: etag, forID: key) }
+        return response.body
     }
 
     /// The bytes of the image with this id (see `downloadImage(_:cachePolicy:)`).
@@ -115,6 +134,7 @@ extension Exosphere {
     /// Deletes the image with this id, and its cached copy.
     public func deleteImage(id: String) async throws {
         imageCache?.remove(id: id)
+        for size in ThumbnailSize.all { imageCache?.remove(id: id + "_t" + String(size.rawValue)) }
         _ = try await sendSignedIn(APIRequest("DELETE", "/users/me/images/" + APIRequest.segment(id)))
     }
 

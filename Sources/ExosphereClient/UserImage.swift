@@ -23,6 +23,12 @@ public struct UserImage: Identifiable, Hashable, Sendable {
     /// default), for `AsyncImage` or a web view: `Exosphere.signedURL(for:)` makes it absolute.
     /// Nil from a server that does not sign URLs. Not part of equality: every response signs anew.
     public let signedPath: String?
+    /// A BlurHash (https://blurha.sh) to paint while the bytes load: decode it with any BlurHash
+    /// library. Nil until the server has decoded the image (a moment after the upload), and for
+    /// good if it cannot.
+    public let blurhash: String?
+    /// The image's most common colour, `#rrggbb`; nil like `blurhash`.
+    public let dominantColor: String?
 
     init(json: JSONValue) throws {
         guard let id = json["id"]?.stringValue, let contentType = json["contentType"]?.stringValue,
@@ -41,9 +47,12 @@ public struct UserImage: Identifiable, Hashable, Sendable {
         self.createdAt = createdAt
         self.path = json["url"]?.stringValue ?? "/users/me/images/\(id)"
         self.signedPath = json["signedUrl"]?.stringValue
+        self.blurhash = json["blurhash"]?.stringValue
+        self.dominantColor = json["dominantColor"]?.stringValue
     }
 
-    /// Equal when every field but `signedPath` is.
+    /// Equal when every field but `signedPath` and the placeholders is (those change between
+    /// responses for the same image).
     public static func == (a: UserImage, b: UserImage) -> Bool {
         (a.id, a.contentType, a.byteSize, a.sha256) == (b.id, b.contentType, b.byteSize, b.sha256)
             && (a.width, a.height, a.createdAt, a.path) == (b.width, b.height, b.createdAt, b.path)
@@ -88,6 +97,27 @@ public struct ImageContentType: RawRepresentable, Hashable, Sendable, CustomStri
 
     /// `rawValue`.
     public var description: String { rawValue }
+}
+
+/// The box a thumbnail fits in, in pixels: the sizes the server makes.
+public struct ThumbnailSize: RawRepresentable, Hashable, Sendable {
+    public let rawValue: Int
+    /// One of 128, 256, 512 or 1024; nil for any other.
+    public init?(rawValue: Int) {
+        guard [128, 256, 512, 1024].contains(rawValue) else { return nil }
+        self.rawValue = rawValue
+    }
+    private init(_ value: Int) { rawValue = value }
+
+    /// 128 pixels.
+    public static let small = ThumbnailSize(128)
+    /// 256 pixels: the grid cell size the server makes at upload.
+    public static let medium = ThumbnailSize(256)
+    /// 512 pixels.
+    public static let large = ThumbnailSize(512)
+    /// 1024 pixels.
+    public static let extraLarge = ThumbnailSize(1024)
+    static let all: [ThumbnailSize] = [.small, .medium, .large, .extraLarge]
 }
 
 /// The order of `Exosphere.images(order:)`.

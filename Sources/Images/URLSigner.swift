@@ -5,7 +5,8 @@ import Synchronization
 
 /// Signs and verifies image URLs that need no `Authorization` header (`<img>`, `AsyncImage`, a
 /// CDN): `/images/{id}?exp=<unix seconds>&sig=<key id>.<HMAC-SHA-256>`, over the id, the expiry
-/// and the thumbnail size, with keys every instance reads from PostgreSQL (`url_signing_keys`).
+/// with keys every instance reads from PostgreSQL (`url_signing_keys`). The size of a thumbnail
+/// (`&size=N`) is not signed: whoever may see an image may see its thumbnails.
 ///
 /// The newest key signs. A key id travels in the signature, so URLs signed before a rotation keep
 /// working until they expire; keys are read again every minute, and at once (at most once a
@@ -58,21 +59,19 @@ public final class URLSigner: Sendable {
     }
 
     /// The path and query of a signed URL for an image (or one of its thumbnails), valid `lifetimeSeconds` from `now`.
-    public func url(for id: UUID, size: Int? = nil, now: Int = Int(Date().timeIntervalSince1970)) -> String {
+    public func url(for id: UUID, now: Int = Int(Date().timeIntervalSince1970)) -> String {
         refreshIfStale()
         guard let (keyID, secret) = keys.withLock({ keys in keys.secrets[keys.newest].map { (keys.newest, $0) } }) else {
             preconditionFailure("URLSigner.url(for:) before prepare()")
         }
         let expiry = now + lifetimeSeconds
-        let mac = HMAC.sha256(key: secret, message: URLSigner.message(id: id, expiry: expiry, size: size))
-        var url = "/images/\(id.uuidString.lowercased())?exp=\(expiry)&sig=\(keyID).\(Base64URL.encode(mac))"
-        if let size { url += "&size=\(size)" }
-        return url
+        let mac = HMAC.sha256(key: secret, message: URLSigner.message(id: id, expiry: expiry))
+        return "/images/\(id.uuidString.lowercased())?exp=\(expiry)&sig=\(keyID).\(Base64URL.encode(mac))"
     }
 
-    /// Whether `signature` signs this id, expiry and size with a key we hold, and the expiry has
+    /// Whether `signature` signs this id and expiry with a key we hold, and the expiry has
     /// not passed; the seconds left when it does.
-    public func verify(id: UUID, expiry expiryText: String?, signature: String?, size: Int?, now: Int = Int(Date().timeIntervalSince1970))
+    public func verify(id: UUID, expiry expiryText: String?, signature: String?, now: Int = Int(Date().timeIntervalSince1970))
         -> Int?
     {
         guard let expiryText, expiryText.utf8.count <= 12, let expiry = Int(expiryText), expiry > now,
@@ -80,13 +79,13 @@ public final class URLSigner: Sendable {
             let mac = Base64URL.decode(String(signature[signature.index(after: dot)...])), mac.count == SHA256.digestLength
         else { return nil }
         guard let secret = secret(keyID) else { return nil }
-        let expected = HMAC.sha256(key: secret, message: URLSigner.message(id: id, expiry: expiry, size: size))
+        let expected = HMAC.sha256(key: secret, message: URLSigner.message(id: id, expiry: expiry))
         return ConstantTime.equals(expected, mac) ? expiry - now : nil
     }
 
     /// What is signed: nothing a client controls goes in unvalidated, and each field is delimited.
-    static func message(id: UUID, expiry: Int, size: Int?) -> [UInt8] {
-        Array("exosphere-image-url\n\(id.uuidString.lowercased())\n\(expiry)\n\(size ?? 0)".utf8)
+    static func message(id: UUID, expiry: Int) -> [UInt8] {
+        Array("exosphere-image-url\n\(id.uuidString.lowercased())\n\(expiry)".utf8)
     }
 
     private func secret(_ keyID: Int32) -> [UInt8]? {

@@ -8,6 +8,7 @@ import Postgres
 import Cryptography
 import Images
 import Testing
+import Thumbnails
 
 /// The OpenAPI document: JSON our parser accepts, OpenAPI 3.1, exactly the routes the server
 /// registers, every `$ref` resolvable, and every stable error code under the status that carries it.
@@ -102,6 +103,7 @@ import Testing
             ImageError(.tooLarge, "").problem,
             Problem(status: .unprocessableContent, code: "invalid_limit", detail: ""),
             Problem(status: .rangeNotSatisfiable, code: "range_not_satisfiable", detail: ""),
+            ThumbnailsUnavailable("").problem,
         ]
         let listed = listedCodes()
         for problem in problems {
@@ -146,6 +148,8 @@ import Testing
                     #expect(content.keys == [path.hasSuffix(".css") ? "text/css" : "text/javascript"], "\(method) \(path) \(status)")
                 } else if let content, path == "/users/me/images/{id}" || path == "/images/{id}" {
                     #expect(Set(content.keys) == Set(ImageFormat.allCases.map(\.mimeType)), "\(method) \(path) \(status)")
+                } else if let content, path == "/users/me/images/{id}/thumbnail" {
+                    #expect(Set(content.keys) == Set(ThumbnailFormat.allCases.map(\.mimeType)), "\(method) \(path) \(status)")
                 } else if let content {
                     #expect(content.keys == ["application/json"], "\(method) \(path) \(status)")
                 }

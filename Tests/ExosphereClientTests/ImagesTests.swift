@@ -61,6 +61,36 @@ struct ImagesTests {
         #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control")?.hasPrefix("public, max-age=") == true)
     }
 
+    /// Thumbnails and placeholders: the grid's way to show images without their originals.
+    @Test func thumbnailsAndPlaceholdersForAGrid() async throws {
+        let (client, _, _) = try await server.signedInClient()
+        let jpeg = try TestImages.encode(TestImages.marked(width: 900, height: 600), as: ".jpg[Q=85]")
+        let uploaded = try await client.uploadImage(Data(jpeg), contentType: .jpeg)
+        let thumbnail = try await client.downloadThumbnail(uploaded, size: .small)
+        #expect(thumbnail.starts(with: Array("RIFF".utf8)))
+        let pixels = try TestImages.decode(Array(thumbnail))
+        #expect(pixels.width == 128 && pixels.height == 85)
+        // The disk cache answers the second time: the server counts one thumbnail request.
+        let before = try await server.requests("GET", "/users/me/images/{id}/thumbnail", 200)
+        #expect(try await client.downloadThumbnail(uploaded, size: .small) == thumbnail)
+        #expect(try await server.requests("GET", "/users/me/images/{id}/thumbnail", 200) == before)
+        // The placeholders arrive with the metadata once the server has decoded the image.
+        var listed: UserImage?
+        for _ in 0..<100 {
+            listed = try await client.imagePage().images.first { $0.id == uploaded.id }
+            if listed?.blurhash != nil { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(listed?.blurhash?.count == 28)
+        #expect(listed?.dominantColor?.hasPrefix("#") == true)
+        // A signed thumbnail URL loads without a token.
+        let image = try #require(listed)
+        let url = try #require(client.signedURL(for: image, thumbnail: .medium))
+        let (data, response) = try await URLSession(configuration: .ephemeral).data(from: url)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        #expect(try TestImages.decode(Array(data)).width == 256)
+    }
+
     @Test func aColdCacheDownloadsOnceThenRevalidates() async throws {
         let (uploader, email, password) = try await server.signedInClient()
         let image = try await uploader.uploadImage(ImagesTests.photo(40), contentType: .png)
