@@ -4,6 +4,7 @@ import Glibc
 import HTTP
 import HTTPServer
 import Images
+import Thumbnails
 import Outbox
 import Postgres
 import PostgresLoop
@@ -40,6 +41,7 @@ struct MetricsController {
         if let accounts { writeThrottles(accounts, into: &text) }
         if let images { writeImages(images, into: &text) }
         if let mail { writeMail(mail, into: &text) }
+        if let thumbnails = images?.thumbnailer?.statistics { writeThumbnails(thumbnails, into: &text) }
         text.family("exosphere_build_info", type: .gauge, help: "Always 1; the labels describe the running build.")
         text.sample("exosphere_build_info", ["version": Application.version], 1)
         ProcessFigures.read().write(into: &text)
@@ -170,6 +172,21 @@ struct MetricsController {
         text.sample("exosphere_mail_total", ["outcome": "failed"], mail.failed.load(ordering: .relaxed))
         text.sample("exosphere_mail_total", ["outcome": "retried"], mail.retried.load(ordering: .relaxed))
         text.sample("exosphere_mail_total", ["outcome": "sent"], mail.sent.load(ordering: .relaxed))
+    }
+
+    private func writeThumbnails(_ thumbnails: ThumbnailerPool.Statistics, into text: inout PrometheusText) {
+        text.family(
+            "exosphere_thumbnail_jobs_total", type: .counter,
+            help:
+                "Images the thumbnail helpers were given: made, undecodable (refused, crashed twice, out of CPU or time) or unavailable (no helper free: 503)."
+        )
+        text.sample("exosphere_thumbnail_jobs_total", ["outcome": "made"], thumbnails.made)
+        text.sample("exosphere_thumbnail_jobs_total", ["outcome": "unavailable"], thumbnails.unavailable)
+        text.sample("exosphere_thumbnail_jobs_total", ["outcome": "undecodable"], thumbnails.undecodable)
+        text.metric(
+            "exosphere_thumbnail_helper_deaths_total", type: .counter,
+            help: "Thumbnail helper processes that died or were killed (a crash, the CPU allowance, the deadline); each is replaced.",
+            thumbnails.helperDeaths)
     }
 
     private func writeHashing(_ hashing: HashingPool.Statistics, into text: inout PrometheusText) {

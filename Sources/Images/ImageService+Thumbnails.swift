@@ -36,6 +36,12 @@ extension ImageService {
         try thumbnail(of: find(id, userID: userID), spec)
     }
 
+    /// The thumbnail behind a signed URL if memory has it and its image was seen lately; never
+    /// blocks (the event loop asks).
+    public func cachedThumbnail(signed id: UUID, _ spec: ThumbnailSpec) -> Thumbnail? {
+        thumbnailCache.get(id, spec, maxAgeNanoseconds: ImageService.signedThumbnailFreshnessNanoseconds)
+    }
+
     /// The thumbnail behind a signed URL: from memory if the image was seen lately, else as `thumbnail`.
     public func thumbnail(signed id: UUID, _ spec: ThumbnailSpec) throws -> Thumbnail {
         if let cached = thumbnailCache.get(id, spec, maxAgeNanoseconds: ImageService.signedThumbnailFreshnessNanoseconds) {

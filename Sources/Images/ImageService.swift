@@ -57,7 +57,7 @@ public final class ImageService: Sendable {
     let directory: ImageDirectory
     let logger: Logger
     /// The helper processes that decode images; nil makes no thumbnails (`unavailable`).
-    let thumbnailer: ThumbnailerPool?
+    public let thumbnailer: ThumbnailerPool?
     let thumbnailCache: ThumbnailCache
     /// The images whose thumbnails a thread of this process is making (`oneAtATime`).
     let making = ConditionLock()

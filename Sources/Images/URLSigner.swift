@@ -35,7 +35,7 @@ public final class URLSigner: Sendable {
 
     /// Reads the keys, creating the first one if the deployment has none (at start).
     public func prepare() throws {
-        try pool.withConnection { connection in
+        _ = try pool.withConnection { connection in
             // Two instances starting at once may both create one; the newer simply signs.
             try connection.execute(
                 """
@@ -79,6 +79,20 @@ public final class URLSigner: Sendable {
             let mac = Base64URL.decode(String(signature[signature.index(after: dot)...])), mac.count == SHA256.digestLength
         else { return nil }
         guard let secret = secret(keyID) else { return nil }
+        let expected = HMAC.sha256(key: secret, message: URLSigner.message(id: id, expiry: expiry))
+        return ConstantTime.equals(expected, mac) ? expiry - now : nil
+    }
+
+    /// `verify` with the keys this instance holds, never reading them again: for the event loop,
+    /// which must not wait for the database. Nil when it cannot tell yes (the caller then asks `verify`).
+    public func verifyWithKnownKeys(id: UUID, expiry expiryText: String?, signature: String?, now: Int = Int(Date().timeIntervalSince1970))
+        -> Int?
+    {
+        guard let expiryText, expiryText.utf8.count <= 12, let expiry = Int(expiryText), expiry > now,
+            let signature, let dot = signature.firstIndex(of: "."), let keyID = Int32(signature[..<dot]),
+            let mac = Base64URL.decode(String(signature[signature.index(after: dot)...])), mac.count == SHA256.digestLength,
+            let secret = keys.withLock({ $0.secrets[keyID] })
+        else { return nil }
         let expected = HMAC.sha256(key: secret, message: URLSigner.message(id: id, expiry: expiry))
         return ConstantTime.equals(expected, mac) ? expiry - now : nil
     }

@@ -26,6 +26,11 @@ public enum ThumbnailerProcess {
     public static func run(_ options: Options, argv0: String) -> Int32 {
         _ = clinux_close_from(3)
         signal(SIGPIPE, SIG_IGN)
+        // libvips' ORC JIT first tries to write its code to a temporary file it maps twice
+        // (writable, executable). The filter refuses the open and ORC falls back to an anonymous
+        // writable and executable mapping (1.8× faster than without ORC, measured); without the
+        // filter (--no-seccomp) the write meets RLIMIT_FSIZE, which must fail, not kill.
+        signal(SIGXFSZ, SIG_IGN)
         guard exo_vips_start(argv0) == 0 else {
             report("libvips failed to start")
             return 70
@@ -86,24 +91,49 @@ public enum ThumbnailerProcess {
         _ = writeAll(2, Array(("exosphere thumbnailer: " + message + "\n").utf8))
     }
 
-    /// Reads whole request frames from a blocking descriptor.
+    /// Reads whole request frames from a blocking descriptor: the head a few bytes at a time,
+    /// then the rest straight into one buffer of the frame's size.
     struct FrameReader {
         let fd: Int32
-        var buffer: [UInt8] = []
 
         mutating func next() -> [UInt8]? {
-            while true {
-                if let length = try? ThumbnailWire.requestLength(header: buffer), buffer.count >= length {
-                    let frame = Array(buffer[..<length])
-                    buffer.removeFirst(length)
-                    return frame
+            var frame: [UInt8] = []
+            var length: Int?
+            while length == nil {
+                // The head is at most 5 + 255 × 3 + 17 bytes; read it in small steps so that no byte
+                // of the original is read here.
+                let wanted = frame.count < 5 ? 5 - frame.count : 5 + Int(frame[4]) * 3 + 17 - frame.count
+                guard wanted > 0, let bytes = read(wanted) else { return nil }
+                frame += bytes
+                do {
+                    length = try ThumbnailWire.requestLength(header: frame)
+                } catch {
+                    return nil
                 }
-                var chunk = [UInt8](repeating: 0, count: 256 * 1024)
-                let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            }
+            guard let length, length >= frame.count else { return nil }
+            let head = frame.count
+            frame += [UInt8](repeating: 0, count: length - head)
+            var filled = head
+            while filled < length {
+                let count = frame.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, length - filled) }
                 if count < 0, errno == EINTR { continue }
                 guard count > 0 else { return nil }
-                buffer.append(contentsOf: chunk[..<count])
+                filled += count
             }
+            return frame
+        }
+
+        private func read(_ count: Int) -> [UInt8]? {
+            var bytes = [UInt8](repeating: 0, count: count)
+            var filled = 0
+            while filled < count {
+                let got = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, count - filled) }
+                if got < 0, errno == EINTR { continue }
+                guard got > 0 else { return nil }
+                filled += got
+            }
+            return bytes
         }
     }
 }

@@ -255,9 +255,7 @@ final class Helper: @unchecked Sendable {
         ]
         if !configuration.seccomp { arguments.append("--no-seccomp") }
         // One arena per thread would reserve 64 MiB of address space each against RLIMIT_AS.
-        // No ORC: its JIT writes code to a temporary file and maps it executable, which the
-        // confinement forbids (measured: the same rate without it, see the README).
-        let environment = ["MALLOC_ARENA_MAX=2", "VIPS_WARNING=0", "VIPS_NOVECTOR=1", "PATH=/usr/bin:/bin"]
+        let environment = ["MALLOC_ARENA_MAX=2", "VIPS_WARNING=0", "PATH=/usr/bin:/bin"]
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = environment.map { strdup($0) } + [nil]
         defer {

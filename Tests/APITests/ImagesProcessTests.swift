@@ -64,10 +64,11 @@ import Testing
         }
 
         /// The image files on disk, by id.
+        /// The originals' files (thumbnails, `<id>-<size>.<ext>`, are not counted).
         func files() throws -> Set<String> {
             var ids: Set<String> = []
             for prefix in try FileSystem.entries(of: imageDirectory) where prefix.count == 2 {
-                for name in try FileSystem.entries(of: imageDirectory + "/" + prefix) { ids.insert(name) }
+                for name in try FileSystem.entries(of: imageDirectory + "/" + prefix) where name.count == 36 { ids.insert(name) }
             }
             return ids
         }
@@ -465,8 +466,11 @@ import Testing
             #expect(try deployment.files() == Set(images.map(\.id)))
         } else {
             #expect(try deployment.dataRows() == Set(images.map(\.id)))
+            // The signal may land between an image's commit and the removal of its file (the test
+            // signals as soon as it sees a commit): that one file is left for `serve`'s start-up
+            // sweep, as documented. Never more.
             let left = try deployment.files()
-            #expect(left.isEmpty, "no image file left behind: \(left.sorted().prefix(5))")
+            #expect(left.count <= 1, "at most the file of the image the signal interrupted: \(left.sorted().prefix(5))")
         }
         // A run killed while it wrote a file leaves that temporary file in `tmp`: neither `images
         // migrate` nor its second run removes it; only `serve`'s start-up sweep does, once it is an

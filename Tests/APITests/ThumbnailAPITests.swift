@@ -223,6 +223,9 @@ struct ThumbnailAPITests {
         #expect(times[times.count * 99 / 100] < 0.25, "GET /users/me p99 \(times[times.count * 99 / 100]) s")
         let id = try Self.upload(server, account.token)
         #expect(try ImageScenarios.get(server, account.token, "/users/me/images/\(id)/thumbnail?size=128").status == 200)
+        // Decoding the spinning file was tried once: recorded, never again.
+        #expect(try server.metric("exosphere_thumbnail_helper_deaths_total") == 1)
+        #expect((try server.metric("exosphere_thumbnail_jobs_total{outcome=\"made\"}") ?? 0) >= 1)
     }
 
     @Test func theMoveBetweenStoragesAndTheSweepKnowThumbnails() throws {

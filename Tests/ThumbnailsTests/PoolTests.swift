@@ -226,11 +226,15 @@ struct PoolTests {
         nonisolated(unsafe) var status: String?
         nonisolated(unsafe) var limits: String?
         let watcher = Thread {
-            for _ in 0..<400 {
-                if let pid = pool.busyHelperPIDs.first {
-                    usleep(100_000)
-                    status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-                    limits = try? String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+            // Once its helper confined itself (before it reads its first image), while it decodes.
+            for _ in 0..<1000 {
+                if let pid = pool.busyHelperPIDs.first,
+                    let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8), text.contains("Seccomp:\t2"),
+                    let limitText = try? String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8),
+                    limitText.split(separator: "\n").contains(where: { $0.hasPrefix("Max cpu time") && !$0.contains("unlimited") })
+                {
+                    status = text
+                    limits = limitText
                     return
                 }
                 usleep(5_000)
