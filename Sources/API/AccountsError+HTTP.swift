@@ -13,7 +13,8 @@ extension AccountsError: HTTPResponseError {
         case .invalidCredentials, .invalidToken, .missingToken:
             status = .unauthorized
             headers.add(name: "WWW-Authenticate", value: code == .invalidToken ? #"Bearer error="invalid_token""# : "Bearer")
-        case .invalidPassword: status = .forbidden
+        case .invalidPassword, .accountDisabled: status = .forbidden
+        case .adminExists: status = .conflict
         case .notFound: status = .notFound
         case .preconditionFailed: status = .preconditionFailed
         case .tooManyAttempts: status = .tooManyRequests

@@ -4,7 +4,8 @@ import JSON
 
 /// The JSON representations of the contract: user, session body, session list entry.
 enum UserJSON {
-    static func write(_ user: User, into writer: inout JSONWriter) {
+    /// `more` adds members after the user's own (the admin's view adds four).
+    static func write(_ user: User, into writer: inout JSONWriter, more: (inout JSONWriter) -> Void = { _ in }) {
         writer.beginObject()
         writer.key("id"); writer.string(user.id.lowercasedText)
         writer.key("email"); writer.string(user.email)
@@ -14,6 +15,7 @@ enum UserJSON {
         writer.key("createdAt"); writer.string(timestamp(user.createdAt))
         writer.key("updatedAt"); writer.string(timestamp(user.updatedAt))
         writer.key("data"); writer.value(.object(user.data))
+        more(&writer)
         writer.endObject()
     }
 

@@ -65,6 +65,10 @@ extension AccountService {
             guard let (userID, _) = try AccountTokenRepository.consume(connection, hash: tokenHash, purpose: .passwordReset),
                 let stored = try UserRepository.find(connection, id: userID, forUpdate: true)
             else { throw invalid }
+            // A disabled account is not signed in by a reset either (rolled back: the link works once enabled).
+            if try AdminRepository.isDisabled(connection, id: userID) {
+                throw AccountsError(.accountDisabled, "An administrator disabled this account.")
+            }
             try UserRepository.setPasswordHash(connection, id: userID, hash: passwordHash)
             _ = try SessionRepository.deleteAll(connection, userID: userID)
             // The link came through the account's mailbox: that proves the address (reset tokens

@@ -261,6 +261,9 @@ public final class AccountService: Sendable {
                 // The password changed (or the account went) while this one was being checked.
                 return nil
             }
+            if try AdminRepository.isDisabled(connection, id: user.id) {
+                throw AccountsError(.accountDisabled, "An administrator disabled this account.")
+            }
             if let upgraded {
                 try UserRepository.upgradePasswordHash(connection, id: credentials.id, from: credentials.passwordHash, to: upgraded)
             }

@@ -35,6 +35,10 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         case invalidVerificationToken = "invalid_verification_token"
         /// A verification mail was asked for an address that is verified.
         case alreadyVerified = "already_verified"
+        /// An administrator disabled the account: it cannot sign in.
+        case accountDisabled = "account_disabled"
+        /// An admin-only name (an administrator's email) that already exists.
+        case adminExists = "admin_exists"
     }
 
     /// One offending field, named by its JSON path (`data.height`).

@@ -41,4 +41,7 @@ public struct QueryParameters: Sendable {
     }
 
     public subscript(name: String) -> String? { values[name] }
+
+    /// Every parameter, by name (the first value of each).
+    public var all: [String: String] { values }
 }

@@ -1,4 +1,5 @@
 import API
+import Accounts
 import Glibc
 import Images
 import SocketClient
@@ -24,6 +25,9 @@ enum Exosphere {
                                       a new key signs image URLs; URLs signed before keep working until they expire
           exosphere thumbnailer [--thumbnail-memory-mb N] [--no-seccomp]
                                       the image-decoding helper the server starts itself (frames on stdin/stdout)
+          exosphere admin create|reset-password --email E --password-stdin [options]
+          exosphere admin list [options] | admin delete --email E [options]
+                                      administrators of the console and /admin/ API (options as for serve)
           exosphere openapi           print the OpenAPI 3.1 document of the HTTP API
           exosphere healthcheck [--port N] [--host H]
                                       exit 0 if GET /healthz answers 200 within 2 s (HOST, PORT as for serve)
@@ -49,6 +53,8 @@ enum Exosphere {
         case "openapi":
             print(OpenAPIDocument.json)
             return 0
+        case "admin":
+            return admin(Array(arguments.dropFirst()), environment: environment)
         case "serve", "migrate", "images", "keys":
             var rest = Array(arguments.dropFirst())
             if command == "keys" {
@@ -163,6 +169,91 @@ enum Exosphere {
             let id = try database.pool.withConnection { try URLSigner.rotate($0) }
             printError("keys rotate: key \(id) signs image URLs now; older keys verify until a week after their retirement")
             return 0
+        } catch {
+            printError("exosphere: \(String(reflecting: error))")
+            return 1
+        }
+    }
+
+    /// `exosphere admin create|reset-password|list|delete`: administrators, on the server's machine
+    /// with its database settings. A password is read from standard input (one line), never from
+    /// the command line, where other users of the machine could read it.
+    static func admin(_ arguments: [String], environment: [String: String]) -> Int32 {
+        let usage = "usage: exosphere admin create|reset-password --email E --password-stdin | list | delete --email E [options as for serve]"
+        guard let action = arguments.first, ["create", "reset-password", "list", "delete"].contains(action) else {
+            printError(usage)
+            return 2
+        }
+        var rest = Array(arguments.dropFirst())
+        var email: String?
+        if let flag = rest.firstIndex(of: "--email") {
+            guard flag + 1 < rest.count else {
+                printError(usage)
+                return 2
+            }
+            email = rest[flag + 1]
+            rest.removeSubrange(flag...(flag + 1))
+        }
+        let passwordFromStdin = rest.contains("--password-stdin")
+        rest.removeAll { $0 == "--password-stdin" }
+        let needsPassword = action == "create" || action == "reset-password"
+        guard (action == "list") == (email == nil), needsPassword == passwordFromStdin else {
+            printError(usage)
+            return 2
+        }
+        var password = ""
+        if needsPassword {
+            guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+                printError("exosphere admin: no password on standard input")
+                return 2
+            }
+            password = line
+        }
+        let configuration: Configuration
+        do {
+            configuration = try Configuration.parse(arguments: rest, environment: environment)
+        } catch {
+            for problem in error.problems { printError("exosphere: invalid configuration: \(problem)") }
+            return 2
+        }
+        let logger = Logger(label: "exosphere", level: configuration.logLevel, format: configuration.logFormat)
+        do {
+            let database = try Database.start(configuration, logger: logger)
+            defer { database.shutdown() }
+            let hasher = try PasswordHasher(
+                parameters: configuration.passwordHashing, allowWeakParameters: !configuration.passwordHashing.isAtLeastOWASP)
+            let hashing = HashingPool(workers: 1, queueCapacity: 4)
+            defer { hashing.shutdown() }
+            let accounts = AccountService(
+                pool: database.pool, hasher: hasher, hashing: hashing, configuration: configuration.accounts, logger: logger)
+            defer { accounts.shutdown() }
+            switch action {
+            case "create":
+                let admin = try accounts.createAdmin(email: email!, password: password)
+                print("admin created: \(admin.email) (\(admin.id.uuidString.lowercased()))")
+            case "reset-password":
+                guard try accounts.resetAdminPassword(email: email!, password: password) else {
+                    printError("exosphere admin: no administrator has the email \(email!)")
+                    return 1
+                }
+                print("password set; every session of \(email!) ended")
+            case "delete":
+                guard try accounts.deleteAdmin(email: email!) else {
+                    printError("exosphere admin: no administrator has the email \(email!)")
+                    return 1
+                }
+                print("admin deleted: \(email!)")
+            default:
+                for admin in try accounts.admins() {
+                    print(
+                        "\(admin.email)\t\(admin.id.uuidString.lowercased())\t\(RFC3339.format(millisecondsSinceEpoch: Int64(admin.createdAt.timeIntervalSince1970 * 1000)))"
+                    )
+                }
+            }
+            return 0
+        } catch let error as AccountsError {
+            printError("exosphere admin: \(error.detail)")
+            return 1
         } catch {
             printError("exosphere: \(String(reflecting: error))")
             return 1

@@ -1,0 +1,161 @@
+import Accounts
+import Cryptography
+import FoundationEssentials
+import HTTP
+import HTTPServer
+import JSON
+
+/// The administrators' API (`/admin/`): their sign-in, the user search and a user's detail,
+/// disabling, and the audit log. Every route but the sign-in needs an admin token; a user's token
+/// is `401`, as is an admin's on every user route (admin sessions are another table).
+struct AdminController: Sendable {
+    let accounts: AccountService
+    let authenticator: Authenticator
+
+    func register(in router: inout Router) {
+        router.post("/admin/signin", use: signIn)
+        router.get("/admin/users", use: users)
+        router.get("/admin/users/{id}", use: user)
+        router.patch("/admin/users/{id}", use: patchUser)
+        router.get("/admin/audit", use: audit)
+    }
+
+    private func admin(_ request: Request) throws -> Admin {
+        try accounts.authenticateAdmin(token: try authenticator.token(request))
+    }
+
+    @Sendable func signIn(_ request: Request, _ context: RequestContext) throws -> Response {
+        let body = try JSONBody.object(request)
+        guard let email = body["email"]?.stringValue, let password = body["password"]?.stringValue, body.count == 2 else {
+            throw AccountsError(.invalidValue, "The body is {\"email\", \"password\"}, both strings.")
+        }
+        let issued = try accounts.adminSignIn(email: email, password: password, origin: authenticator.origin(request, context))
+        var response = JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("accessToken"); writer.string(issued.accessToken)
+            writer.key("tokenType"); writer.string("Bearer")
+            writer.key("expiresAt"); writer.string(UserJSON.timestamp(issued.expiresAt))
+            writer.key("admin"); AdminController.write(issued.admin, into: &writer)
+            writer.endObject()
+        }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    @Sendable func users(_ request: Request, _ context: RequestContext) throws -> Response {
+        _ = try admin(request)
+        let query = QueryParameters(request.query)
+        let page = try PageParameters(request, invalidCursor: AccountsError(.invalidValue, "after must be a cursor from a previous page's next."))
+        var search = UserSearch(emailContains: query["q"])
+        for (name, value) in query.all.sorted(by: { $0.key < $1.key }) where name.hasPrefix("field.") {
+            search.fields.append((String(name.dropFirst(6)), value))
+        }
+        let found = try accounts.searchUsers(search, after: page.cursor, limit: page.limit)
+        var response = JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("users")
+            writer.beginArray()
+            for view in found.users { AdminController.write(view, into: &writer) }
+            writer.endArray()
+            writer.key("next")
+            if let next = found.next { writer.string(next.text) } else { writer.null() }
+            writer.endObject()
+        }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    @Sendable func user(_ request: Request, _ context: RequestContext) throws -> Response {
+        _ = try admin(request)
+        let view = try accounts.adminView(of: try AdminController.userID(context))
+        return JSONBody.response { AdminController.write(view, into: &$0) }
+    }
+
+    /// `{"disabled": true|false}`; disabling ends every session of the user at once.
+    @Sendable func patchUser(_ request: Request, _ context: RequestContext) throws -> Response {
+        let admin = try admin(request)
+        let id = try AdminController.userID(context)
+        let body = try JSONBody.object(request)
+        for key in body.keys where key != "disabled" {
+            throw AccountsError.invalid([
+                AccountsError.FieldError(field: key, code: .unknownField, detail: "this server edits only disabled yet")
+            ])
+        }
+        if let value = body["disabled"] {
+            guard case .bool(let disabled) = value else {
+                throw AccountsError.invalid([AccountsError.FieldError(field: "disabled", code: .invalidType, detail: "expected boolean")])
+            }
+            try accounts.setDisabled(id, disabled, by: admin, origin: authenticator.origin(request, context))
+        }
+        let view = try accounts.adminView(of: id)
+        return JSONBody.response { AdminController.write(view, into: &$0) }
+    }
+
+    @Sendable func audit(_ request: Request, _ context: RequestContext) throws -> Response {
+        _ = try admin(request)
+        let query = QueryParameters(request.query)
+        var limit = 50
+        if let text = query["limit"] {
+            guard let value = Int(text), (1...100).contains(value) else {
+                throw Problem(status: .unprocessableContent, code: "invalid_limit", detail: "limit must be an integer from 1 to 100.")
+            }
+            limit = value
+        }
+        var before: Int64?
+        if let text = query["after"] {
+            guard let value = Int64(text), value > 0 else {
+                throw Problem(status: .unprocessableContent, code: "invalid_cursor", detail: "after must be a previous page's next.")
+            }
+            before = value
+        }
+        let page = try accounts.auditPage(before: before, limit: limit)
+        return JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("entries")
+            writer.beginArray()
+            for entry in page.entries {
+                writer.beginObject()
+                writer.key("id"); writer.string(String(entry.id))
+                writer.key("at"); writer.string(UserJSON.timestamp(entry.at))
+                writer.key("adminEmail"); writer.string(entry.adminEmail)
+                writer.key("action"); writer.string(entry.action)
+                writer.key("targetUserId")
+                if let target = entry.targetUserID { writer.string(target.lowercasedText) } else { writer.null() }
+                writer.key("ipAddress")
+                if let address = entry.ipAddress { writer.string(address) } else { writer.null() }
+                writer.endObject()
+            }
+            writer.endArray()
+            writer.key("next")
+            if let next = page.next { writer.string(String(next)) } else { writer.null() }
+            writer.endObject()
+        }
+    }
+
+    // MARK: - JSON
+
+    static func write(_ admin: Admin, into writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("id"); writer.string(admin.id.lowercasedText)
+        writer.key("email"); writer.string(admin.email)
+        writer.endObject()
+    }
+
+    /// The user object plus `disabled`, `sessionCount`, `imageCount`, `lastSignInAt`.
+    static func write(_ view: AdminUserView, into writer: inout JSONWriter) {
+        UserJSON.write(view.user, into: &writer) { writer in
+            writer.key("disabled"); writer.bool(view.disabled)
+            writer.key("sessionCount"); writer.int(view.sessionCount)
+            writer.key("imageCount"); writer.int(view.imageCount)
+            writer.key("lastSignInAt")
+            if let last = view.lastSignInAt { writer.string(UserJSON.timestamp(last)) } else { writer.null() }
+        }
+    }
+
+    static func userID(_ context: RequestContext) throws -> UUID {
+        guard let text = context.parameters["id"], let id = UUID(uuidString: text) else {
+            throw AccountsError(.notFound, "There is no user with this id.")
+        }
+        return id
+    }
+}

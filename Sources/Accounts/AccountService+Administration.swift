@@ -1,0 +1,188 @@
+import Cryptography
+import FoundationEssentials
+import JSON
+import Postgres
+
+/// Administrators (made on the server's machine with `exosphere admin …`), their sign-in and
+/// sessions, the audit log, and what they may do to users.
+extension AccountService {
+    // MARK: - The command line
+
+    /// A new administrator; `admin_exists` when the email has one, `weak_password` under the user policy.
+    public func createAdmin(email text: String, password: String) throws -> Admin {
+        let email = try adminEmail(text)
+        try checkAdminPassword(password)
+        let hash = try onHashingPool(.bulk, nil) { [hasher] in try hasher.hash(password: password) }
+        guard let admin = try pool.withConnection({ try AdminRepository.insert($0, email: email, passwordHash: hash) }) else {
+            throw AccountsError(.adminExists, "An administrator with this email exists.")
+        }
+        return admin
+    }
+
+    public func admins() throws -> [Admin] {
+        try pool.withConnection { try AdminRepository.all($0) }
+    }
+
+    /// Deletes an administrator and ends their sessions; false when there is none.
+    public func deleteAdmin(email text: String) throws -> Bool {
+        let email = try adminEmail(text)
+        return try pool.withConnection { try AdminRepository.delete($0, email: email) }
+    }
+
+    /// A new password for an administrator, ending their sessions; false when there is none.
+    public func resetAdminPassword(email text: String, password: String) throws -> Bool {
+        let email = try adminEmail(text)
+        try checkAdminPassword(password)
+        let hash = try onHashingPool(.bulk, nil) { [hasher] in try hasher.hash(password: password) }
+        return try pool.withTransaction { try AdminRepository.setPassword($0, email: email, passwordHash: hash) }
+    }
+
+    // MARK: - Sign-in and sessions
+
+    /// Checks an administrator's password under a throttle of its own (per email and address,
+    /// counted before hashing, as users' are) and opens an admin session.
+    public func adminSignIn(email text: String, password: String, origin: RequestOrigin) throws -> IssuedAdminSession {
+        let invalid = AccountsError(.invalidCredentials, "The email or password is wrong.")
+        let email = EmailAddress(text)
+        let emailID = email?.normalized ?? "sha256:" + SHA256.hexDigest(text.lowercased().utf8)
+        let throttles = [
+            (key: "admin-signin:pair:" + emailID + " " + origin.throttleAddress, rule: configuration.signInPerEmailAndAddress),
+            (key: "admin-signin:email:" + emailID, rule: configuration.signInPerEmailAndAddress),
+        ]
+        let (wait, credentials) = try pool.withConnection { connection in
+            (try ThrottleRepository.acquire(connection, throttles), try email.flatMap { try AdminRepository.credentials(connection, email: $0) })
+        }
+        if let wait { throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait) }
+        let tooLong = password.utf8.count > configuration.passwordPolicy.maxBytes
+        let valid = try onHashingPool(.interactive, origin) { [hasher] () -> Bool in
+            guard let credentials, !tooLong else {
+                try hasher.dummyVerify(password: tooLong ? "" : password)
+                return false
+            }
+            return (try? hasher.verify(password: password, phc: credentials.passwordHash).isValid) ?? false
+        }
+        guard valid, let credentials else {
+            SecurityEvent.log(logger, .signInFailed, outcome: "failure", userID: nil, origin: origin, detail: "administrator sign-in")
+            throw invalid
+        }
+        let token = try SessionToken.generate()
+        let expiresAt = try pool.withTransaction { connection in
+            let expiresAt = try AdminRepository.openSession(connection, adminID: credentials.admin.id, tokenHash: token.hash)
+            try AdminRepository.audit(connection, admin: credentials.admin, action: "admin.signin", target: nil, address: origin.address)
+            return expiresAt
+        }
+        giveBack([throttles[1].key], clearing: throttles[0].key)
+        return IssuedAdminSession(accessToken: token.text, expiresAt: expiresAt, admin: credentials.admin)
+    }
+
+    /// The administrator of a live admin session, or `invalid_token` (a user's token included).
+    public func authenticateAdmin(token: String) throws -> Admin {
+        guard SessionToken.isWellFormed(token),
+            let admin = try pool.withConnection({ try AdminRepository.authenticate($0, tokenHash: SessionToken.hash(of: token)) })
+        else { throw AccountsError.invalidToken }
+        return admin
+    }
+
+    // MARK: - The audit log
+
+    /// Records an action; the request fails if it cannot be recorded.
+    public func audit(_ admin: Admin, _ action: String, target: UUID? = nil, origin: RequestOrigin) throws {
+        try pool.withConnection { try AdminRepository.audit($0, admin: admin, action: action, target: target, address: origin.address) }
+    }
+
+    /// Newest first; `next` is the id to page from.
+    public func auditPage(before id: Int64?, limit: Int) throws -> (entries: [AuditEntry], next: Int64?) {
+        let rows = try pool.withConnection { try AdminRepository.auditPage($0, before: id, limit: limit + 1) }
+        let entries = Array(rows.prefix(limit))
+        return (entries, rows.count > limit ? entries.last?.id : nil)
+    }
+
+    // MARK: - Users
+
+    /// Users whose email contains a text and whose custom fields hold the given typed values,
+    /// newest first. A field that does not exist is `unknown_field`; a value that does not parse
+    /// as the field's type is `invalid_type`.
+    public func searchUsers(_ search: UserSearch, after cursor: KeysetCursor?, limit: Int) throws -> AdminUserPage {
+        // PostgreSQL text holds no U+0000, and no email is longer than 254 bytes.
+        if let text = search.emailContains, text.utf8.count > 254 || text.contains("\u{0}") {
+            throw AccountsError.invalid([AccountsError.FieldError(field: "q", code: .invalidValue, detail: "at most 254 bytes, no U+0000")])
+        }
+        for (name, value) in search.fields where value.contains("\u{0}") || value.utf8.count > 4096 {
+            throw AccountsError.invalid([
+                AccountsError.FieldError(field: "field." + name, code: .invalidValue, detail: "at most 4096 bytes, no U+0000")
+            ])
+        }
+        var containment: String?
+        if !search.fields.isEmpty {
+            let types = try fieldTypes()
+            var object = JSONObject()
+            var problems: [AccountsError.FieldError] = []
+            for (name, text) in search.fields {
+                let path = "field." + name
+                guard let type = types[name] else {
+                    problems.append(AccountsError.FieldError(field: path, code: .unknownField, detail: "no user has a field named \(name)"))
+                    continue
+                }
+                guard let value = AccountService.typedValue(text, type, limits: configuration.fieldLimits) else {
+                    problems.append(AccountsError.FieldError(field: path, code: .invalidType, detail: "expected \(type.rawValue)"))
+                    continue
+                }
+                object[name] = value
+            }
+            if !problems.isEmpty { throw AccountsError.invalid(problems) }
+            var writer = JSONWriter()
+            writer.value(.object(object))
+            containment = String(decoding: writer.bytes, as: UTF8.self)
+        }
+        let email = search.emailContains.map { $0.lowercased() }.flatMap { $0.isEmpty ? nil : $0 }
+        let rows = try pool.withConnection {
+            try AdminRepository.search($0, emailContains: email, containment: containment, after: cursor, limit: limit + 1)
+        }
+        let users = Array(rows.prefix(limit))
+        let next = rows.count > limit ? users.last.map { KeysetCursor(microseconds: $0.1, id: $0.0.user.id) } : nil
+        return AdminUserPage(users: users.map(\.0), next: next)
+    }
+
+    /// A query parameter's text as a value of the field's type, or nil.
+    static func typedValue(_ text: String, _ type: FieldType, limits: CustomFieldLimits) -> JSONValue? {
+        let literal: JSONValue?
+        switch type {
+        case .string, .date, .datetime: literal = .string(text)
+        case .boolean: literal = text == "true" ? .bool(true) : text == "false" ? .bool(false) : nil
+        case .integer, .double:
+            literal = (try? JSONParser.parse(text, limits: JSONLimits(maxDepth: 1, maxBytes: 64, maxNumberLength: 64))).flatMap {
+                if case .number = $0 { $0 } else { nil }
+            }
+        }
+        return literal.flatMap { type.canonical($0, limits: limits) }
+    }
+
+    public func adminView(of id: UUID) throws -> AdminUserView {
+        guard let view = try pool.withConnection({ try AdminRepository.view($0, id: id) }) else {
+            throw AccountsError(.notFound, "There is no user with this id.")
+        }
+        return view
+    }
+
+    /// Disables a user (every session ends at once) or enables them again, and records it.
+    public func setDisabled(_ id: UUID, _ disabled: Bool, by admin: Admin, origin: RequestOrigin) throws {
+        let found = try pool.withTransaction { connection in
+            guard try AdminRepository.setDisabled(connection, id: id, disabled: disabled) else { return false }
+            try AdminRepository.audit(
+                connection, admin: admin, action: disabled ? "user.disable" : "user.enable", target: id, address: origin.address)
+            return true
+        }
+        guard found else { throw AccountsError(.notFound, "There is no user with this id.") }
+    }
+
+    // MARK: - Helpers
+
+    private func adminEmail(_ text: String) throws -> EmailAddress {
+        guard let email = EmailAddress(text) else { throw AccountsError(.invalidEmail, "The email address is not valid.") }
+        return email
+    }
+
+    private func checkAdminPassword(_ password: String) throws {
+        try configuration.passwordPolicy.validate(password, field: "password")
+    }
+}

@@ -1,0 +1,222 @@
+import Cryptography
+import FoundationEssentials
+import JSON
+import Postgres
+
+/// An administrator: an account of its own, never a user.
+public struct Admin: Sendable, Equatable {
+    public let id: UUID
+    public let email: String
+    public let createdAt: Date
+}
+
+/// A new admin session: the bearer token (shown once) and when it ends at the latest.
+public struct IssuedAdminSession: Sendable {
+    public let accessToken: String
+    public let expiresAt: Date
+    public let admin: Admin
+}
+
+/// One administrator action.
+public struct AuditEntry: Sendable, Equatable {
+    public let id: Int64
+    public let at: Date
+    public let adminEmail: String
+    public let action: String
+    public let targetUserID: UUID?
+    public let ipAddress: String?
+}
+
+/// What an administrator sees of a user.
+public struct AdminUserView: Sendable {
+    public let user: User
+    public let disabled: Bool
+    public let sessionCount: Int
+    public let imageCount: Int
+    public let lastSignInAt: Date?
+}
+
+/// One page of the admin's user search, newest first.
+public struct AdminUserPage: Sendable {
+    public let users: [AdminUserView]
+    public let next: KeysetCursor?
+}
+
+/// The admin's user search: an email substring and typed custom-field values (`field.weight=78`).
+public struct UserSearch: Sendable {
+    public var emailContains: String?
+    /// Field name → the value's text, parsed by the field's type.
+    public var fields: [(name: String, value: String)]
+
+    public init(emailContains: String? = nil, fields: [(name: String, value: String)] = []) {
+        self.emailContains = emailContains
+        self.fields = fields
+    }
+}
+
+/// The lifetimes of the contract: idle 1 hour, absolute 12 hours.
+public enum AdminSessionLifetime {
+    public static let idleSeconds = 3_600.0
+    public static let absoluteSeconds = 43_200.0
+}
+
+/// The SQL of administrators, their sessions, the audit log and the admin's view of users.
+enum AdminRepository {
+    static let adminColumns = "a.id, a.email, a.created_at"
+
+    static func decodeAdmin(_ row: PostgresRow) throws -> Admin {
+        Admin(id: try row.decode(UUID.self, at: 0), email: try row.decode(String.self, at: 1), createdAt: try row.decode(Date.self, at: 2))
+    }
+
+    static func insert(_ connection: PostgresConnection, email: EmailAddress, passwordHash: String) throws -> Admin? {
+        try connection.query(
+            """
+            INSERT INTO admins AS a (email, email_normalized, password_hash) VALUES (\(email.value), \(email.normalized), \(passwordHash))
+            ON CONFLICT (email_normalized) DO NOTHING
+            RETURNING \(unsafeRaw: adminColumns)
+            """
+        ).first.map(decodeAdmin)
+    }
+
+    static func all(_ connection: PostgresConnection) throws -> [Admin] {
+        try connection.query("SELECT \(unsafeRaw: adminColumns) FROM admins a ORDER BY a.created_at, a.id").map(decodeAdmin)
+    }
+
+    static func delete(_ connection: PostgresConnection, email: EmailAddress) throws -> Bool {
+        try connection.execute("DELETE FROM admins WHERE email_normalized = \(email.normalized)") > 0
+    }
+
+    /// Sets the hash and ends every session of the admin; false when there is no such admin.
+    static func setPassword(_ connection: PostgresConnection, email: EmailAddress, passwordHash: String) throws -> Bool {
+        guard
+            let id = try connection.query(
+                "UPDATE admins SET password_hash = \(passwordHash) WHERE email_normalized = \(email.normalized) RETURNING id"
+            ).first.map({ try $0.decode(UUID.self, at: 0) })
+        else { return false }
+        try connection.execute("DELETE FROM admin_sessions WHERE admin_id = \(id)")
+        return true
+    }
+
+    static func credentials(_ connection: PostgresConnection, email: EmailAddress) throws -> (admin: Admin, passwordHash: String)? {
+        try connection.query(
+            "SELECT \(unsafeRaw: adminColumns), a.password_hash FROM admins a WHERE a.email_normalized = \(email.normalized)"
+        ).first.map { (try decodeAdmin($0), try $0.decode(String.self, at: 3)) }
+    }
+
+    static func openSession(_ connection: PostgresConnection, adminID: UUID, tokenHash: [UInt8]) throws -> Date {
+        try connection.query(
+            """
+            INSERT INTO admin_sessions (admin_id, token_hash, expires_at)
+            VALUES (\(adminID), \(tokenHash), now() + make_interval(secs => \(AdminSessionLifetime.absoluteSeconds)))
+            RETURNING expires_at
+            """)[0].decode(Date.self, at: 0)
+    }
+
+    /// The admin of a live session (not idle an hour, not past its end), noted as seen now.
+    static func authenticate(_ connection: PostgresConnection, tokenHash: [UInt8]) throws -> Admin? {
+        try connection.query(
+            """
+            UPDATE admin_sessions s SET last_seen_at = now()
+            FROM admins a
+            WHERE s.token_hash = \(tokenHash) AND a.id = s.admin_id AND s.expires_at > now()
+              AND s.last_seen_at > now() - make_interval(secs => \(AdminSessionLifetime.idleSeconds))
+            RETURNING \(unsafeRaw: adminColumns)
+            """
+        ).first.map(decodeAdmin)
+    }
+
+    static func audit(
+        _ connection: PostgresConnection, admin: Admin, action: String, target: UUID?, address: String?
+    ) throws {
+        try connection.execute(
+            """
+            INSERT INTO admin_audit (admin_id, admin_email, action, target_user_id, ip_address)
+            VALUES (\(admin.id), \(admin.email), \(action), \(target), \(address))
+            """)
+    }
+
+    static func auditPage(_ connection: PostgresConnection, before id: Int64?, limit: Int) throws -> [AuditEntry] {
+        let rows: PostgresRows
+        if let id {
+            rows = try connection.query(
+                """
+                SELECT id, at, admin_email, action, target_user_id, ip_address FROM admin_audit
+                WHERE id < \(id) ORDER BY id DESC LIMIT \(limit)
+                """)
+        } else {
+            rows = try connection.query(
+                "SELECT id, at, admin_email, action, target_user_id, ip_address FROM admin_audit ORDER BY id DESC LIMIT \(limit)")
+        }
+        return try rows.map { row in
+            AuditEntry(
+                id: try row.decode(Int64.self, at: 0), at: try row.decode(Date.self, at: 1), adminEmail: try row.decode(String.self, at: 2),
+                action: try row.decode(String.self, at: 3), targetUserID: try row.decode(UUID?.self, at: 4),
+                ipAddress: try row.decode(String?.self, at: 5))
+        }
+    }
+
+    /// The admin's view of users: the user columns, then disabled, sessions, images, last sign-in,
+    /// and the exact creation time for the cursor.
+    static let viewColumns = """
+        \(UserRepository.columns), u.disabled_at IS NOT NULL,
+        (SELECT count(*) FROM sessions s WHERE s.user_id = u.id),
+        (SELECT count(*) FROM images i WHERE i.user_id = u.id),
+        (SELECT max(s.created_at) FROM sessions s WHERE s.user_id = u.id),
+        (extract(epoch FROM u.created_at) * 1000000)::int8
+        """
+
+    static func decodeView(_ row: PostgresRow) throws -> (AdminUserView, Int64) {
+        var columns = PostgresColumns(row)
+        let user = try UserRepository.decode(&columns)
+        let view = AdminUserView(
+            user: user, disabled: try columns.next(Bool.self), sessionCount: try columns.next(Int.self),
+            imageCount: try columns.next(Int.self), lastSignInAt: try columns.next(Date?.self))
+        return (view, try columns.next(Int64.self))
+    }
+
+    static func view(_ connection: PostgresConnection, id: UUID) throws -> AdminUserView? {
+        try connection.query("SELECT \(unsafeRaw: viewColumns) FROM users u WHERE u.id = \(id)").first.map { try decodeView($0).0 }
+    }
+
+    /// Newest first. `containment` is a JSON object every matching user's data contains.
+    static func search(
+        _ connection: PostgresConnection, emailContains: String?, containment: String?, after cursor: KeysetCursor?, limit: Int
+    ) throws -> [(AdminUserView, Int64)] {
+        // One statement: absent filters are NULL parameters and drop out.
+        try connection.query(
+            """
+            SELECT \(unsafeRaw: viewColumns) FROM users u
+            WHERE (\(emailContains)::text IS NULL OR u.email_normalized LIKE '%' || \(emailContains.map(likeEscaped)) || '%')
+              AND (\(containment)::jsonb IS NULL OR u.data @> \(containment)::jsonb)
+              AND (\(cursor?.microseconds)::int8 IS NULL
+                   OR (u.created_at, u.id) < ('epoch'::timestamptz + \(cursor?.microseconds) * interval '1 microsecond', \(cursor?.id)))
+            ORDER BY u.created_at DESC, u.id DESC
+            LIMIT \(limit)
+            """
+        ).map(decodeView)
+    }
+
+    static func likeEscaped(_ text: String) -> String {
+        var out = ""
+        for character in text {
+            if character == "%" || character == "_" || character == "\\" { out.append("\\") }
+            out.append(character)
+        }
+        return out
+    }
+
+    /// Disables (ending every session) or enables; false when there is no such user.
+    static func setDisabled(_ connection: PostgresConnection, id: UUID, disabled: Bool) throws -> Bool {
+        let changed =
+            disabled
+            ? try connection.execute("UPDATE users SET disabled_at = coalesce(disabled_at, now()) WHERE id = \(id)")
+            : try connection.execute("UPDATE users SET disabled_at = NULL WHERE id = \(id)")
+        guard changed > 0 else { return false }
+        if disabled { try connection.execute("DELETE FROM sessions WHERE user_id = \(id)") }
+        return true
+    }
+
+    static func isDisabled(_ connection: PostgresConnection, id: UUID) throws -> Bool {
+        try connection.query("SELECT disabled_at IS NOT NULL FROM users WHERE id = \(id)").first?.decode(Bool.self, at: 0) ?? false
+    }
+}
