@@ -3,6 +3,7 @@ import Cryptography
 import FoundationEssentials
 import HTTP
 import HTTPServer
+import Images
 import JSON
 
 /// The administrators' API (`/admin/`): their sign-in, the user search and a user's detail,
@@ -10,6 +11,8 @@ import JSON
 /// is `401`, as is an admin's on every user route (admin sessions are another table).
 struct AdminController: Sendable {
     let accounts: AccountService
+    let images: ImageService
+    let signer: URLSigner
     let authenticator: Authenticator
 
     func register(in router: inout Router) {
@@ -17,6 +20,12 @@ struct AdminController: Sendable {
         router.get("/admin/users", use: users)
         router.get("/admin/users/{id}", use: user)
         router.patch("/admin/users/{id}", use: patchUser)
+        router.delete("/admin/users/{id}", use: deleteUser)
+        router.get("/admin/users/{id}/sessions", use: sessions)
+        router.delete("/admin/users/{id}/sessions", use: revokeSessions)
+        router.delete("/admin/users/{id}/sessions/{sid}", use: revokeSessions)
+        router.post("/admin/users/{id}/password-reset", use: sendPasswordReset)
+        router.get("/admin/users/{id}/images", use: userImages)
         router.get("/admin/audit", use: audit)
     }
 
@@ -89,6 +98,80 @@ struct AdminController: Sendable {
         }
         let view = try accounts.adminView(of: id)
         return JSONBody.response { AdminController.write(view, into: &$0) }
+    }
+
+    /// `204`: the user, their sessions and images (the rows with the user, the files after the commit).
+    @Sendable func deleteUser(_ request: Request, _ context: RequestContext) throws -> Response {
+        let admin = try admin(request)
+        let id = try AdminController.userID(context)
+        var files: [UUID] = []
+        try accounts.adminDeleteUser(id, by: admin, origin: authenticator.origin(request, context)) { connection in
+            files = try images.deleteAll(userID: id, connection)
+        }
+        images.removeFiles(files)
+        return Response(status: .noContent)
+    }
+
+    @Sendable func sessions(_ request: Request, _ context: RequestContext) throws -> Response {
+        _ = try admin(request)
+        let id = try AdminController.userID(context)
+        _ = try accounts.adminView(of: id)
+        let sessions = try accounts.sessions(of: id)
+        return JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("sessions")
+            writer.beginArray()
+            for session in sessions { UserJSON.writeSessionEntry(session, current: false, into: &writer) }
+            writer.endArray()
+            writer.endObject()
+        }
+    }
+
+    /// `DELETE …/sessions` ends every session of the user, `…/sessions/{sid}` one: `204`.
+    @Sendable func revokeSessions(_ request: Request, _ context: RequestContext) throws -> Response {
+        let admin = try admin(request)
+        let id = try AdminController.userID(context)
+        var sessionID: UUID?
+        if let text = context.parameters["sid"] {
+            guard let parsed = UUID(uuidString: text) else { throw AccountsError(.notFound, "No such session.") }
+            sessionID = parsed
+        }
+        try accounts.adminRevokeSessions(of: id, sessionID: sessionID, by: admin, origin: authenticator.origin(request, context))
+        return Response(status: .noContent)
+    }
+
+    /// `202`: the reset mail is queued, as for `POST /users/password-reset`.
+    @Sendable func sendPasswordReset(_ request: Request, _ context: RequestContext) throws -> Response {
+        let admin = try admin(request)
+        try accounts.adminSendPasswordReset(
+            try AdminController.userID(context), by: admin, origin: authenticator.origin(request, context))
+        return JSONBody.response(.accepted) { writer in
+            writer.beginObject()
+            writer.key("status"); writer.string("accepted")
+            writer.key("detail"); writer.string("A password reset mail is on its way to the user.")
+            writer.endObject()
+        }
+    }
+
+    /// The user's images, oldest first, as the user lists them (with signed URLs for the grid).
+    @Sendable func userImages(_ request: Request, _ context: RequestContext) throws -> Response {
+        _ = try admin(request)
+        let id = try AdminController.userID(context)
+        _ = try accounts.adminView(of: id)
+        let parameters = try PageParameters(request, invalidCursor: ImageError(.invalidCursor, "after must be a cursor from a previous page's next."))
+        let page = try images.list(userID: id, after: parameters.cursor, limit: parameters.limit)
+        var response = JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("images")
+            writer.beginArray()
+            for image in page.images { ImageJSON.write(image, signer: signer, into: &writer) }
+            writer.endArray()
+            writer.key("next")
+            if let next = page.next { writer.string(next.text) } else { writer.null() }
+            writer.endObject()
+        }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
     }
 
     @Sendable func audit(_ request: Request, _ context: RequestContext) throws -> Response {

@@ -138,7 +138,7 @@ public final class Application: Sendable {
         ).register(in: &router)
         ImagesController(images: images, authenticator: authenticator, signer: signer).register(in: &router)
         RecoveryController(accounts: accounts, authenticator: authenticator).register(in: &router)
-        AdminController(accounts: accounts, authenticator: authenticator).register(in: &router)
+        AdminController(accounts: accounts, images: images, signer: signer, authenticator: authenticator).register(in: &router)
         PagesController(apps: appLinks).register(in: &router)
         OpenAPIController().register(in: &router)
         if servesMetrics {

@@ -186,3 +186,53 @@ extension AccountService {
         try configuration.passwordPolicy.validate(password, field: "password")
     }
 }
+
+extension AccountService {
+    // MARK: - An administrator's actions on a user
+
+    /// Deletes a user with everything of theirs (`alsoDelete` runs in the same transaction, for the
+    /// image rows), and records it.
+    public func adminDeleteUser(_ id: UUID, by admin: Admin, origin: RequestOrigin, alsoDelete: (PostgresConnection) throws -> Void) throws {
+        let found = try pool.withTransaction { connection in
+            guard try UserRepository.find(connection, id: id, forUpdate: true) != nil else { return false }
+            try alsoDelete(connection)
+            _ = try UserRepository.delete(connection, id: id)
+            try ThrottleRepository.clear(connection, key: passwordKey(id))
+            try AdminRepository.audit(connection, admin: admin, action: "user.delete", target: id, address: origin.address)
+            return true
+        }
+        guard found else { throw AccountsError(.notFound, "There is no user with this id.") }
+        SecurityEvent.log(logger, .accountDeleted, outcome: "success", userID: id, origin: origin, detail: "by an administrator")
+    }
+
+    /// Ends one session of a user (`sessionID`), or all of them; the number ended.
+    @discardableResult
+    public func adminRevokeSessions(of userID: UUID, sessionID: UUID?, by admin: Admin, origin: RequestOrigin) throws -> Int {
+        let ended = try pool.withTransaction { connection -> Int? in
+            guard try UserRepository.find(connection, id: userID) != nil else { return nil }
+            let ended: Int
+            if let sessionID {
+                guard try SessionRepository.delete(connection, id: sessionID, userID: userID) else { return -1 }
+                ended = 1
+            } else {
+                ended = try connection.execute("DELETE FROM sessions WHERE user_id = \(userID)")
+            }
+            try ActivityRepository.record(connection, userID: userID, .sessionRevoked, origin: origin)
+            try AdminRepository.audit(
+                connection, admin: admin, action: sessionID == nil ? "user.sessions.revoke_all" : "user.session.revoke", target: userID,
+                address: origin.address)
+            return ended
+        }
+        guard let ended else { throw AccountsError(.notFound, "There is no user with this id.") }
+        guard ended >= 0 else { throw AccountsError(.notFound, "No such session.") }
+        return ended
+    }
+
+    /// Mails the user a password reset link, as `POST /users/password-reset` does, and records it.
+    public func adminSendPasswordReset(_ userID: UUID, by admin: Admin, origin: RequestOrigin) throws {
+        let user = try adminView(of: userID).user
+        guard let email = EmailAddress(user.email) else { throw AccountsError(.invalidEmail, "The user's stored address is not valid.") }
+        try requestPasswordReset(email: email, origin: origin)
+        try audit(admin, "user.password_reset", target: userID, origin: origin)
+    }
+}

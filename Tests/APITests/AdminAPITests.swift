@@ -1,5 +1,6 @@
 import Accounts
 import API
+import Files
 import FoundationEssentials
 import Glibc
 import JSON
@@ -174,5 +175,55 @@ struct AdminAPITests {
         let rest = try Self.get(first, admin, "/admin/audit?limit=2&after=" + (audit.json["next"]?.stringValue ?? ""))
         #expect(rest.json["entries"]?.arrayValue?.map { $0["action"]?.stringValue } == ["admin.signin"])
         #expect(rest.json["next"] == .null)
+    }
+
+    @Test func sessionsResetMailImagesAndDeletionOfAUser() throws {
+        let server = try TestServer("admin_user_ops")
+        defer { server.shutdown() }
+        _ = try server.app.accounts.createAdmin(email: "root@example.com", password: Self.adminPassword)
+        let admin = try Self.signInAdmin(server, email: "root@example.com")
+        let user = try server.register()
+        let second = try server.call("POST", "/users/signin", json: #"{"email": "\#(user.email)", "password": "\#(user.password)"}"#)
+        let secondToken = try #require(second.json["accessToken"]?.stringValue)
+        let upload = try ImageScenarios.upload(server, user.token, "image/png", RealFiles.png3x2)
+        #expect(upload.status == 201)
+        let send = { (method: String, target: String) in
+            try server.send(method, target, headers: [("Authorization", "Bearer \(admin)")])
+        }
+
+        let sessions = try send("GET", "/admin/users/\(user.id)/sessions").json["sessions"]?.arrayValue ?? []
+        #expect(sessions.count == 2)
+        let firstSession = try #require(sessions.first { $0["current"] == false }?["id"]?.stringValue)
+        #expect(try send("DELETE", "/admin/users/\(user.id)/sessions/\(firstSession)").status == 204)
+        #expect(try send("DELETE", "/admin/users/\(user.id)/sessions/\(firstSession)").status == 404)
+        #expect(try send("GET", "/admin/users/\(user.id)/sessions").json["sessions"]?.arrayValue?.count == 1)
+        #expect(try send("DELETE", "/admin/users/\(user.id)/sessions").status == 204)
+        for token in [user.token, secondToken] {
+            #expect(try server.send("GET", "/users/me", headers: [("Authorization", "Bearer \(token)")]).status == 401)
+        }
+
+        // The reset mail reaches the user's dev mailbox.
+        let mailbox = "/tmp/exo-apitests-mail-admin_user_ops-\(getpid())"
+        let before = Set((try? FileSystem.entries(of: mailbox)) ?? [])
+        #expect(try send("POST", "/admin/users/\(user.id)/password-reset").status == 202)
+        try waitUntil(timeout: .seconds(15), "the reset mail") {
+            let names = Set((try? FileSystem.entries(of: mailbox)) ?? []).subtracting(before)
+            return names.contains { name in
+                name.hasSuffix(".eml") && ((try? FileReader.text(mailbox + "/" + name))?.contains("reset-password#token=") ?? false)
+            }
+        }
+
+        let listed = try send("GET", "/admin/users/\(user.id)/images")
+        #expect(listed.json["images"]?.arrayValue?.count == 1)
+        #expect(listed.json["images"]?[0]?["signedUrl"]?.stringValue?.hasPrefix("/images/") == true)
+
+        #expect(try send("DELETE", "/admin/users/\(user.id)").status == 204)
+        #expect(try send("GET", "/admin/users/\(user.id)").status == 404)
+        #expect(try send("DELETE", "/admin/users/\(user.id)").status == 404)
+        #expect(try send("GET", "/admin/users/\(user.id)/images").status == 404)
+        let actions = try send("GET", "/admin/audit?limit=10").json["entries"]?.arrayValue?.compactMap { $0["action"]?.stringValue } ?? []
+        #expect(
+            actions.prefix(5) == ["user.delete", "user.password_reset", "user.sessions.revoke_all", "user.session.revoke", "admin.signin"],
+            "\(actions)")
     }
 }
