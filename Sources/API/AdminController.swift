@@ -160,16 +160,7 @@ struct AdminController: Sendable {
         _ = try accounts.adminView(of: id)
         let parameters = try PageParameters(request, invalidCursor: ImageError(.invalidCursor, "after must be a cursor from a previous page's next."))
         let page = try images.list(userID: id, after: parameters.cursor, limit: parameters.limit)
-        var response = JSONBody.response { writer in
-            writer.beginObject()
-            writer.key("images")
-            writer.beginArray()
-            for image in page.images { ImageJSON.write(image, signer: signer, into: &writer) }
-            writer.endArray()
-            writer.key("next")
-            if let next = page.next { writer.string(next.text) } else { writer.null() }
-            writer.endObject()
-        }
+        var response = JSONBody.response { ImageJSON.write(page, signer: signer, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
     }

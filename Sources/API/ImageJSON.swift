@@ -24,5 +24,17 @@ enum ImageJSON {
         writer.endObject()
     }
 
+    /// `{"images": [...], "next": cursor | null}`: a user's page, for the user and for an administrator.
+    static func write(_ page: ImagePage, signer: URLSigner, into writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("images")
+        writer.beginArray()
+        for image in page.images { write(image, signer: signer, into: &writer) }
+        writer.endArray()
+        writer.key("next")
+        if let next = page.next { writer.string(next.text) } else { writer.null() }
+        writer.endObject()
+    }
+
     static func url(of image: StoredImage) -> String { "/users/me/images/" + image.id.lowercasedText }
 }

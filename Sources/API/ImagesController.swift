@@ -65,16 +65,7 @@ struct ImagesController: Sendable {
         let user = try authenticator.authenticatedUser(request)
         let parameters = try PageParameters(request, invalidCursor: ImageError(.invalidCursor, "after must be a cursor from a previous page's next."))
         let page = try images.list(userID: user.id, after: parameters.cursor, limit: parameters.limit)
-        var response = JSONBody.response { writer in
-            writer.beginObject()
-            writer.key("images")
-            writer.beginArray()
-            for image in page.images { ImageJSON.write(image, signer: signer, into: &writer) }
-            writer.endArray()
-            writer.key("next")
-            if let next = page.next { writer.string(next.text) } else { writer.null() }
-            writer.endObject()
-        }
+        var response = JSONBody.response { ImageJSON.write(page, signer: signer, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "private, no-cache")
         return response
     }

@@ -90,13 +90,7 @@ enum Exosphere {
                 print(Configuration.help)
                 return 0
             }
-            let configuration: Configuration
-            do {
-                configuration = try Configuration.parse(arguments: rest, environment: environment)
-            } catch {
-                for problem in error.problems { printError("exosphere: invalid configuration: \(problem)") }
-                return 2
-            }
+            guard let configuration = parseConfiguration(rest, environment: environment) else { return 2 }
             let logger = Logger(label: "exosphere", level: configuration.logLevel, format: configuration.logFormat)
             if let target { return migrateImages(to: target, limit: limit, configuration, logger: logger) }
             if command == "keys" { return rotateKeys(configuration, logger: logger) }
@@ -150,25 +144,39 @@ enum Exosphere {
 
     static func migrate(_ configuration: Configuration, logger: Logger) -> Int32 {
         Application.blockTerminationSignals()
-        do {
-            let database = try Database.start(configuration, logger: logger)
-            database.shutdown()
-            return 0
-        } catch {
-            printError("exosphere: \(String(reflecting: error))")
-            return 1
-        }
+        return withDatabase(configuration, logger: logger) { _ in 0 }
     }
 
     /// A new URL signing key for every instance (they read keys again within a minute, and at once
     /// when a URL names one they have not seen).
     static func rotateKeys(_ configuration: Configuration, logger: Logger) -> Int32 {
-        do {
-            let database = try Database.start(configuration, logger: logger)
-            defer { database.shutdown() }
+        withDatabase(configuration, logger: logger) { database in
             let id = try database.pool.withConnection { try URLSigner.rotate($0) }
             printError("keys rotate: key \(id) signs image URLs now; older keys verify until a week after their retirement")
             return 0
+        }
+    }
+
+    /// The options of `serve` read into a `Configuration`, or nil once every problem is printed.
+    static func parseConfiguration(_ arguments: [String], environment: [String: String]) -> Configuration? {
+        do {
+            return try Configuration.parse(arguments: arguments, environment: environment)
+        } catch {
+            for problem in error.problems { printError("exosphere: invalid configuration: \(problem)") }
+            return nil
+        }
+    }
+
+    /// Starts the database (migrating it), runs `body` and closes it: the frame of every command
+    /// but `serve`. An error is printed, and the status is 1.
+    static func withDatabase(_ configuration: Configuration, logger: Logger, _ body: (Database) throws -> Int32) -> Int32 {
+        do {
+            let database = try Database.start(configuration, logger: logger)
+            defer { database.shutdown() }
+            return try body(database)
+        } catch let error as AccountsError {
+            printError("exosphere: \(error.detail)")
+            return 1
         } catch {
             printError("exosphere: \(String(reflecting: error))")
             return 1
@@ -209,17 +217,9 @@ enum Exosphere {
             }
             password = line
         }
-        let configuration: Configuration
-        do {
-            configuration = try Configuration.parse(arguments: rest, environment: environment)
-        } catch {
-            for problem in error.problems { printError("exosphere: invalid configuration: \(problem)") }
-            return 2
-        }
+        guard let configuration = parseConfiguration(rest, environment: environment) else { return 2 }
         let logger = Logger(label: "exosphere", level: configuration.logLevel, format: configuration.logFormat)
-        do {
-            let database = try Database.start(configuration, logger: logger)
-            defer { database.shutdown() }
+        return withDatabase(configuration, logger: logger) { database in
             let hasher = try PasswordHasher(
                 parameters: configuration.passwordHashing, allowWeakParameters: !configuration.passwordHashing.isAtLeastOWASP)
             let hashing = HashingPool(workers: 1, queueCapacity: 4)
@@ -251,12 +251,6 @@ enum Exosphere {
                 }
             }
             return 0
-        } catch let error as AccountsError {
-            printError("exosphere admin: \(error.detail)")
-            return 1
-        } catch {
-            printError("exosphere: \(String(reflecting: error))")
-            return 1
         }
     }
 
@@ -265,9 +259,7 @@ enum Exosphere {
         // Interrupting is safe (one transaction per image), so SIGTERM and SIGINT keep their
         // default action and end the process at once; unlike `serve`, nothing blocks them.
         signal(SIGPIPE, SIG_IGN)
-        do {
-            let database = try Database.start(configuration, logger: logger)
-            defer { database.shutdown() }
+        return withDatabase(configuration, logger: logger) { database in
             let images = ImageService(pool: database.pool, configuration: configuration.images, logger: logger)
             var lastPrinted = 0
             let moved = try images.migrate(to: target, limit: limit) { moved, total in
@@ -278,9 +270,6 @@ enum Exosphere {
             }
             printError("images migrate: done, \(moved) moved to \(target)")
             return 0
-        } catch {
-            printError("exosphere: \(String(reflecting: error))")
-            return 1
         }
     }
 
