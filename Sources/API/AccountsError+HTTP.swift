@@ -14,7 +14,7 @@ extension AccountsError: HTTPResponseError {
             status = .unauthorized
             headers.add(name: "WWW-Authenticate", value: code == .invalidToken ? #"Bearer error="invalid_token""# : "Bearer")
         case .invalidPassword, .accountDisabled: status = .forbidden
-        case .adminExists: status = .conflict
+        case .adminExists, .schemaConflict: status = .conflict
         case .notFound: status = .notFound
         case .preconditionFailed: status = .preconditionFailed
         case .tooManyAttempts: status = .tooManyRequests

@@ -5,15 +5,18 @@ import HTTP
 import HTTPServer
 import Images
 import JSON
+import Thumbnails
 
-/// The administrators' API (`/admin/`): their sign-in, the user search and a user's detail,
-/// disabling, and the audit log. Every route but the sign-in needs an admin token; a user's token
+/// The administrators' API (`/admin/`): their sign-in, the user search, a user's detail, edits,
+/// sessions, images and activity, the field schema, the dashboard's figures, and the audit log. Every route but the sign-in needs an admin token; a user's token
 /// is `401`, as is an admin's on every user route (admin sessions are another table).
 struct AdminController: Sendable {
     let accounts: AccountService
     let images: ImageService
     let signer: URLSigner
     let authenticator: Authenticator
+    /// How image bytes and thumbnails are answered (validators, ranges, the sandbox policy).
+    let imageResponses: ImagesController
 
     func register(in router: inout Router) {
         router.post("/admin/signin", use: signIn)
@@ -26,6 +29,12 @@ struct AdminController: Sendable {
         router.delete("/admin/users/{id}/sessions/{sid}", use: revokeSessions)
         router.post("/admin/users/{id}/password-reset", use: sendPasswordReset)
         router.get("/admin/users/{id}/images", use: userImages)
+        router.get("/admin/users/{id}/images/{iid}", use: userImage)
+        router.get("/admin/users/{id}/images/{iid}/thumbnail", use: userThumbnail)
+        router.get("/admin/users/{id}/activity", use: activity)
+        router.get("/admin/schema", use: schema)
+        router.put("/admin/schema/{field}", use: pinField)
+        router.get("/admin/stats", use: stats)
         router.get("/admin/audit", use: audit)
     }
 
@@ -76,28 +85,31 @@ struct AdminController: Sendable {
 
     @Sendable func user(_ request: Request, _ context: RequestContext) throws -> Response {
         _ = try admin(request)
-        let view = try accounts.adminView(of: try AdminController.userID(context))
-        return JSONBody.response { AdminController.write(view, into: &$0) }
+        return AdminController.response(try accounts.adminView(of: try AdminController.userID(context)))
     }
 
-    /// `{"disabled": true|false}`; disabling ends every session of the user at once.
+    /// The profile by the user's own `PATCH` rules (`If-Match` included), and `disabled`:
+    /// disabling ends every session of the user at once. Each change is audited.
     @Sendable func patchUser(_ request: Request, _ context: RequestContext) throws -> Response {
         let admin = try admin(request)
         let id = try AdminController.userID(context)
-        let body = try JSONBody.object(request)
-        for key in body.keys where key != "disabled" {
-            throw AccountsError.invalid([
-                AccountsError.FieldError(field: key, code: .unknownField, detail: "this server edits only disabled yet")
-            ])
-        }
-        if let value = body["disabled"] {
-            guard case .bool(let disabled) = value else {
+        var body = try JSONBody.object(request, accepting: ["application/merge-patch+json", "application/json"])
+        var disabled: Bool?
+        if let value = body.removeValue(forKey: "disabled") {
+            guard case .bool(let flag) = value else {
                 throw AccountsError.invalid([AccountsError.FieldError(field: "disabled", code: .invalidType, detail: "expected boolean")])
             }
-            try accounts.setDisabled(id, disabled, by: admin, origin: authenticator.origin(request, context))
+            disabled = flag
         }
-        let view = try accounts.adminView(of: id)
-        return JSONBody.response { AdminController.write(view, into: &$0) }
+        // What the admin's view adds to the user is read-only, as the user's own read-only keys are.
+        for key in ["sessionCount", "imageCount", "lastSignInAt"] { body.removeValue(forKey: key) }
+        let origin = authenticator.origin(request, context)
+        let patch = try AccountBodies.patch(body)
+        if patch.email != nil || patch.firstname != nil || patch.lastname != nil || patch.data != nil || patch.removesAllData {
+            _ = try accounts.adminPatchProfile(patch, of: id, condition: ETag.condition(request.headers["If-Match"]), by: admin, origin: origin)
+        }
+        if let disabled { try accounts.setDisabled(id, disabled, by: admin, origin: origin) }
+        return AdminController.response(try accounts.adminView(of: id))
     }
 
     /// `204`: the user, their sessions and images (the rows with the user, the files after the commit).
@@ -165,6 +177,102 @@ struct AdminController: Sendable {
         return response
     }
 
+    /// One of the user's images, or `…/thumbnail?size=N`, as the user gets them.
+    @Sendable func userImage(_ request: Request, _ context: RequestContext) throws -> Response {
+        _ = try admin(request)
+        let image = try images.find(try AdminController.imageID(context), userID: try AdminController.userID(context))
+        return try imageResponses.serve(image, request, cacheControl: "private, max-age=3600")
+    }
+
+    @Sendable func userThumbnail(_ request: Request, _ context: RequestContext) throws -> Response {
+        _ = try admin(request)
+        let spec = ThumbnailSpec(
+            size: try ImageService.thumbnailSize(QueryParameters(request.query)["size"]),
+            format: ThumbnailNegotiation.format(accept: request.headers["Accept"]))
+        let thumbnail = try images.thumbnail(try AdminController.imageID(context), userID: try AdminController.userID(context), spec)
+        return imageResponses.serve(thumbnail, request, cacheControl: "private, max-age=3600")
+    }
+
+    /// The user's security events (`GET /users/me/activity` as the user reads it).
+    @Sendable func activity(_ request: Request, _ context: RequestContext) throws -> Response {
+        _ = try admin(request)
+        let id = try AdminController.userID(context)
+        _ = try accounts.adminView(of: id)
+        let parameters = try PageParameters(
+            request,
+            invalidCursor: Problem(
+                status: .unprocessableContent, code: "invalid_cursor", detail: "after must be a cursor from a previous page's next."))
+        let page = try accounts.activity(userID: id, after: parameters.cursor, limit: parameters.limit)
+        var response = JSONBody.response { RecoveryController.write(page, into: &$0) }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    /// `{"fields": {name: {type, pinned, createdAt}}}`.
+    @Sendable func schema(_ request: Request, _ context: RequestContext) throws -> Response {
+        _ = try admin(request)
+        let fields = try accounts.fieldSchema()
+        return JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("fields")
+            writer.beginObject()
+            for field in fields {
+                writer.key(field.name)
+                AdminController.write(field, into: &writer)
+            }
+            writer.endObject()
+            writer.endObject()
+        }
+    }
+
+    /// `{"type": T}`: pins the field's type, converting stored values (`409 schema_conflict` when one does not convert).
+    @Sendable func pinField(_ request: Request, _ context: RequestContext) throws -> Response {
+        let admin = try admin(request)
+        let body = try JSONBody.object(request)
+        guard body.count == 1, let text = body["type"]?.stringValue, let type = FieldType(rawValue: text) else {
+            throw AccountsError.invalid([
+                AccountsError.FieldError(
+                    field: "type", code: .invalidValue,
+                    detail: "the body is {\"type\": T}, T one of " + FieldType.allCases.map(\.rawValue).joined(separator: ", "))
+            ])
+        }
+        let field = try accounts.pinFieldType(context.parameters["field"] ?? "", type, by: admin, origin: authenticator.origin(request, context))
+        return JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("name"); writer.string(field.name)
+            writer.key("type"); writer.string(field.type.rawValue)
+            writer.key("pinned"); writer.bool(field.pinned)
+            writer.key("createdAt"); writer.string(UserJSON.timestamp(field.createdAt))
+            writer.endObject()
+        }
+    }
+
+    /// The dashboard: totals, and sign-ups and sign-ins per UTC day over the last 30 days.
+    @Sendable func stats(_ request: Request, _ context: RequestContext) throws -> Response {
+        _ = try admin(request)
+        let dashboard = try accounts.dashboard(days: 30)
+        var response = JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("users"); writer.int(dashboard.users)
+            writer.key("disabledUsers"); writer.int(dashboard.disabledUsers)
+            writer.key("activeSessions"); writer.int(dashboard.activeSessions)
+            writer.key("images"); writer.int(dashboard.images)
+            writer.key("days")
+            writer.beginArray()
+            for day in dashboard.days {
+                writer.beginObject()
+                writer.key("date"); writer.string(day.date)
+                writer.key("signUps"); writer.int(day.signUps)
+                writer.key("signIns"); writer.int(day.signIns)
+                writer.endObject()
+            }
+            writer.endArray()
+            writer.endObject()
+        }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
     @Sendable func audit(_ request: Request, _ context: RequestContext) throws -> Response {
         _ = try admin(request)
         let query = QueryParameters(request.query)
@@ -224,6 +332,29 @@ struct AdminController: Sendable {
             writer.key("lastSignInAt")
             if let last = view.lastSignInAt { writer.string(UserJSON.timestamp(last)) } else { writer.null() }
         }
+    }
+
+    static func write(_ field: FieldDefinition, into writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("type"); writer.string(field.type.rawValue)
+        writer.key("pinned"); writer.bool(field.pinned)
+        writer.key("createdAt"); writer.string(UserJSON.timestamp(field.createdAt))
+        writer.endObject()
+    }
+
+    /// A user as the admin sees them, with the user's entity tag for `If-Match`.
+    static func response(_ view: AdminUserView) -> Response {
+        var response = JSONBody.response { AdminController.write(view, into: &$0) }
+        response.headers.add(name: "ETag", value: view.user.etag)
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    static func imageID(_ context: RequestContext) throws -> UUID {
+        guard let text = context.parameters["iid"], let id = UUID(uuidString: text) else {
+            throw ImageError.notFound
+        }
+        return id
     }
 
     static func userID(_ context: RequestContext) throws -> UUID {

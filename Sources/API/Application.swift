@@ -136,9 +136,11 @@ public final class Application: Sendable {
             accounts: accounts, images: images, authenticator: authenticator,
             database: DatabaseRouting(pool: database.pool, pipelines: pipelines)
         ).register(in: &router)
-        ImagesController(images: images, authenticator: authenticator, signer: signer).register(in: &router)
+        let imageRoutes = ImagesController(images: images, authenticator: authenticator, signer: signer)
+        imageRoutes.register(in: &router)
         RecoveryController(accounts: accounts, authenticator: authenticator).register(in: &router)
-        AdminController(accounts: accounts, images: images, signer: signer, authenticator: authenticator).register(in: &router)
+        AdminController(accounts: accounts, images: images, signer: signer, authenticator: authenticator, imageResponses: imageRoutes)
+            .register(in: &router)
         PagesController(apps: appLinks).register(in: &router)
         OpenAPIController().register(in: &router)
         if servesMetrics {

@@ -126,7 +126,7 @@ struct ImagesController: Sendable {
     }
 
     /// A thumbnail with its validator and `304`; `Vary: Accept`, since the encoding follows it.
-    private func serve(_ thumbnail: ImageService.Thumbnail, _ request: Request, cacheControl: String) -> Response {
+    func serve(_ thumbnail: ImageService.Thumbnail, _ request: Request, cacheControl: String) -> Response {
         var headers = HTTPHeaders()
         headers.add(name: "ETag", value: thumbnail.etag)
         headers.add(name: "Cache-Control", value: cacheControl)
@@ -143,7 +143,7 @@ struct ImagesController: Sendable {
     }
 
     /// An image's bytes with its validators, `304`, and single ranges.
-    private func serve(_ image: StoredImage, _ request: Request, cacheControl: String) throws -> Response {
+    func serve(_ image: StoredImage, _ request: Request, cacheControl: String) throws -> Response {
         var headers = HTTPHeaders()
         headers.add(name: "ETag", value: image.etag)
         headers.add(name: "Cache-Control", value: cacheControl)

@@ -64,30 +64,33 @@ struct RecoveryController: Sendable {
             invalidCursor: Problem(
                 status: .unprocessableContent, code: "invalid_cursor", detail: "after must be a cursor from a previous page's next."))
         let page = try accounts.activity(userID: user.id, after: parameters.cursor, limit: parameters.limit)
-        var response = JSONBody.response { writer in
-            writer.beginObject()
-            writer.key("events")
-            writer.beginArray()
-            for event in page.events {
-                writer.beginObject()
-                writer.key("id")
-                writer.string(event.id.lowercasedText)
-                writer.key("type")
-                writer.string(event.kind.rawValue)
-                writer.key("at")
-                writer.string(RFC3339.format(millisecondsSinceEpoch: event.atMicroseconds / 1000))
-                writer.key("ipAddress")
-                if let address = event.ipAddress { writer.string(address) } else { writer.null() }
-                writer.key("userAgent")
-                if let agent = event.userAgent { writer.string(agent) } else { writer.null() }
-                writer.endObject()
-            }
-            writer.endArray()
-            writer.key("next")
-            if let next = page.next { writer.string(next.text) } else { writer.null() }
-            writer.endObject()
-        }
+        var response = JSONBody.response { RecoveryController.write(page, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "private, no-cache")
         return response
+    }
+
+    /// `{"events": [...], "next"}`, as the user and the administrators read it.
+    static func write(_ page: ActivityPage, into writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("events")
+        writer.beginArray()
+        for event in page.events {
+            writer.beginObject()
+            writer.key("id")
+            writer.string(event.id.lowercasedText)
+            writer.key("type")
+            writer.string(event.kind.rawValue)
+            writer.key("at")
+            writer.string(RFC3339.format(millisecondsSinceEpoch: event.atMicroseconds / 1000))
+            writer.key("ipAddress")
+            if let address = event.ipAddress { writer.string(address) } else { writer.null() }
+            writer.key("userAgent")
+            if let agent = event.userAgent { writer.string(agent) } else { writer.null() }
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.key("next")
+        if let next = page.next { writer.string(next.text) } else { writer.null() }
+        writer.endObject()
     }
 }

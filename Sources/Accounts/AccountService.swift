@@ -45,6 +45,8 @@ public final class AccountService: Sendable {
         public var maxSessionsPerUser = 100
         /// How often expired sessions and old throttle rows are deleted (by one instance at a time).
         public var housekeepingIntervalSeconds: Double = 600
+        /// How often the custom field types are read again (an administrator may change one elsewhere).
+        public var fieldTypeRefreshSeconds: Double = 1
         public var passwordPolicy = PasswordPolicy()
         public var fieldLimits = CustomFieldLimits()
 
@@ -72,6 +74,8 @@ public final class AccountService: Sendable {
     public let housekeeping: Housekeeping
     /// Resolves queued password reset requests in the background.
     private let resetResolver: PeriodicThread
+    /// Reads the field types again, for types administrators changed through other instances.
+    private let schemaRefresher: PeriodicThread
     private let sessionLookup: SessionRepository.Lookup
     let hasher: PasswordHasher
     private let hashing: HashingPool
@@ -101,6 +105,8 @@ public final class AccountService: Sendable {
         self.sessionLookup = SessionRepository.Lookup(lifetime: configuration.lifetime)
         resetResolver = PeriodicThread(
             name: "reset-requests", intervalNanoseconds: UInt64(max(0.01, configuration.resetResolveIntervalSeconds) * 1e9))
+        schemaRefresher = PeriodicThread(
+            name: "field-types", intervalNanoseconds: UInt64(max(0.01, configuration.fieldTypeRefreshSeconds) * 1e9))
         resetResolver.start { [self] in
             do {
                 try resolvePasswordResets()
@@ -108,11 +114,19 @@ public final class AccountService: Sendable {
                 logger.warning("resolving password reset requests failed", ["error": String(reflecting: error)])
             }
         }
+        schemaRefresher.start { [self] in
+            do {
+                try self.backgroundPool.withConnection { try schema.refresh($0) }
+            } catch {
+                logger.debug("reading the field types failed", ["error": String(reflecting: error)])
+            }
+        }
     }
 
     /// Writes pending session use and stops the background writer; call before closing the pool.
     public func shutdown() {
         resetResolver.stop()
+        schemaRefresher.stop()
         housekeeping.shutdown()
         toucher.shutdown()
     }

@@ -39,6 +39,8 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         case accountDisabled = "account_disabled"
         /// An admin-only name (an administrator's email) that already exists.
         case adminExists = "admin_exists"
+        /// Pinning a field's type that values stored for the field do not have.
+        case schemaConflict = "schema_conflict"
     }
 
     /// One offending field, named by its JSON path (`data.height`).

@@ -219,4 +219,35 @@ enum AdminRepository {
     static func isDisabled(_ connection: PostgresConnection, id: UUID) throws -> Bool {
         try connection.query("SELECT disabled_at IS NOT NULL FROM users WHERE id = \(id)").first?.decode(Bool.self, at: 0) ?? false
     }
+
+    /// Totals, and per UTC day (the last `days`, today included) the users created and the
+    /// sign-ins recorded (the activity log keeps 90 days). Both series come from indexes on time.
+    static func dashboard(_ connection: PostgresConnection, days: Int) throws -> Dashboard {
+        let totals = try connection.query(
+            """
+            SELECT (SELECT count(*) FROM users), (SELECT count(*) FROM users WHERE disabled_at IS NOT NULL),
+                   (SELECT count(*) FROM sessions WHERE expires_at > now()), (SELECT count(*) FROM images)
+            """)[0]
+        let series = try connection.query(
+            """
+            WITH days AS (
+                SELECT generate_series((now() AT TIME ZONE 'UTC')::date - (\(days)::int - 1), (now() AT TIME ZONE 'UTC')::date, interval '1 day')::date AS day
+            ), since AS (SELECT (min(day)::timestamp AT TIME ZONE 'UTC') AS at FROM days)
+            SELECT to_char(d.day, 'YYYY-MM-DD'),
+                   coalesce(u.n, 0), coalesce(s.n, 0)
+            FROM days d
+            LEFT JOIN (SELECT (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n FROM users
+                       WHERE created_at >= (SELECT at FROM since) GROUP BY 1) u ON u.day = d.day
+            LEFT JOIN (SELECT (at AT TIME ZONE 'UTC')::date AS day, count(*) AS n FROM security_events
+                       WHERE type = 'signed_in' AND at >= (SELECT at FROM since) GROUP BY 1) s ON s.day = d.day
+            ORDER BY d.day
+            """)
+        return Dashboard(
+            users: try totals.decode(Int.self, at: 0), disabledUsers: try totals.decode(Int.self, at: 1),
+            activeSessions: try totals.decode(Int.self, at: 2), images: try totals.decode(Int.self, at: 3),
+            days: try series.map { row in
+                Dashboard.Day(
+                    date: try row.decode(String.self, at: 0), signUps: try row.decode(Int.self, at: 1), signIns: try row.decode(Int.self, at: 2))
+            })
+    }
 }

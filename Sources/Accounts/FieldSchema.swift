@@ -2,8 +2,9 @@ import JSON
 import Postgres
 import Synchronization
 
-/// The deployment's custom field types, cached: a type never changes once set, so a cached one
-/// is always right, and only names not seen yet cost a query.
+/// The deployment's custom field types, cached, so that only names not seen yet cost a query. A
+/// type changes only when an administrator pins another one (`PUT /admin/schema/{field}`, which
+/// converts every stored value); other instances read it within `fieldTypeRefreshSeconds`.
 public final class FieldSchema: Sendable {
     public let limits: CustomFieldLimits
     private let cache = Mutex<[String: FieldType]>([:])
@@ -19,6 +20,18 @@ public final class FieldSchema: Sendable {
         let types = try FieldTypeRepository.all(connection)
         cache.withLock { $0.merge(types) { current, _ in current } }
         return types
+    }
+
+    /// Reads every type again, replacing what is cached: an administrator may have changed one
+    /// through another instance.
+    public func refresh(_ connection: PostgresConnection) throws {
+        let types = try FieldTypeRepository.all(connection)
+        cache.withLock { $0 = types }
+    }
+
+    /// A type this instance just committed.
+    func cached(_ name: String, _ type: FieldType) {
+        cache.withLock { $0[name] = type }
     }
 
     /// Fixes types from the deployment's field configuration; a conflict with a type already in

@@ -1,9 +1,11 @@
 import Accounts
 import API
+import Cryptography
 import Files
 import FoundationEssentials
 import Glibc
 import JSON
+import Postgres
 import Synchronization
 import TestSupport
 import Testing
@@ -63,10 +65,46 @@ struct AdminAPITests {
         _ = try server.app.accounts.createAdmin(email: "root@example.com", password: Self.adminPassword)
         let admin = try Self.signInAdmin(server, email: "root@example.com")
         let user = try server.register()
-        let routes = ["/admin/users", "/admin/users/\(user.id)", "/admin/audit"]
-        for route in routes {
-            #expect(try server.send("GET", route).status == 401, "\(route) without a token")
-            #expect(try Self.get(server, user.token, route).status == 401, "\(route) with a user's token")
+        let image = try #require(try ImageScenarios.upload(server, user.token, "image/png", RealFiles.png3x2).json["id"]?.stringValue)
+        // Admin tokens that no longer open anything: past their end, idle over an hour, of a deleted admin.
+        let expired = try Self.signInAdmin(server, email: "root@example.com")
+        let idle = try Self.signInAdmin(server, email: "root@example.com")
+        _ = try server.app.accounts.createAdmin(email: "gone@example.com", password: Self.adminPassword)
+        let deleted = try Self.signInAdmin(server, email: "gone@example.com")
+        let database = try PostgresConnection(connectionString: server.databaseURL)
+        try database.execute(
+            "UPDATE admin_sessions SET expires_at = now() - interval '1 second' WHERE token_hash = \(SessionToken.hash(of: expired))")
+        try database.execute(
+            "UPDATE admin_sessions SET last_seen_at = now() - interval '61 minutes' WHERE token_hash = \(SessionToken.hash(of: idle))")
+        #expect(try server.app.accounts.deleteAdmin(email: "gone@example.com"))
+        let routes: [(String, String)] = [
+            ("GET", "/admin/users"), ("GET", "/admin/users/\(user.id)"), ("PATCH", "/admin/users/\(user.id)"),
+            ("GET", "/admin/users/\(user.id)/sessions"), ("DELETE", "/admin/users/\(user.id)/sessions/\(UUID())"),
+            ("DELETE", "/admin/users/\(user.id)/sessions"), ("POST", "/admin/users/\(user.id)/password-reset"),
+            ("GET", "/admin/users/\(user.id)/images"), ("GET", "/admin/users/\(user.id)/images/\(image)"),
+            ("GET", "/admin/users/\(user.id)/images/\(image)/thumbnail"), ("GET", "/admin/users/\(user.id)/activity"),
+            ("GET", "/admin/schema"), ("PUT", "/admin/schema/weight"), ("GET", "/admin/stats"), ("GET", "/admin/audit"),
+            ("DELETE", "/admin/users/\(user.id)"),
+        ]
+        let body = Array(#"{"type": "integer"}"#.utf8)
+        for (method, route) in routes {
+            let send = { (token: String?) in
+                try server.send(
+                    method, route, headers: (token.map { [("Authorization", "Bearer \($0)")] } ?? []) + [("Content-Type", "application/json")],
+                    body: body)
+            }
+            for (token, what): (String?, String) in [
+                (nil, "no token"), (user.token, "a user's token"), (expired, "an expired admin token"), (idle, "an idle admin token"),
+                (deleted, "a deleted admin's token"),
+            ] {
+                let reply = try send(token)
+                #expect(reply.status == 401, "\(method) \(route) with \(what): \(reply.status)")
+                #expect(reply.json["code"] == (token == nil ? "missing_token" : "invalid_token"), "\(method) \(route) with \(what)")
+            }
+        }
+        for route in [
+            "/admin/users", "/admin/users/\(user.id)", "/admin/users/\(user.id)/images/\(image)", "/admin/schema", "/admin/stats", "/admin/audit",
+        ] {
             #expect(try Self.get(server, admin, route).status == 200, "\(route) with an admin's token")
         }
         #expect(
@@ -225,5 +263,142 @@ struct AdminAPITests {
         #expect(
             actions.prefix(5) == ["user.delete", "user.password_reset", "user.sessions.revoke_all", "user.session.revoke", "admin.signin"],
             "\(actions)")
+    }
+
+    @Test func profileEditsByTheUsersRulesAuditedWithTheirWrite() throws {
+        let server = try TestServer("admin_edit")
+        defer { server.shutdown() }
+        _ = try server.app.accounts.createAdmin(email: "root@example.com", password: Self.adminPassword)
+        let admin = try Self.signInAdmin(server, email: "root@example.com")
+        let user = try server.register(extra: #", "data": {"dateOfBirth": "1990-01-01", "weight": 80}"#)
+        let patch = { (body: String, headers: [(String, String)]) in
+            try server.send(
+                "PATCH", "/admin/users/\(user.id)",
+                headers: [("Authorization", "Bearer \(admin)"), ("Content-Type", "application/merge-patch+json")] + headers, body: Array(body.utf8))
+        }
+        let before = try Self.get(server, admin, "/admin/users/\(user.id)")
+        let etag = try #require(before.header("ETag"))
+        let edited = try patch(
+            #"{"firstname": "Siti", "data": {"dateOfBirth": "1994-05-17", "weight": null}, "sessionCount": 9}"#, [("If-Match", etag)])
+        #expect(edited.status == 200, "\(edited.text)")
+        #expect(edited.json["firstname"] == "Siti")
+        #expect(edited.json["data"]?["dateOfBirth"] == "1994-05-17")
+        #expect(edited.json["data"]?["weight"] == nil)
+        #expect(edited.json["sessionCount"] == 1)
+        // The user sees it; the stale tag, a mistyped value and an unknown key change nothing.
+        let mine = try Self.get(server, user.token, "/users/me")
+        #expect(mine.json["data"]?["dateOfBirth"] == "1994-05-17")
+        #expect(try patch(#"{"lastname": "X"}"#, [("If-Match", etag)]).status == 412)
+        let mistyped = try patch(#"{"data": {"dateOfBirth": "17 May 1994"}, "disabled": true}"#, [])
+        #expect(mistyped.status == 422)
+        #expect(mistyped.json["code"] == "invalid_type")
+        #expect(try patch(#"{"password": "x"}"#, []).status == 422)
+        let after = try Self.get(server, admin, "/admin/users/\(user.id)")
+        #expect(after.json["disabled"] == false)
+        #expect(after.json["lastname"] == mine.json["lastname"])
+        #expect(try patch(#"{"firstname": "Siti"}"#, []).status == 200)
+        let actions = try Self.get(server, admin, "/admin/audit?limit=5").json["entries"]?.arrayValue?.compactMap { $0["action"]?.stringValue } ?? []
+        #expect(actions.prefix(3) == ["user.update", "user.update", "admin.signin"], "\(actions)")
+        #expect(try patch(#"{"firstname": "Nobody"}"#, []).status == 200)
+        let missing = try server.send(
+            "PATCH", "/admin/users/\(UUID())", headers: [("Authorization", "Bearer \(admin)"), ("Content-Type", "application/json")],
+            body: Array(#"{"firstname": "Nobody"}"#.utf8))
+        #expect(missing.status == 404)
+
+        // The activity, the dashboard's figures, an image and its thumbnail.
+        #expect(try server.call("POST", "/users/signin", json: #"{"email": "\#(user.email)", "password": "\#(user.password)"}"#).status == 200)
+        let activity = try Self.get(server, admin, "/admin/users/\(user.id)/activity")
+        #expect(activity.json["events"]?.arrayValue?.contains { $0["type"] == "signed_in" } == true, "\(activity.text)")
+        let stats = try Self.get(server, admin, "/admin/stats")
+        #expect(stats.json["users"] == 1)
+        #expect(stats.json["disabledUsers"] == 0)
+        #expect(stats.json["activeSessions"] == 2)
+        let days = stats.json["days"]?.arrayValue ?? []
+        #expect(days.count == 30)
+        #expect(days.last?["signUps"] == 1)
+        #expect(days.last?["signIns"] == 1)
+        #expect(days.dropLast().allSatisfy { $0["signUps"] == 0 })
+        let image = try #require(try ImageScenarios.upload(server, user.token, "image/png", RealFiles.png3x2).json["id"]?.stringValue)
+        let bytes = try Self.get(server, admin, "/admin/users/\(user.id)/images/\(image)")
+        #expect(bytes.status == 200)
+        #expect(bytes.body == RealFiles.png3x2)
+        let thumbnail = try server.send(
+            "GET", "/admin/users/\(user.id)/images/\(image)/thumbnail?size=128",
+            headers: [("Authorization", "Bearer \(admin)"), ("Accept", "image/webp")])
+        #expect(thumbnail.status == 200)
+        #expect(thumbnail.header("Content-Type") == "image/webp")
+        // Another user's image is not this user's.
+        let other = try server.register()
+        #expect(try Self.get(server, admin, "/admin/users/\(other.id)/images/\(image)").status == 404)
+    }
+
+    @Test func pinningATypeConvertsStoredValuesOrIsRefusedAndReachesEveryInstance() throws {
+        let first = try TestServer("admin_schema1")
+        defer { first.shutdown() }
+        let second = try TestServer("admin_schema2", sharingDatabaseWith: first)
+        defer { second.shutdown() }
+        _ = try first.app.accounts.createAdmin(email: "root@example.com", password: Self.adminPassword)
+        let admin = try Self.signInAdmin(first, email: "root@example.com")
+        let put = { (field: String, body: String) in
+            try first.send(
+                "PUT", "/admin/schema/\(field)", headers: [("Authorization", "Bearer \(admin)"), ("Content-Type", "application/json")],
+                body: Array(body.utf8))
+        }
+        let users = try (0..<3).map { index in
+            try first.register(extra: #", "data": {"score": \#(index * 10), "isMarried": true, "note": "1994-05-1\#(index)"}"#)
+        }
+        // Second instance caches the types by writing them.
+        for user in users {
+            #expect(try second.call("PATCH", "/users/me", token: user.token, json: #"{"data": {"score": 5}}"#).status == 200)
+        }
+        let schema = try Self.get(first, admin, "/admin/schema")
+        #expect(schema.json["fields"]?["score"]?["type"] == "integer")
+        #expect(schema.json["fields"]?["score"]?["pinned"] == false)
+
+        // Booleans are not integers: refused, nothing changes.
+        let conflict = try put("isMarried", #"{"type": "integer"}"#)
+        #expect(conflict.status == 409, "\(conflict.text)")
+        #expect(conflict.json["code"] == "schema_conflict")
+        #expect(try Self.get(first, admin, "/admin/schema").json["fields"]?["isMarried"]?["type"] == "boolean")
+        // Strings that are dates become a date field; integers become doubles.
+        #expect(try put("note", #"{"type": "date"}"#).json["type"] == "date")
+        let pinned = try put("score", #"{"type": "double"}"#)
+        #expect(pinned.status == 200, "\(pinned.text)")
+        #expect(pinned.json["pinned"] == true)
+        #expect(try put("newField", #"{"type": "boolean"}"#).status == 200)
+        #expect(try put("bad-name", #"{"type": "boolean"}"#).status == 422)
+        #expect(try put("other", #"{"type": "uuid"}"#).status == 422)
+        // Every instance takes the new type within its refresh interval (the second one had cached score as integer).
+        try waitUntil(timeout: .seconds(10), "the second instance to read the new type") {
+            try second.call("PATCH", "/users/me", token: users[0].token, json: #"{"data": {"score": 7.5}}"#).status == 200
+        }
+        #expect(try second.call("PATCH", "/users/me", token: users[0].token, json: #"{"data": {"note": "not a date"}}"#).status == 422)
+        #expect(try Self.get(second, users[1].token, "/users/me").json["data"]?["score"] == 5.0)
+        #expect(try second.call("PATCH", "/users/me", token: users[0].token, json: #"{"data": {"newField": "x"}}"#).status == 422)
+        let search = try Self.get(first, admin, "/admin/users?field.note=1994-05-11")
+        #expect(search.json["users"]?.arrayValue?.map { $0["id"]?.stringValue } == [users[1].id])
+        let actions = try Self.get(first, admin, "/admin/audit?limit=3").json["entries"]?.arrayValue?.compactMap { $0["action"]?.stringValue } ?? []
+        #expect(actions == ["schema.pin:newField:boolean", "schema.pin:score:double", "schema.pin:note:date"], "\(actions)")
+    }
+
+    @Test func adminGuessesSentAtOnceFromTwoInstancesAreVerifiedAtMostUpToTheLimit() throws {
+        let first = try TestServer("admin_guess1")
+        defer { first.shutdown() }
+        let second = try TestServer("admin_guess2", sharingDatabaseWith: first)
+        defer { second.shutdown() }
+        _ = try first.app.accounts.createAdmin(email: "root@example.com", password: Self.adminPassword)
+        let limit = first.app.accounts.configuration.signInPerEmailAndAddress.limit
+        let barrier = Barrier(30)
+        let statuses = Mutex<[Int]>([])
+        try onThreads(30) { index in
+            try barrier.arrive()
+            let server = index % 2 == 0 ? first : second
+            let reply = try? server.call("POST", "/admin/signin", json: #"{"email": "root@example.com", "password": "guess \#(index) wrong"}"#)
+            statuses.withLock { $0.append(reply?.status ?? -1) }
+        }
+        let counts = tally(statuses.withLock { $0 })
+        #expect(counts == [401: limit, 429: 30 - limit], "30 parallel admin guesses with a limit of \(limit): \(counts)")
+        // Locked, even with the right password; the users' sign-in is another throttle.
+        #expect(try first.call("POST", "/admin/signin", json: #"{"email": "root@example.com", "password": "\#(Self.adminPassword)"}"#).status == 429)
     }
 }

@@ -116,7 +116,6 @@ struct ThumbnailAPITests {
         defer { server.shutdown() }
         let account = try server.register()
         let id = try Self.upload(server, account.token)
-        let uuid = try #require(UUID(uuidString: id))
         // The client adds the size to the image's signedUrl.
         let url = try #require(try Self.metadata(server, account.token, id)?["signedUrl"]?.stringValue) + "&size=128"
         let reply = try server.send("GET", url, headers: [("Accept", "image/webp")])
