@@ -74,6 +74,8 @@ let package = Package(
                 .embedInCode("Resources/pages/reset-password.html"), .embedInCode("Resources/pages/verify-email.html"),
                 .embedInCode("Resources/pages/pages.css"), .embedInCode("Resources/pages/pages.js"),
                 .embedInCode("Resources/pages/reset-password.js"), .embedInCode("Resources/pages/verify-email.js"),
+                .embedInCode("Resources/console/index.html"), .embedInCode("Resources/console/console.css"),
+                .embedInCode("Resources/console/console.js"),
             ]),
         // The command line: parsing it, serve, migrate, images migrate, healthcheck, hash-benchmark.
         .executableTarget(

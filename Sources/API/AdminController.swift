@@ -20,6 +20,7 @@ struct AdminController: Sendable {
 
     func register(in router: inout Router) {
         router.post("/admin/signin", use: signIn)
+        router.post("/admin/signout", use: signOut)
         router.get("/admin/users", use: users)
         router.get("/admin/users/{id}", use: user)
         router.patch("/admin/users/{id}", use: patchUser)
@@ -58,6 +59,12 @@ struct AdminController: Sendable {
         }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
+    }
+
+    /// Ends the admin session of the token: `204`.
+    @Sendable func signOut(_ request: Request, _ context: RequestContext) throws -> Response {
+        try accounts.adminSignOut(token: try authenticator.token(request), origin: authenticator.origin(request, context))
+        return Response(status: .noContent)
     }
 
     @Sendable func users(_ request: Request, _ context: RequestContext) throws -> Response {

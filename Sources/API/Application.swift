@@ -142,6 +142,7 @@ public final class Application: Sendable {
         AdminController(accounts: accounts, images: images, signer: signer, authenticator: authenticator, imageResponses: imageRoutes)
             .register(in: &router)
         PagesController(apps: appLinks).register(in: &router)
+        ConsoleController().register(in: &router)
         OpenAPIController().register(in: &router)
         if servesMetrics {
             MetricsController(

@@ -83,6 +83,15 @@ extension AccountService {
         return admin
     }
 
+    /// Ends the admin session of a token, and records it; `invalid_token` when it is not live.
+    public func adminSignOut(token: String, origin: RequestOrigin) throws {
+        let admin = try authenticateAdmin(token: token)
+        try pool.withTransaction { connection in
+            try connection.execute("DELETE FROM admin_sessions WHERE token_hash = \(SessionToken.hash(of: token))")
+            try AdminRepository.audit(connection, admin: admin, action: "admin.signout", target: nil, address: origin.address)
+        }
+    }
+
     // MARK: - The audit log
 
     /// Records an action; the request fails if it cannot be recorded.

@@ -401,4 +401,74 @@ struct AdminAPITests {
         // Locked, even with the right password; the users' sign-in is another throttle.
         #expect(try first.call("POST", "/admin/signin", json: #"{"email": "root@example.com", "password": "\#(Self.adminPassword)"}"#).status == 429)
     }
+
+    @Test func theConsoleIsOnePageWithAStrictPolicyAndNoInlineCode() throws {
+        let server = try TestServer("admin_console_files")
+        defer { server.shutdown() }
+        let redirect = try server.call("GET", "/console")
+        #expect(redirect.status == 301)
+        #expect(redirect.header("Location") == "/console/")
+        for (path, type) in [("/console/", "text/html"), ("/console/console.css", "text/css"), ("/console/console.js", "text/javascript")] {
+            let reply = try server.call("GET", path)
+            #expect(reply.status == 200, "\(path)")
+            #expect(reply.header("Content-Type")?.hasPrefix(type) == true, "\(path)")
+            let policy = reply.header("Content-Security-Policy") ?? ""
+            #expect(policy.contains("default-src 'none'") && policy.contains("script-src 'self'") && !policy.contains("unsafe"), "\(policy)")
+            #expect(reply.header("X-Frame-Options") == "DENY")
+            #expect(reply.header("Set-Cookie") == nil)
+            // The SVG namespace is a name, not a place the page loads from.
+            let text = reply.text.replacingOccurrences(of: "http://www.w3.org/2000/svg", with: "")
+            #expect(!text.contains("http://") && !text.contains("https://"), "\(path) names another origin")
+            if type == "text/html" {
+                #expect(!text.contains("<script>") && !text.contains(" style="))
+                #expect(text.firstRange(of: #/ on[a-z]+=/#) == nil, "an inline event handler")
+            }
+            if type == "text/javascript" {
+                #expect(!reply.text.contains("innerHTML") && !reply.text.contains("document.cookie") && !reply.text.contains("localStorage"))
+            }
+        }
+    }
+
+    /// The console in a real headless Chromium (`Tests/Browser/console.py`, selenium): sign-in,
+    /// dashboard, search by email and by a custom field, a date edited and saved, the image grid,
+    /// a user disabled and their token refused, a refused schema change, the audit log. The
+    /// screenshots go to `artifacts/screenshots/console/` (CI keeps them; the README shows one).
+    @Test func theConsoleWorksInARealBrowser() throws {
+        let server = try TestServer("admin_console")
+        defer { server.shutdown() }
+        _ = try server.app.accounts.createAdmin(email: "operator@example.com", password: Self.adminPassword)
+        let target = try server.register(
+            email: "siti.rahma@example.com",
+            extra:
+                #", "firstname": "Siti", "lastname": "Rahma", "data": {"dateOfBirth": "1990-01-01", "city": "Surabaya", "isMarried": true, "weight": 58, "height": 1.62}"#
+        )
+        let neighbour = try server.register(email: "budi@example.com", extra: #", "firstname": "Budi", "data": {"city": "Surabaya"}"#)
+        for index in 0..<4 {
+            _ = try server.register(email: "member\(index)@example.org", extra: #", "data": {"city": "Jakarta"}"#)
+        }
+        for bytes in [RealFiles.png3x2, try TestImages.encode(TestImages.marked(width: 640, height: 480), as: ".jpg[Q=85]")] {
+            let type = bytes == RealFiles.png3x2 ? "image/png" : "image/jpeg"
+            #expect(try ImageScenarios.upload(server, target.token, type, bytes).status == 201)
+        }
+        let screenshots = TestServer.repositoryRoot + "/artifacts/screenshots/console"
+        try FileManager.default.createDirectory(atPath: screenshots, withIntermediateDirectories: true)
+        let output = try run(
+            "/usr/bin/python3",
+            [
+                TestServer.repositoryRoot + "/Tests/Browser/console.py", "--url", "http://127.0.0.1:\(server.port)",
+                "--admin-email", "operator@example.com", "--admin-password", Self.adminPassword, "--user-email", target.email,
+                "--user-token", target.token, "--filter-field", "city", "--filter-value", "Surabaya",
+                "--expect-filtered", "\(target.email),\(neighbour.email)", "--screenshots", screenshots,
+            ])
+        #expect(output.contains("OK: the console behaves"), "\(output)")
+        // What the browser did is what the server holds.
+        let admin = try Self.signInAdmin(server, email: "operator@example.com")
+        let view = try Self.get(server, admin, "/admin/users/\(target.id)")
+        #expect(view.json["data"]?["dateOfBirth"] == "1994-05-17")
+        #expect(view.json["disabled"] == true)
+        #expect(try Self.get(server, target.token, "/users/me").status == 401)
+        for name in ["dashboard.png", "users-filter.png", "user.png", "user-images.png", "user-disabled.png", "schema.png", "audit.png"] {
+            #expect(FileManager.default.fileExists(atPath: screenshots + "/" + name), "\(name)")
+        }
+    }
 }
