@@ -58,6 +58,8 @@ public struct UserSearch: Sendable {
 public enum AdminSessionLifetime {
     public static let idleSeconds = 3_600.0
     public static let absoluteSeconds = 43_200.0
+    /// How stale the recorded last use may get: the idle limit is exact to this.
+    public static let touchSeconds = 60.0
 }
 
 /// The SQL of administrators, their sessions, the audit log and the admin's view of users.
@@ -112,15 +114,22 @@ enum AdminRepository {
             """)[0].decode(Date.self, at: 0)
     }
 
-    /// The admin of a live session (not idle an hour, not past its end), noted as seen now.
+    /// The admin of a live session (not idle an hour, not past its end). Its last use is written
+    /// when it is a minute old, not on every request: the console's parallel requests, all with one
+    /// token, would otherwise queue on the session row's lock and commit.
     static func authenticate(_ connection: PostgresConnection, tokenHash: [UInt8]) throws -> Admin? {
         try connection.query(
             """
-            UPDATE admin_sessions s SET last_seen_at = now()
-            FROM admins a
-            WHERE s.token_hash = \(tokenHash) AND a.id = s.admin_id AND s.expires_at > now()
-              AND s.last_seen_at > now() - make_interval(secs => \(AdminSessionLifetime.idleSeconds))
-            RETURNING \(unsafeRaw: adminColumns)
+            WITH live AS (
+                SELECT s.id AS session_id, s.last_seen_at, \(unsafeRaw: adminColumns)
+                FROM admin_sessions s JOIN admins a ON a.id = s.admin_id
+                WHERE s.token_hash = \(tokenHash) AND s.expires_at > now()
+                  AND s.last_seen_at > now() - make_interval(secs => \(AdminSessionLifetime.idleSeconds))
+            ), touched AS (
+                UPDATE admin_sessions SET last_seen_at = now()
+                WHERE id = (SELECT session_id FROM live) AND last_seen_at < now() - make_interval(secs => \(AdminSessionLifetime.touchSeconds))
+            )
+            SELECT a.id, a.email, a.created_at FROM live a
             """
         ).first.map(decodeAdmin)
     }

@@ -26,12 +26,15 @@ from harness import LAPTOP, PHONE, By, Failure, Keys, drive, step
 NEW_DATE = "1994-05-17"
 
 
-def rows(browser, table_id):
-    return browser.driver.find_elements(By.CSS_SELECTOR, f"#{table_id} tbody tr")
-
-
 def table_text(browser, table_id):
-    return [row.text for row in rows(browser, table_id)]
+    """The rows' texts, read in one script: the page may replace the rows while they are read."""
+    return browser.driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map((row) => row.innerText.replaceAll('\\t', ' '))",
+        f"#{table_id} tbody tr")
+
+
+def rows(browser, table_id):
+    return table_text(browser, table_id)
 
 
 def wait_for_message(browser, text):

@@ -151,6 +151,7 @@ def drive(args, run, done):
         except (Failure, WebDriverException):
             pass
         print(f"FAIL: {reason}", flush=True)
+        print(f"FAIL: {reason}", file=sys.stderr, flush=True)  # what a test's error names
         return 1
     finally:
         browser.quit()
