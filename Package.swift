@@ -72,7 +72,7 @@ let package = Package(
             resources: [
                 .embedInCode("Resources/openapi.json"),
                 .embedInCode("Resources/pages/reset-password.html"), .embedInCode("Resources/pages/verify-email.html"),
-                .embedInCode("Resources/pages/pages.css"), .embedInCode("Resources/pages/pages.js"),
+                .embedInCode("Resources/pages/theme.css"), .embedInCode("Resources/pages/pages.css"), .embedInCode("Resources/pages/pages.js"),
                 .embedInCode("Resources/pages/reset-password.js"), .embedInCode("Resources/pages/verify-email.js"),
                 .embedInCode("Resources/console/index.html"), .embedInCode("Resources/console/console.css"),
                 .embedInCode("Resources/console/console.js"),

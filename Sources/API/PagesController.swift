@@ -18,6 +18,7 @@ struct PagesController: Sendable {
         let files: [(String, String, [UInt8])] = [
             ("/reset-password", "text/html; charset=utf-8", PackageResources.reset_password_html),
             ("/verify-email", "text/html; charset=utf-8", PackageResources.verify_email_html),
+            ("/pages/theme.css", "text/css; charset=utf-8", PackageResources.theme_css),
             ("/pages/pages.css", "text/css; charset=utf-8", PackageResources.pages_css),
             ("/pages/pages.js", "text/javascript; charset=utf-8", PackageResources.pages_js),
             ("/pages/reset-password.js", "text/javascript; charset=utf-8", PackageResources.reset_password_js),

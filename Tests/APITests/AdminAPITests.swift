@@ -26,6 +26,12 @@ struct AdminAPITests {
         return try #require(reply.json["accessToken"]?.stringValue)
     }
 
+    /// Creates root@example.com and signs in as it.
+    static func rootAdmin(_ server: TestServer) throws -> String {
+        _ = try server.app.accounts.createAdmin(email: "root@example.com", password: adminPassword)
+        return try signInAdmin(server, email: "root@example.com")
+    }
+
     static func get(_ server: TestServer, _ token: String, _ target: String) throws -> Reply {
         try server.send("GET", target, headers: [("Authorization", "Bearer \(token)")])
     }
@@ -62,8 +68,7 @@ struct AdminAPITests {
     @Test func everyAdminRouteNeedsAnAdminTokenAndNoUserRouteTakesOne() throws {
         let server = try TestServer("admin_authz")
         defer { server.shutdown() }
-        _ = try server.app.accounts.createAdmin(email: "root@example.com", password: Self.adminPassword)
-        let admin = try Self.signInAdmin(server, email: "root@example.com")
+        let admin = try Self.rootAdmin(server)
         let user = try server.register()
         let image = try #require(try ImageScenarios.upload(server, user.token, "image/png", RealFiles.png3x2).json["id"]?.stringValue)
         // Admin tokens that no longer open anything: past their end, idle over an hour, of a deleted admin.
@@ -126,8 +131,7 @@ struct AdminAPITests {
     @Test func searchByEmailAndTypedFieldsWithPaging() throws {
         let server = try TestServer("admin_search")
         defer { server.shutdown() }
-        _ = try server.app.accounts.createAdmin(email: "root@example.com", password: Self.adminPassword)
-        let admin = try Self.signInAdmin(server, email: "root@example.com")
+        let admin = try Self.rootAdmin(server)
         var ids: [String] = []
         for index in 0..<6 {
             let married = index % 2 == 0 ? "true" : "false"
@@ -184,8 +188,7 @@ struct AdminAPITests {
         defer { first.shutdown() }
         let second = try TestServer("admin_disable2", sharingDatabaseWith: first)
         defer { second.shutdown() }
-        _ = try first.app.accounts.createAdmin(email: "root@example.com", password: Self.adminPassword)
-        let admin = try Self.signInAdmin(first, email: "root@example.com")
+        let admin = try Self.rootAdmin(first)
         let user = try first.register()
         let patch = { (server: TestServer, body: String) in
             try server.send(
@@ -218,8 +221,7 @@ struct AdminAPITests {
     @Test func sessionsResetMailImagesAndDeletionOfAUser() throws {
         let server = try TestServer("admin_user_ops")
         defer { server.shutdown() }
-        _ = try server.app.accounts.createAdmin(email: "root@example.com", password: Self.adminPassword)
-        let admin = try Self.signInAdmin(server, email: "root@example.com")
+        let admin = try Self.rootAdmin(server)
         let user = try server.register()
         let second = try server.call("POST", "/users/signin", json: #"{"email": "\#(user.email)", "password": "\#(user.password)"}"#)
         let secondToken = try #require(second.json["accessToken"]?.stringValue)
@@ -268,8 +270,7 @@ struct AdminAPITests {
     @Test func profileEditsByTheUsersRulesAuditedWithTheirWrite() throws {
         let server = try TestServer("admin_edit")
         defer { server.shutdown() }
-        _ = try server.app.accounts.createAdmin(email: "root@example.com", password: Self.adminPassword)
-        let admin = try Self.signInAdmin(server, email: "root@example.com")
+        let admin = try Self.rootAdmin(server)
         let user = try server.register(extra: #", "data": {"dateOfBirth": "1990-01-01", "weight": 80}"#)
         let patch = { (body: String, headers: [(String, String)]) in
             try server.send(
@@ -337,8 +338,7 @@ struct AdminAPITests {
         defer { first.shutdown() }
         let second = try TestServer("admin_schema2", sharingDatabaseWith: first)
         defer { second.shutdown() }
-        _ = try first.app.accounts.createAdmin(email: "root@example.com", password: Self.adminPassword)
-        let admin = try Self.signInAdmin(first, email: "root@example.com")
+        let admin = try Self.rootAdmin(first)
         let put = { (field: String, body: String) in
             try first.send(
                 "PUT", "/admin/schema/\(field)", headers: [("Authorization", "Bearer \(admin)"), ("Content-Type", "application/json")],

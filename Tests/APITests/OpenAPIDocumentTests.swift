@@ -75,7 +75,8 @@ import Thumbnails
             unauthenticated == [
                 "GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json", "POST /users", "POST /users/signin",
                 "POST /users/password-reset", "POST /users/password-reset/confirm", "POST /users/verify-email",
-                "GET /reset-password", "GET /verify-email", "GET /pages/pages.css", "GET /pages/pages.js", "GET /pages/reset-password.js",
+                "GET /reset-password", "GET /verify-email", "GET /pages/theme.css", "GET /pages/pages.css", "GET /pages/pages.js",
+                "GET /pages/reset-password.js",
                 "GET /pages/verify-email.js", "GET /.well-known/apple-app-site-association", "GET /.well-known/assetlinks.json", "GET /images/{id}",
                 "POST /admin/signin", "GET /console", "GET /console/", "GET /console/console.css", "GET /console/console.js",
             ])

@@ -557,7 +557,8 @@ struct RecoveryAPITests {
         defer { server.shutdown() }
         for (path, type) in [
             ("/reset-password", "text/html; charset=utf-8"), ("/verify-email", "text/html; charset=utf-8"),
-            ("/pages/pages.css", "text/css; charset=utf-8"), ("/pages/pages.js", "text/javascript; charset=utf-8"),
+            ("/pages/theme.css", "text/css; charset=utf-8"), ("/pages/pages.css", "text/css; charset=utf-8"),
+            ("/pages/pages.js", "text/javascript; charset=utf-8"),
             ("/pages/reset-password.js", "text/javascript; charset=utf-8"),
             ("/pages/verify-email.js", "text/javascript; charset=utf-8"),
         ] {
