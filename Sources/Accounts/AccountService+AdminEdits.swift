@@ -67,10 +67,7 @@ extension AccountService {
                         "\(disagreeing) user\(disagreeing == 1 ? " holds a value" : "s hold values") of \(name) that \(disagreeing == 1 ? "is" : "are") not \(type.rawValue).",
                         fields: [AccountsError.FieldError(field: "type", code: .schemaConflict, detail: "stored values are not \(type.rawValue)")])
                 }
-                for user in converted {
-                    guard let email = EmailAddress(user.email) else { continue }
-                    _ = try connection.query(UserRepository.replace(user, email: email, expectedVersion: nil, emailMayChange: false))
-                }
+                for user in converted { try UserRepository.setData(connection, id: user.id, data: user.data) }
             }
             try FieldTypeRepository.pin(connection, name: name, type: type)
             try AdminRepository.audit(connection, admin: admin, action: "schema.pin:\(name):\(type.rawValue)", target: nil, address: origin.address)

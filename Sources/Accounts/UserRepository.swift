@@ -119,6 +119,12 @@ enum UserRepository {
         return try rows.first.map { try decode($0) }
     }
 
+    /// Replaces the custom fields alone (a new version, so clients' entity tags go stale).
+    static func setData(_ connection: PostgresConnection, id: UUID, data: JSONObject) throws {
+        try connection.execute(
+            "UPDATE users SET data = \(PostgresJSON(data.storageText))::jsonb, version = version + 1, updated_at = now() WHERE id = \(id)")
+    }
+
     static func setPasswordHash(_ connection: PostgresConnection, id: UUID, hash: String) throws {
         try connection.execute("UPDATE users SET password_hash = \(hash), version = version + 1, updated_at = now() WHERE id = \(id)")
     }

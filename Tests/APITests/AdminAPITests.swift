@@ -138,7 +138,7 @@ struct AdminAPITests {
             let account = try server.register(
                 email: "person\(index)@search.example",
                 extra:
-                    #", "data": {"isMarried": \#(married), "weight": \#(70 + index), "height": \#(1.5 + Double(index) / 10), "dateOfBirth": "1994-05-1\#(index)", "city": "Bandung"}"#
+                    #", "data": {"isMarried": \#(married), "weight": \#(70 + index), "height": \#(1.5 + Double(index) / 10), "dateOfBirth": "1994-05-1\#(index)", "city": "Bandung", "lastVisit": "2026-11-0\#(index + 1)T08:30:00Z"}"#
             )
             ids.append(account.id)
         }
@@ -155,9 +155,11 @@ struct AdminAPITests {
         #expect(try found("field.weight=72") == [ids[2]])
         #expect(try found("field.height=1.8") == [ids[3]])
         #expect(try found("field.dateOfBirth=1994-05-15") == [ids[5]])
+        #expect(try found("field.lastVisit=2026-11-03T08:30:00Z") == [ids[2]])
         #expect(try found("field.city=Bandung&field.isMarried=false&q=person1") == [ids[1]])
         for (query, code) in [
             ("field.weight=heavy", "invalid_type"), ("field.isMarried=yes", "invalid_type"), ("field.dateOfBirth=1994-13-01", "invalid_type"),
+            ("field.lastVisit=yesterday", "invalid_type"),
             ("field.shoeSize=42", "unknown_field"),
         ] {
             let reply = try Self.get(server, admin, "/admin/users?" + query)
