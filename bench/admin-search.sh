@@ -22,10 +22,7 @@ trap cleanup EXIT
 . bench/lib.sh
 exosphere_binary "$DIR"
 chmod 755 "$DIR"
-"$BIN" serve --port "$PORT" --data-dir "$DIR/pg" --access-log off --log-format logfmt > "$DIR/exosphere.log" 2>&1 &
-PID=$!
-for _ in $(seq 300); do curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
-CONN=$(sed -n 's/.*postgres.connection="\([^"]*\)".*/\1/p' "$DIR/exosphere.log" | head -1)
+start_managed_server
 API="http://127.0.0.1:$PORT"
 
 started=$(date +%s)

@@ -57,7 +57,14 @@ public final class Application: Sendable {
         images = ImageService(pool: database.pool, configuration: configuration.images, logger: logger, thumbnailer: thumbnailer)
         // The metrics exist before the server so that the route serving them can be in its table.
         let metrics = HTTPMetrics()
-        let pipelines = configuration.databasePipelining ? Pipelines(configuration: database.pool.configuration, logger: logger) : nil
+        // pgbouncer 1.18 in transaction mode may lend the server connection to another client at
+        // the first sync of a pipeline that has more in flight (PoolerTests saw the answers of a
+        // later batch go astray): there, every request goes to the worker pool.
+        let pipelining = configuration.databasePipelining && configuration.databasePooler != .transaction
+        if configuration.databasePipelining, !pipelining {
+            logger.notice("pipelined database connections are off behind a pooler in transaction mode")
+        }
+        let pipelines = pipelining ? Pipelines(configuration: database.pool.configuration, logger: logger) : nil
         var serverConfiguration = configuration.server
         // A trusted proxy carries many clients: no per-address cap on its connections.
         serverConfiguration.unlimitedAddresses.formUnion(configuration.trustedProxies)

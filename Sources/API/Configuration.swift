@@ -31,6 +31,9 @@ public struct Configuration: Sendable {
     /// back. The loop never waits for the database: the statements of one wake-up go out together
     /// and their results are read when they arrive. Each loop adds one database connection.
     public var databasePipelining = true
+    /// The connection pooler in front of PostgreSQL (pgbouncer), which decides what a connection
+    /// may keep between transactions: `none`, `session` or `transaction` (see `PostgresConfiguration.Pooler`).
+    public var databasePooler: PostgresConfiguration.Pooler = .none
     /// Sessions, throttles, password policy and custom-field limits.
     public var accounts = AccountService.Configuration()
     /// scrypt cost for new hashes: OWASP's N=2^14, r=8, p=5 (16 MiB a hash) by default; the

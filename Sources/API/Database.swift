@@ -44,6 +44,7 @@ public final class Database: Sendable {
         do {
             postgres.applicationName = "exosphere"
             postgres.responseTimeout = configuration.databaseResponseTimeout
+            postgres.pooler = configuration.databasePooler
             let pool = PostgresPool(
                 configuration: postgres, size: configuration.databasePoolSize,
                 acquireTimeout: configuration.databaseAcquireTimeout)
@@ -52,6 +53,7 @@ public final class Database: Sendable {
             let database = Database(
                 pool: pool, backgroundPool: PostgresPool(configuration: background, size: 1, acquireTimeout: configuration.databaseAcquireTimeout),
                 migrator: migrator, cluster: cluster, logger: logger)
+            if postgres.pooler != .none { try Database.checkPooler(pool, postgres.pooler, logger: logger) }
             if migrate {
                 let applied = try migrator.migrate(on: pool)
                 logger.notice(
@@ -66,6 +68,44 @@ public final class Database: Sendable {
             cluster?.stop()
             throw error
         }
+    }
+
+    /// Behind a pooler, before anything else: a transaction must hold one server connection (not
+    /// so in pgbouncer's statement mode), and the server must answer in the formats the decoders
+    /// read, whatever the pooler passed on. Without a server-side `statement_timeout` in
+    /// transaction mode a runaway statement is only ended by `--db-timeout`: said once, at start.
+    static func checkPooler(_ pool: PostgresPool, _ pooler: PostgresConfiguration.Pooler, logger: Logger) throws {
+        let settings: (String, String, String, String, String)
+        do {
+            settings = try pool.withTransaction { connection in
+                try connection.query(
+                    """
+                    SELECT current_setting('TimeZone'), current_setting('DateStyle'), current_setting('bytea_output'),
+                           current_setting('extra_float_digits'), current_setting('statement_timeout')
+                    """)[0].decode((String, String, String, String, String).self)
+            }
+        } catch let error as PostgresError where (error.serverMessage ?? "").contains("statement pooling") {
+            // pgbouncer: "transaction blocks not allowed in statement pooling mode".
+            throw PostgresError(
+                code: .invalidConfiguration,
+                context:
+                    "the pooler is in statement mode, where a transaction cannot keep its connection; Exosphere needs pool_mode = session or transaction (\(error.serverMessage ?? ""))"
+            )
+        }
+        let (timeZone, dateStyle, byteaOutput, floatDigits, statementTimeout) = settings
+        guard timeZone == "UTC", dateStyle.hasPrefix("ISO"), byteaOutput == "hex", (Int(floatDigits) ?? 0) >= 1 else {
+            throw PostgresError(
+                code: .invalidConfiguration,
+                context:
+                    "behind the pooler the server answers with TimeZone=\(timeZone), DateStyle=\(dateStyle), bytea_output=\(byteaOutput), extra_float_digits=\(floatDigits); Exosphere needs UTC, ISO, hex and at least 1 (the pooler must pass TimeZone and DateStyle on; set the others on the server)"
+            )
+        }
+        if pooler == .transaction, statementTimeout == "0" {
+            logger.warning(
+                "no statement_timeout behind a pooler in transaction mode: set it on the server (ALTER ROLE … SET statement_timeout = '30s'); until then only --db-timeout ends a runaway statement"
+            )
+        }
+        logger.notice("connected through a pooler", ["postgres.pooler": pooler.rawValue, "postgres.statement_timeout": statementTimeout])
     }
 
     /// Whether the database answers and every migration is applied, for `/readyz`. A pool with no

@@ -5,8 +5,10 @@ import Threads
 /// Deletes what accounts leave behind: sessions past their end, throttle rows whose window ended
 /// long ago, expired mailed tokens and security events past their retention, in batches, so that no statement holds many rows or runs for long.
 ///
-/// Every instance runs it, but one at a time: a session-level advisory lock, taken without
-/// waiting, lets the first instance do a round while the others skip it.
+/// Every instance runs it, but one at a time: each batch is a transaction that takes a
+/// transaction-level advisory lock without waiting, so an instance that finds it held skips its
+/// round. (A session-level lock could never be released behind a pooler in transaction mode, where
+/// the unlock may run on another server connection.)
 public final class Housekeeping: Sendable {
     /// Advisory lock key: "exo-hk" in ASCII, so that it is recognisable in `pg_locks`.
     public static let lockKey: Int64 = 0x6578_6F2D_686B
@@ -39,27 +41,31 @@ public final class Housekeeping: Sendable {
     /// One round now, on the calling thread: the numbers deleted, or nil when another instance holds the lock.
     @discardableResult
     public func runOnce() throws -> (sessions: Int, throttles: Int, tokens: Int, events: Int)? {
-        try pool.withConnection { connection in
-            let locked = try connection.query("SELECT pg_try_advisory_lock(\(Housekeeping.lockKey))")[0].decode(Bool.self, at: 0)
-            guard locked else { return nil }
-            defer { _ = try? connection.query("SELECT pg_advisory_unlock(\(Housekeeping.lockKey))") }
-            let sessions = try drain { try SessionRepository.purgeExpired(connection, lifetime: lifetime, limit: Housekeeping.batchSize) }
-            let throttles = try drain {
-                try ThrottleRepository.purge(connection, olderThanSeconds: throttleRetentionSeconds, limit: Housekeeping.batchSize)
-            }
-            let tokens = try drain { try AccountTokenRepository.purgeExpired(connection, limit: Housekeeping.batchSize) }
-            let events = try drain {
-                try ActivityRepository.purge(connection, olderThanSeconds: activityRetentionSeconds, limit: Housekeeping.batchSize)
-            }
-            return (sessions, throttles, tokens, events)
+        guard let sessions = try drain({ try SessionRepository.purgeExpired($0, lifetime: lifetime, limit: Housekeeping.batchSize) }) else {
+            return nil
         }
+        let throttles = try drain {
+            try ThrottleRepository.purge($0, olderThanSeconds: throttleRetentionSeconds, limit: Housekeeping.batchSize)
+        }
+        let tokens = try drain { try AccountTokenRepository.purgeExpired($0, limit: Housekeeping.batchSize) }
+        let events = try drain {
+            try ActivityRepository.purge($0, olderThanSeconds: activityRetentionSeconds, limit: Housekeeping.batchSize)
+        }
+        return (sessions, throttles ?? 0, tokens ?? 0, events ?? 0)
     }
 
-    /// Runs a batch deletion until a batch comes back short (or the thread stops); the total deleted.
-    private func drain(_ batch: () throws -> Int) throws -> Int {
+    /// Runs a batch deletion, each batch in a transaction holding the lock, until a batch comes
+    /// back short (or the thread stops); the total deleted, or nil when the lock was held elsewhere.
+    private func drain(_ batch: (PostgresConnection) throws -> Int) throws -> Int? {
         var total = 0
         while !thread.isStopping {
-            let deleted = try batch()
+            let deleted = try pool.withTransaction { connection -> Int? in
+                guard try connection.query("SELECT pg_try_advisory_xact_lock(\(Housekeeping.lockKey))")[0].decode(Bool.self, at: 0) else {
+                    return nil
+                }
+                return try batch(connection)
+            }
+            guard let deleted else { return total == 0 ? nil : total }
             total += deleted
             if deleted < Housekeeping.batchSize { break }
         }

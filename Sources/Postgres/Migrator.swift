@@ -58,57 +58,59 @@ public struct Migrator: Sendable {
     }
 
     /// Applies the pending migrations on `connection` (outside any transaction) and returns the
-    /// file names applied, in order. Blocks while another migrator holds the advisory lock.
+    /// file names applied, in order. Each step is a transaction that first takes a
+    /// transaction-level advisory lock, so migrators on other instances wait for it and then find
+    /// the migration applied; no lock outlives its transaction, which matters behind a pooler in
+    /// transaction mode (each transaction may run on another server connection, where a session
+    /// lock could never be released).
     @discardableResult
     public func migrate(on connection: PostgresConnection) throws -> [String] {
-        try connection.query("SELECT pg_advisory_lock(\(Self.advisoryLockKey))")
-        defer {
-            // If the connection broke the server has released the lock with the session.
-            if connection.isUsable { _ = try? connection.query("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))") }
-        }
-        try connection.execute(
-            """
-            CREATE TABLE IF NOT EXISTS schema_migrations (
-                version bigint PRIMARY KEY,
-                name text NOT NULL,
-                checksum text NOT NULL,
-                applied_at timestamptz NOT NULL DEFAULT now()
-            )
-            """)
-        var applied: [Int64: (name: String, checksum: String)] = [:]
-        for row in try connection.query("SELECT version, name, checksum FROM schema_migrations") {
-            let (version, name, checksum) = try row.decode((Int64, String, String).self)
-            applied[version] = (name, checksum)
+        try connection.withTransaction { connection in
+            try connection.execute("SELECT pg_advisory_xact_lock(\(Self.advisoryLockKey))")
+            try connection.execute(
+                """
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version bigint PRIMARY KEY,
+                    name text NOT NULL,
+                    checksum text NOT NULL,
+                    applied_at timestamptz NOT NULL DEFAULT now()
+                )
+                """)
         }
         var appliedNow: [String] = []
         for migration in migrations {
             let checksum = try connection.query(
                 "SELECT encode(sha256(convert_to(\(migration.sql), 'UTF8')), 'hex')"
             )[0].decode(String.self, at: 0)
-            if let existing = applied[migration.version] {
-                guard existing.checksum == checksum else {
-                    throw PostgresError(
-                        code: .migrationChecksumMismatch,
-                        context: "\(migration.fileName) was changed after it was applied (as \(existing.name)); "
-                            + "add a new migration instead of editing an applied one")
-                }
-                continue
-            }
+            let applied: Bool
             do {
-                try connection.withTransaction { connection in
+                applied = try connection.withTransaction { connection in
+                    try connection.execute("SELECT pg_advisory_xact_lock(\(Self.advisoryLockKey))")
+                    let existing = try connection.query("SELECT name, checksum FROM schema_migrations WHERE version = \(migration.version)")
+                    if let row = existing.first {
+                        let (name, stored) = try row.decode((String, String).self)
+                        guard stored == checksum else {
+                            throw PostgresError(
+                                code: .migrationChecksumMismatch,
+                                context: "\(migration.fileName) was changed after it was applied (as \(name)); "
+                                    + "add a new migration instead of editing an applied one")
+                        }
+                        return false
+                    }
                     try connection.unsafeExecuteScript(migration.sql)
                     try connection.execute(
                         """
                         INSERT INTO schema_migrations (version, name, checksum)
                         VALUES (\(migration.version), \(migration.fileName), \(checksum))
                         """)
+                    return true
                 }
-            } catch var error as PostgresError {
+            } catch var error as PostgresError where error.code != .migrationChecksumMismatch {
                 error.code = .migrationFailed
                 error.context = "\(migration.fileName): \(error.context ?? "the server rejected it")"
                 throw error
             }
-            appliedNow.append(migration.fileName)
+            if applied { appliedNow.append(migration.fileName) }
         }
         return appliedNow
     }

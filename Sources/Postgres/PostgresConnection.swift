@@ -21,9 +21,14 @@ public final class PostgresConnection {
     /// How long a statement may wait for the server's answer before the connection is
     /// abandoned (`timedOut`); nil waits as long as it takes. From the configuration.
     public var responseTimeout: Duration?
+    /// Behind a pooler in transaction mode: every statement runs as the unnamed statement, since
+    /// the next transaction may run on a server connection that never saw a named one.
+    let unnamedStatements: Bool
 
     /// Connects synchronously; throws `connectionFailed` with libpq's message in `debugDescription`.
     public init(configuration: PostgresConfiguration) throws {
+        try configuration.checkPooler()
+        if configuration.pooler != .none { _ = PostgresConfiguration.pooledStartupEnvironment }
         let parameters = configuration.connectParameters
         let keywords = parameters.map { strdup($0.0) }
         let values = parameters.map { strdup($0.1) }
@@ -49,6 +54,8 @@ public final class PostgresConnection {
         handle = connection
         statementCacheCapacity = configuration.statementCacheCapacity
         responseTimeout = configuration.responseTimeout
+        unnamedStatements = configuration.pooler == .transaction
+        if let settings = configuration.settingsAfterConnecting { try unsafeExecuteScript(settings) }
     }
 
     /// Connects to a connection string with default settings.
@@ -106,6 +113,7 @@ public final class PostgresConnection {
             throw PostgresError(code: .encodingFailed, context: problem)
         }
         guard !isClosed else { throw PostgresError(code: .connectionFailed, context: "the connection is closed") }
+        if unnamedStatements { return try runUnnamed(PostgresQuery(unsafeSQL: statement.sql, binds: binds)) }
         let name: String
         if let prepared = fixedStatement(statement) {
             // Other parameter types than at its first run: the general path prepares another.
@@ -149,6 +157,7 @@ public final class PostgresConnection {
         let binds = query.binds
         let count = binds.entries.count
         let resultFormat: Int32 = binaryResults ? 1 : 0
+        if unnamedStatements { return try runUnnamed(query, resultFormat: resultFormat) }
         if let name = cachedStatement(query) {
             return try withParameters(binds) { values, lengths, formats in
                 try check(awaitResult(PQsendQueryPrepared(handle, name, Int32(count), values, lengths, formats, resultFormat)))
@@ -165,9 +174,15 @@ public final class PostgresConnection {
             }
         }
         // Cache full (likely SQL built with varying `unsafeRaw` parts): run as the unnamed statement.
+        return try runUnnamed(query, resultFormat: resultFormat)
+    }
+
+    /// Parse, bind and execute of the unnamed statement, in one round trip.
+    func runUnnamed(_ query: PostgresQuery, resultFormat: Int32 = 0) throws -> PostgresResult {
+        let binds = query.binds
         let types = binds.entries.map { Oid($0.type.rawValue) }
         return try withParameters(binds) { values, lengths, formats in
-            try check(awaitResult(PQsendQueryParams(handle, query.sql, Int32(count), types, values, lengths, formats, resultFormat)))
+            try check(awaitResult(PQsendQueryParams(handle, query.sql, Int32(types.count), types, values, lengths, formats, resultFormat)))
         }
     }
 

@@ -47,6 +47,8 @@ public final class PostgresPipeline {
     public private(set) var wantsWrite = false
     /// Set once the connection failed or was closed; every later `send` throws.
     public private(set) var isBroken = false
+    /// Why it broke (for the log).
+    public private(set) var brokenBy: PostgresError?
 
     /// Connects, blocking, then switches the connection to non-blocking pipeline mode.
     public init(configuration: PostgresConfiguration) throws {
@@ -81,6 +83,16 @@ public final class PostgresPipeline {
         guard !isBroken else { throw PostgresError(code: .connectionFailed, context: "the pipeline is closed") }
         if let problem = binds.encodingProblem { throw PostgresError(code: .encodingFailed, context: problem) }
         let handle = connection.handle
+        if connection.unnamedStatements {
+            let types = binds.entries.map { Oid($0.type.rawValue) }
+            let sent = connection.withParameters(binds) { values, lengths, formats in
+                PQsendQueryParams(handle, statement.sql, Int32(types.count), types, values, lengths, formats, 0)
+            }
+            guard sent == 1 else { throw retire() }
+            queue.append(.statement(completion, durable: durable))
+            unsynced += 1
+            return
+        }
         let name: String
         if let prepared = connection.fixedStatement(statement) {
             guard binds.matches(prepared.types) else {
@@ -257,6 +269,7 @@ public final class PostgresPipeline {
         var error = error
         if error.code != .timedOut { error.code = .connectionFailed }
         isBroken = true
+        brokenBy = error
         wantsWrite = false
         let pending = queue[head...]
         let uncommitted = committing

@@ -245,7 +245,9 @@ final class LoopDatabase: LoopSource, @unchecked Sendable {
         pipeline.close()
         statistics.open.subtract(1, ordering: .relaxed)
         state = .closed(retryAt: monotonicNanoseconds() + retryNanoseconds)
-        logger.warning("pipelined database connection lost", ["event_loop": String(loop.index)])
+        logger.warning(
+            "pipelined database connection lost",
+            ["event_loop": String(loop.index), "error": pipeline.brokenBy.map { String(reflecting: $0) } ?? "-"])
     }
 
     // MARK: - LoopSource

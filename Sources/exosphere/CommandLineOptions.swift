@@ -167,6 +167,21 @@ extension Configuration {
             config.databasePipelining = try onOff(value, "--db-pipelining/EXOSPHERE_DB_PIPELINING")
         },
         Option(
+            flag: "--db-pooler", environment: "EXOSPHERE_DB_POOLER", placeholder: "none|session|transaction",
+            help: "the connection pooler in front of PostgreSQL (pgbouncer's pool_mode; statement mode cannot work)",
+            defaultValue: { $0.databasePooler.rawValue }
+        ) { config, value throws(ConfigurationError) in
+            if value == "statement" {
+                throw ConfigurationError(
+                    "--db-pooler/EXOSPHERE_DB_POOLER: statement mode cannot work (Exosphere runs transactions of several statements); use pool_mode = transaction or session"
+                )
+            }
+            guard let pooler = PostgresConfiguration.Pooler(rawValue: value) else {
+                throw ConfigurationError("--db-pooler/EXOSPHERE_DB_POOLER: expected none, session or transaction, got '\(shown(value))'")
+            }
+            config.databasePooler = pooler
+        },
+        Option(
             flag: "--session-idle-timeout", environment: "EXOSPHERE_SESSION_IDLE_TIMEOUT", placeholder: "SECONDS",
             help: "a session unused this long ends", defaultValue: { String(Int($0.accounts.lifetime.idleSeconds)) }
         ) { config, value throws(ConfigurationError) in

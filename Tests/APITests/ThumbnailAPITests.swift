@@ -188,8 +188,10 @@ struct ThumbnailAPITests {
         defer { server.shutdown() }
         let account = try server.register()
         let slow = try TestImages.slowPNG()
-        let spinning = try Self.upload(server, account.token, slow, type: "image/png")
+        // Registered first: under load a registration can outlast the upload's background decode,
+        // which would leave nothing spinning for the requests below.
         let reader = try server.register()
+        let spinning = try Self.upload(server, account.token, slow, type: "image/png")
         let pending = Atomic<Int>(3)
         let profileTimes = Mutex<[Double]>([])
         let thumbnails = Mutex<[Int: Reply]>([:])
