@@ -193,9 +193,7 @@ struct AdminController: Sendable {
 
     @Sendable func userThumbnail(_ request: Request, _ context: RequestContext) throws -> Response {
         _ = try admin(request)
-        let spec = ThumbnailSpec(
-            size: try ImageService.thumbnailSize(QueryParameters(request.query)["size"]),
-            format: ThumbnailNegotiation.format(accept: request.headers["Accept"]))
+        let spec = try ThumbnailNegotiation.spec(size: QueryParameters(request.query)["size"], request)
         let thumbnail = try images.thumbnail(try AdminController.imageID(context), userID: try AdminController.userID(context), spec)
         return imageResponses.serve(thumbnail, request, cacheControl: "private, max-age=3600")
     }

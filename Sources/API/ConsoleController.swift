@@ -13,13 +13,8 @@ struct ConsoleController: Sendable {
             ("/console/console.js", "text/javascript; charset=utf-8", PackageResources.console_js),
         ]
         for (path, type, body) in files {
-            var response = Response(status: .ok, contentType: type, body: body)
-            response.headers.add(name: "Content-Security-Policy", value: PagesController.contentSecurityPolicy)
-            response.headers.add(name: "Referrer-Policy", value: "no-referrer")
-            response.headers.add(name: "X-Content-Type-Options", value: "nosniff")
-            response.headers.add(name: "X-Frame-Options", value: "DENY")
-            // A new release's console is seen at once: revalidated every time (ETag-less, so refetched; small).
-            response.headers.add(name: "Cache-Control", value: "no-cache")
+            // A new release's console is seen at once: fetched again every time (small, and no validator).
+            let response = PagesController.page(type, body, cacheControl: "no-cache")
             router.get(path, execution: .inline) { [response] _, _ in response }
         }
         var redirect = Response(status: .movedPermanently)

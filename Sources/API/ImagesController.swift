@@ -82,9 +82,7 @@ struct ImagesController: Sendable {
     @Sendable func thumbnail(_ request: Request, _ context: RequestContext) throws -> Response {
         let user = try authenticator.authenticatedUser(request)
         let id = try ImagesController.imageID(context)
-        let spec = ThumbnailSpec(
-            size: try ImageService.thumbnailSize(QueryParameters(request.query)["size"]),
-            format: ThumbnailNegotiation.format(accept: request.headers["Accept"]))
+        let spec = try ThumbnailNegotiation.spec(size: QueryParameters(request.query)["size"], request)
         return serve(try images.thumbnail(id, userID: user.id, spec), request, cacheControl: "private, max-age=31536000, immutable")
     }
 
@@ -101,9 +99,7 @@ struct ImagesController: Sendable {
         }
         let cacheControl = "public, max-age=\(secondsLeft)"
         if let size = query["size"] {
-            let spec = ThumbnailSpec(
-                size: try ImageService.thumbnailSize(size), format: ThumbnailNegotiation.format(accept: request.headers["Accept"]))
-            return serve(try images.thumbnail(signed: id, spec), request, cacheControl: cacheControl)
+            return serve(try images.thumbnail(signed: id, try ThumbnailNegotiation.spec(size: size, request)), request, cacheControl: cacheControl)
         }
         return try serve(try images.find(signed: id), request, cacheControl: cacheControl)
     }

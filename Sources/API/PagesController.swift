@@ -40,13 +40,14 @@ struct PagesController: Sendable {
         }
     }
 
-    private static func page(_ type: String, _ body: [UInt8]) -> Response {
+    /// A page file with the pages' policy and headers.
+    static func page(_ type: String, _ body: [UInt8], cacheControl: String = "public, max-age=300") -> Response {
         var response = Response(status: .ok, contentType: type, body: body)
         response.headers.add(name: "Content-Security-Policy", value: contentSecurityPolicy)
         response.headers.add(name: "Referrer-Policy", value: "no-referrer")
         response.headers.add(name: "X-Content-Type-Options", value: "nosniff")
         response.headers.add(name: "X-Frame-Options", value: "DENY")
-        response.headers.add(name: "Cache-Control", value: "public, max-age=300")
+        response.headers.add(name: "Cache-Control", value: cacheControl)
         return response
     }
 

@@ -1,7 +1,15 @@
+import HTTP
+import Images
 import Thumbnails
 
 /// Which encoding a thumbnail is sent in: WebP when the `Accept` header allows it, else JPEG.
 enum ThumbnailNegotiation {
+    /// The thumbnail a request asks for: `size` (256 when absent; `422 invalid_size` when not a
+    /// size) in the encoding its `Accept` allows.
+    static func spec(size: String?, _ request: Request) throws -> ThumbnailSpec {
+        ThumbnailSpec(size: try ImageService.thumbnailSize(size), format: format(accept: request.headers["Accept"]))
+    }
+
     /// The most specific media range that names WebP decides (`image/webp`, then `image/*`, then
     /// `*/*`); WebP unless its quality is 0. No header at all accepts anything (RFC 9110 §12.5.1).
     static func format(accept: String?) -> ThumbnailFormat {

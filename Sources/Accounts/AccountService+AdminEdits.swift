@@ -47,8 +47,7 @@ extension AccountService {
         let definition = try pool.withTransaction { connection -> FieldDefinition in
             // Serialised with new names being claimed, and with other pins of this name.
             try connection.execute("SELECT pg_advisory_xact_lock(\(FieldTypeRepository.claimLockKey))")
-            let stored = try FieldTypeRepository.definitions(connection, name: name).first
-            if let stored, stored.type != type {
+            if let stored = try FieldTypeRepository.definitions(connection, name: name).first, stored.type != type {
                 var converted: [User] = []
                 var disagreeing = 0
                 for var user in try FieldTypeRepository.holders(connection, of: name) {
@@ -69,9 +68,9 @@ extension AccountService {
                 }
                 for user in converted { try UserRepository.setData(connection, id: user.id, data: user.data) }
             }
-            try FieldTypeRepository.pin(connection, name: name, type: type)
+            let pinned = try FieldTypeRepository.pin(connection, name: name, type: type)
             try AdminRepository.audit(connection, admin: admin, action: "schema.pin:\(name):\(type.rawValue)", target: nil, address: origin.address)
-            return try FieldTypeRepository.definitions(connection, name: name)[0]
+            return pinned
         }
         schema.cached(name, definition.type)
         return definition

@@ -55,12 +55,14 @@ enum FieldTypeRepository {
             SELECT name, type, pinned, created_at FROM field_types
             WHERE \(name)::text IS NULL OR name = \(name) ORDER BY name
             """
-        ).compactMap { row in
-            guard let type = FieldType(rawValue: try row.decode(String.self, at: 1)) else { return nil }
-            return FieldDefinition(
-                name: try row.decode(String.self, at: 0), type: type, pinned: try row.decode(Bool.self, at: 2),
-                createdAt: try row.decode(Date.self, at: 3))
-        }
+        ).compactMap(decodeDefinition)
+    }
+
+    static func decodeDefinition(_ row: PostgresRow) throws -> FieldDefinition? {
+        guard let type = FieldType(rawValue: try row.decode(String.self, at: 1)) else { return nil }
+        return FieldDefinition(
+            name: try row.decode(String.self, at: 0), type: type, pinned: try row.decode(Bool.self, at: 2),
+            createdAt: try row.decode(Date.self, at: 3))
     }
 
     /// The users holding a value for the field, locked until the caller's transaction ends.
@@ -68,12 +70,14 @@ enum FieldTypeRepository {
         try connection.query("SELECT \(unsafeRaw: UserRepository.columns) FROM users u WHERE u.data ? \(name) FOR UPDATE").map(UserRepository.decode)
     }
 
-    /// Sets the type and pins it, creating the name if it is new.
-    static func pin(_ connection: PostgresConnection, name: String, type: FieldType) throws {
-        try connection.execute(
-            """
-            INSERT INTO field_types (name, type, pinned) VALUES (\(name), \(type.rawValue), true)
-            ON CONFLICT (name) DO UPDATE SET type = excluded.type, pinned = true
-            """)
+    /// Sets the type and pins it, creating the name if it is new; the field as it is now.
+    static func pin(_ connection: PostgresConnection, name: String, type: FieldType) throws -> FieldDefinition {
+        try decodeDefinition(
+            connection.query(
+                """
+                INSERT INTO field_types (name, type, pinned) VALUES (\(name), \(type.rawValue), true)
+                ON CONFLICT (name) DO UPDATE SET type = excluded.type, pinned = true
+                RETURNING name, type, pinned, created_at
+                """)[0])!
     }
 }

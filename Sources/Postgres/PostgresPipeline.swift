@@ -52,6 +52,12 @@ public final class PostgresPipeline {
 
     /// Connects, blocking, then switches the connection to non-blocking pipeline mode.
     public init(configuration: PostgresConfiguration) throws {
+        // Statements are prepared by name, and several batches are in flight: neither survives a
+        // pooler that lends the server connection per transaction (pgbouncer 1.18 lent it away at a
+        // pipeline's first sync; see PoolerTests).
+        guard configuration.pooler != .transaction else {
+            throw PostgresError(code: .invalidConfiguration, context: "a pipeline cannot work behind a pooler in transaction mode")
+        }
         connection = try PostgresConnection(configuration: configuration)
         guard PQsetnonblocking(connection.handle, 1) == 0, PQenterPipelineMode(connection.handle) == 1 else {
             throw PostgresError(code: .connectionFailed, context: connection.errorMessage)
@@ -83,16 +89,6 @@ public final class PostgresPipeline {
         guard !isBroken else { throw PostgresError(code: .connectionFailed, context: "the pipeline is closed") }
         if let problem = binds.encodingProblem { throw PostgresError(code: .encodingFailed, context: problem) }
         let handle = connection.handle
-        if connection.unnamedStatements {
-            let types = binds.entries.map { Oid($0.type.rawValue) }
-            let sent = connection.withParameters(binds) { values, lengths, formats in
-                PQsendQueryParams(handle, statement.sql, Int32(types.count), types, values, lengths, formats, 0)
-            }
-            guard sent == 1 else { throw retire() }
-            queue.append(.statement(completion, durable: durable))
-            unsynced += 1
-            return
-        }
         let name: String
         if let prepared = connection.fixedStatement(statement) {
             guard binds.matches(prepared.types) else {
