@@ -53,9 +53,10 @@ leave_bench_cgroup() {
 }
 
 # Starts "$BIN" serve on $PORT with its own managed cluster in $DIR/pg (log in $DIR/exosphere.log)
-# and waits until it is ready. Sets PID, and CONN to the cluster's connection string.
+# and any further flags given, and waits until it is ready. Sets PID, and CONN to the cluster's
+# connection string.
 start_managed_server() {
-    "$BIN" serve --port "$PORT" --data-dir "$DIR/pg" --access-log off --log-format logfmt > "$DIR/exosphere.log" 2>&1 &
+    "$BIN" serve --port "$PORT" --data-dir "$DIR/pg" --access-log off --log-format logfmt "$@" > "$DIR/exosphere.log" 2>&1 &
     PID=$!
     for _ in $(seq 300); do curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
     CONN=$(sed -n 's/.*postgres.connection="\([^"]*\)".*/\1/p' "$DIR/exosphere.log" | head -1)

@@ -363,8 +363,13 @@ public final class PostgresConnection {
         }
         let sqlState = field("C").map(SQLState.init(rawValue:))
         // No SQLSTATE means libpq itself failed (EOF, EPIPE, protocol): the connection is gone
-        // even if PQstatus has not caught up yet.
-        let broken = PQstatus(handle) != CONNECTION_OK || sqlState == nil || sqlState?.isConnectionError == true
+        // even if PQstatus has not caught up yet. A write refused as read-only means the server
+        // behind this connection is (or became) a standby: during a failover, a pooler or proxy
+        // may route to the new leader before its promotion ends. Such a connection is dropped as
+        // well, so that the next one finds the primary.
+        let broken =
+            PQstatus(handle) != CONNECTION_OK || sqlState == nil || sqlState?.isConnectionError == true
+            || sqlState == .readOnlySQLTransaction
         if broken { isBroken = true }
         var error = PostgresError(code: broken ? .connectionFailed : .queryFailed, sqlState: sqlState)
         if let primary = field("M") {

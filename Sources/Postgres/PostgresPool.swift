@@ -46,6 +46,15 @@ public final class PostgresPool: @unchecked Sendable {
     private var discarded = 0
     private var timedOut = 0
     private var closed = false
+    /// Set when a connection could not be opened or broke, cleared when one comes back healthy.
+    /// While it is set, one borrower at a time (the probe) opens a connection, and any other that
+    /// finds no idle one fails at once (`connectionFailed`), rather than wait: in an outage every
+    /// request is answered fast, instead of queueing behind connections that are themselves
+    /// waiting to fail (behind a pooler, up to its `query_wait_timeout` each).
+    private var serverFailing = false
+    /// The connection the probe opened, until it is released; `probing` while it is being opened.
+    private var probe: ObjectIdentifier?
+    private var probing = false
 
     /// The default size: two connections per core.
     public static var defaultSize: Int { max(2, 2 * Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
@@ -135,7 +144,7 @@ public final class PostgresPool: @unchecked Sendable {
         while true {
             enum Step {
                 case reuse(PostgresConnection)
-                case open
+                case open(probe: Bool)
             }
             let step: Step = try locked {
                 // A thread that has waited takes a returned connection before a newcomer does:
@@ -150,10 +159,14 @@ public final class PostgresPool: @unchecked Sendable {
                         if !idle.isEmpty, waiting > 0 { lock.signal() }
                         return .reuse(connection)
                     }
-                    if total < size {
+                    if total < size, !(serverFailing && (probing || probe != nil)) {
                         total += 1
                         inUse += 1
-                        return .open
+                        if serverFailing { probing = true }
+                        return .open(probe: serverFailing)
+                    }
+                    if serverFailing {
+                        throw PostgresError(code: .connectionFailed, context: "the database is failing and no connection is free")
                     }
                     waiting += 1
                     let signalled = lock.wait(untilMonotonicNanoseconds: deadline)
@@ -180,7 +193,7 @@ public final class PostgresPool: @unchecked Sendable {
                     discarded += 1
                     lock.signal()
                 }
-            case .open:
+            case .open(let isProbe):
                 do {
                     // Connecting counts against the same deadline: a server that accepts but does not
                     // answer (frozen) would otherwise hold this caller for a whole connect timeout more.
@@ -189,14 +202,25 @@ public final class PostgresPool: @unchecked Sendable {
                     let remaining = Duration.nanoseconds(Int64(clamping: deadline > now ? deadline - now : 0))
                     bounded.connectTimeout = min(configuration.connectTimeout, max(.seconds(2), remaining))
                     let connection = try PostgresConnection(configuration: bounded)
-                    locked { created += 1 }
+                    // Not proof that the server is back: behind a pooler, connecting reaches the
+                    // pooler only. A healthy release is.
+                    locked {
+                        created += 1
+                        if isProbe {
+                            probing = false
+                            probe = ObjectIdentifier(connection)
+                        }
+                    }
                     return connection
                 } catch {
                     locked {
                         inUse -= 1
                         total -= 1
                         failed += 1
-                        lock.signal()
+                        if isProbe { probing = false }
+                        if (error as? PostgresError)?.code == .connectionFailed { serverFailing = true }
+                        // Waiters learn of it now rather than at their deadline.
+                        if serverFailing { lock.broadcast() } else { lock.signal() }
                     }
                     throw error
                 }
@@ -213,6 +237,8 @@ public final class PostgresPool: @unchecked Sendable {
         let toClose: [PostgresConnection] = locked {
             inUse -= 1
             var toClose: [PostgresConnection] = []
+            if probe == ObjectIdentifier(connection) { probe = nil }
+            if connection.isUsable { serverFailing = false }
             if healthy, !closed {
                 idle.append(connection)
             } else {
@@ -223,6 +249,8 @@ public final class PostgresPool: @unchecked Sendable {
                     // A broken connection usually means the server went away: the idle ones are
                     // stale too, and the next borrower should open a fresh connection.
                     if !connection.isUsable {
+                        serverFailing = true
+                        lock.broadcast()
                         toClose += idle
                         total -= idle.count
                         discarded += idle.count

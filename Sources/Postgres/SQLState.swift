@@ -21,6 +21,7 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let cannotConnectNow = SQLState("57P03")
     public static let tooManyConnections = SQLState("53300")
     public static let lockNotAvailable = SQLState("55P03")
+    public static let readOnlySQLTransaction = SQLState("25006")
     public static let undefinedTable = SQLState("42P01")
     public static let undefinedColumn = SQLState("42703")
     public static let syntaxError = SQLState("42601")

@@ -266,7 +266,9 @@ import Testing
             self.directory = directory
         }
 
-        static func start(_ name: String) throws -> Deployment {
+        /// Two instances on a fresh database of the test cluster, or on `databaseURL`; `options`
+        /// go after the usual ones (a later flag wins).
+        static func start(_ name: String, databaseURL: String? = nil, options: [String] = []) throws -> Deployment {
             // First, so that a machine without haproxy fails at once and says why.
             let haproxy = try #require(
                 haproxyPath(),
@@ -275,16 +277,17 @@ import Testing
                 (apt-get install -y haproxy; .ci/run installs it)
                 """)
             let binary = try #require(ExosphereProcessTests.executable(), "the exosphere binary was not found next to the tests")
-            let databaseURL = try TestCluster.cluster().createDatabase("multi_\(name)_\(getpid())")
+            let databaseURL = try databaseURL ?? TestCluster.cluster().createDatabase("multi_\(name)_\(getpid())")
             var started: [Child] = []
             var directory: String?
             do {
-                let arguments = [
-                    "serve", "--host", "127.0.0.1", "--port", "0", "--database-url", databaseURL,
-                    "--trusted-proxies", "127.0.0.1",
-                    "--signin-email-limit", String(emailLimit), "--signin-address-limit", String(addressLimit),
-                    "--db-pool-size", "4", "--drain-timeout", "2", "--log-level", "info",
-                ]
+                let arguments =
+                    [
+                        "serve", "--host", "127.0.0.1", "--port", "0", "--database-url", databaseURL,
+                        "--trusted-proxies", "127.0.0.1",
+                        "--signin-email-limit", String(emailLimit), "--signin-address-limit", String(addressLimit),
+                        "--db-pool-size", "4", "--drain-timeout", "2", "--log-level", "info",
+                    ] + options
                 // Both at once: they race for the migrations, which an advisory lock serialises.
                 let a = try Child(executable: binary.path, arguments: arguments, environment: ["LOG_FORMAT": "logfmt"], port: 0)
                 started.append(a)

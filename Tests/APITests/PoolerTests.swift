@@ -17,7 +17,8 @@ final class TestPgBouncer: Sendable {
     let url: String
     private let process: Process
 
-    init(direct: String, mode: String, poolSize: Int) throws {
+    /// `settings` are more `[pgbouncer]` lines (`name = value`).
+    init(direct: String, mode: String, poolSize: Int, settings: [String] = []) throws {
         func value(_ key: String) throws -> String {
             guard let match = direct.firstMatch(of: try Regex("\(key)='?([^' ]+)'?")) else { throw TestFailure("no \(key) in \(direct)") }
             return String(match.output[1].substring ?? "")
@@ -40,7 +41,7 @@ final class TestPgBouncer: Sendable {
             max_client_conn = 500
             logfile = \(directory)/pgbouncer.log
             pidfile = \(directory)/pgbouncer.pid
-            """
+            """ + settings.map { "\n" + $0 }.joined()
         try Data(configuration.utf8).write(to: URL(fileURLWithPath: directory + "/pgbouncer.ini"))
         try Data("\"\(user)\" \"\"\n".utf8).write(to: URL(fileURLWithPath: directory + "/users.txt"))
         process = Process()
@@ -77,7 +78,7 @@ final class TestPgBouncer: Sendable {
     }
 }
 
-private func isListening(_ port: Int) -> Bool {
+func isListening(_ port: Int) -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()

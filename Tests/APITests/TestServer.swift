@@ -328,8 +328,11 @@ struct Reply: Sendable {
 /// One-shot requests over `SocketClient`'s connection, each on a connection of its own
 /// (`Connection: close`), with 30-second timeouts.
 enum HTTPClient {
-    static func send(port: Int, method: String, target: String, headers: [(String, String)], body: [UInt8]?) throws -> Reply {
-        let connection = try HTTPClientConnection(port: port)
+    static func send(
+        port: Int, method: String, target: String, headers: [(String, String)], body: [UInt8]?,
+        deadline: ContinuousClock.Instant? = nil
+    ) throws -> Reply {
+        let connection = try HTTPClientConnection(port: port, deadline: deadline)
         // A server may answer (413) before reading the whole body; it then discards the rest.
         try? connection.send(request(port: port, method: method, target: target, headers: headers, body: body))
         let response = try connection.readResponse(head: method == "HEAD", bodyToEndWithoutLength: true)

@@ -41,6 +41,19 @@ import Testing
         #expect(nowhere?.description == "The database is unavailable.")
     }
 
+    /// A write refused because the server does not take writes (a standby: during a failover a
+    /// proxy may route to the new leader before its promotion ends) breaks the connection, so
+    /// that it is not lent again and the next one finds the primary.
+    @Test func aWriteRefusedAsReadOnlyBreaksTheConnection() throws {
+        let connection = try TestDatabase.connection()
+        defer { connection.close() }
+        try connection.execute("SET default_transaction_read_only = on")
+        let error = postgresError { try connection.execute("CREATE TEMPORARY TABLE refused (n int)") }
+        #expect(error?.code == .connectionFailed)
+        #expect(error?.sqlState == .readOnlySQLTransaction)
+        #expect(!connection.isUsable)
+    }
+
     @Test func uniqueViolationMapsToSQLStateAndNamesTheConstraint() throws {
         let pool = try TestDatabase.pool()
         let table = TestDatabase.uniqueName("users")

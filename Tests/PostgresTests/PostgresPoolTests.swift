@@ -182,6 +182,83 @@ import Testing
     }
 }
 
+/// While the server is failing, borrowers do not queue for it: one at a time (the probe) opens a
+/// connection, every other that finds none idle fails at once, and the first connection that comes
+/// back healthy ends it.
+@Suite struct PostgresPoolFailingServerTests {
+    /// A "server" that completes the TCP handshake and then never says a word (a frozen server, or
+    /// a pooler holding clients while it has no server): each attempt to connect lasts the whole
+    /// connect timeout.
+    @Test func whileTheServerIsFailingOnlyTheProbeWaitsForIt() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        try #require(bound && listen(listener, 64) == 0)
+        var configuration = try PostgresConfiguration(
+            connectionString: "host=127.0.0.1 port=\(UInt16(bigEndian: address.sin_port)) user=nobody dbname=nothing")
+        configuration.connectTimeout = .seconds(2)
+        let pool = PostgresPool(configuration: configuration, size: 4, acquireTimeout: .seconds(30))
+        defer { pool.close(timeout: .zero) }
+
+        // The first failure: a whole connect timeout.
+        var first: PostgresError?
+        let firstElapsed = measure { first = postgresError { try pool.withConnection { _ in } } }
+        #expect(first?.code == .connectionFailed && firstElapsed >= .seconds(1))
+
+        // Now four at once: one probes (and waits its connect timeout), three fail at once.
+        let elapsed = Mutex<[Duration]>([])
+        let codes = Mutex<[PostgresError.Code?]>([])
+        onThreads(4) { _ in
+            var error: PostgresError?
+            let took = measure { error = postgresError { try pool.withConnection { _ in } } }
+            elapsed.withLock { $0.append(took) }
+            codes.withLock { $0.append(error?.code) }
+        }
+        let times = elapsed.withLock { $0 }.sorted()
+        #expect(codes.withLock { $0 } == Array(repeating: .connectionFailed, count: 4))
+        #expect(times.prefix(3).allSatisfy { $0 < .milliseconds(500) }, "\(times)")
+        #expect(times[3] >= .seconds(1), "\(times)")
+        #expect(pool.statistics.waiting == 0 && pool.statistics.timedOut == 0)
+    }
+
+    /// A connection broken while lent marks the server failing; the next borrower probes, its
+    /// connection comes back healthy, and borrowers queue again as usual.
+    @Test func aHealthyConnectionEndsIt() throws {
+        let pool = PostgresPool(configuration: try TestDatabase.cluster().configuration(), size: 2, acquireTimeout: .seconds(10))
+        defer { pool.close() }
+        let killer = try TestDatabase.connection()
+        defer { killer.close() }
+        let broken = postgresError {
+            try pool.withConnection { connection in
+                let own = try connection.query("SELECT pg_backend_pid()")[0].decode(Int32.self, at: 0)
+                _ = try killer.query("SELECT pg_terminate_backend(\(own))")
+                usleep(50_000)
+                try connection.query("SELECT 1")
+            }
+        }
+        #expect(broken?.code == .connectionFailed)
+        // The probe: a new connection, healthy.
+        #expect(try pool.query("SELECT 1")[0].decode(Int.self, at: 0) == 1)
+        // Eight borrowers on two connections: they wait their turn, none fails.
+        let failures = Atomic<Int>(0)
+        onThreads(8) { _ in
+            if (try? pool.withConnection({ connection in
+                usleep(20_000)
+                return try connection.query("SELECT 1")
+            })) == nil {
+                failures.add(1, ordering: .relaxed)
+            }
+        }
+        #expect(failures.load(ordering: .relaxed) == 0)
+    }
+}
+
 /// Runs `body`, naming the stage and the full error (SQLSTATE, server message) if it throws.
 private func stage<T>(_ name: String, _ body: () throws -> T) throws -> T {
     do {
