@@ -5,18 +5,18 @@
 # CPU seconds gives requests per second per core of each, whatever else shares the machine: what
 # docs/deployment.md's capacity table is made of. Also the instance's memory (VmRSS at rest,
 # VmHWM at the end) and its connections in pg_stat_activity.
-# The profile reads and writes rotate over USERS users (one user's row would measure its row lock).
+# The profile reads and writes rotate over USERS users (a few users' rows would measure their row locks).
 # Usage: bench/capacity.sh [seconds=10] [connections=64]
 #   EXOSPHERE_BIN=path: use that binary instead of building (scripts/build-release.sh) here.
 #   STORAGE=database|filesystem: where the image is kept (default database).
-#   USERS=32: users whose tokens the profile requests rotate over.
+#   USERS=200: users whose tokens the profile requests rotate over.
 # Needs: wrk, curl, psql, python3, vips (libvips-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_RUN=${1:-10}
 CONNECTIONS=${2:-64}
 STORAGE=${STORAGE:-database}
-USERS=${USERS:-32}
+USERS=${USERS:-200}
 PORT=18493
 DIR=$(mktemp -d /tmp/exo-capacity-bench.XXXXXX)
 cleanup() {
@@ -40,10 +40,13 @@ TOKEN=$(curl -fs "$API/users" -H 'Content-Type: application/json' \
     -d '{"email": "capacity@example.com", "password": "capacity bench passphrase"}' | json accessToken)
 curl -fs "$API/users" -H 'Content-Type: application/json' \
     -d '{"email": "signer@example.com", "password": "capacity signer passphrase"}' > /dev/null
-for i in $(seq "$USERS"); do
+register() {
     curl -fs "$API/users" -H 'Content-Type: application/json' \
-        -d "{\"email\": \"user$i@example.com\", \"password\": \"capacity bench passphrase $i\"}" | json accessToken
-done > "$DIR/tokens.txt"
+        -d "{\"email\": \"user$1@example.com\", \"password\": \"capacity bench passphrase $1\"}" | json accessToken
+}
+export -f register json
+export API
+seq "$USERS" | xargs -P 4 -I{} bash -c 'register {}' > "$DIR/tokens.txt"
 while read -r token; do
     curl -fs -X PATCH "$API/users/me" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
         -d '{"data": {"height": 1.62, "weight": 70, "isMarried": false, "dateOfBirth": "1990-04-01"}}' > /dev/null

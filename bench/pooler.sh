@@ -45,6 +45,12 @@ measure() {  # label port
 }
 
 measure "direct (the managed cluster)" "$PORT"
+# Direct without the event loops' pipelines, as transaction mode runs: what is the pooler's own cost.
+"$BIN" serve --port $((PORT + 10)) --database-url "$CONN" --db-pipelining off --access-log off --log-format logfmt > "$DIR/exosphere-nopipe.log" 2>&1 &
+PID2=$!
+for _ in $(seq 300); do curl -fs "http://127.0.0.1:$((PORT + 10))/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
+measure "direct, --db-pipelining off" $((PORT + 10))
+kill -TERM "$PID2"; wait "$PID2" 2>/dev/null || true; PID2=""
 for mode in session transaction; do
     cat > "$DIR/pgbouncer.ini" <<INI
 [databases]
