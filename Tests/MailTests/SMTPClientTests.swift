@@ -220,21 +220,9 @@ import Testing
     }
 
     @Test func serverThatNeverGreets() throws {
-        // A listening socket that nobody accepts on: the kernel completes the TCP handshake, and nothing is ever said.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #expect(listener >= 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, length) == 0 && listen(listener, 4) == 0 && getsockname(listener, $0, &length) == 0
-            }
-        }
-        #expect(bound)
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        let listener = try SilentListener(backlog: 4)
+        defer { listener.close() }
+        let port = listener.port
         let start = ContinuousClock.now
         let error = expectError(.timeout) { _ = try SMTPClient.connect(configuration("smtp+plain://127.0.0.1:\(port)", timeout: .milliseconds(400))) }
         let elapsed = ContinuousClock.now - start

@@ -94,15 +94,7 @@ import Testing
         #expect(pool.statistics.discarded == 1)
 
         // A connection that breaks while lent fails that request with connectionFailed.
-        let error = postgresError {
-            try pool.withConnection { connection in
-                let own = try connection.query("SELECT pg_backend_pid()")[0].decode(Int32.self, at: 0)
-                _ = try killer.query("SELECT pg_terminate_backend(\(own))")
-                usleep(50_000)
-                try connection.query("SELECT 1")
-            }
-        }
-        #expect(error?.code == .connectionFailed)
+        #expect(breakWhileLent(pool, killer)?.code == .connectionFailed)
         #expect(try pool.query("SELECT 1")[0].decode(Int.self, at: 0) == 1)
     }
 
@@ -190,18 +182,10 @@ import Testing
     /// a pooler holding clients while it has no server): each attempt to connect lasts the whole
     /// connect timeout.
     @Test func whileTheServerIsFailingOnlyTheProbeWaitsForIt() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
-        }
-        try #require(bound && listen(listener, 64) == 0)
+        let listener = try SilentListener()
+        defer { listener.close() }
         var configuration = try PostgresConfiguration(
-            connectionString: "host=127.0.0.1 port=\(UInt16(bigEndian: address.sin_port)) user=nobody dbname=nothing")
+            connectionString: "host=127.0.0.1 port=\(listener.port) user=nobody dbname=nothing")
         configuration.connectTimeout = .seconds(2)
         let pool = PostgresPool(configuration: configuration, size: 4, acquireTimeout: .seconds(30))
         defer { pool.close(timeout: .zero) }
@@ -234,15 +218,7 @@ import Testing
         defer { pool.close() }
         let killer = try TestDatabase.connection()
         defer { killer.close() }
-        let broken = postgresError {
-            try pool.withConnection { connection in
-                let own = try connection.query("SELECT pg_backend_pid()")[0].decode(Int32.self, at: 0)
-                _ = try killer.query("SELECT pg_terminate_backend(\(own))")
-                usleep(50_000)
-                try connection.query("SELECT 1")
-            }
-        }
-        #expect(broken?.code == .connectionFailed)
+        #expect(breakWhileLent(pool, killer)?.code == .connectionFailed)
         // The probe: a new connection, healthy.
         #expect(try pool.query("SELECT 1")[0].decode(Int.self, at: 0) == 1)
         // Eight borrowers on two connections: they wait their turn, none fails.
@@ -256,6 +232,18 @@ import Testing
             }
         }
         #expect(failures.load(ordering: .relaxed) == 0)
+    }
+}
+
+/// Borrows a connection, has `killer` terminate its backend, and uses it again: the error that gives.
+private func breakWhileLent(_ pool: PostgresPool, _ killer: PostgresConnection) -> PostgresError? {
+    postgresError {
+        try pool.withConnection { connection in
+            let own = try connection.query("SELECT pg_backend_pid()")[0].decode(Int32.self, at: 0)
+            _ = try killer.query("SELECT pg_terminate_backend(\(own))")
+            usleep(50_000)
+            try connection.query("SELECT 1")
+        }
     }
 }
 
