@@ -135,6 +135,14 @@ struct MetricsController {
         text.metric(
             "exosphere_db_pool_connections_timeouts_total", type: .counter,
             help: "Waits for a free database connection that gave up after the acquire timeout.", pool.timedOut)
+        text.metric(
+            "exosphere_db_pool_failing", type: .gauge,
+            help: "1 while the database is failing (a connection could not be opened or broke, and none has come back healthy since).",
+            pool.failing ? 1 : 0)
+        text.metric(
+            "exosphere_db_pool_failed_fast_total", type: .counter,
+            help: "Requests for a database connection answered at once because the database was failing and none was free.",
+            pool.failedFast)
     }
 
     private func writePipelines(_ pipelines: Pipelines.Statistics, into text: inout PrometheusText) {

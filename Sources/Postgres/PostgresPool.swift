@@ -26,6 +26,10 @@ public final class PostgresPool: @unchecked Sendable {
         public var discarded: Int
         /// Acquires that gave up after the timeout.
         public var timedOut: Int
+        /// Acquires that failed at once because the server was failing and no connection was free.
+        public var failedFast: Int
+        /// Whether the server is failing (see `serverFailing`).
+        public var failing: Bool
     }
 
     /// The configuration each connection is opened with.
@@ -45,6 +49,7 @@ public final class PostgresPool: @unchecked Sendable {
     private var failed = 0
     private var discarded = 0
     private var timedOut = 0
+    private var failedFast = 0
     private var closed = false
     /// Set when a connection could not be opened or broke, cleared when one comes back healthy.
     /// While it is set, one borrower at a time (the probe) opens a connection, and any other that
@@ -110,7 +115,7 @@ public final class PostgresPool: @unchecked Sendable {
         locked {
             Statistics(
                 size: size, inUse: inUse, idle: idle.count, waiting: waiting, created: created,
-                failed: failed, discarded: discarded, timedOut: timedOut)
+                failed: failed, discarded: discarded, timedOut: timedOut, failedFast: failedFast, failing: serverFailing)
         }
     }
 
@@ -166,6 +171,7 @@ public final class PostgresPool: @unchecked Sendable {
                         return .open(probe: serverFailing)
                     }
                     if serverFailing {
+                        failedFast += 1
                         throw PostgresError(code: .connectionFailed, context: "the database is failing and no connection is free")
                     }
                     waiting += 1

@@ -232,6 +232,8 @@ import Testing
         #expect(scrape["exosphere_db_pool_waiting"] == "0")
         #expect(scrape["exosphere_db_pool_connections_failed_total"] == "0")
         #expect(scrape["exosphere_db_pool_connections_timeouts_total"] == "0")
+        #expect(scrape["exosphere_db_pool_failing"] == "0")
+        #expect(scrape["exosphere_db_pool_failed_fast_total"] == "0")
 
         // Registration hashed one password on the application's hashing pool.
         #expect(scrape["exosphere_hashing_completed_total"] == "1")

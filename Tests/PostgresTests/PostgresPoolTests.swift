@@ -208,7 +208,8 @@ import Testing
         #expect(codes.withLock { $0 } == Array(repeating: .connectionFailed, count: 4))
         #expect(times.prefix(3).allSatisfy { $0 < .milliseconds(500) }, "\(times)")
         #expect(times[3] >= .seconds(1), "\(times)")
-        #expect(pool.statistics.waiting == 0 && pool.statistics.timedOut == 0)
+        let figures = pool.statistics
+        #expect(figures.waiting == 0 && figures.timedOut == 0 && figures.failedFast == 3 && figures.failing)
     }
 
     /// A connection broken while lent marks the server failing; the next borrower probes, its
@@ -232,6 +233,7 @@ import Testing
             }
         }
         #expect(failures.load(ordering: .relaxed) == 0)
+        #expect(!pool.statistics.failing && pool.statistics.failedFast == 0)
     }
 }
 
