@@ -405,7 +405,9 @@ public final class LocalCluster: Sendable {
 
     // MARK: - Files and paths
 
-    static func findBinDirectory() throws -> String {
+    /// The PostgreSQL server binaries' directory: `pg_config --bindir`, the newest
+    /// `/usr/lib/postgresql/*/bin`, or `PATH`.
+    public static func findBinDirectory() throws -> String {
         func hasServer(_ directory: String) -> Bool {
             access(directory + "/initdb", X_OK) == 0 && access(directory + "/postgres", X_OK) == 0
         }

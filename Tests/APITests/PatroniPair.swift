@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import JSON
 import Postgres
+import PostgresCluster
 import TestSupport
 import Testing
 
@@ -36,8 +37,10 @@ final class PatroniPair: Sendable {
         "host=127.0.0.1,127.0.0.1 port=\(postgresPorts[0]),\(postgresPorts[1]) user=postgres dbname=postgres target_session_attrs=read-write"
     }
 
-    func connectionString(node: Int) -> String {
-        "host=127.0.0.1 port=\(postgresPorts[node]) user=postgres dbname=postgres connect_timeout=2"
+    func connectionString(node: Int) -> String { Self.connectionString(port: postgresPorts[node]) }
+
+    static func connectionString(port: Int) -> String {
+        "host=127.0.0.1 port=\(port) user=postgres dbname=postgres connect_timeout=2"
     }
 
     private init(directory: String, postgresPorts: [Int], restPorts: [Int], primaryPort: Int, processes: Processes) {
@@ -58,7 +61,7 @@ final class PatroniPair: Sendable {
             executable(["/usr/bin/etcd", "/usr/local/bin/etcd"]),
             "etcd is not installed: the failover drill needs it (apt-get install -y etcd-server; .ci/run installs it)")
         let haproxy = try #require(MultiInstanceTests.Deployment.haproxyPath(), "haproxy is not installed (.ci/run installs it)")
-        let binDirectory = try #require(postgresBinDirectory(), "no PostgreSQL server binaries under /usr/lib/postgresql")
+        let binDirectory = try LocalCluster.findBinDirectory()
 
         let directory = try makeTemporaryDirectory("exo-patroni")
         let processes = Processes()
@@ -181,8 +184,7 @@ final class PatroniPair: Sendable {
 
     /// Whether the PostgreSQL at `port` answers and takes writes.
     static func isPrimary(port: Int) throws -> Bool {
-        let connection = try PostgresConnection(
-            connectionString: "host=127.0.0.1 port=\(port) user=postgres dbname=postgres connect_timeout=2")
+        let connection = try PostgresConnection(connectionString: connectionString(port: port))
         defer { connection.close() }
         return try !connection.query("SELECT pg_is_in_recovery()")[0].decode(Bool.self, at: 0)
     }
@@ -256,11 +258,6 @@ final class PatroniPair: Sendable {
 
     private static func executable(_ candidates: [String]) -> String? {
         candidates.first { access($0, X_OK) == 0 }
-    }
-
-    private static func postgresBinDirectory() -> String? {
-        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).compactMap(Int.init)
-        return versions.sorted(by: >).map { "/usr/lib/postgresql/\($0)/bin" }.first { access($0 + "/initdb", X_OK) == 0 }
     }
 
     /// The PostgreSQL system user, when the tests run as root.
