@@ -320,6 +320,10 @@ struct FloodTests {
         let stop = Atomic<Bool>(false)
         let statuses = Mutex<[Int]>([])
         let signIn = Mutex<(status: Int, seconds: Double)?>(nil)
+        let registered = Mutex<[Double]>([])
+        @Sendable func seconds(_ duration: Duration) -> Double {
+            Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        }
         try onThreads(13) { index in
             if index == 12 {
                 defer { stop.store(true, ordering: .relaxed) }
@@ -328,14 +332,16 @@ struct FloodTests {
                 let start = ContinuousClock.now
                 let status = (try? self.server.signIn(account.email, account.password).status) ?? -1
                 let elapsed = ContinuousClock.now - start
-                signIn.withLock { $0 = (status, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) }
+                signIn.withLock { $0 = (status, seconds(elapsed)) }
                 usleep(200_000)  // the flood goes on a little after the sign-in
                 return
             }
             while !stop.load(ordering: .relaxed) {
                 let email = self.server.uniqueEmail("flood")
                 let password = self.server.uniquePassword()
+                let start = ContinuousClock.now
                 let reply = try? self.server.call("POST", "/users", json: #"{"email": \#(jsonString(email)), "password": \#(jsonString(password))}"#)
+                if reply?.status == 201 { registered.withLock { $0.append(seconds(ContinuousClock.now - start)) } }
                 statuses.withLock { $0.append(reply?.status ?? -1) }
                 if reply?.status == 503 { usleep(20_000) }
             }
@@ -345,7 +351,15 @@ struct FloodTests {
         #expect(counts[503, default: 0] > 0, "the flood did fill the registrations' share: \(counts)")
         let result = try #require(signIn.withLock { $0 })
         #expect(result.status == 200, "a sign-in during a flood of registrations: \(result.status) \(counts)")
-        #expect(result.seconds < 5, "the sign-in took \(result.seconds) s")
+        // It waits for at most one hash of the flood's, then is hashed, as a registration that got
+        // a place does. Hashes run in the idle scheduling class, so in a loaded run (the whole
+        // suite on two cores) one hash may take seconds: the bound is 5 s, or twice the
+        // registrations' median when the machine makes that longer.
+        let durations = registered.withLock { $0 }.sorted()
+        let median = durations.isEmpty ? 0 : durations[durations.count / 2]
+        print("FloodTests: a sign-in in a flood of registrations took \(result.seconds) s; \(durations.count) registrations, median \(median) s")
+        #expect(
+            result.seconds < max(5, 2 * median), "the sign-in took \(result.seconds) s; \(durations.count) registrations' median \(median) s")
     }
 }
 

@@ -75,6 +75,17 @@ import Testing
 
         func remove() { _ = try? FileManager.default.removeItem(atPath: imageDirectory) }
 
+        /// How many images have their upload's thumbnail and placeholders, or are known undecodable.
+        func thumbnailsPrepared() throws -> Int {
+            try withDatabase {
+                try $0.query(
+                    """
+                    SELECT count(*)::int8 FROM images i WHERE i.thumbnail_error IS NOT NULL
+                        OR (i.blurhash IS NOT NULL AND EXISTS (SELECT 1 FROM image_thumbnails t WHERE t.image_id = i.id))
+                    """)[0].decode(Int.self, at: 0)
+            }
+        }
+
         /// How many image rows say `storage`.
         func count(in storage: String) throws -> Int {
             try withDatabase { try $0.query("SELECT count(*)::int8 FROM images WHERE storage = \(storage)")[0].decode(Int.self, at: 0) }
@@ -340,6 +351,12 @@ import Testing
         let images = uploaded
         let rows = try deployment.rows()
         try #require(rows.count == images.count && rows.allSatisfy { $0.storage == source })
+        // `serve` makes each upload's first thumbnail in the background (slowly, under a loaded
+        // machine). Once they are all made, the migrations are the only writers of `tmp`, and a
+        // thumbnail that `serve` is publishing cannot be taken for a file a migration left.
+        try waitUntil(timeout: .seconds(120), "serve to make the first thumbnail of each upload") {
+            try deployment.thumbnailsPrepared() == images.count
+        }
         // The migration goes oldest first, as `rows` lists them: it stops at row 12 until the test
         // lets it go, and at row 34 again.
         let (first, second) = (12, 34)
