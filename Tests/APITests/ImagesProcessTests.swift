@@ -491,9 +491,12 @@ import Testing
         }
         // A run killed while it wrote a file leaves that temporary file in `tmp`: neither `images
         // migrate` nor its second run removes it; only `serve`'s start-up sweep does, once it is an
-        // hour old. At most that one; none for a move into the database, which writes no file.
+        // hour old. At most that one, of the image it was moving (the oldest not moved: it moves
+        // them oldest first); none for a move into the database, which writes no file.
         let parts = try deployment.temporaryFiles().filter { $0.hasSuffix(".part") }
         #expect(parts.count <= (target == "filesystem" ? 1 : 0), "temporary files left: \(parts)")
+        let interrupted = rows[min(seen.movedAtInterruption, rows.count - 1)].id
+        #expect(parts.allSatisfy { $0.hasPrefix(interrupted + ".") }, "temporary files left: \(parts); \(interrupted) was being moved")
         print("ImagesProcessTests: migrate to \(target): \(parts.count) temporary file(s) left in tmp after the second run")
         // Every image byte-for-byte, with its ETag unchanged.
         for image in images {
