@@ -8,27 +8,32 @@ import Testing
     /// The executable built next to the test bundle.
     static func executable() -> URL? { TestImages.exosphereExecutable().map { URL(fileURLWithPath: $0) } }
 
-    /// A port that was free a moment ago: bind port 0, read it, close.
+    /// A port that was free a moment ago, for a program that must be told its port (haproxy,
+    /// Patroni, etcd, pgbouncer, a relay that comes up later).
     ///
-    /// Racy by nature: another process on the machine may bind it before whoever it is for does.
-    /// So not for `exosphere serve`, which is started with `--port 0` and logs the port it got
-    /// (`listeningPort`). Used only for haproxy (MultiInstanceTests), which cannot report a port
-    /// it picked and is retried on other ports when it fails to bind; a test that needs a port
-    /// nobody listens on holds one with `ClosedPort` (HealthcheckCommandTests) instead.
+    /// Racy by nature: someone may bind it before the program does. Below the kernel's ephemeral
+    /// range (`ip_local_port_range`, 32768–60999 here), which every `--port 0` listener and every
+    /// outgoing connection of the suite draws from, only another caller of this function can take
+    /// it: a port from `bind(0)` was taken by a client connection before Patroni bound it, in a
+    /// loaded run. So a random port of 20000–32767 that binds now. `exosphere serve` is started
+    /// with `--port 0` and logs the port it got (`listeningPort`) instead; a test that needs a
+    /// port nobody listens on holds one with `ClosedPort` (HealthcheckCommandTests).
     static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+        for _ in 0..<200 {
+            let port = Int.random(in: 20_000...32_767)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = UInt16(port).bigEndian
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
             }
+            if bound { return port }
         }
-        guard ok else { throw TestFailure("bind: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        throw TestFailure("no free port in 20000–32767 after 200 tries")
     }
 
     /// A child process started with `posix_spawn`, with a clean signal mask and default dispositions.

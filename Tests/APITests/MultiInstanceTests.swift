@@ -301,7 +301,7 @@ import Testing
                 var proxy: (Child, retryingPort: Int)?
                 // Not `--port 0` here: haproxy does not report the ports it was given by the
                 // kernel (no log line, no output), and the two frontends must be told apart. So
-                // its ports are picked free beforehand (the only freePort() left): another process
+                // its ports are picked free beforehand (`freePort`): another process
                 // may take one first, and then haproxy exits and is started again on others.
                 for _ in 0..<3 {
                     let (port, retryingPort) = (try ExosphereProcessTests.freePort(), try ExosphereProcessTests.freePort())

@@ -103,7 +103,8 @@ final class PatroniPair: Sendable {
                 // synchronous standby (a commit is acknowledged only once it has the WAL).
                 let role = node == 0 ? "leader" : "sync_standby"
                 try waitUntil(timeout: .seconds(90), pollingEvery: .milliseconds(200), "node\(node) to be the \(role): \(pair.diagnostics())") {
-                    try pair.members().contains { $0.name == "node\(node)" && $0.role == role && $0.running }
+                    guard processes.nodes[node]?.isRunning == true else { throw TestFailure("node\(node) exited: \(pair.diagnostics())") }
+                    return try pair.members().contains { $0.name == "node\(node)" && $0.role == role && $0.running }
                 }
             }
 
@@ -120,7 +121,7 @@ final class PatroniPair: Sendable {
                     bind 127.0.0.1:\(primaryPort)
                     option httpchk OPTIONS /primary
                     http-check expect status 200
-                    default-server inter 100ms fall 1 rise 1 on-marked-down shutdown-sessions
+                    default-server inter 100ms fall 3 rise 1 on-marked-down shutdown-sessions
                     server node0 127.0.0.1:\(postgresPorts[0]) check port \(restPorts[0])
                     server node1 127.0.0.1:\(postgresPorts[1]) check port \(restPorts[1])
 
@@ -180,6 +181,11 @@ final class PatroniPair: Sendable {
     func diagnostics() -> String {
         let nodes = processes.nodes.enumerated().map { "node\($0.offset): \(String(($0.element?.stderr ?? "not started").suffix(1_500)))" }
         return (nodes + ["etcd: \(String((processes.etcd?.stderr ?? "").suffix(500)))"]).joined(separator: "\n")
+    }
+
+    /// haproxy's changes of a node's state (`Server primary/node1 is UP, reason: …`), in order.
+    func proxyEvents() -> [String] {
+        (processes.haproxy?.stderr ?? "").split(separator: "\n").filter { $0.contains("Server primary/") }.map(String.init)
     }
 
     /// Whether the PostgreSQL at `port` answers and takes writes.
