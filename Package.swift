@@ -116,7 +116,10 @@ let package = Package(
         // The command line: parsing, usage, the health check.
         .testTarget(
             name: "CommandLineTests",
-            dependencies: ["exosphere", "API", "HTTP", "HTTPServer", "Mail", "Outbox", "PostgresCluster", "SocketClient", "StructuredLogging"]),
+            dependencies: [
+                "exosphere", "API", "HTTP", "HTTPServer", "Mail", "Outbox", "PostgresCluster", "SocketClient", "StructuredLogging",
+                "TestSupport",
+            ]),
         // The client against a real server started in-process on a throwaway PostgreSQL.
         .testTarget(
             name: "ExosphereClientTests", dependencies: ["ExosphereClient", "API", "Postgres", "PostgresCluster", "StructuredLogging", "TestSupport"]),

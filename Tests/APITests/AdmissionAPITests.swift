@@ -88,7 +88,7 @@ struct BodyTimeoutAPITests {
                 let elapsed = ContinuousClock.now - start
                 return (
                     String(decoding: buffer[..<count], as: UTF8.self),
-                    Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                    elapsed.inSeconds
                 )
             }
             if interval > 0, ContinuousClock.now >= nextByte {

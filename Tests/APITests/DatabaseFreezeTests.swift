@@ -11,10 +11,6 @@ import Testing
 /// within the response timeout, on the event loops' pipelines and on the worker pool alike, and
 /// service resumes by itself once it answers again (`SIGCONT`).
 @Suite(.serialized) struct DatabaseFreezeTests {
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-
     @Test(arguments: [true, false])
     func aFrozenDatabaseIsAnswered503WithinTheTimeoutAndServiceResumes(pipelining: Bool) throws {
         let cluster = try LocalCluster.startTemporary()
@@ -50,7 +46,7 @@ import Testing
                 n += 1
                 let start = ContinuousClock.now
                 let reply = n % 2 == 0 ? try? server.me(account.token) : try? put(n)
-                let elapsed = Self.seconds(ContinuousClock.now - start)
+                let elapsed = (ContinuousClock.now - start).inSeconds
                 answers.withLock { $0.append((reply?.status ?? -1, elapsed, reply?.header("Retry-After") != nil)) }
             }
         }

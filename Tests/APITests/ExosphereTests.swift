@@ -17,21 +17,12 @@ import Testing
     /// it: a port from `bind(0)` was taken by a client connection before Patroni bound it, in a
     /// loaded run. So a random port of 20000–32767 that binds now. `exosphere serve` is started
     /// with `--port 0` and logs the port it got (`listeningPort`) instead; a test that needs a
-    /// port nobody listens on holds one with `ClosedPort` (HealthcheckCommandTests).
+    /// port nobody listens on holds one with a `LoopbackSocket` that does not listen.
     static func freePort() throws -> Int {
         for _ in 0..<200 {
-            let port = Int.random(in: 20_000...32_767)
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = UInt16(port).bigEndian
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-            }
-            if bound { return port }
+            guard let socket = try? LoopbackSocket(port: Int.random(in: 20_000...32_767)) else { continue }
+            socket.close()
+            return socket.port
         }
         throw TestFailure("no free port in 20000–32767 after 200 tries")
     }

@@ -6,6 +6,7 @@ import HTTPServer
 import PostgresCluster
 import SocketClient
 import StructuredLogging
+import TestSupport
 import Testing
 
 /// `exosphere healthcheck` against real sockets: a closed port, bare servers answering 200 or
@@ -29,39 +30,9 @@ import Testing
         return server
     }
 
-    /// A loopback port on which nothing listens until `release()`: a socket bound to it that never
-    /// listens, so that no other process can bind it and start listening meanwhile (as could
-    /// happen to a port found free and closed again). Connecting to it is refused, until a test
-    /// calls `listen` on `fd` itself.
-    struct ClosedPort {
-        let fd: Int32
-        let port: Int
-
-        init() throws {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { throw HealthcheckFailure("socket: errno \(errno)") }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-            }
-            guard bound else {
-                let error = errno
-                close(fd)
-                throw HealthcheckFailure("bind: errno \(error)")
-            }
-            self.fd = fd
-            port = Int(UInt16(bigEndian: address.sin_port))
-        }
-
-        func release() { close(fd) }
-    }
-
     @Test func closedPortIsUnhealthy() throws {
-        let closed = try ClosedPort()
-        defer { closed.release() }
+        let closed = try LoopbackSocket()  // bound, never listening: refused
+        defer { closed.close() }
         #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(closed.port)], environment: [:]) == 1)
     }
 
@@ -75,8 +46,8 @@ import Testing
     @Test func readsPortAndHostLikeServe() throws {
         let server = try Self.server(status: .ok)
         defer { server.shutdown() }
-        let closed = try ClosedPort()
-        defer { closed.release() }
+        let closed = try LoopbackSocket()  // bound, never listening: refused
+        defer { closed.close() }
         #expect(Exosphere.main(arguments: ["healthcheck"], environment: ["PORT": String(server.port), "HOST": "127.0.0.1"]) == 0)
         // A flag wins over its variable.
         #expect(Exosphere.main(arguments: ["healthcheck", "--port", String(server.port)], environment: ["PORT": String(closed.port)]) == 0)
@@ -101,9 +72,8 @@ import Testing
 
     @Test func silentServerTimesOut() throws {
         // A listening socket that never accepts: connect succeeds through the backlog, no answer comes.
-        let silent = try ClosedPort()
-        defer { silent.release() }
-        try #require(listen(silent.fd, 8) == 0)
+        let silent = try SilentListener(backlog: 8)
+        defer { silent.close() }
         let port = silent.port
 
         let start = ContinuousClock.now

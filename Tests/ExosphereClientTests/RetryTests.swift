@@ -1,10 +1,7 @@
 import ExosphereClient
 import Foundation
+import TestSupport
 import Testing
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// A server at its limit: one hashing thread and no queue, so sign-ins sent together are
 /// refused with `503 overloaded` and `Retry-After: 1`, except the one being hashed.
@@ -131,7 +128,7 @@ struct ThrottleRetryTests {
 /// A server that accepts connections and never answers.
 @Suite struct TimeoutTests {
     @Test func aServerThatDoesNotAnswerFailsAfterTheTimeoutWithoutRetries() async throws {
-        let listener = try SilentListener()
+        let listener = try SilentListener(backlog: 8)
         defer { listener.close() }
         var configuration = Client.Configuration()
         configuration.timeoutInterval = 1  // FoundationNetworking on Linux times out at once below a second
@@ -149,41 +146,4 @@ struct ThrottleRetryTests {
         #expect(listener.takePendingConnections() == 1)
         #expect(elapsed >= 0.9, "\(elapsed) s")
     }
-}
-
-/// A listening TCP socket on 127.0.0.1 whose connections the kernel accepts and nobody reads.
-final class SilentListener: Sendable {
-    let fd: Int32
-    let port: Int
-
-    init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw -> Bool in
-                bind(fd, raw, length) == 0 && listen(fd, 8) == 0 && getsockname(fd, raw, &length) == 0
-            }
-        }
-        guard fd >= 0, bound else { throw LiveServerError("cannot listen: errno \(errno)") }
-        self.fd = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    /// Accepts, and closes, the connections waiting in the backlog; how many there were.
-    func takePendingConnections() -> Int {
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        var count = 0
-        while true {
-            let connection = accept(fd, nil, nil)
-            guard connection >= 0 else { return count }
-            _ = Glibc.close(connection)
-            count += 1
-        }
-    }
-
-    func close() { _ = Glibc.close(fd) }
 }

@@ -231,16 +231,9 @@ import Testing
     }
 
     @Test func nothingListening() throws {
-        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) == 0 && getsockname(probe, $0, &length) == 0 }
-        }
-        close(probe)
-        expectError(.connectFailed) { _ = try SMTPClient.connect(configuration("smtp+plain://127.0.0.1:\(UInt16(bigEndian: address.sin_port))")) }
+        let closed = try LoopbackSocket()  // bound, never listening: refused
+        defer { closed.close() }
+        expectError(.connectFailed) { _ = try SMTPClient.connect(configuration("smtp+plain://127.0.0.1:\(closed.port)")) }
     }
 
     @Test func credentialsNeverGoUnencryptedToAnotherHost() throws {
