@@ -58,10 +58,11 @@ let package = Package(
         .target(name: "Images", dependencies: ["Postgres", "Cryptography", "Files", "StructuredLogging", "Threads", "Thumbnails"]),
         // Users, custom fields, sessions, throttles, recovery tokens, activity: rules and their SQL.
         .target(name: "Accounts", dependencies: ["CivilTime", "Postgres", "Cryptography", "JSON", "Outbox", "StructuredLogging", "Threads"]),
-        // The SQL of migrations/, compiled in at build time (Plugins/EmbedMigrations).
-        .executableTarget(name: "embed-migrations"),
-        .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["embed-migrations"]),
-        .target(name: "Migrations", plugins: ["EmbedMigrations"]),
+        // Text files compiled in at build time as string literals (Plugins/EmbedFiles): the SQL of
+        // migrations/, and the API's Resources/.
+        .executableTarget(name: "embed-files"),
+        .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["embed-files"]),
+        .target(name: "Migrations", plugins: ["EmbedFiles"]),
         // Routes, DTOs, error mapping, configuration.
         .target(
             name: "API",
@@ -69,14 +70,9 @@ let package = Package(
                 "HTTPServer", "HTTP", "JSON", "StructuredLogging", "Postgres", "Cryptography", "Accounts", "Images", "Threads", "Files", "CLinux",
                 "Migrations", "PostgresLoop", "PostgresCluster", "Mail", "Outbox", "Thumbnails",
             ],
-            resources: [
-                .embedInCode("Resources/openapi.json"),
-                .embedInCode("Resources/pages/reset-password.html"), .embedInCode("Resources/pages/verify-email.html"),
-                .embedInCode("Resources/pages/theme.css"), .embedInCode("Resources/pages/pages.css"), .embedInCode("Resources/pages/pages.js"),
-                .embedInCode("Resources/pages/reset-password.js"), .embedInCode("Resources/pages/verify-email.js"),
-                .embedInCode("Resources/console/index.html"), .embedInCode("Resources/console/console.css"),
-                .embedInCode("Resources/console/console.js"),
-            ]),
+            // Resources/ (the console, the pages, the OpenAPI document) is compiled in as string
+            // literals by the EmbedFiles build plugin: see EmbeddedResources.
+            exclude: ["Resources"], plugins: ["EmbedFiles"]),
         // The command line: parsing it, serve, migrate, images migrate, healthcheck, hash-benchmark.
         .executableTarget(
             name: "exosphere",

@@ -20,6 +20,7 @@ struct AdminController: Sendable {
 
     func register(in router: inout Router) {
         router.post("/admin/signin", use: signIn)
+        router.post("/admin/setup", use: setup)
         router.post("/admin/signout", use: signOut)
         router.get("/admin/users", use: users)
         router.get("/admin/users/{id}", use: user)
@@ -49,6 +50,23 @@ struct AdminController: Sendable {
             throw AccountsError(.invalidValue, "The body is {\"email\", \"password\"}, both strings.")
         }
         let issued = try accounts.adminSignIn(email: email, password: password, origin: authenticator.origin(request, context))
+        return AdminController.sessionResponse(issued)
+    }
+
+    /// The first administrator, from the one-time link `serve` prints while there is none: the
+    /// same answer as a sign-in.
+    @Sendable func setup(_ request: Request, _ context: RequestContext) throws -> Response {
+        let body = try JSONBody.object(request)
+        guard let token = body["token"]?.stringValue, let email = body["email"]?.stringValue, let password = body["password"]?.stringValue,
+            body.count == 3
+        else {
+            throw AccountsError(.invalidValue, "The body is {\"token\", \"email\", \"password\"}, all strings.")
+        }
+        let issued = try accounts.completeAdminSetup(token: token, email: email, password: password, origin: authenticator.origin(request, context))
+        return AdminController.sessionResponse(issued)
+    }
+
+    private static func sessionResponse(_ issued: IssuedAdminSession) -> Response {
         var response = JSONBody.response { writer in
             writer.beginObject()
             writer.key("accessToken"); writer.string(issued.accessToken)

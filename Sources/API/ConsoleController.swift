@@ -8,9 +8,9 @@ import HTTPServer
 struct ConsoleController: Sendable {
     func register(in router: inout Router) {
         let files: [(String, String, [UInt8])] = [
-            ("/console/", "text/html; charset=utf-8", PackageResources.index_html),
-            ("/console/console.css", "text/css; charset=utf-8", PackageResources.console_css),
-            ("/console/console.js", "text/javascript; charset=utf-8", PackageResources.console_js),
+            ("/console/", "text/html; charset=utf-8", EmbeddedResource.bytes("console/index.html")),
+            ("/console/console.css", "text/css; charset=utf-8", EmbeddedResource.bytes("console/console.css")),
+            ("/console/console.js", "text/javascript; charset=utf-8", EmbeddedResource.bytes("console/console.js")),
         ]
         for (path, type, body) in files {
             // A new release's console is seen at once: fetched again every time (small, and no validator).

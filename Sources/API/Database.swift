@@ -24,8 +24,21 @@ public final class Database: Sendable {
         self.logger = logger
     }
 
+    /// What to do when there is no URL and another process (a running `exosphere serve`) already
+    /// runs the managed cluster of the data directory.
+    public enum RunningCluster: Sendable {
+        /// Refuse, naming the running server's connection string: `serve` owns the cluster it
+        /// starts and stops it when it stops, which would pull it from under the other process.
+        case refuse
+        /// Connect to it: the commands beside `serve` (`admin`, `keys`, `migrate`, `images
+        /// migrate`), which start the cluster themselves only when none runs.
+        case join
+    }
+
     /// Connects (starting the managed cluster first when there is no URL) and applies pending migrations.
-    public static func start(_ configuration: Configuration, logger: Logger, migrate: Bool = true) throws -> Database {
+    public static func start(
+        _ configuration: Configuration, logger: Logger, migrate: Bool = true, runningCluster: RunningCluster = .refuse
+    ) throws -> Database {
         let migrator =
             try configuration.migrationsDirectory.map { try Migrator(directory: $0) }
             ?? Migrator(files: EmbeddedMigrations.files)
@@ -33,6 +46,18 @@ public final class Database: Sendable {
         var postgres: PostgresConfiguration
         if let url = configuration.databaseURL {
             postgres = try PostgresConfiguration(connectionString: url)
+        } else if let running = try LocalCluster.running(dataDirectory: configuration.dataDirectory) {
+            guard runningCluster == .join else {
+                throw PostgresError(
+                    code: .clusterFailed,
+                    context:
+                        "the managed PostgreSQL of \(configuration.dataDirectory) already runs (pid \(running.pid)), held by another process, likely another exosphere serve; stop it, or run this one with --database-url \"\(running.connectionString)\""
+                )
+            }
+            logger.notice(
+                "using the managed PostgreSQL another process runs",
+                ["postgres.data_dir": configuration.dataDirectory, "postgres.pid": String(running.pid)])
+            postgres = try PostgresConfiguration(connectionString: running.connectionString)
         } else {
             logger.notice("starting managed PostgreSQL", ["postgres.data_dir": configuration.dataDirectory])
             let started = try LocalCluster.start(dataDirectory: configuration.dataDirectory)
@@ -64,10 +89,23 @@ public final class Database: Sendable {
                     ])
             }
             return database
+        } catch let error as PostgresError where postgres.pooler == .none && Database.isRefusedStartupOptions(error) {
+            cluster?.stop()
+            throw PostgresError(
+                code: .invalidConfiguration,
+                context:
+                    "the server refused the startup parameter options (\(error.serverMessage ?? error.context ?? "unsupported startup parameter")): a connection pooler such as pgbouncer is in front of PostgreSQL; declare it with --db-pooler session or --db-pooler transaction (EXOSPHERE_DB_POOLER), as its pool_mode says"
+            )
         } catch {
             cluster?.stop()
             throw error
         }
+    }
+
+    /// pgbouncer's answer to a startup packet with `options`, which the connection sends when it
+    /// is not told of a pooler: `FATAL: unsupported startup parameter: options`.
+    static func isRefusedStartupOptions(_ error: PostgresError) -> Bool {
+        [error.serverMessage, error.context].contains { $0?.contains("unsupported startup parameter") == true }
     }
 
     /// Behind a pooler, before anything else: a transaction must hold one server connection (not

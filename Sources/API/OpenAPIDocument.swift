@@ -4,6 +4,6 @@
 /// checks that its paths are exactly the route table's and that every error code is listed;
 /// `scripts/openapi_check.py` that every `$ref` resolves.
 public enum OpenAPIDocument {
-    public static let bytes: [UInt8] = PackageResources.openapi_json
+    public static let bytes: [UInt8] = EmbeddedResource.bytes("openapi.json")
     public static var json: String { String(decoding: bytes, as: UTF8.self) }
 }

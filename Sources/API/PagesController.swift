@@ -16,13 +16,17 @@ struct PagesController: Sendable {
 
     func register(in router: inout Router) {
         let files: [(String, String, [UInt8])] = [
-            ("/reset-password", "text/html; charset=utf-8", PackageResources.reset_password_html),
-            ("/verify-email", "text/html; charset=utf-8", PackageResources.verify_email_html),
-            ("/pages/theme.css", "text/css; charset=utf-8", PackageResources.theme_css),
-            ("/pages/pages.css", "text/css; charset=utf-8", PackageResources.pages_css),
-            ("/pages/pages.js", "text/javascript; charset=utf-8", PackageResources.pages_js),
-            ("/pages/reset-password.js", "text/javascript; charset=utf-8", PackageResources.reset_password_js),
-            ("/pages/verify-email.js", "text/javascript; charset=utf-8", PackageResources.verify_email_js),
+            ("/reset-password", "text/html; charset=utf-8", EmbeddedResource.bytes("pages/reset-password.html")),
+            ("/verify-email", "text/html; charset=utf-8", EmbeddedResource.bytes("pages/verify-email.html")),
+            ("/pages/theme.css", "text/css; charset=utf-8", EmbeddedResource.bytes("pages/theme.css")),
+            ("/pages/pages.css", "text/css; charset=utf-8", EmbeddedResource.bytes("pages/pages.css")),
+            ("/pages/pages.js", "text/javascript; charset=utf-8", EmbeddedResource.bytes("pages/pages.js")),
+            ("/pages/reset-password.js", "text/javascript; charset=utf-8", EmbeddedResource.bytes("pages/reset-password.js")),
+            ("/pages/verify-email.js", "text/javascript; charset=utf-8", EmbeddedResource.bytes("pages/verify-email.js")),
+            // The pages' and the console's icon; at /favicon.ico too, where a browser asks for
+            // one on any other page of the origin (the OpenAPI document, an image).
+            ("/favicon.svg", "image/svg+xml", EmbeddedResource.bytes("pages/favicon.svg")),
+            ("/favicon.ico", "image/svg+xml", EmbeddedResource.bytes("pages/favicon.svg")),
         ]
         for (path, type, body) in files {
             let response = PagesController.page(type, body)

@@ -37,6 +37,63 @@ extension AccountService {
         return try pool.withTransaction { try AdminRepository.setPassword($0, email: email, passwordHash: hash) }
     }
 
+    // MARK: - The first administrator, in the browser
+
+    /// How long a setup link lasts.
+    public static let adminSetupSeconds = 3_600
+
+    /// A one-time token for the console's setup link (`/console/#setup=<token>`), while there is
+    /// no administrator; nil once there is one. Only its hash is stored; it lasts an hour.
+    public func issueAdminSetupToken() throws -> String? {
+        let token = try SessionToken.generate()
+        let issued = try pool.withTransaction { connection -> Bool in
+            try connection.execute("DELETE FROM admin_setup_tokens WHERE expires_at <= now()")
+            return try connection.execute(
+                """
+                INSERT INTO admin_setup_tokens (token_hash, expires_at)
+                SELECT \(token.hash), now() + make_interval(secs => \(Self.adminSetupSeconds))
+                WHERE NOT EXISTS (SELECT 1 FROM admins)
+                """) == 1
+        }
+        return issued ? token.text : nil
+    }
+
+    /// Creates the first administrator with a setup token and opens their session: the token is
+    /// consumed, and every other setup token with it. `invalid_token` for a token that is not
+    /// live (checked before the password is hashed); `admin_exists` once there is an
+    /// administrator, also when two setups race.
+    public func completeAdminSetup(token: String, email text: String, password: String, origin: RequestOrigin) throws -> IssuedAdminSession {
+        let invalid = AccountsError(.invalidToken, "The setup link is unknown, used or expired: restart the server for a new one.")
+        guard SessionToken.isWellFormed(token) else { throw invalid }
+        let tokenHash = SessionToken.hash(of: token)
+        let isLive = try pool.withConnection { connection in
+            try !connection.query("SELECT 1 FROM admin_setup_tokens WHERE token_hash = \(tokenHash) AND expires_at > now()").isEmpty
+        }
+        guard isLive else { throw invalid }
+        let email = try adminEmail(text)
+        try checkAdminPassword(password)
+        let hash = try onHashingPool(.interactive, origin) { [hasher] in try hasher.hash(password: password) }
+        let session = try SessionToken.generate()
+        let (admin, expiresAt) = try pool.withTransaction { connection -> (Admin, Date) in
+            // One setup at a time, whichever instance printed its link: the check that there is no
+            // administrator and the insert are one step for every other setup.
+            try connection.execute("LOCK TABLE admins IN SHARE ROW EXCLUSIVE MODE")
+            guard try connection.execute("DELETE FROM admin_setup_tokens WHERE token_hash = \(tokenHash) AND expires_at > now()") == 1 else {
+                throw invalid
+            }
+            guard try connection.query("SELECT 1 FROM admins LIMIT 1").isEmpty,
+                let admin = try AdminRepository.insert(connection, email: email, passwordHash: hash)
+            else {
+                throw AccountsError(.adminExists, "There is an administrator already: sign in, or ask one for an account.")
+            }
+            try connection.execute("DELETE FROM admin_setup_tokens")
+            let expiresAt = try AdminRepository.openSession(connection, adminID: admin.id, tokenHash: session.hash)
+            try AdminRepository.audit(connection, admin: admin, action: "admin.setup", target: nil, address: origin.address)
+            return (admin, expiresAt)
+        }
+        return IssuedAdminSession(accessToken: session.text, expiresAt: expiresAt, admin: admin)
+    }
+
     // MARK: - Sign-in and sessions
 
     /// Checks an administrator's password under a throttle of its own (per email and address,

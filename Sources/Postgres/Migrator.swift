@@ -23,7 +23,7 @@ public struct Migrator: Sendable {
 
     /// Reads every `*.sql` file of `directory`; names must be `<digits>_<name>.sql`, versions unique.
     public init(directory: String) throws {
-        var files: [(fileName: String, sql: String)] = []
+        var files: [(name: String, contents: String)] = []
         for fileName in try Self.fileNames(in: directory) where fileName.hasSuffix(".sql") {
             files.append((fileName, try Self.readFile(directory + "/" + fileName)))
         }
@@ -32,7 +32,7 @@ public struct Migrator: Sendable {
 
     /// Migrations from files' names and SQL (read from a directory, or compiled in); names must
     /// be `<digits>_<name>.sql`, versions unique.
-    public init(files: [(fileName: String, sql: String)]) throws {
+    public init(files: [(name: String, contents: String)]) throws {
         var migrations: [Migration] = []
         for (fileName, sql) in files {
             let digits = fileName.prefix(while: { $0.isASCII && $0.isNumber })

@@ -83,6 +83,52 @@ public final class LocalCluster: Sendable {
         return cluster
     }
 
+    /// A server already running on `dataDirectory`, started by another process (a running
+    /// `exosphere serve`): its `postmaster.pid` names its socket directory and port. Nil when no
+    /// server holds the directory; an error when one holds it but does not accept connections
+    /// (starting or stopping), since starting a second one there would fail anyway.
+    public static func running(dataDirectory: String, options: Options = Options()) throws -> RunningServer? {
+        let directory = absolutePath(dataDirectory)
+        guard let text = try? FileReader.text(directory + "/postmaster.pid", limit: 4096) else { return nil }
+        guard let server = RunningServer(postmasterPID: text, database: options.database, user: options.user) else {
+            throw PostgresError(code: .clusterFailed, context: "\(directory)/postmaster.pid is not a PostgreSQL lock file")
+        }
+        // A lock file left by a server that died: the next start removes it.
+        guard kill(server.pid, 0) == 0 || errno == EPERM else { return nil }
+        guard PQping(server.connectionString + " connect_timeout=2") == PQPING_OK else {
+            throw PostgresError(
+                code: .clusterFailed,
+                context:
+                    "the PostgreSQL server (pid \(server.pid)) of \(directory) does not accept connections (\(server.status)); try again once it has started or stopped"
+            )
+        }
+        return server
+    }
+
+    /// What a running server's `postmaster.pid` says about it.
+    public struct RunningServer: Sendable, Equatable {
+        public var pid: pid_t
+        public var socketDirectory: String
+        public var port: Int
+        /// `ready`, `starting`, `stopping` or `standby`.
+        public var status: String
+        /// The libpq connection string of `database` on it (keyword form).
+        public var connectionString: String
+
+        /// From the file's lines: the pid, the data directory, the start time, the port, the
+        /// first socket directory, the listen address, the shared memory key, the status.
+        public init?(postmasterPID text: String, database: String, user: String) {
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            guard lines.count >= 5, let pid = pid_t(lines[0]), pid > 0, let port = Int(lines[3]), !lines[4].isEmpty else { return nil }
+            self.pid = pid
+            self.port = port
+            socketDirectory = lines[4]
+            status = lines.count > 7 ? String(lines[7].filter { $0 != " " }) : "unknown"
+            connectionString =
+                "host=\(LocalCluster.quoted(socketDirectory)) port=\(port) user=\(LocalCluster.quoted(user)) dbname=\(LocalCluster.quoted(database))"
+        }
+    }
+
     /// Starts a throwaway cluster in a fresh directory under /tmp, tuned for speed over durability
     /// (no fsync); `stop()` deletes it.
     public static func startTemporary(options: Options = Options()) throws -> LocalCluster {

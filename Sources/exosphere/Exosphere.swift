@@ -131,6 +131,18 @@ enum Exosphere {
             printError("exosphere: \(String(reflecting: error))")
             return 1
         }
+        // Like PocketBase: the first administrator is made in the browser. The link is the only
+        // copy of its token (the database keeps a hash): a plain line for the operator, not a
+        // structured log entry, and it works once, for an hour.
+        do {
+            if let link = try application.adminSetupLink() {
+                printError(
+                    "\nNo administrator yet. Create the first one in the console (this link works once, for an hour):\n\n    \(link)\n\nor on this machine: exosphere admin create --email E --password-stdin\n"
+                )
+            }
+        } catch {
+            logger.warning("could not make the console's setup link", ["error": String(describing: error)])
+        }
         if SchedulingGroups.autogroupsApplyHere() {
             logger.warning(
                 "autogroup scheduling: the hashing pool's idle priority does not hold against PostgreSQL's backends, so a storm of sign-ins slows other requests; run as a service (systemd, a container) or set kernel.sched_autogroup_enabled=0"
@@ -168,10 +180,11 @@ enum Exosphere {
     }
 
     /// Starts the database (migrating it), runs `body` and closes it: the frame of every command
-    /// but `serve`. An error is printed, and the status is 1.
+    /// but `serve`. Without a URL it uses the managed cluster a running `serve` holds, and starts
+    /// (then stops) one only when none runs. An error is printed, and the status is 1.
     static func withDatabase(_ configuration: Configuration, logger: Logger, _ body: (Database) throws -> Int32) -> Int32 {
         do {
-            let database = try Database.start(configuration, logger: logger)
+            let database = try Database.start(configuration, logger: logger, runningCluster: .join)
             defer { database.shutdown() }
             return try body(database)
         } catch let error as AccountsError {

@@ -410,7 +410,11 @@ struct AdminAPITests {
         let redirect = try server.call("GET", "/console")
         #expect(redirect.status == 301)
         #expect(redirect.header("Location") == "/console/")
-        for (path, type) in [("/console/", "text/html"), ("/console/console.css", "text/css"), ("/console/console.js", "text/javascript")] {
+        let files = [
+            ("/console/", "text/html"), ("/console/console.css", "text/css"), ("/console/console.js", "text/javascript"),
+            ("/favicon.svg", "image/svg+xml"), ("/favicon.ico", "image/svg+xml"),
+        ]
+        for (path, type) in files {
             let reply = try server.call("GET", path)
             #expect(reply.status == 200, "\(path)")
             #expect(reply.header("Content-Type")?.hasPrefix(type) == true, "\(path)")

@@ -36,23 +36,33 @@ import Testing
         /// The port given at the start, or the one the process logged (`listeningPort()`).
         private(set) var port: Int
         let log: String
+        /// Where standard output goes.
+        let outputLog: String
         /// The managed PostgreSQL of this child (`EXOSPHERE_DATA_DIR`), removed with it.
         let dataDirectory: String
         private var status: Int32?
 
-        init(executable: String, arguments: [String], environment: [String: String], port: Int) throws {
+        /// `standardInput` is what the process reads (nothing: `/dev/null`). A caller's
+        /// `EXOSPHERE_DATA_DIR` is kept (another child's cluster); without one it is this child's own.
+        init(executable: String, arguments: [String], environment: [String: String], port: Int, standardInput: String? = nil) throws {
             self.port = port
-            log = FileManager.default.temporaryDirectory.appendingPathComponent("exosphere-\(UUID().uuidString).log").path
-            dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("exosphere-\(UUID().uuidString)").path
+            let name = FileManager.default.temporaryDirectory.appendingPathComponent("exosphere-\(UUID().uuidString)").path
+            log = name + ".log"
+            outputLog = name + ".out"
+            dataDirectory = name
             var environment = environment
-            environment["EXOSPHERE_DATA_DIR"] = dataDirectory + "/pg"
+            environment["EXOSPHERE_DATA_DIR"] = environment["EXOSPHERE_DATA_DIR"] ?? dataDirectory + "/pg"
             // The dev mailbox of a child without a relay: its own, not the working directory's.
             environment["EXOSPHERE_MAIL_DIR"] = environment["EXOSPHERE_MAIL_DIR"] ?? dataDirectory + "/mail"
             environment["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
             var actions = posix_spawn_file_actions_t()
             posix_spawn_file_actions_init(&actions)
             defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            let input = name + ".in"
+            try (standardInput ?? "").write(toFile: input, atomically: false, encoding: .utf8)
+            defer { unlink(input) }
+            posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 1, outputLog, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             posix_spawn_file_actions_addopen(&actions, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             var attributes = posix_spawnattr_t()
             posix_spawnattr_init(&attributes)
@@ -80,10 +90,12 @@ import Testing
                 _ = waitForExit(timeout: 5)
             }
             unlink(log)
+            unlink(outputLog)
             try? FileManager.default.removeItem(atPath: dataDirectory)
         }
 
         var stderr: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+        var stdout: String { (try? String(contentsOfFile: outputLog, encoding: .utf8)) ?? "" }
 
         var isRunning: Bool {
             if status != nil { return false }

@@ -77,8 +77,9 @@ import Thumbnails
                 "POST /users/password-reset", "POST /users/password-reset/confirm", "POST /users/verify-email",
                 "GET /reset-password", "GET /verify-email", "GET /pages/theme.css", "GET /pages/pages.css", "GET /pages/pages.js",
                 "GET /pages/reset-password.js",
-                "GET /pages/verify-email.js", "GET /.well-known/apple-app-site-association", "GET /.well-known/assetlinks.json", "GET /images/{id}",
-                "POST /admin/signin", "GET /console", "GET /console/", "GET /console/console.css", "GET /console/console.js",
+                "GET /pages/verify-email.js", "GET /favicon.svg", "GET /favicon.ico", "GET /.well-known/apple-app-site-association",
+                "GET /.well-known/assetlinks.json", "GET /images/{id}",
+                "POST /admin/signin", "POST /admin/setup", "GET /console", "GET /console/", "GET /console/console.css", "GET /console/console.js",
             ])
     }
 
@@ -86,8 +87,7 @@ import Thumbnails
     /// listed under the status the implementation gives it.
     @Test func everyErrorCodeIsListedUnderItsStatus() throws {
         // Every code of the domain but `cancelled`, which answers a client that has gone.
-        // And `admin_exists`, which only the command line meets.
-        var problems = AccountsError.Code.allCases.filter { $0 != .cancelled && $0 != .adminExists }.map { AccountsError($0, "").problem }
+        var problems = AccountsError.Code.allCases.filter { $0 != .cancelled }.map { AccountsError($0, "").problem }
         // The database's codes that are not the server's own failure (those are `500 internal_error`).
         problems += PostgresError.Code.allCases.map { PostgresError(code: $0).problem }.filter { $0.status != .internalServerError }
         problems += [
@@ -148,6 +148,8 @@ import Thumbnails
                     #expect(content.keys == ["text/plain; version=0.0.4; charset=utf-8"], "\(method) \(path) \(status)")
                 } else if let content, path == "/reset-password" || path == "/verify-email" || path == "/console/" {
                     #expect(content.keys == ["text/html"], "\(method) \(path) \(status)")
+                } else if let content, path.hasPrefix("/favicon.") {
+                    #expect(content.keys == ["image/svg+xml"], "\(method) \(path) \(status)")
                 } else if let content, path.hasPrefix("/pages/") || path.hasPrefix("/console/") {
                     #expect(content.keys == [path.hasSuffix(".css") ? "text/css" : "text/javascript"], "\(method) \(path) \(status)")
                 } else if let content, path == "/users/me/images/{id}" || path == "/images/{id}" || path == "/admin/users/{id}/images/{iid}" {

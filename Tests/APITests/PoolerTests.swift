@@ -172,6 +172,26 @@ struct PoolerTests {
         }
     }
 
+    /// Behind pgbouncer without `--db-pooler`, the start fails with one message that names the
+    /// flag to set, not with pgbouncer's bare `unsupported startup parameter: options`.
+    @Test func anUndeclaredPoolerIsNamedWithTheFlagToSet() throws {
+        let direct = try TestCluster.cluster().createDatabase("api_pooler_undeclared_\(getpid())")
+        let bouncer = try TestPgBouncer(direct: direct, mode: "session", poolSize: 4)
+        defer { bouncer.stop() }
+        do {
+            let server = try TestServer("pooler_undeclared") { configuration in
+                configuration.databaseURL = bouncer.url
+                configuration.databasePooler = .none
+            }
+            server.shutdown()
+            Issue.record("the server started behind an undeclared pooler")
+        } catch {
+            let text = String(reflecting: error)
+            #expect(text.contains("--db-pooler session or --db-pooler transaction"), "\(text)")
+            #expect(text.contains("unsupported startup parameter"), "\(text)")
+        }
+    }
+
     @Test func optionsInTheConnectionStringAreRefusedBehindAPooler() throws {
         var configuration = try PostgresConfiguration(connectionString: "host=/tmp dbname=x options='-c work_mem=64MB'")
         configuration.pooler = .transaction

@@ -105,13 +105,10 @@ class Browser:
     @staticmethod
     def expected_network_error(text, allowed_network_status):
         """Chromium logs every 4xx answer as a SEVERE "network" entry. These are not faults of the
-        pages: the browser's own request for /favicon.ico (the pages name no icon, and the API
-        answers 404), and the answers a step expects, `allowed_network_status` = (path, status) or
-        a list of them (a path ending in / allows every path under it)."""
+        pages when a step expects them: `allowed_network_status` = (path, status) or a list of them
+        (a path ending in / allows every path under it). Nothing else is, not even a missing icon."""
         first = text.split(" ", 1)[0]
         path = urlsplit(first).path if "://" in first else ""
-        if path == "/favicon.ico" and "status of 404" in text:
-            return True
         allowed = allowed_network_status if isinstance(allowed_network_status, list) else [allowed_network_status]
         return any(entry is not None and (path == entry[0] or (entry[0].endswith("/") and path.startswith(entry[0])))
                    and f"status of {entry[1]}" in text for entry in allowed)

@@ -14,6 +14,7 @@ const state = {
   users: {cursors: [null], filters: []},
   audit: {cursors: [null]},
   user: null, // {view, etag, edits}
+  setupToken: takeSetupToken(), // from the one-time link `exosphere serve` prints while there is no administrator
 };
 
 // MARK: - Small helpers
@@ -54,6 +55,15 @@ function readSession() {
   return null;
 }
 
+// The setup link's token (#setup=…), taken out of the address bar at once so that it stays out of
+// the history and of screenshots.
+function takeSetupToken() {
+  if (!location.hash.startsWith("#setup=")) return null;
+  const token = decodeURIComponent(location.hash.slice("#setup=".length));
+  history.replaceState(null, "", location.pathname + location.search);
+  return token || null;
+}
+
 // The live region: the API's `detail` for failures, a short confirmation for successes.
 function say(text, kind = "error") {
   const message = $("message");
@@ -92,7 +102,7 @@ async function api(method, path, body, headers = {}) {
   try { json = text ? JSON.parse(text) : null; } catch (_) { json = null; }
   if (response.ok) return {json, response};
   const problem = json && typeof json === "object" ? json : {detail: `The server answered ${response.status} ${response.statusText}.`};
-  if (response.status === 401 && path !== "/admin/signin") {
+  if (response.status === 401 && path !== "/admin/signin" && path !== "/admin/setup") {
     endSession();
     problem.detail = "Your console session has ended. Sign in again.";
   }
@@ -118,11 +128,11 @@ function endSession() {
 
 // MARK: - Routing: #/dashboard, #/users?q=…&field.NAME=…, #/users/ID, #/schema, #/audit
 
-const PAGES = ["signin", "dashboard", "users", "user", "schema", "audit"];
+const PAGES = ["signin", "setup", "dashboard", "users", "user", "schema", "audit"];
 
 function showPage(name) {
   for (const page of PAGES) $(`page-${page}`).hidden = page !== name;
-  $("top").hidden = name === "signin";
+  $("top").hidden = name === "signin" || name === "setup";
   for (const link of document.querySelectorAll(".top nav a")) {
     const current = link.id === `nav-${name === "user" ? "users" : name}`;
     if (current) link.setAttribute("aria-current", "page"); else link.removeAttribute("aria-current");
@@ -131,6 +141,11 @@ function showPage(name) {
 }
 
 async function route() {
+  if (!state.session && state.setupToken) {
+    showPage("setup");
+    $("setup-email").focus();
+    return;
+  }
   if (!state.session) {
     showPage("signin");
     $("signin-email").focus();
@@ -171,6 +186,34 @@ async function signIn(event) {
     await route();
   });
   $("signin-submit").disabled = false;
+}
+
+// The first administrator, from the setup link: the answer is a session, as a sign-in's.
+async function setUp(event) {
+  event.preventDefault();
+  quiet();
+  const email = $("setup-email").value.trim();
+  const password = $("setup-password").value;
+  if (!email || !password) return say("Enter your email and a password.");
+  $("setup-submit").disabled = true;
+  try {
+    const {json} = await api("POST", "/admin/setup", {token: state.setupToken, email, password});
+    state.setupToken = null;
+    state.session = {token: json.accessToken, expiresAt: json.expiresAt, email: json.admin.email};
+    sessionStorage.setItem(TOKEN_KEY, JSON.stringify(state.session));
+    $("setup-password").value = "";
+    history.replaceState(null, "", "#/dashboard");
+    state.flash = "You are the first administrator. More are made on the server: exosphere admin create.";
+    await route();
+  } catch (error) {
+    // A used or expired link, or an administrator made meanwhile: the way on is the sign-in.
+    if (error instanceof ApiError && (error.status === 401 || error.status === 409)) {
+      state.setupToken = null;
+      await route();
+    }
+    say(error instanceof ApiError ? error.message : `Something went wrong in the console: ${error.message}`);
+  }
+  $("setup-submit").disabled = false;
 }
 
 async function signOut() {
@@ -565,6 +608,7 @@ function pageAudit(next) {
 document.addEventListener("DOMContentLoaded", () => {
   $("pin-type").replaceChildren(...TYPES.map((type) => el("option", {value: type, text: type})));
   $("signin-form").addEventListener("submit", signIn);
+  $("setup-form").addEventListener("submit", setUp);
   $("sign-out").addEventListener("click", signOut);
   $("search-form").addEventListener("submit", search);
   $("filter-field").addEventListener("change", filterValueControl);
