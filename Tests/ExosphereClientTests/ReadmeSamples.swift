@@ -1,6 +1,6 @@
-// The code of README.md's "Using Exosphere from an iOS app", compiled with the tests and run by
-// ReadmeTests against a live server. Each part between "README begin" and "README end" is one of
-// that section's code blocks, in order, word for word (ReadmeTests checks it).
+// The code of docs/ios-client.md ("Using Exosphere from an iOS app"), compiled with the tests and
+// run by ReadmeTests against a live server. Each part between "README begin" and "README end" is
+// one of that guide's swift code blocks, in order, word for word (ReadmeTests checks it).
 
 // README begin
 import ExosphereClient

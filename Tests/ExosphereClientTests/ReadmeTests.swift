@@ -3,7 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// README.md's "Using Exosphere from an iOS app": its code is ReadmeSamples.swift's, which
+/// docs/ios-client.md, "Using Exosphere from an iOS app": its code is ReadmeSamples.swift's, which
 /// compiles with the tests and runs here against a live server.
 @Suite(.liveServer("readme"), .serialized)
 struct ReadmeTests {
@@ -11,17 +11,15 @@ struct ReadmeTests {
 
     init() throws { server = try liveServer() }
 
-    static let sectionTitle = "## Using Exosphere from an iOS app"
+    /// The iOS client guide, from the repository's root.
+    static let guidePath = "/docs/ios-client.md"
 
-    /// The ```swift blocks of the README's section, in order.
+    /// Every ```swift block of docs/ios-client.md (the whole file), in order.
     static func readmeBlocks() throws -> [String] {
-        let readme = try String(contentsOfFile: LiveServer.repositoryRoot + "/README.md", encoding: .utf8)
-        let lines = readme.components(separatedBy: "\n")
-        let start = try #require(lines.firstIndex(of: sectionTitle), "README.md has no section \(sectionTitle)")
+        let guide = try String(contentsOfFile: LiveServer.repositoryRoot + guidePath, encoding: .utf8)
         var blocks: [String] = []
         var current: [String]?
-        for line in lines[(start + 1)...] {
-            if current == nil, line.hasPrefix("## ") { break }
+        for line in guide.components(separatedBy: "\n") {
             if line == "```swift" {
                 current = []
             } else if line == "```", let block = current {
@@ -57,9 +55,9 @@ struct ReadmeTests {
         let blocks = try ReadmeTests.readmeBlocks()
         let parts = try ReadmeTests.sampleParts()
         #expect(parts.count >= 6)
-        #expect(blocks.count == parts.count, "README blocks: \(blocks.count), sample parts: \(parts.count)")
+        #expect(blocks.count == parts.count, "docs/ios-client.md blocks: \(blocks.count), sample parts: \(parts.count)")
         for (index, (block, part)) in zip(blocks, parts).enumerated() {
-            #expect(block == part, "README block \(index + 1) differs from ReadmeSamples.swift")
+            #expect(block == part, "docs/ios-client.md block \(index + 1) differs from ReadmeSamples.swift")
         }
     }
 
