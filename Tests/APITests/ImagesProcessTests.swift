@@ -240,12 +240,36 @@ import Testing
             }
         }
 
-        // Killed at some point of the rest: every image is still whole in exactly one storage.
+        // Killed midway through the rest: every image is still whole in exactly one storage. The
+        // test holds row 20 (oldest first, as the migration goes), so the migration stops there
+        // with 20 moved, waiting for the lock, and is killed in that state, never after a delay.
+        let held = 20
+        let holder = try PostgresConnection(connectionString: deployment.databaseURL)
+        defer { holder.close() }
+        _ = try holder.execute("BEGIN")
+        _ = try holder.query("SELECT 1 FROM images WHERE id = \(rows[held].id)::uuid FOR KEY SHARE")
         let interrupted = try deployment.migration(to: "filesystem")
-        usleep(150_000)
+        defer { if interrupted.isRunning { interrupted.signal(SIGKILL); _ = interrupted.waitForExit(timeout: 10) } }
+        try waitUntil(timeout: .seconds(60), "the migration to move \(held) images and wait for the row the test holds") {
+            guard interrupted.isRunning else { throw TestFailure("images migrate ended early: \(interrupted.stderr)") }
+            return try deployment.count(in: "filesystem") == held && deployment.lockWaiters() >= 1
+        }
+        let backend = try deployment.withDatabase {
+            try $0.query("SELECT pid::int8 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")[0]
+                .decode(Int.self, at: 0)
+        }
         interrupted.signal(SIGKILL)
-        _ = interrupted.waitForExit(timeout: 10)
+        #expect(interrupted.waitForExit(timeout: 10), "images migrate did not die of SIGKILL")
+        #expect(interrupted.killedBy == SIGKILL)
+        // Let its backend go on: it finds its client gone, and the move of the held row is rolled back.
+        _ = try holder.execute("ROLLBACK")
+        try waitUntil(timeout: .seconds(30), "the killed migration's backend to end") {
+            try deployment.withDatabase {
+                try $0.query("SELECT count(*)::int8 FROM pg_stat_activity WHERE pid = \(backend)")[0].decode(Int.self, at: 0)
+            } == 0
+        }
         rows = try deployment.rows()
+        #expect(rows.filter { $0.storage == "filesystem" }.count == held, "killed midway: \(held) of 40 moved")
         let dataRows = try deployment.withDatabase { try $0.query("SELECT image_id::text FROM image_data").map { try $0.decode(String.self, at: 0) } }
         #expect(Set(dataRows) == Set(rows.filter { $0.storage == "database" }.map(\.id)))
         #expect(Set(rows.filter { $0.storage == "filesystem" }.map(\.id)).isSubset(of: try deployment.files()))

@@ -25,8 +25,18 @@ final class OverloadGate: Sendable {
 
     func open() { opened.store(true, ordering: .sequentiallyConsistent) }
 
-    func wait() {
-        while !opened.load(ordering: .sequentiallyConsistent) { usleep(1_000) }
+    /// Waits until the gate opens. A gate still shut after `timeout` (its test hung, or never
+    /// opened it) is a failure of the test's own, recorded here; the waiter then goes on, so that
+    /// the hashing thread it holds is freed and the server can shut down.
+    func wait(timeout: Duration = .seconds(300)) {
+        let deadline = ContinuousClock.now + timeout
+        while !opened.load(ordering: .sequentiallyConsistent) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("an OverloadGate was still shut after \(timeout): the job waiting at it gave up")
+                return
+            }
+            usleep(1_000)
+        }
     }
 }
 

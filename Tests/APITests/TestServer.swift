@@ -34,6 +34,7 @@ final class TestServer: Sendable {
     private let logFD: Int32
     private let seen = Mutex(Seen())
     private let counter = Atomic<Int>(0)
+    private let stopped = Atomic<Bool>(false)
     private let name: String
 
     struct Seen {
@@ -92,7 +93,10 @@ final class TestServer: Sendable {
         port = app.server.port
     }
 
+    /// Stops the server; a second call does nothing (a test may stop it early, before its `defer`,
+    /// and the log's descriptor must be closed only once: its number may be another's by then).
     func shutdown() {
+        guard !stopped.exchange(true, ordering: .sequentiallyConsistent) else { return }
         app.shutdown()
         close(logFD)
         // The dev mailbox holds files only.
@@ -310,8 +314,21 @@ struct Reply: Sendable {
         headers.filter { $0.name.lowercased() == name.lowercased() }.map(\.value)
     }
 
-    /// The body parsed as JSON, or `.null` when it is not JSON.
-    var json: JSONValue { (try? JSONParser.parse(body)) ?? .null }
+    /// The body parsed as JSON. A body that is not JSON fails the test (recorded as an issue,
+    /// with the status and the start of the body) and reads as `.null`, so that a check on a
+    /// member of it, such as `reply.json["accessToken"] == nil`, cannot pass by accident.
+    var json: JSONValue {
+        do {
+            return try JSONParser.parse(body)
+        } catch {
+            Issue.record(
+                """
+                the response body is not JSON (\(error)): status \(status), Content-Type \(header("Content-Type") ?? "none"), \
+                \(body.count) bytes: \(text.prefix(200).debugDescription)
+                """)
+            return .null
+        }
+    }
 
     var text: String { String(decoding: body, as: UTF8.self) }
 

@@ -197,10 +197,12 @@ struct ThumbnailAPITests {
         let thumbnails = Mutex<[Int: Reply]>([:])
         try onThreads(5) { index in
             if index < 3 {
+                // Counted down however the request ends (a client timeout throws), so that the
+                // readers below always stop.
+                defer { pending.subtract(1, ordering: .sequentiallyConsistent) }
                 let reply = try ImageScenarios.get(
                     server, account.token, "/users/me/images/\(spinning)/thumbnail?size=\(ThumbnailSpec.sizes[index])")
                 thumbnails.withLock { $0[index] = reply }
-                pending.subtract(1, ordering: .sequentiallyConsistent)
                 return
             }
             while pending.load(ordering: .sequentiallyConsistent) > 0 {

@@ -51,17 +51,23 @@ private struct Boom: Error, Equatable {}
 
     @Test func manyCallersWithinCapacityAreAllServed() throws {
         let pool = HashingPool(workers: 2, queueCapacity: 2)
-        // Four callers blocking in `run` never exceed workers + queue, so none is refused.
+        // Four callers blocking in `run` never exceed workers + queue, so none is refused. Each
+        // result is recorded and checked here after the join: a check on a caller's thread could
+        // only crash the whole run.
+        let results = Results()
         let callers = (0..<4).map { caller in
             OSThread(name: "test") {
                 for job in 0..<25 {
-                    let result = Result { try pool.run { caller * 100 + job } }
-                    precondition((try? result.get()) == caller * 100 + job, "\(result)")
+                    let id = caller * 100 + job
+                    results.append(id, Result { try pool.run { id } })
                 }
             }
         }
         for caller in callers { caller.join() }
         pool.shutdown()
+        let ids = (0..<4).flatMap { caller in (0..<25).map { caller * 100 + $0 } }
+        let wrong = ids.filter { results.value($0) != $0 }
+        #expect(wrong.isEmpty, "jobs not answered with their own result: \(wrong.prefix(5).map { "\($0): \(results.describe($0))" })")
         let figures = pool.statistics
         #expect(figures.completed == 100)
         #expect(figures.rejected == 0)
@@ -132,7 +138,7 @@ extension HashingPoolTests {
                 results.append(index, result)
             }
         }
-        while pool.statistics.queued < 3 { usleep(1_000) }
+        try waitUntil("the 3 callers' jobs to be queued") { pool.statistics.queued == 3 }
         cancellations[0].cancel()
         cancellations[2].cancel()
         release.open()
@@ -160,7 +166,7 @@ extension HashingPoolTests {
         let callers = (0..<2).map { index in
             OSThread(name: "gone-\(index)") { results.append(index, Result { try pool.run(cancellation: gone) { index } }) }
         }
-        while pool.statistics.queued < 2 { usleep(1_000) }
+        try waitUntil("the 2 callers' jobs to be queued") { pool.statistics.queued == 2 }
         expectSecurityError(.overloaded) { try pool.submit {} }
         #expect(!pool.hasCapacity)
         gone.cancel()
@@ -191,7 +197,9 @@ extension HashingPoolTests {
                     answered.append(index, Result { try pool.run(cancellation: cancellations[index]) { index } })
                 }
             }
-            while pool.statistics.queued < callersPerRound { usleep(100) }
+            try waitUntil("round \(round): the \(callersPerRound) callers' jobs to be queued") {
+                pool.statistics.queued == callersPerRound
+            }
             // A full pool: each look for room drops the jobs of clients that left, while they leave.
             let dropper = OSThread(name: "dropper") {
                 for _ in 0..<200 { _ = pool.hasCapacity }
@@ -240,6 +248,24 @@ extension HashingPoolTests {
     }
 }
 
+/// A condition that did not become true before its deadline.
+private struct WaitTimeout: Error, CustomStringConvertible {
+    let what: String
+    let timeout: Duration
+    var description: String { "timed out after \(timeout) waiting for \(what)" }
+}
+
+/// Polls `condition` until it holds; throws `WaitTimeout` once `timeout` has passed without it,
+/// so that a pool that never gets into the awaited state fails the test instead of hanging it.
+/// (This target does not depend on TestSupport, whose `waitUntil` is the same.)
+private func waitUntil(timeout: Duration = .seconds(30), _ what: @autoclosure () -> String, _ condition: () -> Bool) throws {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        guard ContinuousClock.now < deadline else { throw WaitTimeout(what: what(), timeout: timeout) }
+        usleep(100)
+    }
+}
+
 /// Results of concurrent callers by index, and the order they arrived in.
 private final class Results: @unchecked Sendable {
     private let lock = ConditionLock()
@@ -255,6 +281,8 @@ private final class Results: @unchecked Sendable {
 
     var order: [Int] { lock.withLock { arrival } }
     func value(_ index: Int) -> Int? { lock.withLock { try? results[index]?.get() } }
+    /// What `index` got, for a failure message.
+    func describe(_ index: Int) -> String { lock.withLock { results[index].map { "\($0)" } ?? "nothing" } }
     func error(_ index: Int) -> (any Error)? {
         lock.withLock {
             guard case .failure(let error)? = results[index] else { return nil }

@@ -9,6 +9,8 @@ import Testing
 /// responder with the id it was queued with, as a database result would.
 final class PipeSource: LoopSource {
     static let ended = Atomic<Int>(0)
+    /// Responders answered by any source so far.
+    static let answered = Atomic<Int>(0)
     let readFD: Int32
     let writeFD: Int32
     private var waiting: [(responder: Responder, id: String)] = []
@@ -41,6 +43,7 @@ final class PipeSource: LoopSource {
         while read(readFD, &byte, 1) == 1, !waiting.isEmpty {
             let (responder, id) = waiting.removeFirst()
             responder.respond(Response(status: .ok, contentType: "text/plain", body: Array("later \(id)".utf8)))
+            PipeSource.answered.add(1, ordering: .sequentiallyConsistent)
         }
     }
 
@@ -130,12 +133,19 @@ final class PipeSource: LoopSource {
 
     @Test func aClientThatLeavesBeforeItsAnswerHarmsNobody() throws {
         let endedBefore = PipeSource.ended.load(ordering: .relaxed)
+        let answeredBefore = PipeSource.answered.load(ordering: .sequentiallyConsistent)
         let server = try startServer(router: AsynchronousRouteTests.router())
         do {
             let leaving = try RawClient(port: server.port)
             try leaving.send("GET /later/gone HTTP/1.1\r\nHost: t\r\n\r\n")
         }
-        usleep(50_000)
+        // The departed client's request was taken and answered (20 ms later, long after it left)
+        // before the next client comes.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while PipeSource.answered.load(ordering: .sequentiallyConsistent) == answeredBefore, ContinuousClock.now < deadline {
+            usleep(1_000)
+        }
+        #expect(PipeSource.answered.load(ordering: .sequentiallyConsistent) == answeredBefore + 1, "the departed client's request was never answered")
         let client = try RawClient(port: server.port)
         #expect(try client.request("GET", "/later/here").text == "later here")
         server.shutdown()

@@ -104,7 +104,7 @@ import Testing
         #expect(Array(bytes[part.range]) == [0xFF, 0xD8, 0xFF, 0xE0] + Array("\r\n\r\n--".utf8) + [0xFF, 0xD9])
     }
 
-    @Test func libraryStylesOfPartHeaders() {
+    @Test func libraryStylesOfPartHeaders() throws {
         // OkHttp adds Content-Length; Go's writer sends application/octet-stream; some send no type at all.
         let heads = [
             "Content-Disposition: form-data; name=\"file\"; filename=\"a.png\"\r\nContent-Length: 5\r\nContent-Type: image/png\r\n",
@@ -117,11 +117,14 @@ import Testing
             let bytes = body("b", [(head, "hello")])
             #expect(content(bytes, "b") == .success(Array("hello".utf8)), "\(head.debugDescription)")
         }
-        let parsed = try? MultipartFormData.filePart(in: body("b", [(heads[2], "x")]), boundary: "b")
-        #expect(parsed?.name == "file")
-        #expect(parsed?.filename == "a.png")
-        #expect(parsed?.contentType == "image/png")
-        #expect((try? MultipartFormData.filePart(in: body("b", [(heads[3], "x")]), boundary: "b"))?.contentType == nil)
+        let parsed = try MultipartFormData.filePart(in: body("b", [(heads[2], "x")]), boundary: "b")
+        #expect(parsed.name == "file")
+        #expect(parsed.filename == "a.png")
+        #expect(parsed.contentType == "image/png")
+        // A part with no Content-Type is parsed (a failure throws here) and has none.
+        let untyped = try MultipartFormData.filePart(in: body("b", [(heads[3], "x")]), boundary: "b")
+        #expect(untyped.name == "file")
+        #expect(untyped.contentType == nil)
     }
 
     @Test func filenames() throws {
@@ -322,13 +325,13 @@ import Testing
     }
 
     /// Megabytes of near-delimiters: the scan must stay linear (a quadratic one would not finish).
-    @Test func largeAdversarialContent() {
+    @Test func largeAdversarialContent() throws {
         let boundary = "------------------------d74496d66958873e"
         let nearMiss = Raw("\r\n--" + boundary.dropLast() + "X")
         let data = nearMiss * ((2 << 20) / nearMiss.count) + Raw([UInt8](repeating: 0x0D, count: 1 << 20))
         let bytes = body(boundary, [(fileHead(), data)])
         let result = filePart(bytes, boundary)
-        #expect((try? result.get())?.range.count == data.count)
+        #expect(try result.get().range.count == data.count)
     }
 
     /// Random and mutated bodies never crash, and any file part found lies inside the body, before a delimiter.

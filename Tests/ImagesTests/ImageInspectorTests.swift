@@ -121,12 +121,20 @@ import Testing
         #expect(zero == .failure(ImageError(.invalidDimensions, "The GIF image is 0×7 pixels.")))
     }
 
-    @Test func headerBytesNeeded() {
-        #expect(ImageInspector.headerBytesNeeded == 256 * 1024)
-        // A JPEG whose frame header follows three full-size APP segments still fits.
-        let app = Build.segment(0xE2, [UInt8](repeating: 0, count: 65533))
-        let jpeg = Build.jpeg([app, app, app, Build.sof(width: 8, height: 8)])
-        #expect(size(ImageInspector.inspect(Array(jpeg.prefix(ImageInspector.headerBytesNeeded)), declared: .jpeg)) == [8, 8])
+    @Test func headerBytesNeeded() throws {
+        // The promise: headers that end within the first `headerBytesNeeded` bytes are judged from
+        // that prefix. A JPEG whose frame header follows three full-size APP segments and a fourth
+        // that brings the last byte the inspector reads (the width's) to the prefix's very last
+        // byte: judged from exactly that many bytes, and `truncated` (retry with more) from one fewer.
+        let full = Build.segment(0xE2, [UInt8](repeating: 0, count: 65533))
+        let rest = Build.segment(0xE2, [UInt8](repeating: 0, count: 65518))
+        let jpeg = Build.jpeg([full, full, full, rest, Build.sof(width: 8, height: 8)])
+        // SOI, the APP segments, then the frame header's marker (2), length (2), precision (1),
+        // height (2) and width (2).
+        let needed = 2 + 3 * full.count + rest.count + 9
+        try #require(needed == ImageInspector.headerBytesNeeded, "the layout ends at \(needed), not at \(ImageInspector.headerBytesNeeded)")
+        #expect(size(ImageInspector.inspect(Array(jpeg.prefix(needed)), declared: .jpeg)) == [8, 8])
+        #expect(code(ImageInspector.inspect(Array(jpeg.prefix(needed - 1)), declared: .jpeg)) == .truncated)
     }
 
     @Test func randomBytesNeverCrashOrHang() {

@@ -87,7 +87,9 @@ import Testing
         let victim = try pool.query("SELECT pg_backend_pid()")[0].decode(Int32.self, at: 0)
         let killer = try TestDatabase.connection()
         #expect(try killer.query("SELECT pg_terminate_backend(\(victim))")[0].decode(Bool.self, at: 0))
-        usleep(120_000)  // longer than the pool's idle-check threshold
+        // pg_terminate_backend only signals: wait until the backend is gone (it has sent its FATAL
+        // by then), so that the idle connection is surely dead when it is next lent.
+        try waitForBackendToExit(victim, killer)
         // The idle connection is found dead before it is lent; the query runs on a new one.
         let pid = try pool.query("SELECT pg_backend_pid()")[0].decode(Int32.self, at: 0)
         #expect(pid != victim)
@@ -113,23 +115,39 @@ import Testing
     @Test func closeWaitsForLentConnectionsAndRefusesNewOnes() throws {
         let pool = PostgresPool(configuration: try TestDatabase.cluster().configuration(), size: 2)
         try pool.query("SELECT 1")
-        let finished = Atomic<Bool>(false)
+        // The borrower holds a connection from before `close()` until after it (it sees the pool
+        // refuse a new borrow, the sign that `close()` has begun), and marks the moment it gives
+        // the connection back. `close()` must return only after that mark.
+        let holding = Atomic<Bool>(false)
+        let returned = Atomic<Bool>(false)
         let drained = Atomic<Bool>(false)
-        let finishedBeforeClose = Atomic<Bool>(false)
-        onThreads(2) { index in
+        let returnedWhenCloseReturned = Atomic<Bool>(false)
+        let inUseWhenCloseReturned = Atomic<Int>(-1)
+        try onThreads(2) { index in
             if index == 0 {
-                _ = try? pool.withConnection { _ in usleep(200_000) }
-                finished.store(true, ordering: .relaxed)
+                try pool.withConnection { _ in
+                    holding.store(true, ordering: .sequentiallyConsistent)
+                    try waitUntil(timeout: .seconds(30), "close() to begin (a new borrow refused with poolClosed)") {
+                        postgresError { try pool.withConnection { _ in } }?.code == .poolClosed
+                    }
+                    // Still lent for a while after `close()` began: a `close()` that does not wait
+                    // returns within this time, before the mark below.
+                    usleep(100_000)
+                    returned.store(true, ordering: .sequentiallyConsistent)
+                }
             } else {
-                usleep(50_000)
-                drained.store(pool.close(timeout: .seconds(5)), ordering: .relaxed)
-                finishedBeforeClose.store(pool.statistics.inUse == 0, ordering: .relaxed)
+                try waitUntil(timeout: .seconds(30), "the borrower to hold its connection") { holding.load(ordering: .sequentiallyConsistent) }
+                drained.store(pool.close(timeout: .seconds(10)), ordering: .sequentiallyConsistent)
+                returnedWhenCloseReturned.store(returned.load(ordering: .sequentiallyConsistent), ordering: .sequentiallyConsistent)
+                inUseWhenCloseReturned.store(pool.statistics.inUse, ordering: .sequentiallyConsistent)
             }
         }
-        let drainedValue = drained.load(ordering: .relaxed)
-        #expect(drainedValue)
-        let finishedBeforeCloseValue = finishedBeforeClose.load(ordering: .relaxed)
-        #expect(finishedBeforeCloseValue)
+        let drainedValue = drained.load(ordering: .sequentiallyConsistent)
+        #expect(drainedValue, "close() reported connections still lent at its deadline")
+        let returnedValue = returnedWhenCloseReturned.load(ordering: .sequentiallyConsistent)
+        #expect(returnedValue, "close() returned while the borrower still held its connection")
+        let inUseValue = inUseWhenCloseReturned.load(ordering: .sequentiallyConsistent)
+        #expect(inUseValue == 0)
         #expect(postgresError { try pool.query("SELECT 1") }?.code == .poolClosed)
         #expect(pool.statistics.idle == 0)
 
@@ -149,8 +167,10 @@ import Testing
         defer { pool.close() }
         try pool.execute("CREATE TABLE survivors (n int)")
         try pool.execute("INSERT INTO survivors VALUES (42)")
-        // Warm several connections so that stale ones sit idle through the outage.
-        onThreads(3) { _ in _ = try? pool.withConnection { _ in usleep(50_000) } }
+        // Warm several connections so that stale ones sit idle through the outage: three
+        // borrowers that each hold theirs until all three hold one.
+        let warm = Barrier(3)
+        try onThreads(3) { _ in try pool.withConnection { _ in try warm.arrive() } }
         #expect(pool.statistics.idle == 3)
 
         cluster.stopServer(mode: .immediate)  // SIGQUIT to the postmaster
@@ -243,9 +263,18 @@ private func breakWhileLent(_ pool: PostgresPool, _ killer: PostgresConnection) 
         try pool.withConnection { connection in
             let own = try connection.query("SELECT pg_backend_pid()")[0].decode(Int32.self, at: 0)
             _ = try killer.query("SELECT pg_terminate_backend(\(own))")
-            usleep(50_000)
+            // Used again only once the backend is gone, so that the use surely fails.
+            try waitForBackendToExit(own, killer)
             try connection.query("SELECT 1")
         }
+    }
+}
+
+/// Waits until the backend `pid` has left `pg_stat_activity`: it has exited (after sending its
+/// client the FATAL of `pg_terminate_backend`, which only signals it).
+private func waitForBackendToExit(_ pid: Int32, _ observer: PostgresConnection) throws {
+    try waitUntil(timeout: .seconds(30), "backend \(pid) to exit after pg_terminate_backend") {
+        try observer.query("SELECT count(*) FROM pg_stat_activity WHERE pid = \(pid)")[0].decode(Int.self, at: 0) == 0
     }
 }
 

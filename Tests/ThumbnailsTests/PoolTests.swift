@@ -165,14 +165,15 @@ struct PoolTests {
         defer { pool.shutdown() }
         let slow = try Self.slowPNG()
         let killer = Thread {
-            // Kill whichever helper is decoding, once.
-            for _ in 0..<400 {
-                if let pid = pool.busyHelperPIDs.first {
-                    usleep(200_000)
-                    kill(pid, SIGKILL)
-                    return
-                }
-                usleep(5_000)
+            // Kill the helper at work on the slow file, once, as soon as it is at work: busy and
+            // confined (a helper confines itself before it reads its image). If that never comes,
+            // nothing is killed, and the checks below fail.
+            _ = try? waitUntil(timeout: .seconds(30), pollingEvery: .milliseconds(5), "a confined helper at work") {
+                guard let pid = pool.busyHelperPIDs.first,
+                    let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8), status.contains("Seccomp:\t2")
+                else { return false }
+                kill(pid, SIGKILL)
+                return true
             }
         }
         killer.start()
@@ -214,7 +215,9 @@ struct PoolTests {
         let slow = try Self.slowPNG()
         let busy = Thread { _ = try? Self.render(pool, slow, Self.job([ThumbnailSpec(size: 128, format: .jpeg)])) }
         busy.start()
-        while pool.busyHelperPIDs.isEmpty { usleep(5_000) }
+        try waitUntil(timeout: .seconds(30), pollingEvery: .milliseconds(5), "the slow render to take the only helper") {
+            !pool.busyHelperPIDs.isEmpty
+        }
         #expect(throws: ThumbnailsUnavailable.self) { try Self.render(pool, Self.photo, Self.job([ThumbnailSpec(size: 128, format: .jpeg)])) }
         #expect(pool.statistics.unavailable == 1)
     }
