@@ -154,8 +154,13 @@ struct MetricsController {
             help: "Statements (reads and writes) sent on the event loops' pipelined connections.", pipelines.sent.load(ordering: .relaxed))
         text.metric(
             "exosphere_db_pipeline_fallbacks_total", type: .counter,
-            help: "Requests handed to the worker pool: no pipeline open, a statement that failed, a transaction or a large body.",
+            help: "Requests of the event loops' routes handed whole to the worker pool before their handler ran: a large body.",
             pipelines.fallbacks.load(ordering: .relaxed))
+        text.metric(
+            "exosphere_db_pipeline_offloaded_total", type: .counter,
+            help:
+                "Statements and transactions of requests answered on the event loops that ran on a pooled connection on the worker pool: no pipeline open, a statement that could not run on it, or a transaction.",
+            pipelines.offloaded.load(ordering: .relaxed))
     }
 
     private func writeThrottles(_ accounts: AccountService.Statistics, into text: inout PrometheusText) {

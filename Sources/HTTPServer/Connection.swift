@@ -30,8 +30,15 @@ final class Connection {
     var status = 0
     var requestStart: UInt64 = 0
 
-    init(fd: Int32, generation: UInt32, remoteAddress: String, machine: ConnectionStateMachine) {
+    /// The id the admission step gave the request being read, which its dispatch and access log
+    /// line keep (nil when it was not admitted: the dispatch gives one).
+    var admittedRequestID: String?
+    /// The route of the request being read, matched once for all that asks for it.
+    let routes: RouteLookup
+
+    init(fd: Int32, generation: UInt32, remoteAddress: String, routes: RouteLookup, machine: ConnectionStateMachine) {
         self.fd = fd
+        self.routes = routes
         self.remoteAddress = remoteAddress
         self.token = UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
         self.machine = machine

@@ -333,7 +333,7 @@ struct ConnectionStateMachine {
                 if case .head(let since?) = state { started = since }
                 switch head.framing {
                 case .none:
-                    // No body, so no limit to look up (it matches the route a second time).
+                    // No body, so no limit to look up.
                     return dispatch(Request(head: head))
                 case .contentLength(let length):
                     let limit = bodyLimit(head)

@@ -6,8 +6,9 @@ import Threads
 extension EventLoop {
     func dispatch(_ request: Request, on connection: Connection) -> ConnectionStateMachine.Action {
         let now = System.now()
-        let requestID = nextRequestID(from: request.headers["X-Request-Id"])
-        switch shared.router.match(method: request.method, path: request.path) {
+        let requestID = connection.admittedRequestID ?? nextRequestID(from: request.headers["X-Request-Id"])
+        connection.admittedRequestID = nil
+        switch connection.routes.match(request.method, request.path) {
         case .notFound:
             connection.startRequest(id: requestID, method: request.method.rawValue, route: nil, now: now)
             return finish(Problem.notFound().response(), on: connection)
@@ -58,7 +59,7 @@ extension EventLoop {
     /// Runs the route's admission check for `head` on the worker pool; the body is read, or the
     /// request refused, once it has answered (`admissionDecided`).
     func admit(_ head: RequestHead, on connection: Connection) -> ConnectionStateMachine.Action {
-        guard case .found(let route, let parameters) = shared.router.match(method: head.method, path: head.path),
+        guard case .found(let route, let parameters) = connection.routes.match(head.method, head.path),
             let admission = route.admission
         else {
             return connection.machine.admitted(now: System.now())
@@ -66,6 +67,7 @@ extension EventLoop {
         let context = RequestContext(
             requestID: nextRequestID(from: head.headers["X-Request-Id"]), parameters: parameters,
             remoteAddress: connection.remoteAddress, logger: shared.logger)
+        connection.admittedRequestID = context.requestID
         let token = connection.token
         let shared = self.shared
         let submitted = shared.workers.submit { [self] in

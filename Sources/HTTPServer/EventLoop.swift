@@ -246,11 +246,12 @@ final class EventLoop: @unchecked Sendable {
             let generation = nextGeneration
             nextGeneration &+= 1
             if nextGeneration >= 1 << 31 { nextGeneration = 1 }
+            let routes = RouteLookup(shared.router)
             let connection = Connection(
-                fd: fd, generation: generation, remoteAddress: address,
+                fd: fd, generation: generation, remoteAddress: address, routes: routes,
                 machine: ConnectionStateMachine(
                     configuration: connectionConfiguration, now: System.now(),
-                    bodyLimit: shared.bodyLimit, needsAdmission: shared.needsAdmission))
+                    bodyLimit: shared.bodyLimit(routes), needsAdmission: shared.needsAdmission(routes)))
             let slot = Int(fd)
             if slot >= connections.count { connections.append(contentsOf: repeatElement(nil, count: slot - connections.count + 1)) }
             connections[slot] = connection

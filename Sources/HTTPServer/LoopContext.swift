@@ -29,6 +29,13 @@ public struct LoopContext: @unchecked Sendable {
         loop.execute(task)
     }
 
+    /// Runs `work` on the server's worker pool, for what must not block the loop (a transaction
+    /// on a pooled connection); false when the pool's queue is full. `work` hands its result back
+    /// with `execute`.
+    public func offload(_ work: @escaping @Sendable () -> Void) -> Bool {
+        loop.shared.workers.submit(work)
+    }
+
     /// Starts watching `source`.
     public func watch(_ source: LoopSource) throws(SystemError) {
         try loop.watch(source)

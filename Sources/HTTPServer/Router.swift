@@ -182,3 +182,28 @@ public struct Router: Sendable {
         return parameters
     }
 }
+
+/// The route of the request a connection is reading, matched once: its body limit, its
+/// admission and its dispatch all ask for it, and get the same answer without matching again.
+/// Used on its connection's event loop only (the state machine's closures capture it there).
+final class RouteLookup: @unchecked Sendable {
+    private let router: Router
+    private var method: HTTPMethod?
+    private var path = ""
+    private var last = Router.Match.notFound
+    /// Matches made (not answered from the last one), for tests.
+    private(set) var matched = 0
+
+    init(_ router: Router) {
+        self.router = router
+    }
+
+    func match(_ method: HTTPMethod, _ path: String) -> Router.Match {
+        if method == self.method, path == self.path { return last }
+        matched += 1
+        last = router.match(method: method, path: path)
+        self.method = method
+        self.path = path
+        return last
+    }
+}

@@ -134,9 +134,9 @@ final class ServerShared: Sendable {
     }
 
     /// The body limit for a request head: the route's own, or the server's default.
-    var bodyLimit: @Sendable (RequestHead) -> Int {
-        { [router, configuration] head in
-            if case .found(let route, _) = router.match(method: head.method, path: head.path), let limit = route.bodyLimit {
+    func bodyLimit(_ routes: RouteLookup) -> @Sendable (RequestHead) -> Int {
+        { [configuration] head in
+            if case .found(let route, _) = routes.match(head.method, head.path), let limit = route.bodyLimit {
                 return limit(head)
             }
             return configuration.limits.maxBodyBytes
@@ -144,9 +144,9 @@ final class ServerShared: Sendable {
     }
 
     /// Whether a request head's route must admit it before its body is read.
-    var needsAdmission: @Sendable (RequestHead) -> Bool {
-        { [router] head in
-            if case .found(let route, _) = router.match(method: head.method, path: head.path) { return route.admission != nil }
+    func needsAdmission(_ routes: RouteLookup) -> @Sendable (RequestHead) -> Bool {
+        { head in
+            if case .found(let route, _) = routes.match(head.method, head.path) { return route.admission != nil }
             return false
         }
     }

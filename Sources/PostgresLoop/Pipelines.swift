@@ -6,8 +6,10 @@ import Threads
 
 /// The statements run from the event loops: each loop keeps one pipelined PostgreSQL connection,
 /// opened on first use by a background thread. While a loop has none (opening, or the database
-/// restarting), or when a statement could not run, the request falls back to its route's
-/// blocking handler on the worker pool. Handlers reach it through `LoopExecutor`.
+/// restarting), or when a statement could not run there, the statement is handed back
+/// (`notRun`), and `LoopExecutor` runs it on a pooled connection on the worker pool instead: the
+/// request's handler goes on from where it was, it never starts again. Handlers reach it through
+/// `LoopExecutor`.
 ///
 /// Reads go out as they come and end their batch when the loop's wake-up ends. Writes wait for
 /// the end of the wake-up, then go out together in a batch of their own, ordered by the row they
@@ -24,9 +26,13 @@ public struct Pipelines: Sendable {
     public final class Statistics: Sendable {
         /// Statements sent on a pipeline (reads and writes).
         public let sent = Atomic<Int>(0)
-        /// Requests handed to the worker pool: no pipeline open, a statement that failed, or a
-        /// transaction.
+        /// Requests handed whole to their route's blocking handler before it ran: a body too large
+        /// to parse on an event loop.
         public let fallbacks = Atomic<Int>(0)
+        /// Statements and transactions of requests answered on the loops that ran on a pooled
+        /// connection on the worker pool: no pipeline open, a statement that could not run on it,
+        /// or a transaction.
+        public let offloaded = Atomic<Int>(0)
         /// Pipelines open now.
         public let open = Atomic<Int>(0)
 
@@ -44,18 +50,15 @@ public struct Pipelines: Sendable {
         self.logger = logger
     }
 
-    /// Runs a read for `responder`'s request on its loop's pipeline and hands the rows to `answer`,
-    /// or `timedOut` when the database stopped answering (the workers' connections would wait as
-    /// long). Without an open pipeline (which starts opening one, after a back-off once one
-    /// failed), or when the statement fails otherwise, the request goes to the route's blocking
-    /// handler on the worker pool: a read is safe to run again.
+    /// Runs a read on `loop`'s pipeline and hands the rows to `answer`, or `timedOut` when the
+    /// database stopped answering (the workers' connections would wait as long). Without an open
+    /// pipeline (which starts opening one, after a back-off once one failed), or when the
+    /// statement fails otherwise, `notRun` is called instead: a read is safe to run again.
     func read(
-        _ statement: PostgresStatement, _ binds: PostgresBindings, for responder: Responder,
+        _ statement: PostgresStatement, _ binds: PostgresBindings, on loop: LoopContext, notRun: @escaping () -> Void,
         _ answer: @escaping (Result<PostgresRows, PostgresError>) -> Void
     ) {
-        guard let pipeline = database(responder.loop).pipeline() else {
-            return statistics.fallBack(responder)
-        }
+        guard let pipeline = database(loop).pipeline() else { return notRun() }
         do {
             try pipeline.send(statement, binds) { result in
                 switch result {
@@ -64,37 +67,33 @@ public struct Pipelines: Sendable {
                 case .failure(let error) where error.code == .timedOut:
                     answer(result)
                 case .failure:
-                    statistics.fallBack(responder)
+                    notRun()
                 }
             }
             statistics.sent.add(1, ordering: .relaxed)
         } catch {
-            statistics.fallBack(responder)
+            notRun()
         }
     }
 
-    /// Runs a write for `responder`'s request in the loop's next batch of writes and hands its
-    /// outcome to `answer` once the batch is committed: the rows, the statement's own error, or
-    /// `connectionFailed` when the commit is not confirmed (answer 503: it may or may not have
-    /// happened). When the write did not run at all (no pipeline open, or its batch rolled back by
-    /// another statement), the request goes to the worker pool instead. `lockOrder` names the row
-    /// the statement locks.
+    /// Runs a write in `loop`'s next batch of writes and hands its outcome to `answer` once the
+    /// batch is committed: the rows, the statement's own error, or `connectionFailed` when the
+    /// commit is not confirmed (answer 503: it may or may not have happened). When the write did
+    /// not run at all (no pipeline open, or its batch rolled back by another statement), `notRun`
+    /// is called instead. `lockOrder` names the row the statement locks.
     func write(
-        _ statement: PostgresStatement, _ binds: PostgresBindings, lockOrder: String, for responder: Responder,
-        _ answer: @escaping (Result<PostgresRows, PostgresError>) -> Void
+        _ statement: PostgresStatement, _ binds: PostgresBindings, lockOrder: String, on loop: LoopContext,
+        notRun: @escaping () -> Void, _ answer: @escaping (Result<PostgresRows, PostgresError>) -> Void
     ) {
-        let database = database(responder.loop)
-        guard database.pipeline() != nil else {
-            return statistics.fallBack(responder)
-        }
-        let statistics = statistics
+        let database = database(loop)
+        guard database.pipeline() != nil else { return notRun() }
         database.write(
             LoopDatabase.Write(statement: statement, binds: binds, lockOrder: lockOrder) { outcome in
                 if case .failure(let error) = outcome,
                     error.code == .statementAborted || error.code == .encodingFailed
                         || error.code == .invalidUsage
                 {
-                    return statistics.fallBack(responder)
+                    return notRun()
                 }
                 answer(outcome)
             })

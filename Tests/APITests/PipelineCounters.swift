@@ -1,19 +1,22 @@
 import TestSupport
 import Testing
 
-/// The pipeline counters of `GET /metrics`, to tell which way requests ran: on the event loops'
-/// pipelined connections (`sent` goes up) or handed to the worker pool (`fallbacks` goes up).
+/// The pipeline counters of `GET /metrics`, to tell which way statements ran: on the event loops'
+/// pipelined connections (`sent` goes up) or on a pooled connection on the worker pool
+/// (`offloaded` goes up), and how many requests were handed whole to the workers (`fallbacks`).
 struct PipelineCounters: Equatable, CustomStringConvertible {
     /// `exosphere_db_pipelined_queries_total`: statements sent on the pipelines.
     var sent: Int
-    /// `exosphere_db_pipeline_fallbacks_total`: requests handed to the worker pool.
+    /// `exosphere_db_pipeline_offloaded_total`: statements and transactions run on the workers.
+    var offloaded: Int
+    /// `exosphere_db_pipeline_fallbacks_total`: requests handed whole to the worker pool.
     var fallbacks: Int
 
     static func - (after: PipelineCounters, before: PipelineCounters) -> PipelineCounters {
-        PipelineCounters(sent: after.sent - before.sent, fallbacks: after.fallbacks - before.fallbacks)
+        PipelineCounters(sent: after.sent - before.sent, offloaded: after.offloaded - before.offloaded, fallbacks: after.fallbacks - before.fallbacks)
     }
 
-    var description: String { "\(sent) statements pipelined, \(fallbacks) fallbacks" }
+    var description: String { "\(sent) statements pipelined, \(offloaded) offloaded, \(fallbacks) fallbacks" }
 }
 
 extension TestServer {
@@ -21,12 +24,14 @@ extension TestServer {
     /// whose metrics then carry no such samples.
     func pipelineCounters(sourceLocation: SourceLocation = #_sourceLocation) throws -> PipelineCounters? {
         let sent = try metric("exosphere_db_pipelined_queries_total")
+        let offloaded = try metric("exosphere_db_pipeline_offloaded_total")
         let fallbacks = try metric("exosphere_db_pipeline_fallbacks_total")
-        guard let sent, let fallbacks else {
-            try #require(sent == nil && fallbacks == nil, "only one of the pipeline counters is exposed", sourceLocation: sourceLocation)
+        guard let sent, let offloaded, let fallbacks else {
+            try #require(
+                sent == nil && offloaded == nil && fallbacks == nil, "only some of the pipeline counters are exposed", sourceLocation: sourceLocation)
             return nil
         }
-        return PipelineCounters(sent: sent, fallbacks: fallbacks)
+        return PipelineCounters(sent: sent, offloaded: offloaded, fallbacks: fallbacks)
     }
 
     /// Reads `/users/me` with `token` on new connections until every one of the `eventLoops` has

@@ -59,6 +59,17 @@ private func body(of match: Router.Match) throws -> String? {
         #expect(found(r.match(method: .get, path: "/users/me"))?.route.pattern == "/users/me")
     }
 
+    /// A connection's request is matched once: its body limit, its admission and its dispatch
+    /// get the first answer; the next request on the connection is matched anew.
+    @Test func aConnectionMatchesEachRequestOnce() throws {
+        let lookup = RouteLookup(router())
+        for _ in 0..<4 { #expect(found(lookup.match(.get, "/users/me/images/abc"))?.parameters == ["id": "abc"]) }
+        #expect(lookup.matched == 1)
+        #expect(try body(of: lookup.match(.delete, "/users/me/images/abc")) == "delete-image")
+        #expect(try body(of: lookup.match(.get, "/users/me")) == "me")
+        #expect(lookup.matched == 3)
+    }
+
     @Test func parameterizedRoutes() throws {
         let r = router()
         let image = found(r.match(method: .get, path: "/users/me/images/abc-123"))

@@ -1,0 +1,53 @@
+import Postgres
+import PostgresCluster
+import TestSupport
+import Testing
+
+/// What one request costs the database, counted by PostgreSQL itself (`pg_stat_statements`, on a
+/// cluster of this suite's own that loads it): a request answered on an event loop runs its
+/// handler once, whichever way its statements go.
+@Suite(.serialized)
+struct StatementsPerRequestTests {
+    static let cluster = Result {
+        var options = LocalCluster.Options()
+        options.settings = ["shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "all"]
+        return try LocalCluster.startTemporary(options: options)
+    }
+
+    /// The session lookups PostgreSQL ran in `server`'s database since the last reset.
+    static func sessionLookups(_ connection: PostgresConnection) throws -> Int64 {
+        try connection.query(
+            """
+            SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
+            WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+              AND query LIKE '%FROM sessions s JOIN users u ON u.id = s.user_id%WHERE s.token_hash%'
+            """)[0].decode(Int64.self, at: 0)
+    }
+
+    /// An email change needs a transaction, which the event loop's pipeline cannot run: the
+    /// transaction goes to the workers, and the request is not started again there (a second
+    /// session lookup, a second parse, a second validation, as it was).
+    @Test(arguments: ["PUT", "PATCH"])
+    func anEmailChangeOnTheLoopLooksUpItsSessionOnce(_ method: String) throws {
+        let cluster = try Self.cluster.get()
+        let server = try TestServer("statements_\(method.lowercased())", cluster: cluster)
+        defer { server.shutdown() }
+        let account = try server.register()
+        try server.openPipelines(eventLoops: 1, token: account.token)
+        let connection = try PostgresConnection(configuration: try PostgresConfiguration(connectionString: server.databaseURL))
+        defer { connection.close() }
+        try connection.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+
+        let before = try #require(try server.pipelineCounters())
+        _ = try connection.query("SELECT pg_stat_statements_reset()")
+        let email = server.uniqueEmail("moved")
+        let body = method == "PUT" ? #"{"email": "\#(email)", "firstname": "Ayu"}"# : #"{"email": "\#(email)"}"#
+        let reply = try server.call(method, "/users/me", token: account.token, json: body)
+        #expect(reply.status == 200, "\(reply.text)")
+        #expect(reply.json["email"]?.stringValue == email)
+        let ran = try #require(try server.pipelineCounters()) - before
+        // The lookup ran on the pipeline, the transaction on the workers, the request itself on the loop.
+        #expect(ran.sent >= 1 && ran.offloaded == 1 && ran.fallbacks == 0, "\(ran)")
+        #expect(try Self.sessionLookups(connection) == 1)
+    }
+}
