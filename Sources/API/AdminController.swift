@@ -196,7 +196,7 @@ struct AdminController: Sendable {
         let id = try AdminController.userID(context)
         _ = try accounts.adminView(of: id)
         let parameters = try PageParameters(request, invalidCursor: ImageError(.invalidCursor, "after must be a cursor from a previous page's next."))
-        let page = try images.list(userID: id, after: parameters.cursor, limit: parameters.limit)
+        let page = try images.list(userID: id, order: try PageParameters.imageOrder(request), after: parameters.cursor, limit: parameters.limit)
         var response = JSONBody.response { ImageJSON.write(page, signer: signer, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response

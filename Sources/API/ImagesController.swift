@@ -64,7 +64,8 @@ struct ImagesController: Sendable {
     @Sendable func list(_ request: Request, _ context: RequestContext) throws -> Response {
         let user = try authenticator.authenticatedUser(request)
         let parameters = try PageParameters(request, invalidCursor: ImageError(.invalidCursor, "after must be a cursor from a previous page's next."))
-        let page = try images.list(userID: user.id, after: parameters.cursor, limit: parameters.limit)
+        let page = try images.list(
+            userID: user.id, order: try PageParameters.imageOrder(request), after: parameters.cursor, limit: parameters.limit)
         var response = JSONBody.response { ImageJSON.write(page, signer: signer, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "private, no-cache")
         return response

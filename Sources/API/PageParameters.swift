@@ -1,6 +1,7 @@
 import Cryptography
 import HTTP
 import HTTPServer
+import Images
 
 /// `?limit=…&after=…` of a keyset-paged list: `limit` 1–100 (default 50), `after` a previous page's `next`.
 struct PageParameters {
@@ -20,5 +21,12 @@ struct PageParameters {
             guard let parsed = KeysetCursor(text: text) else { throw invalidCursor() }
             cursor = parsed
         }
+    }
+
+    /// `?order=newest|oldest` of an image list (default `oldest`).
+    static func imageOrder(_ request: Request) throws -> ImageOrder {
+        guard let text = QueryParameters(request.query)["order"] else { return .oldest }
+        guard let order = ImageOrder(rawValue: text) else { throw ImageError(.invalidOrder, "order must be newest or oldest.") }
+        return order
     }
 }

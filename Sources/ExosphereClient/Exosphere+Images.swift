@@ -53,13 +53,14 @@ extension Exosphere {
         ImageSequence(client: self, order: order, pageSize: pageSize)
     }
 
-    /// One page of the user's images, oldest first: the first page without `cursor`, then the
-    /// page after each `next`, until `next` is nil.
+    /// One page of the user's images in `order`: the first page without `cursor`, then the page
+    /// after each `next` (in the same order), until `next` is nil.
     ///
     /// - Throws: `ExosphereError` `422 invalid_limit` for a `limit` outside 1–100,
     ///   `422 invalid_cursor` for a cursor the server did not issue.
-    public func imagePage(after cursor: String? = nil, limit: Int = 50) async throws -> ImagePage {
+    public func imagePage(order: ImageOrder = .oldestFirst, after cursor: String? = nil, limit: Int = 50) async throws -> ImagePage {
         var query: [(name: String, value: String)] = [("limit", String(limit))]
+        if order != .oldestFirst { query.append(("order", order.queryValue)) }
         if let cursor { query.append(("after", cursor)) }
         let (response, _) = try await sendSignedIn(APIRequest("GET", "/users/me/images", query: query))
         let json = try response.json()
@@ -144,7 +145,7 @@ extension Exosphere {
     }
 }
 
-/// One page of `Exosphere.imagePage(after:limit:)`.
+/// One page of `Exosphere.imagePage(order:after:limit:)`.
 public struct ImagePage: Sendable, Hashable {
     /// Oldest first.
     public let images: [UserImage]

@@ -1,9 +1,8 @@
 /// The user's images as an `AsyncSequence` (`Exosphere.images(order:pageSize:)`), fetched one
 /// page at a time through the server's cursors.
 ///
-/// Oldest first, each page is fetched when the sequence reaches it, so a grid can stop early.
-/// Newest first, every page is fetched before the first image is returned: the server pages
-/// oldest first only.
+/// Either way (`ImageOrder`), each page is fetched when the sequence reaches it, so a grid shows
+/// its first cells after one request and can stop early.
 public struct ImageSequence: AsyncSequence, Sendable {
     /// Each image's metadata; download the bytes with `Exosphere.downloadImage(_:)`.
     public typealias Element = UserImage
@@ -37,23 +36,10 @@ public struct ImageSequence: AsyncSequence, Sendable {
         public mutating func next() async throws -> UserImage? {
             while position == buffer.count {
                 if exhausted { return nil }
-                switch order {
-                case .oldestFirst:
-                    let page = try await client.imagePage(after: cursor, limit: pageSize)
-                    buffer = page.images
-                    cursor = page.next
-                    exhausted = page.next == nil
-                case .newestFirst:
-                    var all: [UserImage] = []
-                    var cursor: String?
-                    repeat {
-                        let page = try await client.imagePage(after: cursor, limit: pageSize)
-                        all += page.images
-                        cursor = page.next
-                    } while cursor != nil
-                    buffer = all.reversed()
-                    exhausted = true
-                }
+                let page = try await client.imagePage(order: order, after: cursor, limit: pageSize)
+                buffer = page.images
+                cursor = page.next
+                exhausted = page.next == nil
                 position = 0
             }
             defer { position += 1 }

@@ -120,13 +120,21 @@ public struct ThumbnailSize: RawRepresentable, Hashable, Sendable {
     static let all: [ThumbnailSize] = [.small, .medium, .large, .extraLarge]
 }
 
-/// The order of `Exosphere.images(order:)`.
+/// The order of `Exosphere.images(order:)` and `Exosphere.imagePage(order:after:limit:)`: the
+/// server pages either way, so each page is fetched as the sequence reaches it.
 public enum ImageOrder: Sendable, Hashable {
-    /// Upload order, as the server pages it: each page is fetched as the sequence reaches it.
+    /// Upload order.
     case oldestFirst
-    /// Newest upload first. The server pages oldest first only, so the first element comes
-    /// after every page has been fetched (one request per `pageSize` images).
+    /// Newest upload first, as a photo grid shows them.
     case newestFirst
+
+    /// The server's `order` value.
+    var queryValue: String {
+        switch self {
+        case .oldestFirst: "oldest"
+        case .newestFirst: "newest"
+        }
+    }
 }
 
 /// How far an upload has got.

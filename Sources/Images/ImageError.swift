@@ -25,6 +25,8 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible, Cu
         case notFound = "image_not_found"
         /// A list cursor that this server did not issue.
         case invalidCursor = "invalid_cursor"
+        /// A list order that is neither `newest` nor `oldest`.
+        case invalidOrder = "invalid_order"
         /// A thumbnail size that is not one of 128, 256, 512, 1024.
         case invalidSize = "invalid_size"
         /// The image's bytes passed the header checks but cannot be decoded into a thumbnail.

@@ -73,24 +73,38 @@ enum ImageRepository {
             """)
     }
 
-    static func page(_ connection: PostgresConnection, userID: UUID, after cursor: KeysetCursor?, limit: Int) throws -> [StoredImage] {
-        if let cursor {
-            // Microseconds are added as an integer interval: exact, unlike a float epoch.
-            return try connection.query(
-                """
-                SELECT \(unsafeRaw: columns) FROM images i
-                WHERE i.user_id = \(userID)
-                  AND (i.created_at, i.id) > ('epoch'::timestamptz + \(cursor.microseconds) * interval '1 microsecond', \(cursor.id))
-                ORDER BY i.created_at, i.id
-                LIMIT \(limit)
-                """
-            ).map(decode)
+    static func page(
+        _ connection: PostgresConnection, userID: UUID, order: ImageOrder, after cursor: KeysetCursor?, limit: Int
+    ) throws -> [StoredImage] {
+        try connection.query(pageQuery(userID: userID, order: order, after: cursor, limit: limit)).map(decode)
+    }
+
+    /// A page of a user's images in `order`, after `cursor`: keyset paging on `(created_at, id)`,
+    /// which `images_user_created` serves either way (scanned backwards for the newest first).
+    static func pageQuery(userID: UUID, order: ImageOrder, after cursor: KeysetCursor?, limit: Int) -> PostgresQuery {
+        switch (order, cursor) {
+        case (.oldest, nil):
+            "SELECT \(unsafeRaw: columns) FROM images i WHERE i.user_id = \(userID) ORDER BY i.created_at, i.id LIMIT \(limit)"
+        case (.newest, nil):
+            "SELECT \(unsafeRaw: columns) FROM images i WHERE i.user_id = \(userID) ORDER BY i.created_at DESC, i.id DESC LIMIT \(limit)"
+        // Microseconds are added as an integer interval: exact, unlike a float epoch.
+        case (.oldest, let cursor?):
+            """
+            SELECT \(unsafeRaw: columns) FROM images i
+            WHERE i.user_id = \(userID)
+              AND (i.created_at, i.id) > ('epoch'::timestamptz + \(cursor.microseconds) * interval '1 microsecond', \(cursor.id))
+            ORDER BY i.created_at, i.id
+            LIMIT \(limit)
+            """
+        case (.newest, let cursor?):
+            """
+            SELECT \(unsafeRaw: columns) FROM images i
+            WHERE i.user_id = \(userID)
+              AND (i.created_at, i.id) < ('epoch'::timestamptz + \(cursor.microseconds) * interval '1 microsecond', \(cursor.id))
+            ORDER BY i.created_at DESC, i.id DESC
+            LIMIT \(limit)
+            """
         }
-        return try connection.query(
-            """
-            SELECT \(unsafeRaw: columns) FROM images i WHERE i.user_id = \(userID) ORDER BY i.created_at, i.id LIMIT \(limit)
-            """
-        ).map(decode)
     }
 
     /// Deletes one image; its storage if it existed (the caller removes a file after the commit).

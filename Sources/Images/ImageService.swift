@@ -149,8 +149,9 @@ public final class ImageService: Sendable {
 
     // MARK: - Reading
 
-    public func list(userID: UUID, after cursor: KeysetCursor?, limit: Int) throws -> ImagePage {
-        let rows = try pool.withConnection { try ImageRepository.page($0, userID: userID, after: cursor, limit: limit + 1) }
+    /// A page of the user's images in `order`; `next` continues in the same order.
+    public func list(userID: UUID, order: ImageOrder = .oldest, after cursor: KeysetCursor?, limit: Int) throws -> ImagePage {
+        let rows = try pool.withConnection { try ImageRepository.page($0, userID: userID, order: order, after: cursor, limit: limit + 1) }
         let images = Array(rows.prefix(limit))
         return ImagePage(
             images: images, next: rows.count > limit ? images.last.map { KeysetCursor(microseconds: $0.createdAtMicroseconds, id: $0.id) } : nil)

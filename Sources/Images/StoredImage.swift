@@ -1,6 +1,13 @@
 import FoundationEssentials
 import Cryptography
 
+/// The order of a user's image list (`?order=`): by `(createdAt, id)`, the oldest first (the
+/// default) or the newest first.
+public enum ImageOrder: String, Sendable, CaseIterable {
+    case oldest
+    case newest
+}
+
 /// Where an image's bytes are kept.
 public enum ImageStorage: String, Sendable, CaseIterable, CustomStringConvertible {
     /// A `bytea` row of `image_data`, committed with the metadata.

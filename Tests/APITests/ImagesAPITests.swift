@@ -129,6 +129,34 @@ enum ImageScenarios {
         #expect(two.json["next"] == .null)
     }
 
+    /// `order=newest`: the reverse of the upload order, paged by the server with cursors that
+    /// continue in that order; `order=oldest` is the default's order.
+    static func listsNewestFirstWithPagination(_ server: TestServer) throws {
+        let account = try server.register()
+        var ids: [String] = []
+        for index in 0..<5 {
+            let created = try upload(server, account.token, "image/png", png(size: 100 + index, seed: UInt8(50 + index)))
+            try #require(created.status == 201)
+            ids.append(try #require(created.json["id"]?.stringValue))
+        }
+        var seen: [String] = []
+        var target = "/users/me/images?order=newest&limit=2"
+        var pages = 0
+        while true {
+            let page = try get(server, account.token, target)
+            try #require(page.status == 200, "\(target): \(page.status) \(page.text)")
+            seen += try #require(page.json["images"]?.arrayValue).compactMap { $0["id"]?.stringValue }
+            pages += 1
+            guard let next = page.json["next"]?.stringValue else { break }
+            target = "/users/me/images?order=newest&limit=2&after=\(next)"
+            try #require(pages < 10)
+        }
+        #expect(seen == ids.reversed())
+        #expect(pages == 3)
+        let oldest = try get(server, account.token, "/users/me/images?order=oldest")
+        #expect(oldest.json["images"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ids)
+    }
+
     static func badListParameters(_ server: TestServer) throws {
         let account = try server.register()
         for query in ["limit=0", "limit=101", "limit=abc", "limit=-1", "limit=1.5", "limit="] {
@@ -143,6 +171,10 @@ enum ImageScenarios {
             let reply = try get(server, account.token, "/users/me/images?after=\(cursor)")
             #expect(reply.status == 422, "\(cursor)")
             #expect(reply.code == "invalid_cursor", "\(cursor)")
+        }
+        for order in ["", "NEWEST", "latest", "desc", "newest,oldest"] {
+            let reply = try get(server, account.token, "/users/me/images?order=\(order)")
+            #expect(reply.status == 422 && reply.code == "invalid_order", "order=\(order): \(reply.status) \(reply.text)")
         }
         #expect(try get(server, account.token, "/users/me/images?limit=1").status == 200)
         #expect(try get(server, account.token, "/users/me/images?limit=100").status == 200)
@@ -427,6 +459,7 @@ struct ImagesDatabaseStorageTests {
     @Test func everyFormatRoundTrips() throws { try ImageScenarios.everyFormatRoundTrips(server) }
     @Test func aLargerImageRoundTrips() throws { try ImageScenarios.aLargerImageRoundTrips(server) }
     @Test func listsOldestFirstWithPagination() throws { try ImageScenarios.listsOldestFirstWithPagination(server) }
+    @Test func listsNewestFirstWithPagination() throws { try ImageScenarios.listsNewestFirstWithPagination(server) }
     @Test func badListParameters() throws { try ImageScenarios.badListParameters(server) }
     @Test func conditionalRequestsAndRanges() throws { try ImageScenarios.conditionalRequestsAndRanges(server) }
     @Test func deleteRemovesTheImage() throws { try ImageScenarios.deleteRemovesTheImage(server) }
@@ -454,6 +487,7 @@ struct ImagesFilesystemStorageTests {
     @Test func everyFormatRoundTrips() throws { try ImageScenarios.everyFormatRoundTrips(server) }
     @Test func aLargerImageRoundTrips() throws { try ImageScenarios.aLargerImageRoundTrips(server) }
     @Test func listsOldestFirstWithPagination() throws { try ImageScenarios.listsOldestFirstWithPagination(server) }
+    @Test func listsNewestFirstWithPagination() throws { try ImageScenarios.listsNewestFirstWithPagination(server) }
     @Test func badListParameters() throws { try ImageScenarios.badListParameters(server) }
     @Test func conditionalRequestsAndRanges() throws { try ImageScenarios.conditionalRequestsAndRanges(server) }
     @Test func deleteRemovesTheImage() throws { try ImageScenarios.deleteRemovesTheImage(server) }

@@ -5,7 +5,7 @@ Run with Debian's /usr/bin/python3 (python3-selenium, chromium, chromium-driver)
 
     /usr/bin/python3 Tests/Browser/console.py --url http://127.0.0.1:PORT --admin-email E \
         --admin-password P --user-email U --user-token T --filter-field NAME --filter-value V \
-        --expect-filtered EMAIL[,EMAIL…] --screenshots DIR
+        --expect-filtered EMAIL[,EMAIL…] --expect-grid WxH[,WxH…] --screenshots DIR
 
 The server holds an administrator, the user U (signed in with token T, with a `dateOfBirth` date
 field and at least one image) and users whose field NAME is V. The script signs in with the
@@ -151,6 +151,9 @@ def run(browser, args):
     step("the image grid shows the user's thumbnails")
     browser.wait("a loaded thumbnail", lambda: browser.driver.execute_script(
         "return [...document.querySelectorAll('#images-grid img')].some(i => i.complete && i.naturalWidth > 0)"))
+    sizes = [e.text.split(" ")[0] for e in browser.driver.find_elements(By.CSS_SELECTOR, "#images-grid .meta")]
+    if sizes != args.expect_grid.split(","):
+        raise Failure(f"the grid should show the newest image first ({args.expect_grid}), not {sizes}")
     grid = browser.element("images-grid")
     browser.driver.execute_script("arguments[0].scrollIntoView()", grid)
     browser.screenshot("user-images.png")
@@ -213,6 +216,7 @@ def main():
     parser.add_argument("--admin-password", required=True)
     parser.add_argument("--user-email", required=True, help="a user with a dateOfBirth field and an image")
     parser.add_argument("--user-token", required=True, help="a live session token of that user")
+    parser.add_argument("--expect-grid", required=True, help="the user's images' sizes, WxH, newest first, comma-separated")
     parser.add_argument("--filter-field", required=True)
     parser.add_argument("--filter-value", required=True)
     parser.add_argument("--expect-filtered", required=True, help="the emails the filter finds, comma-separated")

@@ -199,6 +199,25 @@ struct ImagesTests {
         #expect(error?.code == "invalid_limit")
     }
 
+    /// Newest first is paged by the server: the sequence's first image comes after one request,
+    /// and the pages follow in order, each fetched as the sequence reaches it.
+    @Test func newestFirstStreamsPageByPage() async throws {
+        let (client, _, _) = try await server.signedInClient()
+        let images = try await (0..<5).asyncMap { try await client.uploadImage(ImagesTests.photo(80 + $0), contentType: .png) }
+        let before = try await server.requests("GET", "/users/me/images", 200)
+        var iterator = client.images(order: .newestFirst, pageSize: 2).makeAsyncIterator()
+        #expect(try await iterator.next() == images[4])
+        #expect(try await server.requests("GET", "/users/me/images", 200) == before + 1, "the first image took one page")
+        var rest: [UserImage] = []
+        while let image = try await iterator.next() { rest.append(image) }
+        #expect(rest == Array(images[0..<4].reversed()))
+        #expect(try await server.requests("GET", "/users/me/images", 200) == before + 3)
+        let first = try await client.imagePage(order: .newestFirst, limit: 3)
+        #expect(first.images == [images[4], images[3], images[2]])
+        let second = try await client.imagePage(order: .newestFirst, after: try #require(first.next), limit: 3)
+        #expect(second.images == [images[1], images[0]] && second.next == nil)
+    }
+
     @Test func signingOutEmptiesTheImageCache() async throws {
         let cache = try temporaryDirectory("signout-cache")
         let (client, _, _) = try await server.signedInClient { $0.imageCacheDirectory = cache }

@@ -388,7 +388,7 @@ async function showUser(id) {
   const [{json: view, response}, sessions, images, activity] = await Promise.all([
     api("GET", `/admin/users/${encodeURIComponent(id)}`),
     api("GET", `/admin/users/${encodeURIComponent(id)}/sessions`),
-    api("GET", `/admin/users/${encodeURIComponent(id)}/images?limit=24`),
+    api("GET", `/admin/users/${encodeURIComponent(id)}/images?order=newest&limit=24`),
     api("GET", `/admin/users/${encodeURIComponent(id)}/activity?limit=20`),
   ]);
   state.user = {view, etag: response.headers.get("ETag"), removed: new Set(), added: new Set()};
@@ -519,7 +519,7 @@ function renderImages(page, append) {
 
 async function moreImages() {
   await attempt(async () => {
-    const {json} = await api("GET", `/admin/users/${state.user.view.id}/images?limit=24&after=${encodeURIComponent(state.user.imagesNext)}`);
+    const {json} = await api("GET", `/admin/users/${state.user.view.id}/images?order=newest&limit=24&after=${encodeURIComponent(state.user.imagesNext)}`);
     renderImages(json, true);
   });
 }
