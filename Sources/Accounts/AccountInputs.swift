@@ -103,11 +103,26 @@ public enum WriteCondition: Sendable, Equatable {
 public enum PersonName {
     public static let maxCharacters = 100
 
-    /// Why `name` is not a valid first or last name, or nil when it is.
+    /// Why `name` is not a valid first or last name, or nil when it is. A name is shown in
+    /// mail, in the console and in apps: control characters (C0, DEL, C1, U+0000 included, which
+    /// PostgreSQL text cannot hold) and line or paragraph separators are refused, so that a name
+    /// cannot add lines to a mail or hide text.
     public static func problem(_ name: String) -> String? {
         if name.unicodeScalars.count > maxCharacters { return "must be at most \(maxCharacters) characters" }
-        // PostgreSQL text cannot hold U+0000; refused here, it is a 422 instead of a failed INSERT (500).
-        if name.utf8.contains(0) { return "must not contain U+0000" }
+        if let scalar = name.unicodeScalars.first(where: isRefused) {
+            return "must not contain control characters or line breaks (U+\(String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 4)))"
+        }
         return nil
+    }
+
+    /// U+0000–U+001F, U+007F–U+009F, U+2028 and U+2029.
+    static func isRefused(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to length: Int) -> String {
+        count >= length ? self : String(repeating: "0", count: length - count) + self
     }
 }

@@ -96,27 +96,41 @@ extension AccountService {
 
     // MARK: - Sign-in and sessions
 
-    /// Checks an administrator's password under a throttle of its own (per email and address,
-    /// counted before hashing, as users' are) and opens an admin session.
+    /// Checks an administrator's password under throttles of their own with the users' rules,
+    /// counted before hashing: per email and address (the owner rule: an address that guessed
+    /// wrong exhausts its own tries; the owner, from elsewhere, still signs in), per email from all
+    /// addresses, and per address whatever the email. In a storm it is refused before any
+    /// database work, as users' sign-ins are, so that it cannot fill the hashing pool.
     public func adminSignIn(email text: String, password: String, origin: RequestOrigin) throws -> IssuedAdminSession {
         let invalid = AccountsError(.invalidCredentials, "The email or password is wrong.")
+        guard hashing.hasCapacity else {
+            throw AccountsError(.overloaded, "Too many password operations at once; try again shortly.", retryAfterSeconds: 1)
+        }
         let email = EmailAddress(text)
         let emailID = email?.normalized ?? "sha256:" + SHA256.hexDigest(text.lowercased().utf8)
         let throttles = [
             (key: "admin-signin:pair:" + emailID + " " + origin.throttleAddress, rule: configuration.signInPerEmailAndAddress),
-            (key: "admin-signin:email:" + emailID, rule: configuration.signInPerEmailAndAddress),
+            (key: "admin-signin:email:" + emailID, rule: configuration.signInPerEmail),
+            (key: "admin-signin:address:" + origin.throttleAddress, rule: configuration.signInPerAddress),
         ]
         let (wait, credentials) = try pool.withConnection { connection in
             (try ThrottleRepository.acquire(connection, throttles), try email.flatMap { try AdminRepository.credentials(connection, email: $0) })
         }
         if let wait { throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait) }
         let tooLong = password.utf8.count > configuration.passwordPolicy.maxBytes
-        let valid = try onHashingPool(.interactive, origin) { [hasher] () -> Bool in
-            guard let credentials, !tooLong else {
-                try hasher.dummyVerify(password: tooLong ? "" : password)
-                return false
+        let valid: Bool
+        do {
+            valid = try onHashingPool(.interactive, origin) { [hasher] () -> Bool in
+                guard let credentials, !tooLong else {
+                    try hasher.dummyVerify(password: tooLong ? "" : password)
+                    return false
+                }
+                return (try? hasher.verify(password: password, phc: credentials.passwordHash).isValid) ?? false
             }
-            return (try? hasher.verify(password: password, phc: credentials.passwordHash).isValid) ?? false
+        } catch {
+            // Refused or abandoned before any hashing: the attempt does not count.
+            giveBack(throttles.map(\.key))
+            throw error
         }
         guard valid, let credentials else {
             SecurityEvent.log(logger, .signInFailed, outcome: "failure", userID: nil, origin: origin, detail: "administrator sign-in")
@@ -128,7 +142,7 @@ extension AccountService {
             try AdminRepository.audit(connection, admin: credentials.admin, action: "admin.signin", target: nil, address: origin.address)
             return expiresAt
         }
-        giveBack([throttles[1].key], clearing: throttles[0].key)
+        giveBack([throttles[1].key, throttles[2].key], clearing: throttles[0].key)
         return IssuedAdminSession(accessToken: token.text, expiresAt: expiresAt, admin: credentials.admin)
     }
 

@@ -145,8 +145,9 @@ extension AccountService {
         try AccountTokenRepository.insert(
             connection, hash: token.hash, userID: user.id, purpose: .emailVerification, email: email.normalized,
             lifetimeSeconds: configuration.verificationTokenSeconds)
-        try OutboxRepository.enqueue(
-            connection, OutgoingMail(.verifyEmail, to: user.email, ["token": token.text, "firstname": user.firstname, "email": user.email]))
+        // No name: the address is not proven yet, so the mail carries no text its requester chose
+        // (a name could otherwise make it a message to a stranger's mailbox).
+        try OutboxRepository.enqueue(connection, OutgoingMail(.verifyEmail, to: user.email, ["token": token.text, "email": user.email]))
     }
 
     /// After a password change or reset: older reset links die, the event is recorded, and the

@@ -78,7 +78,7 @@ public final class AccountService: Sendable {
     private let schemaRefresher: PeriodicThread
     private let sessionLookup: SessionRepository.Lookup
     let hasher: PasswordHasher
-    private let hashing: HashingPool
+    let hashing: HashingPool
     let logger: Logger
     /// Called after a commit that queued mail, so that it goes out at once.
     let mailQueued: @Sendable () -> Void

@@ -238,6 +238,29 @@ struct AccountsAPITests {
         #expect(nul.firstError.field == "firstname")
     }
 
+    /// Names are shown in mail, the console and apps: control characters and line breaks are
+    /// refused where a name is written (registration, PUT, PATCH, an administrator's edit), with
+    /// `422 invalid_value` naming the field; what is refused is not stored.
+    @Test(arguments: ["\\n", "\\r", "\\t", "\\u001b[31m", "\\u007f", "\\u0085", "\\u009b", "\\u2028", "\\u2029"])
+    func namesRefuseControlCharactersAndLineBreaks(_ escaped: String) throws {
+        let server = self.server
+        let registration = try server.call(
+            "POST", "/users",
+            json: #"{"email": "\#(server.uniqueEmail())", "password": "\#(server.uniquePassword())", "firstname": "Ayu\#(escaped)Subject: x"}"#)
+        #expect(registration.status == 422 && registration.code == "invalid_value", "\(escaped): \(registration.text)")
+        #expect(registration.firstError.field == "firstname")
+        let account = try server.register(extra: #", "firstname": "Ayu", "lastname": "Lestari""#)
+        let patch = try server.call("PATCH", "/users/me", token: account.token, json: #"{"lastname": "L\#(escaped)"}"#)
+        #expect(patch.status == 422 && patch.firstError.field == "lastname", "\(escaped): \(patch.text)")
+        let put = try server.call("PUT", "/users/me", token: account.token, json: #"{"email": "\#(account.email)", "firstname": "\#(escaped)"}"#)
+        #expect(put.status == 422 && put.firstError.field == "firstname", "\(escaped): \(put.text)")
+        let stored = try server.me(account.token).json
+        #expect(stored["firstname"] == "Ayu" && stored["lastname"] == "Lestari")
+        // What is printable stays allowed: letters of any script, spaces, marks, emoji.
+        let fine = try server.call("PATCH", "/users/me", token: account.token, json: #"{"firstname": "Ayu Léa-Ṡiti 王 😀"}"#)
+        #expect(fine.status == 200 && fine.json["firstname"] == "Ayu Léa-Ṡiti 王 😀", "\(fine.text)")
+    }
+
     @Test func concurrentRegistrationsOfOneEmailGiveOneAccount() throws {
         let server = self.server
         for round in 0..<3 {

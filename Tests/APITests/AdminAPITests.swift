@@ -404,6 +404,32 @@ struct AdminAPITests {
         #expect(try first.call("POST", "/admin/signin", json: #"{"email": "root@example.com", "password": "\#(Self.adminPassword)"}"#).status == 429)
     }
 
+    /// Admin sign-in has the users' throttles: an address that guessed wrong exhausts its own
+    /// tries and the administrator, from elsewhere, still signs in; one address posting random
+    /// emails (a full hash each) meets a limit of its own, which is not the owner's.
+    @Test func oneAddressCannotLockAnAdministratorOutNorGuessWithoutALimit() throws {
+        let server = try TestServer("admin_owner_rule") { configuration in
+            configuration.trustedProxies = ["127.0.0.1"]
+            configuration.accounts.signInPerEmailAndAddress = ThrottleRule(limit: 3, windowSeconds: 900)
+            configuration.accounts.signInPerEmail = ThrottleRule(limit: 20, windowSeconds: 900)
+            configuration.accounts.signInPerAddress = ThrottleRule(limit: 6, windowSeconds: 900)
+        }
+        defer { server.shutdown() }
+        _ = try server.app.accounts.createAdmin(email: "root@example.com", password: Self.adminPassword)
+        func signIn(_ email: String, _ password: String, from address: String) throws -> Int {
+            try server.call(
+                "POST", "/admin/signin", json: #"{"email": "\#(email)", "password": "\#(password)"}"#, headers: [("X-Forwarded-For", address)]
+            ).status
+        }
+        for _ in 0..<3 { #expect(try signIn("root@example.com", "a wrong guess", from: "198.51.100.7") == 401) }
+        #expect(try signIn("root@example.com", Self.adminPassword, from: "198.51.100.7") == 429)
+        #expect(try signIn("root@example.com", Self.adminPassword, from: "192.0.2.10") == 200, "the owner, elsewhere")
+        #expect(try signIn("root@example.com", Self.adminPassword, from: "198.51.100.7") == 429, "the owner's success unlocks no one else")
+        let random = try (0..<8).map { try signIn("random\($0)@example.com", "a guess", from: "203.0.113.9") }
+        #expect(random == Array(repeating: 401, count: 6) + [429, 429], "\(random)")
+        #expect(try signIn("root@example.com", Self.adminPassword, from: "192.0.2.10") == 200)
+    }
+
     @Test func theConsoleIsOnePageWithAStrictPolicyAndNoInlineCode() throws {
         let server = try TestServer("admin_console_files")
         defer { server.shutdown() }
