@@ -6,7 +6,7 @@
 #      vipsthumbnail, the same library's command line, on the same files with the same options
 #      (WebP Q 75, effort 2, metadata stripped, one thread each) in 2 processes at once, in
 #      alternating rounds (a new size each round, so the server makes every one anew);
-#   2. serving a cached thumbnail: wrk GET of the signed URL with &size=256 (no token, served from
+#   2. serving a cached thumbnail: wrk GET of its signed URL, signedThumbnails["256"] (no token, served from
 #      memory), and GET /users/me/images/{id}/thumbnail with a bearer token, against nginx
 #      serving the same file from disk with the same headers.
 # Usage: bench/thumbnails.sh [images=16] [seconds=10] [connections=64]
@@ -104,8 +104,8 @@ ID=$(head -1 "$DIR/ids")
 SIGNED=$(curl -fs -H "$AUTH" "$API/users/me/images?limit=100" | python3 -c '
 import json, sys
 images = json.load(sys.stdin)["images"]
-print([i for i in images if i["id"] == sys.argv[1]][0]["signedUrl"])' "$ID")
-curl -fs -o "$DIR/thumbnail.webp" "$API$SIGNED&size=256"
+print([i for i in images if i["id"] == sys.argv[1]][0]["signedThumbnails"]["256"])' "$ID")
+curl -fs -o "$DIR/thumbnail.webp" "$API$SIGNED"
 sed -e "s|BENCH_DIR|$DIR|g" -e "s|NGINX_PORT|$NGINX_PORT|g" bench/nginx-thumbnails.conf > "$DIR/nginx.conf"
 nginx -c "$DIR/nginx.conf" -p "$DIR" &
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$NGINX_PORT/thumbnail.webp" >/dev/null 2>&1 && break; sleep 0.1; done
@@ -118,11 +118,11 @@ run() { # name wrk-arguments... -> 2xx per second, p99 ms
          $1 == "99%" { v = $2; if (v ~ /us$/) p = v / 1000; else if (v ~ /ms$/) p = v + 0; else p = v * 1000 }
          END { printf "%.0f %.2f\n", (total - bad) / secs, p }' "$DIR/$name.txt"
 }
-for url in "http://127.0.0.1:$NGINX_PORT/thumbnail.webp" "$API$SIGNED&size=256"; do wrk -t2 -c"$CONNECTIONS" -d2s "$url" >/dev/null; done
+for url in "http://127.0.0.1:$NGINX_PORT/thumbnail.webp" "$API$SIGNED"; do wrk -t2 -c"$CONNECTIONS" -d2s "$url" >/dev/null; done
 declare -A SERVE
 for round in $(seq "$ROUNDS"); do
     read -r r p <<<"$(run nginx "http://127.0.0.1:$NGINX_PORT/thumbnail.webp")"; SERVE[nginx]+="$r "; np=$p
-    read -r r p <<<"$(run signed "$API$SIGNED&size=256")"; SERVE[signed]+="$r "; sp=$p
+    read -r r p <<<"$(run signed "$API$SIGNED")"; SERVE[signed]+="$r "; sp=$p
     read -r r p <<<"$(run api -H "$AUTH" "$API/users/me/images/$ID/thumbnail?size=256")"; SERVE[api]+="$r "; ap=$p
     echo "round $round, requests/s (p99 ms): nginx $(echo ${SERVE[nginx]} | awk '{ print $NF }') ($np)," \
         "signed URL $(echo ${SERVE[signed]} | awk '{ print $NF }') ($sp), with a token $(echo ${SERVE[api]} | awk '{ print $NF }') ($ap)"

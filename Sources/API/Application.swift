@@ -97,6 +97,7 @@ public final class Application: Sendable {
             }
             try images.prepare()
             try signer.prepare()
+            signer.startRefreshing()
             let swept = try images.sweep()
             if swept.orphanFiles + swept.temporaryFiles > 0 {
                 logger.notice(
@@ -114,6 +115,7 @@ public final class Application: Sendable {
                 throw error
             }
         } catch {
+            signer.shutdown()
             hashing.shutdown()
             accounts.shutdown()
             sender.shutdown()
@@ -160,7 +162,6 @@ public final class Application: Sendable {
         return router
     }
 
-    /// Drains the HTTP server, then stops hashing and closes the database.
     /// The console's one-time setup link while there is no administrator (`/console/#setup=…`,
     /// an hour, single use), or nil once there is one. `serve` prints it once, at start.
     public func adminSetupLink() throws -> String? {
@@ -173,11 +174,13 @@ public final class Application: Sendable {
         return base + "/console/#setup=" + token
     }
 
+    /// Drains the HTTP server, then stops hashing and closes the database.
     public func shutdown() {
         logger.notice("shutting down", ["drain.seconds": String(configuration.server.drainTimeout.components.seconds)])
         server.shutdown()
         metricsServer?.shutdown()
         images.shutdown()
+        signer.shutdown()
         thumbnailer?.shutdown()
         hashing.shutdown()
         accounts.shutdown()

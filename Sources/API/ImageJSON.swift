@@ -1,10 +1,13 @@
 import Accounts
 import Images
 import JSON
+import Thumbnails
 
 /// The image metadata of the contract: `{"id", "contentType", "byteSize", "sha256", "width",
-/// "height", "createdAt", "url", "signedUrl", "blurhash", "dominantColor"}`; the placeholders are
-/// null until a helper has decoded the image (soon after the upload), and for good when it cannot.
+/// "height", "createdAt", "url", "signedUrl", "signedThumbnails", "blurhash", "dominantColor"}`;
+/// `signedThumbnails` holds a signed URL per thumbnail size, with `signedUrl`'s expiry (each opens
+/// its own rendition only); the placeholders are null until a helper has decoded the image (soon
+/// after the upload), and for good when it cannot.
 enum ImageJSON {
     static func write(_ image: StoredImage, signer: URLSigner, into writer: inout JSONWriter) {
         writer.beginObject()
@@ -16,7 +19,15 @@ enum ImageJSON {
         writer.key("height"); writer.int(image.height)
         writer.key("createdAt"); writer.string(RFC3339.format(millisecondsSinceEpoch: image.createdAtMicroseconds / 1000))
         writer.key("url"); writer.string(url(of: image))
-        writer.key("signedUrl"); writer.string(signer.url(for: image.id))
+        let signed = signer.urls(for: image.id, [.original] + ThumbnailSpec.sizes.map { .thumbnail(size: $0) })
+        writer.key("signedUrl"); writer.string(signed[0])
+        writer.key("signedThumbnails")
+        writer.beginObject()
+        for (size, url) in zip(ThumbnailSpec.sizes, signed.dropFirst()) {
+            writer.key(String(size))
+            writer.string(url)
+        }
+        writer.endObject()
         writer.key("blurhash")
         if let blurhash = image.blurhash { writer.string(blurhash) } else { writer.null() }
         writer.key("dominantColor")

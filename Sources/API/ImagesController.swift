@@ -87,14 +87,16 @@ struct ImagesController: Sendable {
         return serve(try images.thumbnail(id, userID: user.id, spec), request, cacheControl: "private, max-age=31536000, immutable")
     }
 
-    /// `GET /images/{id}?exp=…&sig=…[&size=N]`: the bytes (or that thumbnail) for whoever holds a
+    /// `GET /images/{id}?exp=…[&size=N]&sig=…`: the bytes (or that thumbnail) for whoever holds a
     /// URL the API signed, without a token; shared caches may keep them until the URL expires. A
     /// bad, expired or another image's signature is `403 invalid_signature`, checked before the
-    /// image is looked up. The size is the client's to add: it is not signed.
+    /// image is looked up. The size is signed: a URL opens the rendition it was signed for, so a
+    /// thumbnail's URL stripped of its size does not open the original.
     @Sendable func signedDownload(_ request: Request, _ context: RequestContext) throws -> Response {
         let query = QueryParameters(request.query)
         guard let text = context.parameters["id"], let id = UUID(uuidString: text),
-            let secondsLeft = signer.verify(id: id, expiry: query["exp"], signature: query["sig"])
+            let rendition = URLSigner.Rendition(sizeParameter: query["size"]),
+            let secondsLeft = signer.verify(id: id, expiry: query["exp"], signature: query["sig"], rendition: rendition)
         else {
             throw Problem(status: .forbidden, code: "invalid_signature", detail: "The URL's signature is invalid or has expired.")
         }
@@ -112,7 +114,8 @@ struct ImagesController: Sendable {
         let query = QueryParameters(request.query)
         guard let sizeText = query["size"], let size = Int(sizeText), ThumbnailSpec.sizes.contains(size),
             let text = context.parameters["id"], let id = UUID(uuidString: text),
-            let secondsLeft = signer.verifyWithKnownKeys(id: id, expiry: query["exp"], signature: query["sig"]),
+            let secondsLeft = signer.verifyWithKnownKeys(
+                id: id, expiry: query["exp"], signature: query["sig"], rendition: .thumbnail(size: size)),
             let thumbnail = images.cachedThumbnail(
                 signed: id, ThumbnailSpec(size: size, format: ThumbnailNegotiation.format(accept: request.headers["Accept"])))
         else {

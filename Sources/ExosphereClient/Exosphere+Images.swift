@@ -79,13 +79,14 @@ extension Exosphere {
 
     /// The image's signed URL (`UserImage.signedPath`) on this server: it needs no token, so
     /// `AsyncImage(url:)` can load it, until it expires; fetch the metadata again for a fresh one.
-    /// With `thumbnail`, the URL serves that thumbnail instead (WebP or JPEG), for a grid cell.
+    /// With `thumbnail`, the URL of that thumbnail instead (WebP or JPEG), for a grid cell: the
+    /// server signs each size apart (`UserImage.signedThumbnailPaths`), and a URL serves its own.
     public func signedURL(for image: UserImage, thumbnail: ThumbnailSize? = nil) -> URL? {
         // Appended to the base URL, as every request path is (a base with a path prefix keeps it).
         var base = baseURL.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
-        let size = thumbnail.map { "&size=\($0.rawValue)" } ?? ""
-        return image.signedPath.flatMap { URL(string: base + $0 + size) }
+        let path = thumbnail.map { image.signedThumbnailPaths[$0.rawValue] } ?? image.signedPath
+        return path.flatMap { URL(string: base + $0) }
     }
 
     /// A thumbnail of the image that fits within `size` × `size`, orientation applied, through the

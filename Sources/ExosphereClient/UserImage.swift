@@ -23,6 +23,10 @@ public struct UserImage: Identifiable, Hashable, Sendable {
     /// default), for `AsyncImage` or a web view: `Exosphere.signedURL(for:)` makes it absolute.
     /// Nil from a server that does not sign URLs. Not part of equality: every response signs anew.
     public let signedPath: String?
+    /// A signed path per thumbnail size (`ThumbnailSize.rawValue`), with `signedPath`'s expiry:
+    /// each serves that thumbnail only (the size is signed). Empty from a server that does not
+    /// sign them. Not part of equality either.
+    public let signedThumbnailPaths: [Int: String]
     /// A BlurHash (https://blurha.sh) to paint while the bytes load: decode it with any BlurHash
     /// library. Nil until the server has decoded the image (a moment after the upload), and for
     /// good if it cannot.
@@ -47,11 +51,16 @@ public struct UserImage: Identifiable, Hashable, Sendable {
         self.createdAt = createdAt
         self.path = json["url"]?.stringValue ?? "/users/me/images/\(id)"
         self.signedPath = json["signedUrl"]?.stringValue
+        var thumbnails: [Int: String] = [:]
+        for (size, path) in json["signedThumbnails"]?.objectValue ?? [:] {
+            if let size = Int(size), let path = path.stringValue { thumbnails[size] = path }
+        }
+        self.signedThumbnailPaths = thumbnails
         self.blurhash = json["blurhash"]?.stringValue
         self.dominantColor = json["dominantColor"]?.stringValue
     }
 
-    /// Equal when every field but `signedPath` and the placeholders is (those change between
+    /// Equal when every field but the signed paths and the placeholders is (those change between
     /// responses for the same image).
     public static func == (a: UserImage, b: UserImage) -> Bool {
         (a.id, a.contentType, a.byteSize, a.sha256) == (b.id, b.contentType, b.byteSize, b.sha256)

@@ -2,20 +2,50 @@ import Cryptography
 import FoundationEssentials
 import Postgres
 import Synchronization
+import Threads
 
 /// Signs and verifies image URLs that need no `Authorization` header (`<img>`, `AsyncImage`, a
-/// CDN): `/images/{id}?exp=<unix seconds>&sig=<key id>.<HMAC-SHA-256>`, over the id, the expiry
-/// with keys every instance reads from PostgreSQL (`url_signing_keys`). The size of a thumbnail
-/// (`&size=N`) is not signed: whoever may see an image may see its thumbnails.
+/// CDN): `/images/{id}?exp=<unix seconds>[&size=N]&sig=<key id>.<HMAC-SHA-256>`, over the id, the
+/// expiry and the rendition (the original, or one thumbnail size), with keys every instance reads
+/// from PostgreSQL (`url_signing_keys`). The rendition is signed: a leaked thumbnail URL stripped
+/// of its `size` does not open the original, whose metadata may hold a location.
 ///
 /// The newest key signs. A key id travels in the signature, so URLs signed before a rotation keep
-/// working until they expire; keys are read again every minute, and at once (at most once a
-/// second) when a URL names a key this instance has not seen.
+/// working until they expire. Keys are read again every `refreshInterval` by a thread of their
+/// own once `startRefreshing()` has run (a revoked key is distrusted by every instance within
+/// that, whether or not it signs), and at once (at most once a second) when a URL names a key
+/// this instance has not seen.
 public final class URLSigner: Sendable {
     /// How long a signed URL lives.
     public let lifetimeSeconds: Int
     /// The longest lifetime a deployment may set: retired keys are kept this long.
     public static let maxLifetimeSeconds = 7 * 86_400
+    /// How often the keys are read again: a revoked key is distrusted within this.
+    public static let refreshInterval = Duration.seconds(2)
+
+    /// What a signed URL opens: the original or one thumbnail size, and nothing else.
+    public enum Rendition: Sendable, Hashable {
+        case original
+        case thumbnail(size: Int)
+
+        /// The rendition of a request's `size` parameter: the original without one; nil for a
+        /// value that is no size (such a URL cannot verify).
+        public init?(sizeParameter: String?) {
+            guard let sizeParameter else {
+                self = .original
+                return
+            }
+            guard sizeParameter.utf8.count <= 5, let size = Int(sizeParameter), size > 0 else { return nil }
+            self = .thumbnail(size: size)
+        }
+
+        var signedText: String {
+            switch self {
+            case .original: "original"
+            case .thumbnail(let size): "thumbnail-\(size)"
+            }
+        }
+    }
 
     private let pool: PostgresPool
     private struct Keys {
@@ -26,6 +56,8 @@ public final class URLSigner: Sendable {
     private let keys = Mutex(Keys())
     /// When a URL naming an unknown key last made this instance read the keys again.
     private let lastUnknownKeyReload = Mutex<ContinuousClock.Instant?>(nil)
+    private let refresher = PeriodicThread(
+        name: "url-keys", intervalNanoseconds: UInt64(URLSigner.refreshInterval.components.seconds) * 1_000_000_000)
 
     /// A signer that has read no key yet: `prepare()` before the first URL.
     public init(pool: PostgresPool, lifetimeSeconds: Int) {
@@ -46,6 +78,35 @@ public final class URLSigner: Sendable {
         try reload()
     }
 
+    /// Reads the keys again every `refreshInterval` until `shutdown()`.
+    public func startRefreshing() {
+        refresher.start { [weak self] in try? self?.reload() }
+    }
+
+    public func shutdown() {
+        refresher.stop()
+    }
+
+    /// Ends a key at once (`exosphere keys revoke`): the URLs it signed stop working on every
+    /// instance within `refreshInterval`. Revoking the key that signs makes a new one first, so
+    /// that URLs are still signed. False when there is no such key.
+    @discardableResult
+    public static func revoke(_ connection: PostgresConnection, keyID: Int32) throws -> Bool {
+        try connection.withTransaction { connection in
+            let signing = try connection.query("SELECT id FROM url_signing_keys WHERE retired_at IS NULL FOR UPDATE")
+                .map { try $0.decode(Int32.self, at: 0) }
+            guard try !connection.query("SELECT 1 FROM url_signing_keys WHERE id = \(keyID)").isEmpty else { return false }
+            if signing.contains(keyID) {
+                try connection.execute("UPDATE url_signing_keys SET retired_at = now() WHERE retired_at IS NULL")
+                try connection.execute("INSERT INTO url_signing_keys (secret) VALUES (\(try SecureRandom.bytes(count: 32)))")
+            }
+            return try connection.execute("DELETE FROM url_signing_keys WHERE id = \(keyID)") == 1
+        }
+    }
+
+    /// The keys this instance trusts now, by id (for tests and `exosphere keys`).
+    public var trustedKeyIDs: [Int32] { keys.withLock { $0.secrets.keys.sorted() } }
+
     /// A new signing key; the older ones verify until a week after they were retired. Returns the new key's id.
     @discardableResult
     public static func rotate(_ connection: PostgresConnection) throws -> Int32 {
@@ -58,47 +119,71 @@ public final class URLSigner: Sendable {
         }
     }
 
-    /// The path and query of a signed URL for an image (or one of its thumbnails), valid `lifetimeSeconds` from `now`.
-    public func url(for id: UUID, now: Int = Int(Date().timeIntervalSince1970)) -> String {
+    /// The path and query of a signed URL for an image's `rendition`, valid `lifetimeSeconds` from `now`.
+    public func url(for id: UUID, _ rendition: Rendition = .original, now: Int = Int(Date().timeIntervalSince1970)) -> String {
+        urls(for: id, [rendition], now: now)[0]
+    }
+
+    /// Signed URLs of several renditions of an image, with one expiry and one read of the keys.
+    public func urls(for id: UUID, _ renditions: [Rendition], now: Int = Int(Date().timeIntervalSince1970)) -> [String] {
         refreshIfStale()
         guard let (keyID, secret) = keys.withLock({ keys in keys.secrets[keys.newest].map { (keys.newest, $0) } }) else {
             preconditionFailure("URLSigner.url(for:) before prepare()")
         }
         let expiry = now + lifetimeSeconds
-        let mac = HMAC.sha256(key: secret, message: URLSigner.message(id: id, expiry: expiry))
-        return "/images/\(id.uuidString.lowercased())?exp=\(expiry)&sig=\(keyID).\(Base64URL.encode(mac))"
+        let path = "/images/\(id.uuidString.lowercased())?exp=\(expiry)"
+        return renditions.map { rendition in
+            let mac = HMAC.sha256(key: secret, message: URLSigner.message(id: id, expiry: expiry, rendition: rendition))
+            let size = if case .thumbnail(let size) = rendition { "&size=\(size)" } else { "" }
+            return path + size + "&sig=\(keyID).\(Base64URL.encode(mac))"
+        }
     }
 
-    /// Whether `signature` signs this id and expiry with a key we hold, and the expiry has
-    /// not passed; the seconds left when it does.
-    public func verify(id: UUID, expiry expiryText: String?, signature: String?, now: Int = Int(Date().timeIntervalSince1970))
-        -> Int?
-    {
-        guard let expiryText, expiryText.utf8.count <= 12, let expiry = Int(expiryText), expiry > now,
-            let signature, let dot = signature.firstIndex(of: "."), let keyID = Int32(signature[..<dot]),
-            let mac = Base64URL.decode(String(signature[signature.index(after: dot)...])), mac.count == SHA256.digestLength
+    /// Whether `signature` signs this id, expiry and rendition with a key we hold, and the expiry
+    /// has not passed; the seconds left when it does.
+    public func verify(
+        id: UUID, expiry expiryText: String?, signature: String?, rendition: Rendition, now: Int = Int(Date().timeIntervalSince1970)
+    ) -> Int? {
+        guard let (expiry, keyID, mac) = URLSigner.parse(expiry: expiryText, signature: signature, now: now),
+            let secret = secret(keyID)
         else { return nil }
-        guard let secret = secret(keyID) else { return nil }
-        let expected = HMAC.sha256(key: secret, message: URLSigner.message(id: id, expiry: expiry))
-        return ConstantTime.equals(expected, mac) ? expiry - now : nil
+        return URLSigner.matches(mac, secret: secret, id: id, expiry: expiry, rendition: rendition) ? expiry - now : nil
     }
 
     /// `verify` with the keys this instance holds, never reading them again: for the event loop,
     /// which must not wait for the database. Nil when it cannot tell yes (the caller then asks `verify`).
-    public func verifyWithKnownKeys(id: UUID, expiry expiryText: String?, signature: String?, now: Int = Int(Date().timeIntervalSince1970))
-        -> Int?
-    {
-        guard let expiryText, expiryText.utf8.count <= 12, let expiry = Int(expiryText), expiry > now,
-            let signature, let dot = signature.firstIndex(of: "."), let keyID = Int32(signature[..<dot]),
-            let mac = Base64URL.decode(String(signature[signature.index(after: dot)...])), mac.count == SHA256.digestLength,
+    public func verifyWithKnownKeys(
+        id: UUID, expiry expiryText: String?, signature: String?, rendition: Rendition, now: Int = Int(Date().timeIntervalSince1970)
+    ) -> Int? {
+        guard let (expiry, keyID, mac) = URLSigner.parse(expiry: expiryText, signature: signature, now: now),
             let secret = keys.withLock({ $0.secrets[keyID] })
         else { return nil }
-        let expected = HMAC.sha256(key: secret, message: URLSigner.message(id: id, expiry: expiry))
-        return ConstantTime.equals(expected, mac) ? expiry - now : nil
+        return URLSigner.matches(mac, secret: secret, id: id, expiry: expiry, rendition: rendition) ? expiry - now : nil
+    }
+
+    /// The expiry, key id and MAC of a URL's parameters, when they are well formed and unexpired.
+    private static func parse(expiry expiryText: String?, signature: String?, now: Int) -> (Int, Int32, [UInt8])? {
+        guard let expiryText, expiryText.utf8.count <= 12, let expiry = Int(expiryText), expiry > now,
+            let signature, let dot = signature.firstIndex(of: "."), let keyID = Int32(signature[..<dot]),
+            let mac = Base64URL.decode(String(signature[signature.index(after: dot)...])), mac.count == SHA256.digestLength
+        else { return nil }
+        return (expiry, keyID, mac)
+    }
+
+    /// Compared in constant time. A URL signed before renditions were (over the id and expiry
+    /// alone, at most `maxLifetimeSeconds` ago) still opens the original, and nothing else.
+    private static func matches(_ mac: [UInt8], secret: [UInt8], id: UUID, expiry: Int, rendition: Rendition) -> Bool {
+        if ConstantTime.equals(HMAC.sha256(key: secret, message: message(id: id, expiry: expiry, rendition: rendition)), mac) { return true }
+        return rendition == .original && ConstantTime.equals(HMAC.sha256(key: secret, message: legacyMessage(id: id, expiry: expiry)), mac)
     }
 
     /// What is signed: nothing a client controls goes in unvalidated, and each field is delimited.
-    static func message(id: UUID, expiry: Int) -> [UInt8] {
+    static func message(id: UUID, expiry: Int, rendition: Rendition) -> [UInt8] {
+        Array("exosphere-image-url-v2\n\(id.uuidString.lowercased())\n\(expiry)\n\(rendition.signedText)".utf8)
+    }
+
+    /// The message of URLs signed before the rendition was: the original only.
+    static func legacyMessage(id: UUID, expiry: Int) -> [UInt8] {
         Array("exosphere-image-url\n\(id.uuidString.lowercased())\n\(expiry)".utf8)
     }
 

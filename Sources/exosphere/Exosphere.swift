@@ -23,6 +23,9 @@ enum Exosphere {
                                       move every image (or N) to one storage; resumable (options as for serve)
           exosphere keys rotate [options]
                                       a new key signs image URLs; URLs signed before keep working until they expire
+          exosphere keys revoke KEY_ID [options]
+                                      end a key at once: every instance refuses the URLs it signed within 2 s
+                                      (the key id is the number before the dot of a URL's sig)
           exosphere thumbnailer [--thumbnail-memory-mb N] [--no-seccomp]
                                       the image-decoding helper the server starts itself (frames on stdin/stdout)
           exosphere admin create|reset-password --email E --password-stdin [options]
@@ -57,12 +60,23 @@ enum Exosphere {
             return admin(Array(arguments.dropFirst()), environment: environment)
         case "serve", "migrate", "images", "keys":
             var rest = Array(arguments.dropFirst())
+            var revokedKey: Int32?
             if command == "keys" {
-                guard rest.first == "rotate" else {
-                    printError("usage: exosphere keys rotate [options as for serve]")
+                let usage = "usage: exosphere keys rotate | keys revoke KEY_ID [options as for serve]"
+                switch rest.first {
+                case "rotate":
+                    rest.removeFirst()
+                case "revoke":
+                    guard rest.count >= 2, let id = Int32(rest[1]), id > 0 else {
+                        printError(usage)
+                        return 2
+                    }
+                    revokedKey = id
+                    rest.removeFirst(2)
+                default:
+                    printError(usage)
                     return 2
                 }
-                rest.removeFirst()
             }
             var target: ImageStorage?
             var limit = Int.max
@@ -93,6 +107,7 @@ enum Exosphere {
             guard let configuration = parseConfiguration(rest, environment: environment) else { return 2 }
             let logger = Logger(label: "exosphere", level: configuration.logLevel, format: configuration.logFormat)
             if let target { return migrateImages(to: target, limit: limit, configuration, logger: logger) }
+            if let revokedKey { return revokeKey(revokedKey, configuration, logger: logger) }
             if command == "keys" { return rotateKeys(configuration, logger: logger) }
             return command == "serve" ? serve(configuration, logger: logger) : migrate(configuration, logger: logger)
         case "thumbnailer":
@@ -165,6 +180,18 @@ enum Exosphere {
         withDatabase(configuration, logger: logger) { database in
             let id = try database.pool.withConnection { try URLSigner.rotate($0) }
             printError("keys rotate: key \(id) signs image URLs now; older keys verify until a week after their retirement")
+            return 0
+        }
+    }
+
+    /// Ends a URL signing key at once; a new key signs first when it was the signing one.
+    static func revokeKey(_ id: Int32, _ configuration: Configuration, logger: Logger) -> Int32 {
+        withDatabase(configuration, logger: logger) { database in
+            guard try database.pool.withConnection({ try URLSigner.revoke($0, keyID: id) }) else {
+                printError("keys revoke: there is no key \(id)")
+                return 1
+            }
+            printError("keys revoke: key \(id) is gone; every instance refuses the URLs it signed within \(URLSigner.refreshInterval)")
             return 0
         }
     }

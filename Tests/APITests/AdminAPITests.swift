@@ -489,7 +489,8 @@ struct AdminAPITests {
             [
                 TestServer.repositoryRoot + "/Tests/Browser/console.py", "--url", "http://127.0.0.1:\(server.port)",
                 "--admin-email", "operator@example.com", "--admin-password", Self.adminPassword, "--user-email", target.email,
-                "--user-token", target.token, "--filter-field", "city", "--filter-value", "Surabaya",
+                // One argument with its value: a token may begin with "-", which argparse would take for an option.
+                "--user-token=\(target.token)", "--filter-field", "city", "--filter-value", "Surabaya",
                 "--expect-filtered", "\(target.email),\(neighbour.email)", "--expect-grid", "640×480,3×2", "--screenshots", screenshots,
             ])
         #expect(output.contains("OK: the console behaves"), "\(output)")

@@ -106,4 +106,67 @@ struct SignedURLAPITests {
             #expect(try server.send("GET", before).status == 200)
         }
     }
+
+    /// The signature covers the rendition: `signedUrl` opens the original only, each of
+    /// `signedThumbnails` its own size only. A leaked thumbnail URL stripped of its size, or given
+    /// another, is refused, and so is the original's URL with a size added.
+    @Test func aSignedURLOpensOnlyTheRenditionItWasSignedFor() throws {
+        let server = try TestServer("signedrendition")
+        defer { server.shutdown() }
+        let account = try server.register()
+        let photo = try TestImages.encode(TestImages.marked(width: 640, height: 480), as: ".jpg[Q=85]")
+        let image = try Self.upload(server, account, photo, type: "image/jpeg")
+        let original = try #require(image["signedUrl"]?.stringValue)
+        let thumbnails = try #require(image["signedThumbnails"]?.objectValue)
+        #expect(Set(thumbnails.keys) == ["128", "256", "512", "1024"])
+        let small = try #require(thumbnails["256"]?.stringValue)
+        #expect(small.contains("&size=256&sig=") && small.hasPrefix(String(original[..<original.range(of: "&sig=")!.lowerBound])))
+        for _ in 0..<2 {  // made, then from memory
+            let reply = try server.send("GET", small, headers: [("Accept", "image/webp")])
+            #expect(reply.status == 200 && reply.header("Content-Type") == "image/webp", "\(reply.status) \(reply.text.prefix(200))")
+        }
+        let withoutSize = small.replacingOccurrences(of: "&size=256", with: "")
+        for target in [withoutSize, small.replacingOccurrences(of: "size=256", with: "size=1024"), original + "&size=256", original + "&size=x"] {
+            let reply = try server.send("GET", target)
+            #expect(reply.status == 403 && reply.json["code"] == "invalid_signature", "\(target): \(reply.status)")
+        }
+        let whole = try server.send("GET", original)
+        #expect(whole.status == 200 && whole.body == photo)
+    }
+
+    /// `exosphere keys revoke KEY_ID` ends a key at once: within 5 seconds every instance refuses
+    /// the URLs it signed, also one that has signed nothing since and serves the thumbnail from
+    /// memory; a new key signs, and its URLs work.
+    @Test func aRevokedKeyIsRefusedByEveryInstanceWithinSeconds() throws {
+        let first = try TestServer("signedrevoke1")
+        defer { first.shutdown() }
+        let second = try TestServer("signedrevoke2", sharingDatabaseWith: first)
+        defer { second.shutdown() }
+        let account = try first.register()
+        let image = try Self.upload(
+            first, account, try TestImages.encode(TestImages.marked(width: 320, height: 240), as: ".jpg[Q=85]"), type: "image/jpeg")
+        let urls = [try #require(image["signedUrl"]?.stringValue), try #require(image["signedThumbnails"]?["128"]?.stringValue)]
+        for server in [first, second] {
+            for url in urls + [urls[1]] { #expect(try server.send("GET", url).status == 200, "\(url)") }
+        }
+        let key = try #require(urls[0].split(separator: "&").first { $0.hasPrefix("sig=") }?.dropFirst(4).split(separator: ".").first)
+
+        let revoke = try ExosphereProcessTests.run(["keys", "revoke", String(key), "--database-url", first.databaseURL, "--log-level", "warning"])
+        #expect(revoke.waitForExit(timeout: 30))
+        #expect(revoke.exitCode == 0, "\(revoke.stderr)")
+        let revoked = ContinuousClock.now
+        try waitUntil(timeout: .seconds(5), "both instances to refuse the revoked key's URLs") {
+            try [first, second].allSatisfy { server in try urls.allSatisfy { try server.send("GET", $0).status == 403 } }
+        }
+        print("SignedURLAPITests: a revoked key refused by both instances after \(ContinuousClock.now - revoked)")
+        // It was the signing key: a new one signs, on the instance that never rotated too.
+        let fresh = try #require(
+            try ImageScenarios.get(second, account.token, "/users/me/images").json["images"]?[0]?["signedUrl"]?.stringValue)
+        #expect(!fresh.contains("sig=\(key)."))
+        for server in [first, second] { #expect(try server.send("GET", fresh).status == 200) }
+
+        let unknown = try ExosphereProcessTests.run(["keys", "revoke", "999999", "--database-url", first.databaseURL, "--log-level", "warning"])
+        #expect(unknown.waitForExit(timeout: 30))
+        #expect(unknown.exitCode == 1 && unknown.stderr.contains("no key 999999"), "\(unknown.stderr)")
+    }
 }

@@ -116,8 +116,8 @@ struct ThumbnailAPITests {
         defer { server.shutdown() }
         let account = try server.register()
         let id = try Self.upload(server, account.token)
-        // The client adds the size to the image's signedUrl.
-        let url = try #require(try Self.metadata(server, account.token, id)?["signedUrl"]?.stringValue) + "&size=128"
+        // Each size has a URL of its own in the metadata: the size is signed.
+        let url = try #require(try Self.metadata(server, account.token, id)?["signedThumbnails"]?["128"]?.stringValue)
         let reply = try server.send("GET", url, headers: [("Accept", "image/webp")])
         #expect(reply.status == 200)
         #expect(reply.header("Content-Type") == "image/webp")
@@ -128,11 +128,11 @@ struct ThumbnailAPITests {
         // Served again from memory: the same bytes, also as JPEG.
         #expect(try server.send("GET", url, headers: [("Accept", "image/webp")]).body == reply.body)
         #expect(try server.send("GET", url, headers: [("Accept", "image/jpeg")]).header("Content-Type") == "image/jpeg")
-        // Any size of the contract; the signature still decides.
-        #expect(try server.send("GET", url.replacingOccurrences(of: "size=128", with: "size=1024")).status == 200)
-        let badSize = try server.send("GET", url.replacingOccurrences(of: "size=128", with: "size=100"))
-        #expect(badSize.status == 422)
-        #expect(badSize.json["code"] == "invalid_size")
+        // Another size, of the contract or not, is another rendition: its own URL, not this one.
+        for size in ["1024", "100"] {
+            let other = try server.send("GET", url.replacingOccurrences(of: "size=128", with: "size=\(size)"))
+            #expect(other.status == 403 && other.json["code"] == "invalid_signature", "size=\(size): \(other.status)")
+        }
         let tampered = try server.send("GET", url.replacingOccurrences(of: "&sig=", with: "&sig=9"))
         #expect(tampered.status == 403)
         #expect(tampered.json["code"] == "invalid_signature")

@@ -509,7 +509,7 @@ function renderSessions(sessions) {
 function renderImages(page, append) {
   const items = page.images.map((image, index) => el("li", {},
     el("a", {href: image.signedUrl, target: "_blank", rel: "noopener noreferrer"},
-      el("img", {src: `${image.signedUrl}&size=256`, alt: `Image of ${image.width}×${image.height}, ${image.contentType}, uploaded ${when(image.createdAt)}`, loading: "lazy", width: 256, height: 256})),
+      el("img", {src: image.signedThumbnails["256"], alt: `Image of ${image.width}×${image.height}, ${image.contentType}, uploaded ${when(image.createdAt)}`, loading: "lazy", width: 256, height: 256})),
     el("span", {className: "meta", text: `${image.width}×${image.height} · ${Math.ceil(image.byteSize / 1024)} KB`})));
   if (append) $("images-grid").append(...items); else $("images-grid").replaceChildren(...items);
   $("images-empty").hidden = $("images-grid").children.length > 0;
