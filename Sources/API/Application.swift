@@ -46,7 +46,10 @@ public final class Application: Sendable {
         if case .smtp(let smtp) = mailConfiguration.transport, smtp.security == .none, !smtp.isLoopback {
             logger.warning("mail goes to the relay without TLS: passwords and links can be read on the way", ["smtp": smtp.description])
         }
-        let sender = OutboxSender(pool: database.backgroundPool, configuration: mailConfiguration, templates: templates, logger: logger)
+        let backgroundPool = database.backgroundPool
+        let sender = OutboxSender(
+            pool: backgroundPool, configuration: mailConfiguration, templates: templates, logger: logger,
+            mintToken: { try AccountService.mintMailToken(slot: $0, on: backgroundPool) })
         mail = sender
         hashing = HashingPool(workers: configuration.hashingThreads, queueCapacity: configuration.hashingQueue)
         accounts = AccountService(

@@ -8,12 +8,11 @@ import Postgres
 extension AccountService {
     /// `POST /users/password-reset`: the same work and answer for a registered and an unknown
     /// address. One statement (`exo_request_password_reset`) counts the attempt on the address's
-    /// and the client's throttles and queues the request with a new token; `resolvePasswordResets`,
-    /// in the background, turns it into a stored token hash, a mail and an event if the address
-    /// is registered. Doing that here would make a registered address's answer slower.
+    /// and the client's throttles and queues the request; `resolvePasswordResets`, in the
+    /// background, turns it into a token's slot, a mail and an event if the address is registered
+    /// (the token itself is made when the mail is sent). Doing that here would make a registered
+    /// address's answer slower.
     public func requestPasswordReset(email: EmailAddress, origin: RequestOrigin) throws {
-        // Made for an unknown address too, so that both take the same time.
-        let token = try SessionToken.generate()
         let throttles = [
             (key: "reset:email:" + email.normalized, rule: configuration.resetRequestsPerEmail),
             (key: "reset:address:" + origin.throttleAddress, rule: configuration.resetRequestsPerAddress),
@@ -22,7 +21,7 @@ extension AccountService {
             try connection.query(
                 """
                 SELECT exo_request_password_reset(
-                    \(email.normalized), \(token.hash), \(token.text), \(configuration.resetTokenSeconds),
+                    \(email.normalized), \(configuration.resetTokenSeconds),
                     \(PostgresArray(throttles.map(\.key)))::text[], \(PostgresArray(throttles.map(\.rule.limit)))::integer[],
                     \(PostgresArray(throttles.map(\.rule.windowSeconds)))::double precision[],
                     \(origin.address), \(origin.userAgent))
@@ -110,7 +109,6 @@ extension AccountService {
         let alreadyVerified = AccountsError(.alreadyVerified, "The email address is verified already.")
         guard !user.emailVerified else { throw alreadyVerified }
         let throttle = [(key: "verify:user:" + user.id.lowercasedText, rule: configuration.verificationResends)]
-        let token = try SessionToken.generate()
         try pool.withTransaction { connection in
             if let wait = try ThrottleRepository.acquire(connection, throttle) {
                 throw AccountsError(.tooManyAttempts, "Too many verification mails; try again later.", retryAfterSeconds: wait)
@@ -119,7 +117,7 @@ extension AccountService {
                 throw AccountsError(.invalidToken, "The user no longer exists.")
             }
             guard !stored.emailVerified else { throw alreadyVerified }
-            try queueVerification(connection, user: stored, token: token)
+            try queueVerification(connection, user: stored)
         }
         mailQueued()
     }
@@ -137,17 +135,28 @@ extension AccountService {
 
     // MARK: - In other flows' transactions
 
-    /// Voids the user's older verification links, stores the new one's hash bound to the current
-    /// address, and queues its mail.
-    func queueVerification(_ connection: PostgresConnection, user: User, token: SessionToken) throws {
+    /// Voids the user's older verification links, makes the slot of the new one bound to the
+    /// current address, and queues its mail (whose sender makes the token: `mintMailToken`).
+    func queueVerification(_ connection: PostgresConnection, user: User) throws {
         guard let email = EmailAddress(user.email) else { return }
         try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.emailVerification])
-        try AccountTokenRepository.insert(
-            connection, hash: token.hash, userID: user.id, purpose: .emailVerification, email: email.normalized,
+        let slot = try AccountTokenRepository.insertSlot(
+            connection, userID: user.id, purpose: .emailVerification, email: email.normalized,
             lifetimeSeconds: configuration.verificationTokenSeconds)
         // No name: the address is not proven yet, so the mail carries no text its requester chose
         // (a name could otherwise make it a message to a stranger's mailbox).
-        try OutboxRepository.enqueue(connection, OutgoingMail(.verifyEmail, to: user.email, ["token": token.text, "email": user.email]))
+        try OutboxRepository.enqueue(
+            connection, OutgoingMail(.verifyEmail, to: user.email, [OutgoingMail.tokenSlotVariable: String(slot), "email": user.email]))
+    }
+
+    /// The token of a queued mail's link, made as the mail is sent: its hash goes into the
+    /// mail's slot and is committed before this returns; nil when the slot is gone (the link
+    /// was used or voided meanwhile: the mail is not worth sending). A retry makes a new one,
+    /// and the token of the earlier attempt stops working.
+    public static func mintMailToken(slot: Int64, on pool: PostgresPool) throws -> String? {
+        let token = try SessionToken.generate()
+        let minted = try pool.withConnection { try AccountTokenRepository.mint($0, slot: slot, hash: token.hash) }
+        return minted ? token.text : nil
     }
 
     /// After a password change or reset: older reset links die, the event is recorded, and the
@@ -169,7 +178,7 @@ extension AccountService {
         try OutboxRepository.enqueue(
             connection,
             OutgoingMail(.emailChanged, to: old.email, ["firstname": new.firstname, "email": old.email, "newEmail": new.email]))
-        try queueVerification(connection, user: new, token: try SessionToken.generate())
+        try queueVerification(connection, user: new)
     }
 
     /// Records an event on its own, for a request that fails (and so has no transaction to put it

@@ -164,7 +164,6 @@ public final class AccountService: Sendable {
             throw error
         }
         let token = try SessionToken.generate()
-        let verification = try SessionToken.generate()
         let issued = try pool.withTransaction { connection in
             let fields = try schema.validate(Array(data), connection)
             var user = User(
@@ -182,7 +181,7 @@ public final class AccountService: Sendable {
             let session = try SessionRepository.insert(
                 connection, userID: user.id, tokenHash: token.hash,
                 userAgent: origin.userAgent, lifetime: configuration.lifetime)
-            try queueVerification(connection, user: user, token: verification)
+            try queueVerification(connection, user: user)
             return IssuedSession(accessToken: token.text, session: session, user: user)
         }
         mailQueued()

@@ -1,7 +1,9 @@
 import FoundationEssentials
 import Postgres
 
-/// The SQL of `account_tokens` (migration 0004): mailed tokens, kept only as their SHA-256.
+/// The SQL of `account_tokens` (migrations 0004, 0009): mailed tokens, kept only as their
+/// SHA-256. A row is made as a slot, without a hash, when its mail is queued; the mail's sender
+/// makes the token and stores its hash just before sending (`mint`), so no table holds a token.
 enum AccountTokenRepository {
     /// What a mailed token is for.
     enum Purpose: String {
@@ -9,15 +11,24 @@ enum AccountTokenRepository {
         case emailVerification = "email_verification"
     }
 
-    /// Stores a token's hash; `email` binds a verification token to the address it was sent to.
-    static func insert(
-        _ connection: PostgresConnection, hash: [UInt8], userID: UUID, purpose: Purpose, email: String? = nil, lifetimeSeconds: Double
-    ) throws {
-        try connection.execute(
+    /// Makes the slot of a token to be mailed and returns its id, for the mail's `tokenSlot`;
+    /// `email` binds a verification token to the address it is sent to.
+    static func insertSlot(
+        _ connection: PostgresConnection, userID: UUID, purpose: Purpose, email: String? = nil, lifetimeSeconds: Double
+    ) throws -> Int64 {
+        try connection.query(
             """
             INSERT INTO account_tokens (token_hash, user_id, purpose, email_normalized, expires_at)
-            VALUES (\(hash), \(userID), \(purpose.rawValue), \(email), now() + make_interval(secs => \(lifetimeSeconds)))
-            """)
+            VALUES (NULL, \(userID), \(purpose.rawValue), \(email), now() + make_interval(secs => \(lifetimeSeconds)))
+            RETURNING id
+            """)[0].decode(Int64.self, at: 0)
+    }
+
+    /// Stores the hash of a new token in a slot still live (replacing the one of an earlier
+    /// attempt at its mail); false when the slot is gone (used, voided by a newer request or a
+    /// password change, or expired): its mail would carry a dead link.
+    static func mint(_ connection: PostgresConnection, slot: Int64, hash: [UInt8]) throws -> Bool {
+        try connection.execute("UPDATE account_tokens SET token_hash = \(hash) WHERE id = \(slot) AND expires_at > now()") == 1
     }
 
     /// Whether a token is live (a read: it stays usable), so that a dead one is refused before any hashing.
@@ -60,8 +71,8 @@ enum AccountTokenRepository {
     static func purgeExpired(_ connection: PostgresConnection, limit: Int) throws -> Int {
         try connection.execute(
             """
-            DELETE FROM account_tokens WHERE token_hash IN (
-                SELECT token_hash FROM account_tokens WHERE expires_at < now() LIMIT \(limit))
+            DELETE FROM account_tokens WHERE id IN (
+                SELECT id FROM account_tokens WHERE expires_at < now() LIMIT \(limit))
             """)
     }
 }

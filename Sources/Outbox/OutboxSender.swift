@@ -64,10 +64,17 @@ public final class OutboxSender: Sendable {
     private let thread: PeriodicThread
     /// The host part of Message-IDs: the public URL's host.
     private let messageIDDomain: String
+    /// Makes the token of a mail's link from its slot, and stores its hash, just before the mail
+    /// is sent; nil when the slot is gone (see `OutgoingMail.tokenSlotVariable`).
+    private let mintToken: @Sendable (Int64) throws -> String?
 
     /// Starts the sending thread; its first round runs at once, for mail left by an earlier run.
-    public init(pool: PostgresPool, configuration: Configuration, templates: MailTemplates, logger: Logger) {
+    public init(
+        pool: PostgresPool, configuration: Configuration, templates: MailTemplates, logger: Logger,
+        mintToken: @escaping @Sendable (Int64) throws -> String?
+    ) {
         self.pool = pool
+        self.mintToken = mintToken
         self.configuration = configuration
         self.templates = templates
         self.logger = logger.with("component", "mail")
@@ -119,9 +126,18 @@ public final class OutboxSender: Sendable {
                 try record(row, .retry(delay: 0, error: "the sender stopped"))
                 continue
             }
-            guard let mail = row.mail else {
+            guard var mail = row.mail else {
                 try record(row, .failed("unknown template \(row.kindText)"))
                 continue
+            }
+            // The link's token is made now, its hash committed before the mail leaves: no queue
+            // holds a token, and a retry sends a new one.
+            if let slot = mail.variables.removeValue(forKey: OutgoingMail.tokenSlotVariable) {
+                guard let id = Int64(slot), let token = try mintToken(id) else {
+                    try record(row, .voided)
+                    continue
+                }
+                mail.variables["token"] = token
             }
             let message = self.message(for: mail, row: row)
             let outcome: Outcome
@@ -148,6 +164,8 @@ public final class OutboxSender: Sendable {
 
     private enum Outcome {
         case delivered(String)
+        /// Its link was used or voided before it could be sent: not worth sending.
+        case voided
         case retry(delay: Double, error: String)
         case failed(String)
     }
@@ -155,6 +173,9 @@ public final class OutboxSender: Sendable {
     private func record(_ row: OutboxRepository.Claimed, _ outcome: Outcome) throws {
         let kind = row.kindText
         switch outcome {
+        case .voided:
+            try pool.withConnection { try OutboxRepository.delivered($0, id: row.id) }
+            logger.info("mail dropped: its link was used or voided before it was sent", ["mail.id": String(row.id), "mail.template": kind])
         case .delivered(let receipt):
             try pool.withConnection { try OutboxRepository.delivered($0, id: row.id) }
             statistics.sent.add(1, ordering: .relaxed)

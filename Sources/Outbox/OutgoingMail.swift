@@ -10,6 +10,10 @@ public struct OutgoingMail: Sendable, Equatable {
         self.recipient = recipient
         self.variables = variables
     }
+
+    /// The variable naming the slot of the link's token (an id, not a secret): the sender makes
+    /// the token as it sends (`OutboxSender`'s `mintToken`), so no queued mail holds one.
+    public static let tokenSlotVariable = "tokenSlot"
 }
 
 /// The mails Exosphere sends; the raw value names the template and its override files.
