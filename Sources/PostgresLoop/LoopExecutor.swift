@@ -88,8 +88,9 @@ public typealias DatabaseHandler =
         _ respond: @escaping (() throws -> Response) -> Void
     ) -> Void
 
-/// How the routes of `DatabaseHandler`s run: on the event loops through `pipelines` when set,
-/// with the worker pool as their fallback, or on the worker pool alone.
+/// How the routes of `DatabaseHandler`s run: on the event loops through `pipelines` when set (a
+/// body too large to parse on a loop goes to the worker pool before the handler starts), or on
+/// the worker pool alone.
 public struct DatabaseRouting: Sendable {
     public let pool: PostgresPool
     public let pipelines: Pipelines?

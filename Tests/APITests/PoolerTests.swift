@@ -156,40 +156,36 @@ struct PoolerTests {
         #expect(!log.contains("pipelined database connection lost"))
     }
 
-    @Test func statementModeIsRefusedAtStartWithTheReason() throws {
-        let direct = try TestCluster.cluster().createDatabase("api_pooler_statement_\(getpid())")
-        let bouncer = try TestPgBouncer(direct: direct, mode: "statement", poolSize: 4)
+    /// Why a server declaring `pooler` refused to start behind a pgbouncer in `mode`; nil (and a
+    /// recorded issue) when it started.
+    func startRefusal(_ name: String, mode: String, declaring pooler: PostgresConfiguration.Pooler) throws -> String? {
+        let direct = try TestCluster.cluster().createDatabase("api_\(name)_\(getpid())")
+        let bouncer = try TestPgBouncer(direct: direct, mode: mode, poolSize: 4)
         defer { bouncer.stop() }
         do {
-            let server = try TestServer("pooler_statement") { configuration in
+            let server = try TestServer(name) { configuration in
                 configuration.databaseURL = bouncer.url
-                configuration.databasePooler = .transaction
+                configuration.databasePooler = pooler
             }
             server.shutdown()
-            Issue.record("the server started behind a pooler in statement mode")
+            Issue.record("the server started behind pgbouncer in \(mode) mode, declaring \(pooler)")
+            return nil
         } catch {
-            #expect(String(reflecting: error).contains("statement mode"), "\(String(reflecting: error))")
+            return String(reflecting: error)
         }
+    }
+
+    @Test func statementModeIsRefusedAtStartWithTheReason() throws {
+        let refusal = try startRefusal("pooler_statement", mode: "statement", declaring: .transaction)
+        #expect(refusal?.contains("statement mode") == true, "\(refusal ?? "")")
     }
 
     /// Behind pgbouncer without `--db-pooler`, the start fails with one message that names the
     /// flag to set, not with pgbouncer's bare `unsupported startup parameter: options`.
     @Test func anUndeclaredPoolerIsNamedWithTheFlagToSet() throws {
-        let direct = try TestCluster.cluster().createDatabase("api_pooler_undeclared_\(getpid())")
-        let bouncer = try TestPgBouncer(direct: direct, mode: "session", poolSize: 4)
-        defer { bouncer.stop() }
-        do {
-            let server = try TestServer("pooler_undeclared") { configuration in
-                configuration.databaseURL = bouncer.url
-                configuration.databasePooler = .none
-            }
-            server.shutdown()
-            Issue.record("the server started behind an undeclared pooler")
-        } catch {
-            let text = String(reflecting: error)
-            #expect(text.contains("--db-pooler session or --db-pooler transaction"), "\(text)")
-            #expect(text.contains("unsupported startup parameter"), "\(text)")
-        }
+        let refusal = try startRefusal("pooler_undeclared", mode: "session", declaring: .none) ?? ""
+        #expect(refusal.contains("--db-pooler session or --db-pooler transaction"), "\(refusal)")
+        #expect(refusal.contains("unsupported startup parameter"), "\(refusal)")
     }
 
     @Test func optionsInTheConnectionStringAreRefusedBehindAPooler() throws {
