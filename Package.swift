@@ -87,12 +87,12 @@ let package = Package(
 
         // Test targets list every module their files import: nothing reaches them transitively.
         .testTarget(name: "HTTPTests", dependencies: ["CivilTime", "HTTP", "TestSupport"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP", "Files", "SocketClient", "StructuredLogging"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP", "Files", "SocketClient", "StructuredLogging", "TestSupport"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "PostgresCluster", "TestSupport"]),
         .testTarget(name: "MailTests", dependencies: ["Mail", "Files", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Files", "TestSupport"]),
-        .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "COpenSSL", "Threads"]),
+        .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "COpenSSL", "Threads", "TestSupport"]),
         // What several test targets share: image builders, embedded real images, a seeded generator,
         // a real SMTP server (aiosmtpd) and a throwaway certificate authority.
         .target(name: "TestSupport", dependencies: ["Files"], path: "Tests/TestSupport", exclude: ["smtp_server.py"]),

@@ -169,12 +169,7 @@ public final class Application: Sendable {
     /// an hour, single use), or nil once there is one. `serve` prints it once, at start.
     public func adminSetupLink() throws -> String? {
         guard let token = try accounts.issueAdminSetupToken() else { return nil }
-        var base = configuration.resolvedPublicURL
-        if configuration.publicURL == nil, configuration.server.port == 0 {
-            // `--port 0`: the port the server got, not the one asked for.
-            base = String(base[..<base.lastIndex(of: ":")!]) + ":\(server.port)"
-        }
-        return base + "/console/#setup=" + token
+        return configuration.resolvedPublicURL(port: server.port) + "/console/#setup=" + token
     }
 
     /// Drains the HTTP server, then stops hashing and closes the database.

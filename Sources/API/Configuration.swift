@@ -78,10 +78,13 @@ public struct Configuration: Sendable {
     }
 
     /// `publicURL`, or `http://localhost:<port>` (the listening host when it names one).
-    public var resolvedPublicURL: String {
+    public var resolvedPublicURL: String { resolvedPublicURL(port: server.port) }
+
+    /// `resolvedPublicURL` with the port the server got (`--port 0` asks for any).
+    public func resolvedPublicURL(port: Int) -> String {
         if let publicURL { return publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL }
         let host = ["0.0.0.0", "::", ""].contains(server.host) ? "localhost" : server.host.contains(":") ? "[\(server.host)]" : server.host
-        return "http://\(host):\(server.port)"
+        return "http://\(host):\(port)"
     }
 }
 

@@ -103,9 +103,7 @@ extension AccountService {
     /// database work, as users' sign-ins are, so that it cannot fill the hashing pool.
     public func adminSignIn(email text: String, password: String, origin: RequestOrigin) throws -> IssuedAdminSession {
         let invalid = AccountsError(.invalidCredentials, "The email or password is wrong.")
-        guard hashing.hasCapacity else {
-            throw AccountsError(.overloaded, "Too many password operations at once; try again shortly.", retryAfterSeconds: 1)
-        }
+        try refuseWhenHashingIsFull()
         let email = EmailAddress(text)
         let emailID = email?.normalized ?? "sha256:" + SHA256.hexDigest(text.lowercased().utf8)
         let throttles = [

@@ -78,7 +78,7 @@ public final class AccountService: Sendable {
     private let schemaRefresher: PeriodicThread
     private let sessionLookup: SessionRepository.Lookup
     let hasher: PasswordHasher
-    let hashing: HashingPool
+    private let hashing: HashingPool
     let logger: Logger
     /// Called after a commit that queued mail, so that it goes out at once.
     let mailQueued: @Sendable () -> Void
@@ -201,10 +201,7 @@ public final class AccountService: Sendable {
     public func signIn(_ attempt: SignInAttempt, origin: RequestOrigin) throws -> IssuedSession {
         let (emailText, password) = (attempt.email, attempt.password)
         let invalid = AccountsError(.invalidCredentials, "The email or password is wrong.")
-        // In a storm, refuse before any database work what the hashing pool would refuse anyway.
-        guard hashing.hasCapacity else {
-            throw AccountsError(.overloaded, "Too many password operations at once; try again shortly.", retryAfterSeconds: 1)
-        }
+        try refuseWhenHashingIsFull()
         let email = EmailAddress(emailText)
         // A text that is no valid address can hold anything (U+0000, which PostgreSQL text refuses;
         // kilobytes, past the key index's row limit): it is counted under its digest instead.
@@ -300,6 +297,13 @@ public final class AccountService: Sendable {
 
     /// Gives back one counted attempt on each key (and clears `clearing`): the attempt succeeded,
     /// or was never hashed. Bookkeeping only: a failure is logged, not the request's failure.
+    /// In a storm, refuses before any database work what the hashing pool would refuse anyway.
+    func refuseWhenHashingIsFull() throws {
+        guard hashing.hasCapacity else {
+            throw AccountsError(.overloaded, "Too many password operations at once; try again shortly.", retryAfterSeconds: 1)
+        }
+    }
+
     func giveBack(_ keys: [String], clearing: String? = nil) {
         do {
             try pool.withConnection { connection in

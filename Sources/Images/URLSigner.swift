@@ -51,7 +51,6 @@ public final class URLSigner: Sendable {
     private struct Keys {
         var secrets: [Int32: [UInt8]] = [:]
         var newest: Int32 = 0
-        var loadedAt = ContinuousClock.now
     }
     private let keys = Mutex(Keys())
     /// When a URL naming an unknown key last made this instance read the keys again.
@@ -78,7 +77,8 @@ public final class URLSigner: Sendable {
         try reload()
     }
 
-    /// Reads the keys again every `refreshInterval` until `shutdown()`.
+    /// Reads the keys again every `refreshInterval` until `shutdown()`. A failed read keeps the
+    /// keys already read: URLs still sign and verify while the database is away.
     public func startRefreshing() {
         refresher.start { [weak self] in try? self?.reload() }
     }
@@ -126,7 +126,6 @@ public final class URLSigner: Sendable {
 
     /// Signed URLs of several renditions of an image, with one expiry and one read of the keys.
     public func urls(for id: UUID, _ renditions: [Rendition], now: Int = Int(Date().timeIntervalSince1970)) -> [String] {
-        refreshIfStale()
         guard let (keyID, secret) = keys.withLock({ keys in keys.secrets[keys.newest].map { (keys.newest, $0) } }) else {
             preconditionFailure("URLSigner.url(for:) before prepare()")
         }
@@ -198,11 +197,6 @@ public final class URLSigner: Sendable {
         }
         if due { try? reload() }
         return keys.withLock { $0.secrets[keyID] }
-    }
-
-    /// A failed refresh keeps the keys already read: URLs still sign and verify while the database is away.
-    private func refreshIfStale() {
-        if keys.withLock({ ContinuousClock.now - $0.loadedAt > .seconds(60) }) { try? reload() }
     }
 
     private func reload() throws {

@@ -93,6 +93,26 @@ enum ImageScenarios {
         #expect(same(downloaded.body, bytes))
     }
 
+    /// The ids of every page of the user's list with `query` (which holds a `limit`), following
+    /// `next` to the end, and how many pages there were; no page holds more than the limit.
+    static func pagedIDs(_ server: TestServer, _ token: String, _ query: String) throws -> (ids: [String], pages: Int) {
+        let limit = try #require(query.split(separator: "&").first { $0.hasPrefix("limit=") }.flatMap { Int($0.dropFirst(6)) })
+        var ids: [String] = []
+        var target = "/users/me/images?" + query
+        var pages = 0
+        while true {
+            let page = try get(server, token, target)
+            try #require(page.status == 200, "\(target): \(page.status) \(page.text)")
+            let items = try #require(page.json["images"]?.arrayValue)
+            #expect(items.count <= limit)
+            ids += items.compactMap { $0["id"]?.stringValue }
+            pages += 1
+            guard let next = page.json["next"]?.stringValue else { return (ids, pages) }
+            target = "/users/me/images?\(query)&after=\(next)"
+            try #require(pages < 10)
+        }
+    }
+
     static func listsOldestFirstWithPagination(_ server: TestServer) throws {
         let account = try server.register()
         var ids: [String] = []
@@ -106,20 +126,7 @@ enum ImageScenarios {
         #expect(all.json["images"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ids)
         #expect(all.json["next"] == .null)
 
-        var seen: [String] = []
-        var target = "/users/me/images?limit=3"
-        var pages = 0
-        while true {
-            let page = try get(server, account.token, target)
-            try #require(page.status == 200, "\(target): \(page.status) \(page.text)")
-            let items = try #require(page.json["images"]?.arrayValue)
-            #expect(items.count <= 3)
-            seen += items.compactMap { $0["id"]?.stringValue }
-            pages += 1
-            guard let next = page.json["next"]?.stringValue else { break }
-            target = "/users/me/images?limit=3&after=\(next)"
-            try #require(pages < 10)
-        }
+        let (seen, pages) = try pagedIDs(server, account.token, "limit=3")
         #expect(seen == ids)
         #expect(pages == 3)
 
@@ -139,18 +146,7 @@ enum ImageScenarios {
             try #require(created.status == 201)
             ids.append(try #require(created.json["id"]?.stringValue))
         }
-        var seen: [String] = []
-        var target = "/users/me/images?order=newest&limit=2"
-        var pages = 0
-        while true {
-            let page = try get(server, account.token, target)
-            try #require(page.status == 200, "\(target): \(page.status) \(page.text)")
-            seen += try #require(page.json["images"]?.arrayValue).compactMap { $0["id"]?.stringValue }
-            pages += 1
-            guard let next = page.json["next"]?.stringValue else { break }
-            target = "/users/me/images?order=newest&limit=2&after=\(next)"
-            try #require(pages < 10)
-        }
+        let (seen, pages) = try pagedIDs(server, account.token, "order=newest&limit=2")
         #expect(seen == ids.reversed())
         #expect(pages == 3)
         let oldest = try get(server, account.token, "/users/me/images?order=oldest")

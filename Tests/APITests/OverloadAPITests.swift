@@ -1,5 +1,6 @@
 import API
 import Accounts
+import Dispatch
 import Glibc
 import JSON
 import Postgres
@@ -22,20 +23,21 @@ import Testing
 /// idempotent, so a `defer` can open it again whatever happened.
 final class OverloadGate: Sendable {
     private let opened = Atomic<Bool>(false)
+    /// Entered while shut: every waiter is released by the one `leave` of `open`.
+    private let shut = DispatchGroup()
 
-    func open() { opened.store(true, ordering: .sequentiallyConsistent) }
+    init() { shut.enter() }
+
+    func open() {
+        if !opened.exchange(true, ordering: .sequentiallyConsistent) { shut.leave() }
+    }
 
     /// Waits until the gate opens. A gate still shut after `timeout` (its test hung, or never
     /// opened it) is a failure of the test's own, recorded here; the waiter then goes on, so that
     /// the hashing thread it holds is freed and the server can shut down.
     func wait(timeout: Duration = .seconds(300)) {
-        let deadline = ContinuousClock.now + timeout
-        while !opened.load(ordering: .sequentiallyConsistent) {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("an OverloadGate was still shut after \(timeout): the job waiting at it gave up")
-                return
-            }
-            usleep(1_000)
+        if shut.wait(timeout: .now() + .seconds(Int(timeout.components.seconds))) == .timedOut {
+            Issue.record("an OverloadGate was still shut after \(timeout): the job waiting at it gave up")
         }
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import TestSupport
 import Testing
 @testable import Cryptography
 import Threads
@@ -245,24 +246,6 @@ extension HashingPoolTests {
         release.open()
         pool.shutdown()
         #expect(pool.statistics.completed == 6)
-    }
-}
-
-/// A condition that did not become true before its deadline.
-private struct WaitTimeout: Error, CustomStringConvertible {
-    let what: String
-    let timeout: Duration
-    var description: String { "timed out after \(timeout) waiting for \(what)" }
-}
-
-/// Polls `condition` until it holds; throws `WaitTimeout` once `timeout` has passed without it,
-/// so that a pool that never gets into the awaited state fails the test instead of hanging it.
-/// (This target does not depend on TestSupport, whose `waitUntil` is the same.)
-private func waitUntil(timeout: Duration = .seconds(30), _ what: @autoclosure () -> String, _ condition: () -> Bool) throws {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() {
-        guard ContinuousClock.now < deadline else { throw WaitTimeout(what: what(), timeout: timeout) }
-        usleep(100)
     }
 }
 

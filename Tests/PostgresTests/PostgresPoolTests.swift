@@ -1,3 +1,4 @@
+import Dispatch
 import TestSupport
 import Glibc
 import Postgres
@@ -112,50 +113,42 @@ import Testing
         #expect(try pool.query("SELECT count(*) FROM \(identifier: table)")[0].decode(Int.self, at: 0) == 0)
     }
 
+    /// `close()` waits for lent connections: with one still lent it waits out its whole timeout
+    /// and says so (false), serving no new borrow meanwhile; once the connection is back, it
+    /// returns true with nothing lent or idle. Nothing here is timed by the test: the borrower
+    /// holds its connection until the closer has seen the first `close()` return.
     @Test func closeWaitsForLentConnectionsAndRefusesNewOnes() throws {
         let pool = PostgresPool(configuration: try TestDatabase.cluster().configuration(), size: 2)
-        try pool.query("SELECT 1")
-        // The borrower holds a connection from before `close()` until after it (it sees the pool
-        // refuse a new borrow, the sign that `close()` has begun), and marks the moment it gives
-        // the connection back. `close()` must return only after that mark.
-        let holding = Atomic<Bool>(false)
-        let returned = Atomic<Bool>(false)
-        let drained = Atomic<Bool>(false)
-        let returnedWhenCloseReturned = Atomic<Bool>(false)
-        let inUseWhenCloseReturned = Atomic<Int>(-1)
+        try pool.query("SELECT 1")  // an idle connection, which close() ends at once
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let outcome = Mutex<(waited: Duration, early: Bool, idle: Int, refused: PostgresError.Code?, drained: Bool)?>(nil)
         try onThreads(2) { index in
             if index == 0 {
                 try pool.withConnection { _ in
-                    holding.store(true, ordering: .sequentiallyConsistent)
-                    try waitUntil(timeout: .seconds(30), "close() to begin (a new borrow refused with poolClosed)") {
-                        postgresError { try pool.withConnection { _ in } }?.code == .poolClosed
-                    }
-                    // Still lent for a while after `close()` began: a `close()` that does not wait
-                    // returns within this time, before the mark below.
-                    usleep(100_000)
-                    returned.store(true, ordering: .sequentiallyConsistent)
+                    held.signal()
+                    guard release.wait(timeout: .now() + 30) == .success else { throw TestFailure("the closer never released the borrower") }
                 }
-            } else {
-                try waitUntil(timeout: .seconds(30), "the borrower to hold its connection") { holding.load(ordering: .sequentiallyConsistent) }
-                drained.store(pool.close(timeout: .seconds(10)), ordering: .sequentiallyConsistent)
-                returnedWhenCloseReturned.store(returned.load(ordering: .sequentiallyConsistent), ordering: .sequentiallyConsistent)
-                inUseWhenCloseReturned.store(pool.statistics.inUse, ordering: .sequentiallyConsistent)
+                return
             }
+            guard held.wait(timeout: .now() + 30) == .success else { throw TestFailure("the borrower never got its connection") }
+            let start = ContinuousClock.now
+            let early = pool.close(timeout: .milliseconds(300))
+            let waited = ContinuousClock.now - start
+            let idle = pool.statistics.idle
+            let refused = postgresError { try pool.withConnection { _ in } }?.code
+            release.signal()
+            let drained = pool.close(timeout: .seconds(30))
+            outcome.withLock { $0 = (waited, early, idle, refused, drained) }
         }
-        let drainedValue = drained.load(ordering: .sequentiallyConsistent)
-        #expect(drainedValue, "close() reported connections still lent at its deadline")
-        let returnedValue = returnedWhenCloseReturned.load(ordering: .sequentiallyConsistent)
-        #expect(returnedValue, "close() returned while the borrower still held its connection")
-        let inUseValue = inUseWhenCloseReturned.load(ordering: .sequentiallyConsistent)
-        #expect(inUseValue == 0)
-        #expect(postgresError { try pool.query("SELECT 1") }?.code == .poolClosed)
-        #expect(pool.statistics.idle == 0)
-
-        let stuck = PostgresPool(configuration: try TestDatabase.cluster().configuration(), size: 1)
-        try stuck.withConnection { _ in
-            #expect(stuck.close(timeout: .milliseconds(50)) == false)
-        }
-        #expect(stuck.statistics.inUse == 0 && stuck.statistics.idle == 0)
+        let result = try #require(outcome.withLock { $0 })
+        #expect(!result.early, "close() said every connection was back while one was lent")
+        // (A hair under the timeout: the pool's deadline and this measure read different clocks.)
+        #expect(result.waited >= .milliseconds(290), "close() gave up after \(result.waited), before its timeout, with a connection lent")
+        #expect(result.idle == 0)
+        #expect(result.refused == .poolClosed)
+        #expect(result.drained, "close() reported a connection still lent after it came back")
+        #expect(pool.statistics.inUse == 0 && pool.statistics.idle == 0)
     }
 
     @Test func recoversAfterCrashAndRestartWithoutARestartOfThePool() throws {

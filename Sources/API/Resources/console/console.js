@@ -121,6 +121,12 @@ async function attempt(action) {
   }
 }
 
+// An admin session from `/admin/signin` or `/admin/setup`, kept in this tab only.
+function beginSession(json) {
+  state.session = {token: json.accessToken, expiresAt: json.expiresAt, email: json.admin.email};
+  sessionStorage.setItem(TOKEN_KEY, JSON.stringify(state.session));
+}
+
 function endSession() {
   state.session = null;
   sessionStorage.removeItem(TOKEN_KEY);
@@ -179,8 +185,7 @@ async function signIn(event) {
   $("signin-submit").disabled = true;
   await attempt(async () => {
     const {json} = await api("POST", "/admin/signin", {email, password});
-    state.session = {token: json.accessToken, expiresAt: json.expiresAt, email: json.admin.email};
-    sessionStorage.setItem(TOKEN_KEY, JSON.stringify(state.session));
+    beginSession(json);
     $("signin-password").value = "";
     if (!location.hash || location.hash === "#/") history.replaceState(null, "", "#/dashboard");
     await route();
@@ -199,8 +204,7 @@ async function setUp(event) {
   try {
     const {json} = await api("POST", "/admin/setup", {token: state.setupToken, email, password});
     state.setupToken = null;
-    state.session = {token: json.accessToken, expiresAt: json.expiresAt, email: json.admin.email};
-    sessionStorage.setItem(TOKEN_KEY, JSON.stringify(state.session));
+    beginSession(json);
     $("setup-password").value = "";
     history.replaceState(null, "", "#/dashboard");
     state.flash = "You are the first administrator. More are made on the server: exosphere admin create.";
