@@ -2,8 +2,9 @@ import HTTP
 import HTTPServer
 import JSON
 
-/// The pages that finish a mailed link in a browser (`/reset-password`, `/verify-email`), their
-/// script and style, and the files that let an app open those links itself.
+/// The pages that finish a mailed link in a browser (`/reset-password`, `/verify-email`,
+/// `/undo-email-change`), their script and style, and the files that let an app open those links
+/// itself.
 ///
 /// The pages read their token from the URL fragment, which no request carries, and run only the
 /// scripts served here: the `Content-Security-Policy` allows nothing inline and nothing from
@@ -18,11 +19,13 @@ struct PagesController: Sendable {
         let files: [(String, String, [UInt8])] = [
             ("/reset-password", "text/html; charset=utf-8", EmbeddedResource.bytes("pages/reset-password.html")),
             ("/verify-email", "text/html; charset=utf-8", EmbeddedResource.bytes("pages/verify-email.html")),
+            ("/undo-email-change", "text/html; charset=utf-8", EmbeddedResource.bytes("pages/undo-email-change.html")),
             ("/pages/theme.css", "text/css; charset=utf-8", EmbeddedResource.bytes("pages/theme.css")),
             ("/pages/pages.css", "text/css; charset=utf-8", EmbeddedResource.bytes("pages/pages.css")),
             ("/pages/pages.js", "text/javascript; charset=utf-8", EmbeddedResource.bytes("pages/pages.js")),
             ("/pages/reset-password.js", "text/javascript; charset=utf-8", EmbeddedResource.bytes("pages/reset-password.js")),
             ("/pages/verify-email.js", "text/javascript; charset=utf-8", EmbeddedResource.bytes("pages/verify-email.js")),
+            ("/pages/undo-email-change.js", "text/javascript; charset=utf-8", EmbeddedResource.bytes("pages/undo-email-change.js")),
             // The pages' and the console's icon; at /favicon.ico too, where a browser asks for
             // one on any other page of the origin (the OpenAPI document, an image).
             ("/favicon.svg", "image/svg+xml", EmbeddedResource.bytes("pages/favicon.svg")),
@@ -77,7 +80,7 @@ public struct AppLinks: Sendable, Equatable {
     public init() {}
 
     /// The paths of mailed links.
-    static let paths = ["/reset-password", "/verify-email"]
+    static let paths = ["/reset-password", "/verify-email", "/undo-email-change"]
 
     var appleAppSiteAssociation: JSONValue? {
         guard !appleAppIDs.isEmpty else { return nil }

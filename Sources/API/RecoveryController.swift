@@ -3,7 +3,7 @@ import HTTP
 import HTTPServer
 import JSON
 
-/// Password reset, email verification and the user's activity.
+/// Password reset, email verification, undoing a change of address, and the user's activity.
 struct RecoveryController: Sendable {
     let accounts: AccountService
     let authenticator: Authenticator
@@ -12,6 +12,7 @@ struct RecoveryController: Sendable {
         router.post("/users/password-reset", use: requestReset)
         router.post("/users/password-reset/confirm", use: confirmReset)
         router.post("/users/verify-email", use: verify)
+        router.post("/users/email-change/undo", use: undoEmailChange)
         router.post("/users/me/verify-email", use: resendVerification)
         router.get("/users/me/activity", use: activity)
     }
@@ -40,6 +41,21 @@ struct RecoveryController: Sendable {
         let user = try accounts.verifyEmail(token: token, origin: authenticator.origin(request, context))
         var response = JSONBody.response { UserJSON.write(user, into: &$0) }
         response.headers.add(name: "ETag", value: user.etag)
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    @Sendable func undoEmailChange(_ request: Request, _ context: RequestContext) throws -> Response {
+        let token = try AccountBodies.verification(try JSONBody.object(request))
+        let user = try accounts.undoEmailChange(token: token, origin: authenticator.origin(request, context))
+        var response = JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("status")
+            writer.string("restored")
+            writer.key("email")
+            writer.string(user.email)
+            writer.endObject()
+        }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
     }

@@ -5,7 +5,7 @@ import JSON
 /// read-only keys echoed back by a client are ignored, and types are checked with clear errors.
 struct RequestBody {
     /// Keys a client may echo back from a user representation; they change nothing.
-    static let readOnlyKeys: Set<String> = ["id", "createdAt", "updatedAt", "emailVerified"]
+    static let readOnlyKeys: Set<String> = ["id", "createdAt", "updatedAt", "emailVerified", "pendingEmail"]
 
     let object: JSONObject
 

@@ -12,6 +12,7 @@ enum UserJSON {
         writer.key("firstname"); writer.string(user.firstname)
         writer.key("lastname"); writer.string(user.lastname)
         writer.key("emailVerified"); writer.bool(user.emailVerified)
+        writer.key("pendingEmail"); if let pending = user.pendingEmail { writer.string(pending) } else { writer.null() }
         writer.key("createdAt"); writer.string(timestamp(user.createdAt))
         writer.key("updatedAt"); writer.string(timestamp(user.updatedAt))
         writer.key("data"); writer.value(.object(user.data))

@@ -9,7 +9,7 @@ extension AccountService {
     // MARK: - A user's profile
 
     /// `PATCH /admin/users/{id}`: the user's own `PATCH` rules (types, limits, `If-Match`, a new
-    /// address mailed), each statement committed together with its audit entry.
+    /// address applied at once and mailed), each statement committed together with its audit entry.
     public func adminPatchProfile(
         _ patch: ProfilePatch, of id: UUID, condition: WriteCondition, by admin: Admin, origin: RequestOrigin
     ) throws -> User {
@@ -21,7 +21,7 @@ extension AccountService {
         }
         do {
             return try executor.wait { executor, done in
-                patchProfile(patch, of: user, condition: condition, origin: origin, on: executor, done)
+                patchProfile(patch, of: user, condition: condition, addressChange: .atOnce, origin: origin, on: executor, done)
             }
         } catch let error as AccountsError where error.code == .invalidToken {
             // The user was deleted between the read and the write.

@@ -61,7 +61,7 @@ extension AccountService {
         let passwordHash = try onHashingPool(.interactive, origin) { [hasher] in try hasher.hash(password: newPassword) }
         let sessionToken = try SessionToken.generate()
         let issued = try pool.withTransaction { connection in
-            guard let (userID, _) = try AccountTokenRepository.consume(connection, hash: tokenHash, purpose: .passwordReset),
+            guard let userID = try AccountTokenRepository.consume(connection, hash: tokenHash, purposes: [.passwordReset])?.userID,
                 let stored = try UserRepository.find(connection, id: userID, forUpdate: true)
             else { throw invalid }
             // A disabled account is not signed in by a reset either (rolled back: the link works once enabled).
@@ -87,20 +87,76 @@ extension AccountService {
     }
 
     /// `POST /users/verify-email`: marks the address the token was sent to as verified, if it is
-    /// still the user's.
+    /// still the user's; or, for the link of a change of address, applies the change if that
+    /// address is still pending (`409 email_taken` when another account took it meanwhile: the
+    /// link stays usable).
     public func verifyEmail(token: String, origin: RequestOrigin) throws -> User {
         let invalid = AccountsError.field(
             "token", .invalidVerificationToken, "is unknown, used, expired, or for an address the account no longer has")
         guard SessionToken.isWellFormed(token) else { throw invalid }
-        let user = try pool.withTransaction { connection in
+        let (user, changed) = try pool.withTransaction { connection -> (User, Bool) in
             guard
-                let (userID, email) = try AccountTokenRepository.consume(connection, hash: SessionToken.hash(of: token), purpose: .emailVerification),
-                let email, let user = try UserRepository.markVerified(connection, id: userID, emailNormalized: email)
+                let consumed = try AccountTokenRepository.consume(
+                    connection, hash: SessionToken.hash(of: token), purposes: [.emailVerification, .emailChange]),
+                let bound = consumed.emailNormalized
             else { throw invalid }
-            try ActivityRepository.record(connection, userID: userID, .emailVerified, origin: origin)
+            if consumed.purpose == .emailVerification {
+                guard let user = try UserRepository.markVerified(connection, id: consumed.userID, emailNormalized: bound) else { throw invalid }
+                try ActivityRepository.record(connection, userID: user.id, .emailVerified, origin: origin)
+                return (user, false)
+            }
+            guard let stored = try UserRepository.find(connection, id: consumed.userID, forUpdate: true),
+                let pending = stored.pendingEmail.flatMap(EmailAddress.init), pending.normalized == bound
+            else { throw invalid }
+            let applied: User?
+            do {
+                applied = try UserRepository.applyPendingEmail(connection, id: stored.id, email: pending)
+            } catch let error as PostgresError where error.sqlState == .uniqueViolation {
+                throw AccountService.emailTaken
+            }
+            guard let user = applied else { throw invalid }
+            try emailChangeApplied(connection, from: stored, to: user, origin: origin)
+            return (user, true)
+        }
+        if changed {
+            mailQueued()
+            SecurityEvent.log(logger, .emailChanged, outcome: "success", userID: user.id, origin: origin)
+        } else {
+            SecurityEvent.log(logger, .emailVerified, outcome: "success", userID: user.id, origin: origin)
+        }
+        return user
+    }
+
+    /// `POST /users/email-change/undo`: puts back the address an undo link was mailed to, ends
+    /// every session, pending change and reset of the user; returns the restored user. The links
+    /// of changes made after this one die with it (they would only move the address again); the
+    /// older ones stay, so whoever holds the account's first address has the last word.
+    public func undoEmailChange(token: String, origin: RequestOrigin) throws -> User {
+        let invalid = AccountsError.field("token", .invalidUndoToken, "is unknown, used or expired")
+        guard SessionToken.isWellFormed(token) else { throw invalid }
+        let user = try pool.withTransaction { connection -> User in
+            guard
+                let consumed = try AccountTokenRepository.consume(connection, hash: SessionToken.hash(of: token), purposes: [.emailChangeUndo]),
+                let address = consumed.email.flatMap(EmailAddress.init),
+                let stored = try UserRepository.find(connection, id: consumed.userID, forUpdate: true)
+            else { throw invalid }
+            try AccountTokenRepository.deleteUndoLinks(connection, userID: stored.id, after: consumed.id)
+            let restored: User?
+            do {
+                restored = try UserRepository.restoreEmail(connection, id: stored.id, email: address)
+            } catch let error as PostgresError where error.sqlState == .uniqueViolation {
+                throw AccountService.emailTaken
+            }
+            guard let user = restored else { throw invalid }
+            _ = try SessionRepository.deleteAll(connection, userID: user.id)
+            try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.passwordReset, .emailVerification, .emailChange])
+            for email in Set([EmailAddress.normalized(stored.email), address.normalized]) {
+                try AccountTokenRepository.deletePendingResets(connection, email: email)
+            }
+            try ActivityRepository.record(connection, userID: user.id, .emailChanged, origin: origin)
             return user
         }
-        SecurityEvent.log(logger, .emailVerified, outcome: "success", userID: user.id, origin: origin)
+        SecurityEvent.log(logger, .emailChangeUndone, outcome: "success", userID: user.id, origin: origin)
         return user
     }
 
@@ -141,7 +197,7 @@ extension AccountService {
         guard let email = EmailAddress(user.email) else { return }
         try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.emailVerification])
         let slot = try AccountTokenRepository.insertSlot(
-            connection, userID: user.id, purpose: .emailVerification, email: email.normalized,
+            connection, userID: user.id, purpose: .emailVerification, email: email,
             lifetimeSeconds: configuration.verificationTokenSeconds)
         // No name: the address is not proven yet, so the mail carries no text its requester chose
         // (a name could otherwise make it a message to a stranger's mailbox).
@@ -169,10 +225,47 @@ extension AccountService {
             connection, OutgoingMail(.passwordChanged, to: user.email, ["firstname": user.firstname, "email": user.email]))
     }
 
-    /// After a change of address: links sent to the old one die, the new one gets a verification
-    /// link and the old one a notice.
+    /// A change of address asked for by the user: `409` when the address is taken, `429` beyond
+    /// the user's and the address's limits; then the address is pending (replacing an earlier
+    /// one, whose link dies) and its mailbox gets the link that applies it. Returns the user.
+    func requestEmailChange(_ connection: PostgresConnection, user: User, to email: EmailAddress, origin: RequestOrigin) throws -> User {
+        if try UserRepository.exists(connection, email: email) { throw AccountService.emailTaken }
+        let throttles = [
+            (key: "email-change:user:" + user.id.lowercasedText, rule: configuration.emailChangesPerUser),
+            (key: "email-change:address:" + email.normalized, rule: configuration.emailChangesPerAddress),
+        ]
+        if let wait = try ThrottleRepository.acquire(connection, throttles) {
+            throw AccountsError(.tooManyAttempts, "Too many changes of address; try again later.", retryAfterSeconds: wait)
+        }
+        try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.emailChange])
+        let slot = try AccountTokenRepository.insertSlot(
+            connection, userID: user.id, purpose: .emailChange, email: email, lifetimeSeconds: configuration.verificationTokenSeconds)
+        // No name: the address is not proven, so the mail carries no text its requester chose.
+        try OutboxRepository.enqueue(
+            connection, OutgoingMail(.confirmEmailChange, to: email.value, [OutgoingMail.tokenSlotVariable: String(slot), "email": email.value]))
+        return try UserRepository.setPendingEmail(connection, id: user.id, email: email, lifetimeSeconds: configuration.verificationTokenSeconds)
+    }
+
+    /// After a confirmed change of address: links sent to the old one die, and the old one gets a
+    /// notice with the link that puts it back.
+    func emailChangeApplied(_ connection: PostgresConnection, from old: User, to new: User, origin: RequestOrigin) throws {
+        try AccountTokenRepository.deleteAll(connection, userID: new.id, purposes: [.passwordReset, .emailVerification])
+        try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress.normalized(old.email))
+        try ActivityRepository.record(connection, userID: new.id, .emailChanged, origin: origin)
+        guard let oldAddress = EmailAddress(old.email) else { return }
+        let slot = try AccountTokenRepository.insertSlot(
+            connection, userID: new.id, purpose: .emailChangeUndo, email: oldAddress, lifetimeSeconds: configuration.emailChangeUndoSeconds)
+        try OutboxRepository.enqueue(
+            connection,
+            OutgoingMail(
+                .emailChangeApplied, to: old.email,
+                [OutgoingMail.tokenSlotVariable: String(slot), "firstname": new.firstname, "email": old.email, "newEmail": new.email]))
+    }
+
+    /// After an administrator's change of address: links sent to the old one die, the new one
+    /// gets a verification link and the old one a notice.
     func addressChanged(_ connection: PostgresConnection, from old: User, to new: User, origin: RequestOrigin) throws {
-        try AccountTokenRepository.deleteAll(connection, userID: new.id, purposes: [.passwordReset])
+        try AccountTokenRepository.deleteAll(connection, userID: new.id, purposes: [.passwordReset, .emailChange])
         try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress.normalized(old.email))
         try ActivityRepository.record(connection, userID: new.id, .emailChanged, origin: origin)
         try OutboxRepository.enqueue(

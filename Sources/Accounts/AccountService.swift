@@ -33,6 +33,12 @@ public final class AccountService: Sendable {
         public var resetRequestsPerAddress = ThrottleRule(limit: 30, windowSeconds: 60 * 60)
         /// Verification mails a signed-in user may ask for again.
         public var verificationResends = ThrottleRule(limit: 5, windowSeconds: 60 * 60)
+        /// Changes of address a user may ask for (each mails the new address).
+        public var emailChangesPerUser = ThrottleRule(limit: 3, windowSeconds: 60 * 60)
+        /// Changes of address to one target address, whoever asks (each mails it).
+        public var emailChangesPerAddress = ThrottleRule(limit: 3, windowSeconds: 60 * 60)
+        /// How long the link that undoes an applied change of address works (the contract: 7 days).
+        public var emailChangeUndoSeconds: Double = 7 * 86_400
         /// How long a mailed reset link works (the contract: 1 hour).
         public var resetTokenSeconds: Double = 3_600
         /// How long a mailed verification link works (the contract: 24 hours).
@@ -54,7 +60,7 @@ public final class AccountService: Sendable {
         public var longestThrottleWindowSeconds: Double {
             [
                 signInPerEmailAndAddress, signInPerEmail, signInPerAddress, passwordChecks, registrationsPerAddress,
-                resetRequestsPerEmail, resetRequestsPerAddress, verificationResends,
+                resetRequestsPerEmail, resetRequestsPerAddress, verificationResends, emailChangesPerUser, emailChangesPerAddress,
             ]
             .map(\.windowSeconds).max()!
         }
@@ -189,7 +195,7 @@ public final class AccountService: Sendable {
         return issued
     }
 
-    private static let emailTaken = AccountsError.field("email", .emailTaken, "is already registered")
+    static let emailTaken = AccountsError.field("email", .emailTaken, "is already registered")
 
     /// `POST /users/signin`: the same answer, after the same work, for an unknown email and a wrong password.
     ///
@@ -512,7 +518,10 @@ public final class AccountService: Sendable {
         } catch {
             return completion(.failure(error))
         }
-        writeProfile(of: user, condition: condition, dependsOnStored: false, origin: origin, on: executor, completion) { [self] user, validate in
+        writeProfile(
+            of: user, condition: condition, dependsOnStored: false, namesEmail: true, addressChange: .confirmed, origin: origin, on: executor,
+            completion
+        ) { [self] user, validate in
             user.firstname = replacement.firstname
             user.lastname = replacement.lastname
             user.data = JSONObject()
@@ -522,9 +531,17 @@ public final class AccountService: Sendable {
         }
     }
 
+    /// How a write that names another address moves the account there.
+    public enum AddressChange: Sendable {
+        /// Pending until a link mailed to the new address comes back (a bearer token is no proof).
+        case confirmed
+        /// At once: an administrator's edit, which is the operator's proof.
+        case atOnce
+    }
+
     /// `PATCH /users/me`: merges the patch into the stored user.
     public func patchProfile(
-        _ patch: ProfilePatch, of user: User, condition: WriteCondition, origin: RequestOrigin,
+        _ patch: ProfilePatch, of user: User, condition: WriteCondition, addressChange: AddressChange = .confirmed, origin: RequestOrigin,
         on executor: some QueryExecutor, _ completion: @escaping (Result<User, any Error>) -> Void
     ) {
         do {
@@ -533,7 +550,10 @@ public final class AccountService: Sendable {
         } catch {
             return completion(.failure(error))
         }
-        writeProfile(of: user, condition: condition, dependsOnStored: true, origin: origin, on: executor, completion) { [self] user, validate in
+        writeProfile(
+            of: user, condition: condition, dependsOnStored: true, namesEmail: patch.email != nil, addressChange: addressChange, origin: origin,
+            on: executor, completion
+        ) { [self] user, validate in
             if let firstname = patch.firstname { user.firstname = firstname }
             if let lastname = patch.lastname { user.lastname = lastname }
             if patch.removesAllData { user.data = JSONObject() }
@@ -556,9 +576,11 @@ public final class AccountService: Sendable {
     /// any version is allowed, unconditionally. When that statement finds the row changed, or a
     /// field's type is new (claiming it must commit or roll back with the write), a transaction
     /// locks the row and edits what it holds. A change of address always takes the transaction:
-    /// it mails a verification link to the new address and a notice to the old one.
+    /// it mails the new address (a link that confirms it, or, `atOnce`, one that verifies it and a
+    /// notice to the old one). A write that `namesEmail` with the current address ends a pending change.
     private func writeProfile(
-        of current: User, condition: WriteCondition, dependsOnStored: Bool, origin: RequestOrigin, on executor: some QueryExecutor,
+        of current: User, condition: WriteCondition, dependsOnStored: Bool, namesEmail: Bool, addressChange: AddressChange,
+        origin: RequestOrigin, on executor: some QueryExecutor,
         _ completion: @escaping (Result<User, any Error>) -> Void,
         edit: @escaping (inout User, FieldValidation) throws -> EmailAddress?
     ) {
@@ -571,12 +593,31 @@ public final class AccountService: Sendable {
                 let stored = user
                 let email = try edit(&user) { try schema.validate($0, connection) }!
                 try checkDocumentSize(user)
-                let updated = try connection.query(UserRepository.replace(user, email: email, expectedVersion: nil, emailMayChange: true))[0]
-                let emailChanged = EmailAddress.normalized(stored.email) != email.normalized
-                if emailChanged { try addressChanged(connection, from: stored, to: updated, origin: origin) }
-                return (updated, emailChanged)
+                guard EmailAddress.normalized(stored.email) != email.normalized else {
+                    let replace = UserRepository.replace(
+                        user, email: email, expectedVersion: nil, emailMayChange: false, cancelsPendingEmail: namesEmail)
+                    return (try connection.query(replace)[0], false)
+                }
+                switch addressChange {
+                case .atOnce:
+                    let replace = UserRepository.replace(user, email: email, expectedVersion: nil, emailMayChange: true, cancelsPendingEmail: true)
+                    let updated = try connection.query(replace)[0]
+                    try addressChanged(connection, from: stored, to: updated, origin: origin)
+                    return (updated, true)
+                case .confirmed:
+                    // Every other field is saved now; the address waits for its proof.
+                    let replace = UserRepository.replace(
+                        user, email: try validEmail(stored.email), expectedVersion: nil, emailMayChange: false, cancelsPendingEmail: false)
+                    let updated = try connection.query(replace)[0]
+                    return (try requestEmailChange(connection, user: updated, to: email, origin: origin), true)
+                }
             }) { [self] result in
-                if case .success((_, true)) = result { mailQueued() }
+                if case .success((let user, true)) = result {
+                    mailQueued()
+                    if user.pendingEmail != nil {
+                        SecurityEvent.log(logger, .emailChangeRequested, outcome: "success", userID: user.id, origin: origin)
+                    }
+                }
                 completion(result.map(\.0).mapError(AccountService.emailTakenError))
             }
         }
@@ -589,7 +630,8 @@ public final class AccountService: Sendable {
             }
             try checkDocumentSize(user)
             let unconditional = condition == .any && !dependsOnStored
-            update = UserRepository.replace(user, email: email, expectedVersion: unconditional ? nil : current.version, emailMayChange: false)
+            update = UserRepository.replace(
+                user, email: email, expectedVersion: unconditional ? nil : current.version, emailMayChange: false, cancelsPendingEmail: namesEmail)
         } catch {
             return completion(.failure(error))
         }

@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Postgres
 
-/// The SQL of `account_tokens` (migrations 0004, 0009): mailed tokens, kept only as their
+/// The SQL of `account_tokens` (migrations 0004, 0009, 0010): mailed tokens, kept only as their
 /// SHA-256. A row is made as a slot, without a hash, when its mail is queued; the mail's sender
 /// makes the token and stores its hash just before sending (`mint`), so no table holds a token.
 enum AccountTokenRepository {
@@ -9,17 +9,32 @@ enum AccountTokenRepository {
     enum Purpose: String {
         case passwordReset = "password_reset"
         case emailVerification = "email_verification"
+        /// Confirms a pending change of address; bound to the new address, where it is mailed.
+        case emailChange = "email_change"
+        /// Puts back the address a change moved away from; mailed there, bound to it.
+        case emailChangeUndo = "email_change_undo"
+    }
+
+    /// A live token, used up.
+    struct Consumed {
+        let id: Int64
+        let userID: UUID
+        let purpose: Purpose
+        /// The address the token is bound to, normalized, and as it was written (undo links).
+        let emailNormalized: String?
+        let email: String?
     }
 
     /// Makes the slot of a token to be mailed and returns its id, for the mail's `tokenSlot`;
-    /// `email` binds a verification token to the address it is sent to.
+    /// `email` binds the token to the address it is sent to (verification, a change, an undo).
     static func insertSlot(
-        _ connection: PostgresConnection, userID: UUID, purpose: Purpose, email: String? = nil, lifetimeSeconds: Double
+        _ connection: PostgresConnection, userID: UUID, purpose: Purpose, email: EmailAddress? = nil, lifetimeSeconds: Double
     ) throws -> Int64 {
         try connection.query(
             """
-            INSERT INTO account_tokens (token_hash, user_id, purpose, email_normalized, expires_at)
-            VALUES (NULL, \(userID), \(purpose.rawValue), \(email), now() + make_interval(secs => \(lifetimeSeconds)))
+            INSERT INTO account_tokens (token_hash, user_id, purpose, email_normalized, email, expires_at)
+            VALUES (NULL, \(userID), \(purpose.rawValue), \(email?.normalized), \(email?.value),
+                    now() + make_interval(secs => \(lifetimeSeconds)))
             RETURNING id
             """)[0].decode(Int64.self, at: 0)
     }
@@ -38,15 +53,33 @@ enum AccountTokenRepository {
         ).isEmpty
     }
 
-    /// Uses a live token up: deletes it and returns its user (and bound address). Of two requests
-    /// racing with one token, only one gets a row.
-    static func consume(_ connection: PostgresConnection, hash: [UInt8], purpose: Purpose) throws -> (userID: UUID, email: String?)? {
+    /// Uses a live token of one of `purposes` up: deletes it and returns what it was for. Of two
+    /// requests racing with one token, only one gets a row.
+    static func consume(_ connection: PostgresConnection, hash: [UInt8], purposes: [Purpose]) throws -> Consumed? {
         let rows = try connection.query(
             """
-            DELETE FROM account_tokens WHERE token_hash = \(hash) AND purpose = \(purpose.rawValue) AND expires_at > now()
-            RETURNING user_id, email_normalized
+            DELETE FROM account_tokens
+            WHERE token_hash = \(hash) AND purpose = ANY (\(PostgresArray(purposes.map(\.rawValue)))::text[]) AND expires_at > now()
+            RETURNING id, user_id, purpose, email_normalized, email
             """)
-        return try rows.first.map { (try $0.decode(UUID.self, at: 0), try $0.decode(String?.self, at: 1)) }
+        return try rows.first.map { row in
+            var columns = PostgresColumns(row)
+            let id = try columns.next(Int64.self)
+            let userID = try columns.next(UUID.self)
+            let purposeText = try columns.next(String.self)
+            guard let purpose = Purpose(rawValue: purposeText) else {
+                throw PostgresError(code: .decodingFailed, columnName: "purpose", context: "unknown purpose \(purposeText)")
+            }
+            return Consumed(
+                id: id, userID: userID, purpose: purpose, emailNormalized: try columns.next(String?.self), email: try columns.next(String?.self))
+        }
+    }
+
+    /// The user's undo links made after the slot `id` (by later changes): an undo puts back the
+    /// address of its link, and the links of changes made since then would only move it again.
+    static func deleteUndoLinks(_ connection: PostgresConnection, userID: UUID, after id: Int64) throws {
+        try connection.execute(
+            "DELETE FROM account_tokens WHERE user_id = \(userID) AND purpose = \(Purpose.emailChangeUndo.rawValue) AND id > \(id)")
     }
 
     /// Voids every token of a purpose the user holds (a newer request, a password change, a new address).

@@ -33,6 +33,8 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         case invalidResetToken = "invalid_reset_token"
         /// An email verification link that is unknown, used, expired or for another address.
         case invalidVerificationToken = "invalid_verification_token"
+        /// A link that undoes a change of address that is unknown, used or expired.
+        case invalidUndoToken = "invalid_undo_token"
         /// A verification mail was asked for an address that is verified.
         case alreadyVerified = "already_verified"
         /// An administrator disabled the account: it cannot sign in.

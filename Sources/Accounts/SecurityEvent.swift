@@ -18,6 +18,9 @@ struct SecurityEvent {
         case accountDeleted = "account_deleted"
         case passwordReset = "password_reset"
         case emailVerified = "email_verified"
+        case emailChangeRequested = "email_change_requested"
+        case emailChanged = "email_changed"
+        case emailChangeUndone = "email_change_undone"
     }
 
     static func log(_ logger: Logger, _ kind: Kind, outcome: String, userID: UUID?, origin: RequestOrigin?, detail: String? = nil) {

@@ -14,6 +14,9 @@ public struct User: Sendable, Equatable {
     /// Custom fields, already valid for their types.
     public var data: JSONObject
     public var version: Int64
+    /// An address the user asked to move to, until a link mailed to it confirms it (24 hours at
+    /// most); nil when no change is pending.
+    public var pendingEmail: String? = nil
 
     /// A strong validator that changes with every write and differs between users.
     public var etag: String {

@@ -4,9 +4,12 @@ import Postgres
 
 /// The SQL of users; every value is a bound parameter.
 enum UserRepository {
-    static let columns = "u.id, u.email, u.firstname, u.lastname, u.email_verified, u.created_at, u.updated_at, u.data::text, u.version"
+    static let columns = """
+        u.id, u.email, u.firstname, u.lastname, u.email_verified, u.created_at, u.updated_at, u.data::text, u.version, \
+        CASE WHEN u.pending_email_expires_at > now() THEN u.pending_email END
+        """
 
-    /// Reads the nine `columns`, in their order.
+    /// Reads the ten `columns`, in their order.
     static func decode(_ columns: inout PostgresColumns) throws -> User {
         let id = try columns.next(UUID.self)
         let email = try columns.next(String.self)
@@ -26,7 +29,8 @@ enum UserRepository {
         }
         return User(
             id: id, email: email, firstname: firstname, lastname: lastname, emailVerified: emailVerified,
-            createdAt: createdAt, updatedAt: updatedAt, data: data, version: try columns.next(Int64.self))
+            createdAt: createdAt, updatedAt: updatedAt, data: data, version: try columns.next(Int64.self),
+            pendingEmail: try columns.next(String?.self))
     }
 
     static func decode(_ row: PostgresRow) throws -> User {
@@ -85,7 +89,11 @@ enum UserRepository {
     /// user, or no row when the version moved on (or the user is gone).
     /// Without `emailMayChange` the statement updates nothing when the stored email differs from
     /// `email`: a change of address must go through the transaction that mails both addresses.
-    static func replace(_ user: User, email: EmailAddress, expectedVersion: Int64?, emailMayChange: Bool) -> PreparedQuery<User> {
+    /// `cancelsPendingEmail` (the request wrote the current address back) ends a pending change:
+    /// its link stops working, since it confirms only the pending address.
+    static func replace(
+        _ user: User, email: EmailAddress, expectedVersion: Int64?, emailMayChange: Bool, cancelsPendingEmail: Bool
+    ) -> PreparedQuery<User> {
         var binds = PostgresBindings()
         binds.append(user.id)
         binds.append(email.value)
@@ -96,6 +104,7 @@ enum UserRepository {
         // Typed even when NULL: the statement keeps the types of its first run.
         if let expectedVersion { binds.append(expectedVersion) } else { binds.appendNull(type: .int8) }
         binds.append(emailMayChange)
+        binds.append(cancelsPendingEmail || emailMayChange)
         return PreparedQuery(replaceStatement, binds, decode: decode)
     }
 
@@ -103,7 +112,9 @@ enum UserRepository {
         unsafeSQL: """
             UPDATE users AS u SET email = $2, email_normalized = $3,
                 email_verified = CASE WHEN u.email_normalized = $3 THEN u.email_verified ELSE false END,
-                firstname = $4, lastname = $5, data = $6, version = u.version + 1, updated_at = now()
+                firstname = $4, lastname = $5, data = $6, version = u.version + 1, updated_at = now(),
+                pending_email = CASE WHEN $9 THEN NULL ELSE u.pending_email END,
+                pending_email_expires_at = CASE WHEN $9 THEN NULL ELSE u.pending_email_expires_at END
             WHERE u.id = $1 AND ($7::bigint IS NULL OR u.version = $7) AND ($8::boolean OR u.email_normalized = $3)
             RETURNING \(columns)
             """)
@@ -114,6 +125,46 @@ enum UserRepository {
             """
             UPDATE users AS u SET email_verified = true, version = u.version + 1, updated_at = now()
             WHERE u.id = \(id) AND u.email_normalized = \(emailNormalized)
+            RETURNING \(unsafeRaw: columns)
+            """)
+        return try rows.first.map { try decode($0) }
+    }
+
+    /// Makes `email` the user's pending address for `lifetimeSeconds`, replacing any earlier one.
+    static func setPendingEmail(_ connection: PostgresConnection, id: UUID, email: EmailAddress, lifetimeSeconds: Double) throws -> User {
+        let rows = try connection.query(
+            """
+            UPDATE users AS u SET pending_email = \(email.value),
+                pending_email_expires_at = now() + make_interval(secs => \(lifetimeSeconds)),
+                version = u.version + 1, updated_at = now()
+            WHERE u.id = \(id)
+            RETURNING \(unsafeRaw: columns)
+            """)
+        return try decode(rows[0])
+    }
+
+    /// Moves the user to their pending address, verified (a link mailed to it came back), if it
+    /// is still pending; nil when it is not. A taken address is the unique violation of
+    /// `email_normalized`.
+    static func applyPendingEmail(_ connection: PostgresConnection, id: UUID, email: EmailAddress) throws -> User? {
+        let rows = try connection.query(
+            """
+            UPDATE users AS u SET email = \(email.value), email_normalized = \(email.normalized), email_verified = true,
+                pending_email = NULL, pending_email_expires_at = NULL, version = u.version + 1, updated_at = now()
+            WHERE u.id = \(id) AND u.pending_email = \(email.value) AND u.pending_email_expires_at > now()
+            RETURNING \(unsafeRaw: columns)
+            """)
+        return try rows.first.map { try decode($0) }
+    }
+
+    /// Puts an address back (an undo link mailed to it came back, so it is verified), ending any
+    /// pending change. A taken address is the unique violation of `email_normalized`.
+    static func restoreEmail(_ connection: PostgresConnection, id: UUID, email: EmailAddress) throws -> User? {
+        let rows = try connection.query(
+            """
+            UPDATE users AS u SET email = \(email.value), email_normalized = \(email.normalized), email_verified = true,
+                pending_email = NULL, pending_email_expires_at = NULL, version = u.version + 1, updated_at = now()
+            WHERE u.id = \(id)
             RETURNING \(unsafeRaw: columns)
             """)
         return try rows.first.map { try decode($0) }

@@ -60,6 +60,37 @@ extension Exosphere {
         return user
     }
 
+    /// Applies a pending change of address with the token of the link mailed to the new address
+    /// (`…/verify-email#token=…`, the same page and route as a verification; `recoveryLink(from:)`
+    /// reads it as `.emailVerification`). No session is needed.
+    ///
+    /// - Returns: the user with the new `email`, `emailVerified` true and no `pendingEmail`. When
+    ///   this client is signed in as that user, it is also `currentUser` from now on.
+    /// - Throws: `ExosphereError`: `409 email_taken` (another account took the address meanwhile;
+    ///   the link stays usable), `422 invalid_verification_token` (unknown, used, expired, or
+    ///   replaced by a newer change).
+    @discardableResult
+    public func confirmEmailChange(token: String) async throws -> User {
+        try await verifyEmail(token: token)
+    }
+
+    /// Puts back the address a change of address moved away from, with the token of the undo
+    /// link mailed there (`…/undo-email-change#token=…`, 7 days). The server ends every session
+    /// of the user, this client's too: it is signed out afterwards. No session is needed.
+    ///
+    /// - Returns: the address that is back.
+    /// - Throws: `ExosphereError`: `422 invalid_undo_token` (unknown, used or expired), `409
+    ///   email_taken` (another account has that address now).
+    @discardableResult
+    public func undoEmailChange(token: String) async throws -> String {
+        let body = JSONValue.object(["token": .string(token)])
+        let response = try await send(APIRequest("POST", "/users/email-change/undo", body: .json(body)))
+        guard let email = try response.json()["email"]?.stringValue else {
+            throw ExosphereError.invalidResponse("an undo answer without email")
+        }
+        return email
+    }
+
     /// Mails a new verification link to the signed-in user's address, voiding the older ones.
     ///
     /// - Throws: `ExosphereError`: `409 already_verified` (`currentUser` is refreshed first, so
@@ -100,7 +131,8 @@ extension Exosphere {
         return ActivityPage(events: try entries.map(ActivityEvent.init(json:)), next: json["next"]?.stringValue)
     }
 
-    /// The token of a mailed link (`…/reset-password#token=…` or `…/verify-email#token=…`) that
+    /// The token of a mailed link (`…/reset-password#token=…`, `…/verify-email#token=…` or
+    /// `…/undo-email-change#token=…`) that
     /// the app opened itself, e.g. in `onOpenURL` or `application(_:continue:restorationHandler:)`;
     /// nil for any other URL.
     ///
@@ -118,6 +150,7 @@ extension Exosphere {
         switch name {
         case "reset-password": kind = .passwordReset
         case "verify-email": kind = .emailVerification
+        case "undo-email-change": kind = .emailChangeUndo
         default: return nil
         }
         // The fragment is read as the server's pages read it: `name=value` pairs joined by `&`.
@@ -137,8 +170,12 @@ public struct RecoveryLink: Hashable, Sendable, CustomStringConvertible {
     public enum Kind: Hashable, Sendable {
         /// `…/reset-password#token=…`: finish with `Exosphere.confirmPasswordReset(token:newPassword:)`.
         case passwordReset
-        /// `…/verify-email#token=…`: finish with `Exosphere.verifyEmail(token:)`.
+        /// `…/verify-email#token=…`: finish with `Exosphere.verifyEmail(token:)` (a verification,
+        /// or the confirmation of a change of address: the server tells them apart).
         case emailVerification
+        /// `…/undo-email-change#token=…`, mailed to the old address after a change of address:
+        /// finish with `Exosphere.undoEmailChange(token:)` once the person confirms.
+        case emailChangeUndo
     }
 
     /// What the link is for.

@@ -66,6 +66,8 @@ public struct ExosphereError: Error, Sendable, CustomStringConvertible, CustomDe
         /// `422` from `verifyEmail`: the token is unknown, used, expired, or for an address the
         /// account no longer has.
         public static let invalidVerificationToken: Code = "invalid_verification_token"
+        /// `422` from `undoEmailChange`: the token is unknown, used or expired.
+        public static let invalidUndoToken: Code = "invalid_undo_token"
         /// `409` from `resendVerificationEmail()`: the address is verified already.
         public static let alreadyVerified: Code = "already_verified"
         /// `429`: throttled; see `retryAfter`.

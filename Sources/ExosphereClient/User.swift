@@ -9,7 +9,9 @@ import Foundation
 public struct User: Identifiable, Hashable, Sendable {
     /// Opaque; do not parse.
     public let id: String
-    /// The login identity. Changing it resets `emailVerified` on the server.
+    /// The login identity. Setting another address and saving does not move the account at
+    /// once: the server keeps `email` and sets `pendingEmail` until the link it mails to the new
+    /// address is opened (`Exosphere.confirmEmailChange(token:)`).
     public var email: String
     /// At most 100 characters; may be empty.
     public var firstname: String
@@ -17,6 +19,9 @@ public struct User: Identifiable, Hashable, Sendable {
     public var lastname: String
     /// Whether the server has verified `email`.
     public let emailVerified: Bool
+    /// An address the user asked to move to, waiting for the link mailed to it (24 hours); nil
+    /// when no change is pending. Sign-in, resets and mail use `email` until then.
+    public let pendingEmail: String?
     /// When the user registered.
     public let createdAt: Date
     /// The last write to the account (profile, email or password) as of this copy.
@@ -55,6 +60,7 @@ public struct User: Identifiable, Hashable, Sendable {
         self.firstname = json["firstname"]?.stringValue ?? ""
         self.lastname = json["lastname"]?.stringValue ?? ""
         self.emailVerified = json["emailVerified"]?.boolValue ?? false
+        self.pendingEmail = json["pendingEmail"]?.stringValue
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.data = data
@@ -67,6 +73,7 @@ public struct User: Identifiable, Hashable, Sendable {
         .object([
             "id": .string(id), "email": .string(original.email), "firstname": .string(original.firstname),
             "lastname": .string(original.lastname), "emailVerified": .bool(emailVerified),
+            "pendingEmail": pendingEmail.map { .string($0) } ?? .null,
             "createdAt": .string(Timestamp.format(createdAt)), "updatedAt": .string(Timestamp.format(updatedAt)),
             "data": .object(original.data.mapValues(\.json)),
         ])

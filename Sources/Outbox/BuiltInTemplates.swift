@@ -72,6 +72,47 @@ enum BuiltInTemplates {
                 <p>The email address of your {{appName}} account was changed from <strong>{{email}}</strong> to <strong>{{newEmail}}</strong>. Mail for the account now goes to the new address.</p>
                 <p>If this was not you, someone else has your account: contact us at once.</p>
                 """)),
+        .confirmEmailChange: .init(
+            subject: "Confirm your new email address for {{appName}}",
+            text: """
+                Hello,
+
+                Someone asked to make {{email}} the address of a {{appName}} account. To confirm
+                it, open this link within 24 hours:
+
+                {{link}}
+
+                Until then the account keeps its current address. If you did not ask for this,
+                ignore this mail: nothing changes.
+                """,
+            html: page(
+                """
+                <p>Hello,</p>
+                <p>Someone asked to make <strong>{{email}}</strong> the address of a {{appName}} account.</p>
+                <p><a href="{{link}}" style="display:inline-block;padding:12px 20px;background:#1f6feb;color:#ffffff;text-decoration:none;border-radius:6px">Confirm my new address</a></p>
+                <p>The link works once, within 24 hours. Until then the account keeps its current address. If you did not ask for this, ignore this mail: nothing changes.</p>
+                """)),
+        .emailChangeApplied: .init(
+            subject: "The email address of your {{appName}} account was changed",
+            text: """
+                Hi {{name}},
+
+                The email address of your {{appName}} account was changed from {{email}} to
+                {{newEmail}}. Mail for the account now goes to the new address.
+
+                If this was not you, open this link within 7 days: it puts {{email}} back and signs
+                every device out.
+
+                {{link}}
+                """,
+            html: page(
+                """
+                <p>Hi {{name}},</p>
+                <p>The email address of your {{appName}} account was changed from <strong>{{email}}</strong> to <strong>{{newEmail}}</strong>. Mail for the account now goes to the new address.</p>
+                <p>If this was not you, this link puts <strong>{{email}}</strong> back and signs every device out:</p>
+                <p><a href="{{link}}" style="display:inline-block;padding:12px 20px;background:#cf222e;color:#ffffff;text-decoration:none;border-radius:6px">This was not me: undo the change</a></p>
+                <p>The link works once, within 7 days.</p>
+                """)),
     ]
 
     /// A whole HTML document around a body: inline styles only, since mail clients drop style sheets.

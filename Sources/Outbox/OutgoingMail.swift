@@ -24,14 +24,20 @@ public enum MailKind: String, Sendable, CaseIterable {
     case passwordReset = "password_reset"
     /// A notice that the account's password was changed or reset.
     case passwordChanged = "password_changed"
-    /// A notice to the old address that the account's email was changed.
+    /// A notice to the old address that an administrator changed the account's email.
     case emailChanged = "email_changed"
+    /// A link to the new address of a pending change of email: opening it applies the change.
+    case confirmEmailChange = "confirm_email_change"
+    /// A notice to the old address that the user's change of email applied, with a link that
+    /// puts the old address back (7 days).
+    case emailChangeApplied = "email_change_applied"
 
     /// The page a link of this mail opens, when it carries a token.
     var linkPath: String? {
         switch self {
-        case .verifyEmail: "/verify-email"
+        case .verifyEmail, .confirmEmailChange: "/verify-email"
         case .passwordReset: "/reset-password"
+        case .emailChangeApplied: "/undo-email-change"
         case .passwordChanged, .emailChanged: nil
         }
     }

@@ -482,6 +482,10 @@ struct AdminAPITests {
             let type = bytes == RealFiles.png3x2 ? "image/png" : "image/jpeg"
             #expect(try ImageScenarios.upload(server, target.token, type, bytes).status == 201)
         }
+        // A change of address the user asked for and has not confirmed: the user page shows it.
+        let pending = "siti.new@example.com"
+        #expect(
+            try server.call("PATCH", "/users/me", token: target.token, json: #"{"email": "\#(pending)"}"#).json["pendingEmail"] == .string(pending))
         let screenshots = TestServer.repositoryRoot + "/artifacts/screenshots/console"
         try FileManager.default.createDirectory(atPath: screenshots, withIntermediateDirectories: true)
         let output = try run(
@@ -491,7 +495,8 @@ struct AdminAPITests {
                 "--admin-email", "operator@example.com", "--admin-password", Self.adminPassword, "--user-email", target.email,
                 // One argument with its value: a token may begin with "-", which argparse would take for an option.
                 "--user-token=\(target.token)", "--filter-field", "city", "--filter-value", "Surabaya",
-                "--expect-filtered", "\(target.email),\(neighbour.email)", "--expect-grid", "640×480,3×2", "--screenshots", screenshots,
+                "--expect-filtered", "\(target.email),\(neighbour.email)", "--expect-grid", "640×480,3×2", "--expect-pending", pending,
+                "--screenshots", screenshots,
             ])
         #expect(output.contains("OK: the console behaves"), "\(output)")
         // What the browser did is what the server holds.

@@ -143,10 +143,11 @@ final class PatroniPair: Sendable {
     /// postmaster and each of its processes (the postmaster runs in a session of its own).
     func kill(node: Int) throws {
         let postmaster = try Self.postmasterPID(directory: directory, node: node)
-        let children = Self.childProcesses(of: postmaster)
+        // Frozen first, so that no backend can be forked between the listing and the kill.
+        Glibc.kill(postmaster, SIGSTOP)
         processes.nodes[node]?.signal(SIGKILL)
+        for child in Self.childProcesses(of: postmaster) { Glibc.kill(child, SIGKILL) }
         Glibc.kill(postmaster, SIGKILL)
-        for child in children { Glibc.kill(child, SIGKILL) }
     }
 
     /// The index of the node that Patroni calls the leader.

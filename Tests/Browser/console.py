@@ -145,6 +145,9 @@ def run(browser, args):
     browser.driver.refresh()
     browser.wait("the saved date after a reload",
                  lambda: browser.element("page-user").is_displayed() and browser.element("field-dateOfBirth").get_attribute("value") == NEW_DATE)
+    if args.expect_pending:
+        pending = f"change to {args.expect_pending} pending"
+        browser.wait(f"the status line to say '{pending}'", lambda: pending in browser.element("user-status").text)
     browser.screenshot("user.png")
     browser.check_console()
 
@@ -220,6 +223,7 @@ def main():
     parser.add_argument("--filter-field", required=True)
     parser.add_argument("--filter-value", required=True)
     parser.add_argument("--expect-filtered", required=True, help="the emails the filter finds, comma-separated")
+    parser.add_argument("--expect-pending", help="the user's pending new address, which the user page must show")
     parser.add_argument("--screenshots", required=True, help="directory for the PNG screenshots")
     parser.add_argument("--timeout", type=float, default=20, help="seconds per wait (default 20)")
     args = parser.parse_args()

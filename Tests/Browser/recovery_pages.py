@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""Drives the account-recovery pages (/reset-password, /verify-email) in headless Chromium.
+"""Drives the account-recovery pages (/reset-password, /verify-email, /undo-email-change) in headless Chromium.
 
 Run with Debian's /usr/bin/python3 (python3-selenium, chromium, chromium-driver):
 
     /usr/bin/python3 Tests/Browser/recovery_pages.py --reset-link URL --new-password PW \
-        --verify-link URL --expect-email EMAIL --screenshots DIR [--invalid-reset-link URL]
+        --verify-link URL --expect-email EMAIL --screenshots DIR [--invalid-reset-link URL] \
+        [--undo-link URL --expect-restored EMAIL]
 
 The links are the real ones the server mailed. Prints one line per step, saves a PNG of each page
 state in DIR and exits non-zero with a FAIL line on a wrong page state, a timeout, any SEVERE
@@ -24,9 +25,11 @@ TEXT_TOO_SHORT = "Use at least 8 characters."
 TEXT_RESET_DONE = "Your password has been changed. You can now sign in with it in the app."
 TEXT_VERIFIED = "Your email address {email} is verified."
 TEXT_NO_TOKEN = "This link is incomplete."
+TEXT_RESTORED = "Your address {email} is back."
 TOO_SHORT_PASSWORD = "short12"  # 7 characters: one under the minimum
 
 CONFIRM_PATH = "/users/password-reset/confirm"
+UNDO_PATH = "/users/email-change/undo"
 
 
 def fill_passwords(browser, password, confirmation):
@@ -101,6 +104,45 @@ def run(browser, args):
         browser.screenshot("reset-invalid.png")
         browser.check_console(allowed_network_status=(CONFIRM_PATH, 422))
 
+    if args.undo_link:
+        undo_email_change(browser, args)
+
+
+def undo_email_change(browser, args):
+    step("open the undo link on a phone-sized window: nothing happens until the button is pressed")
+    browser.open(args.undo_link, PHONE)
+    browser.wait("the undo button", lambda: browser.element("undo").is_displayed())
+    browser.check_fragment_gone()
+    if browser.api_responses(UNDO_PATH):
+        raise Failure("the page undid the change on opening, before the button was pressed")
+    browser.screenshot("undo-confirm.png")
+    browser.check_console()
+
+    step("press the button: the old address is back")
+    browser.element("undo").click()
+    browser.wait_for_text("message", TEXT_RESTORED.format(email=args.expect_restored))
+    if browser.element("undo").is_displayed():
+        raise Failure("the undo button is still shown after success")
+    if [status for _, status in browser.api_responses(UNDO_PATH)] != [200]:
+        raise Failure(f"expected one 200 answer to {UNDO_PATH}")
+    browser.screenshot("undo-done.png")
+    browser.check_console()
+
+    step("the used link again shows the API's detail and no button")
+    browser.open(args.undo_link, PHONE)
+    browser.wait("the undo button", lambda: browser.element("undo").is_displayed())
+    browser.element("undo").click()
+    browser.wait("the button to go", lambda: not browser.element("undo").is_displayed())
+    answers = browser.api_responses(UNDO_PATH)
+    if [status for _, status in answers] != [422]:
+        raise Failure(f"expected one 422 answer to {UNDO_PATH}, got {[status for _, status in answers]}")
+    problem = json.loads(browser.driver.execute_cdp_cmd("Network.getResponseBody", {"requestId": answers[0][0]})["body"])
+    if problem.get("code") != "invalid_undo_token":
+        raise Failure(f"expected code invalid_undo_token, got {problem.get('code')!r}")
+    browser.wait_for_text("message", problem["detail"])
+    browser.screenshot("undo-invalid.png")
+    browser.check_console(allowed_network_status=(UNDO_PATH, 422))
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -110,6 +152,8 @@ def main():
     parser.add_argument("--expect-email", required=True, help="address the verify page must name")
     parser.add_argument("--screenshots", required=True, help="directory for the PNG screenshots")
     parser.add_argument("--invalid-reset-link", help="an already-used reset link")
+    parser.add_argument("--undo-link", help="mailed <public-url>/undo-email-change#token=…")
+    parser.add_argument("--expect-restored", help="the address the undo page must say is back")
     parser.add_argument("--timeout", type=float, default=20, help="seconds per wait (default 20)")
     args = parser.parse_args()
     if len(args.new_password) < 8:

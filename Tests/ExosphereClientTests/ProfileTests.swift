@@ -29,7 +29,9 @@ struct ProfileTests {
         #expect(user.hasUnsavedChanges)
         let saved = try await client.save(user)
         #expect(!saved.hasUnsavedChanges)
-        #expect(saved.email == newEmail)
+        // The address waits for the link mailed to it; the rest is saved.
+        #expect(saved.email == email)
+        #expect(saved.pendingEmail == newEmail)
         #expect(saved.lastname == "Lestari")
         #expect(saved.date(forKey: "dateOfBirth") == CalendarDate(year: 1994, month: 5, day: 17))
         #expect(saved.double(forKey: "height") == 177.5)
@@ -46,8 +48,14 @@ struct ProfileTests {
         #expect(schema["weight"] == .integer)
         #expect(schema["isMarried"] == .boolean)
 
+        // The link mailed to the new address applies it.
+        let link = try #require(Exosphere.recoveryLink(from: try await server.mailedLink(to: newEmail, path: "verify-email")))
+        let confirmed = try await client.confirmEmailChange(token: link.token)
+        #expect(confirmed.email == newEmail && confirmed.pendingEmail == nil && confirmed.emailVerified)
+        #expect(client.currentUser == confirmed)
+
         // A second edit of each field, read back by another device.
-        var edited = saved
+        var edited = confirmed
         edited.set(CalendarDate(year: 1994, month: 5, day: 18)!, forKey: "dateOfBirth")
         edited.set(176, forKey: "height")  // an integer literal is accepted for a double field
         edited.set(77, forKey: "weight")

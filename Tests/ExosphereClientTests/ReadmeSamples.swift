@@ -219,6 +219,7 @@ final class GalleryModel {
 final class RecoveryModel {
     let exosphere: Exosphere
     private(set) var resetToken: String?  // set: show the new-password form
+    private(set) var undoToken: String?  // set: ask "put my old address back?"
     var message: String?
 
     init(exosphere: Exosphere) {
@@ -235,7 +236,7 @@ final class RecoveryModel {
         }
     }
 
-    /// `https://…/reset-password#token=…` or `https://…/verify-email#token=…`.
+    /// `https://…/reset-password#token=…`, `…/verify-email#token=…` or `…/undo-email-change#token=…`.
     func open(_ url: URL) async {
         guard let link = Exosphere.recoveryLink(from: url) else { return }
         switch link.kind {
@@ -250,6 +251,9 @@ final class RecoveryModel {
             } catch {
                 message = "Could not verify the address. Please try again."
             }
+        case .emailChangeUndo:
+            // Ask first ("This was not me"), then: every session ends, this one too.
+            undoToken = link.token
         }
     }
 
@@ -269,6 +273,20 @@ final class RecoveryModel {
         } catch {
             message = "Could not set the password. Please try again."
         }
+    }
+
+    /// "This was not me": the old address is back and every device is signed out, this one too.
+    func putOldAddressBack() async {
+        guard let undoToken else { return }
+        do {
+            let email = try await exosphere.undoEmailChange(token: undoToken)
+            message = "\(email) is back on your account. Sign in again, and change your password."
+        } catch let error as ExosphereError where error.code == .invalidUndoToken {
+            message = "This link has expired or was used already."
+        } catch {
+            message = "Could not undo the change. Please try again."
+        }
+        self.undoToken = nil
     }
 
     /// "Send the verification mail again."

@@ -194,6 +194,25 @@ struct ReadmeTests {
         #expect(await phoneRecovery.message == "This link has expired or was used already. Ask for a new one.")
         #expect(await phoneRecovery.resetToken == nil)
         try await app.signIn(email: email, password: "staple battery horse")
+
+        // A change of address: pending until the link mailed to the new address is opened, then
+        // undone from the link mailed to the old one, which signs every device out.
+        var user = try #require(app.currentUser)
+        let newEmail = "moved-" + email
+        user.email = newEmail
+        let saved = try await app.save(user)
+        #expect(saved.email == email && saved.pendingEmail == newEmail)
+        await recovery.open(try await server.mailedLink(to: newEmail, path: "verify-email"))
+        #expect(await recovery.message == "Your email address is verified.")
+        #expect(app.currentUser?.email == newEmail && app.currentUser?.pendingEmail == nil)
+        await recovery.open(try await server.mailedLink(to: email, path: "undo-email-change"))
+        #expect(await recovery.undoToken != nil)
+        await recovery.putOldAddressBack()
+        #expect(await recovery.message == "\(email) is back on your account. Sign in again, and change your password.")
+        #expect(await recovery.undoToken == nil)
+        await #expect(throws: ExosphereError.self) { try await app.fetchUser() }
+        #expect(!app.isSignedIn, "the undo ended every session")
+        try await app.signIn(email: email, password: "staple battery horse")
     }
 }
 

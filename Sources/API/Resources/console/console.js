@@ -412,6 +412,8 @@ function renderUser() {
   $("user-status").textContent = [
     view.disabled ? "Disabled" : "Active",
     view.emailVerified ? "email verified" : "email not verified",
+    // The user asked to move to another address; it applies once its mailed link is opened.
+    ...(view.pendingEmail ? [`change to ${view.pendingEmail} pending`] : []),
     `${view.sessionCount} session${view.sessionCount === 1 ? "" : "s"}`,
     `${view.imageCount} image${view.imageCount === 1 ? "" : "s"}`,
     `last sign-in ${when(view.lastSignInAt)}`, `joined ${when(view.createdAt)}`,
