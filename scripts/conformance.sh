@@ -104,8 +104,9 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # Port 0: the kernel picks a free port; the server logs it. Every request comes from 127.0.0.1, and
-# the fuzzer and its hooks register far more than the 100 users an hour one address may: no limit.
-"$exosphere" serve --host 127.0.0.1 --port 0 --data-dir "$work/postgres" --registration-address-limit 0 \
+# the fuzzer and its hooks register far more than the 100 users an hour one address may, and upload
+# more than the 200 images an hour one user may: no limits.
+"$exosphere" serve --host 127.0.0.1 --port 0 --data-dir "$work/postgres" --registration-address-limit 0 --upload-rate 0 \
     --log-format json --log-level info >"$work/server.log" 2>&1 &
 server_pid=$!
 port=

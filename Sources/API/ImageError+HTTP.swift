@@ -3,16 +3,20 @@ import HTTPServer
 import Images
 import Thumbnails
 
-/// Image codes to statuses: not found `404`, too large `413`, every refusal of the bytes `422`.
+/// Image codes to statuses: not found `404`, too large or over the quota `413`, too many uploads
+/// `429` (with `Retry-After`), every refusal of the bytes `422`.
 extension ImageError: HTTPResponseError {
     public var problem: Problem {
         let status: HTTPStatus
         switch code {
         case .notFound: status = .notFound
-        case .tooLarge: status = .contentTooLarge
+        case .tooLarge, .quotaExceeded: status = .contentTooLarge
+        case .tooManyUploads: status = .tooManyRequests
         default: status = .unprocessableContent
         }
-        return Problem(status: status, code: code.rawValue, detail: detail)
+        var headers = HTTPHeaders()
+        if let retryAfterSeconds { headers.add(name: "Retry-After", value: String(retryAfterSeconds)) }
+        return Problem(status: status, code: code.rawValue, detail: detail, headers: headers)
     }
 }
 

@@ -1,7 +1,8 @@
 /// Why bytes were refused as an image: a stable code and a detail safe to show to the client.
 ///
 /// The detail names formats and numbers only; it never echoes the uploaded bytes. The API maps
-/// codes to statuses (`image_not_found` to `404`, `image_too_large` to `413`, the rest to `422`).
+/// codes to statuses (`image_not_found` to `404`, `image_too_large` and `quota_exceeded` to `413`,
+/// `too_many_uploads` to `429`, the rest to `422`).
 public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     /// A stable, machine-readable code.
     public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
@@ -31,6 +32,10 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible, Cu
         case invalidSize = "invalid_size"
         /// The image's bytes passed the header checks but cannot be decoded into a thumbnail.
         case undecodable = "undecodable_image"
+        /// The user uploaded as many images as the deployment allows in an hour (`retryAfterSeconds`).
+        case tooManyUploads = "too_many_uploads"
+        /// The user's images would take more bytes than the deployment allows one user.
+        case quotaExceeded = "quota_exceeded"
     }
 
     public let code: Code
@@ -40,12 +45,15 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible, Cu
     public let detected: ImageFormat?
     /// Where in the bytes the problem was found, for logs.
     public let offset: Int?
+    /// For `tooManyUploads`: when to try again.
+    public let retryAfterSeconds: Int?
 
-    public init(_ code: Code, _ detail: String, detected: ImageFormat? = nil, offset: Int? = nil) {
+    public init(_ code: Code, _ detail: String, detected: ImageFormat? = nil, offset: Int? = nil, retryAfterSeconds: Int? = nil) {
         self.code = code
         self.detail = detail
         self.detected = detected
         self.offset = offset
+        self.retryAfterSeconds = retryAfterSeconds
     }
 
     public var description: String { "\(code): \(detail)" }

@@ -37,6 +37,28 @@ enum ImageRepository {
         return try decode(rows[0])
     }
 
+    /// Makes a user's uploads take turns until the transaction ends (an advisory lock: profile
+    /// writes, which lock the user's row, are not held up).
+    static func lockUploads(_ connection: PostgresConnection, userID: UUID) throws {
+        try connection.execute("SELECT pg_advisory_xact_lock(hashtextextended('exosphere.uploads.' || \(userID)::text, 0))")
+    }
+
+    /// Counts an upload on the user's hourly throttle (`exo_throttle_acquire`, migration 0003);
+    /// nil when it is allowed, else the seconds until it would be.
+    static func countUpload(_ connection: PostgresConnection, userID: UUID, limit: Int) throws -> Int? {
+        let wait = try connection.query(
+            """
+            SELECT exo_throttle_acquire(ARRAY[\("upload:user:" + userID.uuidString.lowercased())]::text[], ARRAY[\(limit)]::integer[],
+                                        ARRAY[3600]::double precision[])
+            """)[0].decode(Int32.self, at: 0)
+        return wait > 0 ? Int(wait) : nil
+    }
+
+    /// The bytes of the user's originals.
+    static func storedBytes(_ connection: PostgresConnection, userID: UUID) throws -> Int {
+        try connection.query("SELECT COALESCE(sum(byte_size), 0)::bigint FROM images WHERE user_id = \(userID)")[0].decode(Int.self, at: 0)
+    }
+
     /// `COPY` streams the bytes to the server without a second copy in this process.
     static func insertData(_ connection: PostgresConnection, id: UUID, bytes: UnsafeRawBufferPointer) throws {
         try connection.copyIn("COPY image_data (image_id, bytes) FROM STDIN (FORMAT binary)") { writer in

@@ -22,6 +22,10 @@ public final class ImageService: Sendable {
         public var directory = "./.exosphere/images"
         /// The largest image, in bytes.
         public var maxBytes = 10 << 20
+        /// Uploads one user may make in an hour (0: no limit).
+        public var uploadsPerHour = 200
+        /// The bytes of originals one user may keep (0: no limit).
+        public var quotaBytes = 1 << 30
         /// How long `/metrics` reuses its count of images and bytes (a count reads every row).
         public var totalsMaxAgeSeconds: Double = 60
         /// Pixel limits, checked from the headers.
@@ -109,6 +113,7 @@ public final class ImageService: Sendable {
         switch configuration.storage {
         case .database:
             return try pool.withTransaction { connection in
+                try admit(bytes.count, of: userID, connection)
                 let image = try ImageRepository.insert(
                     connection, id: id, userID: userID, info: info, byteSize: bytes.count,
                     sha256: digest, storage: .database)
@@ -124,6 +129,7 @@ public final class ImageService: Sendable {
             }
             do {
                 return try pool.withTransaction { connection in
+                    try admit(bytes.count, of: userID, connection)
                     try ImageRepository.lockDirectory(connection, prefix: ImageDirectory.prefix(of: id), exclusive: false)
                     if !published {
                         try directory.publish(temporary, as: id)
@@ -143,6 +149,29 @@ public final class ImageService: Sendable {
                 // COMMIT it may exist, so the file stays (the sweep removes it if it is an orphan).
                 if published, rolledBack { _ = try? directory.remove(id) }
                 throw error
+            }
+        }
+    }
+
+    /// The user's limits, in the upload's transaction: uploads an hour (counted only when the
+    /// upload commits) and bytes kept. The user's uploads take turns here, so that two at once
+    /// cannot both fit in the room left for one.
+    private func admit(_ byteSize: Int, of userID: UUID, _ connection: PostgresConnection) throws {
+        guard configuration.uploadsPerHour > 0 || configuration.quotaBytes > 0 else { return }
+        try ImageRepository.lockUploads(connection, userID: userID)
+        if configuration.uploadsPerHour > 0,
+            let wait = try ImageRepository.countUpload(connection, userID: userID, limit: configuration.uploadsPerHour)
+        {
+            throw ImageError(
+                .tooManyUploads, "At most \(configuration.uploadsPerHour) uploads an hour; try again later.", retryAfterSeconds: wait)
+        }
+        if configuration.quotaBytes > 0 {
+            let stored = try ImageRepository.storedBytes(connection, userID: userID)
+            if stored + byteSize > configuration.quotaBytes {
+                throw ImageError(
+                    .quotaExceeded,
+                    "The user's images take \(stored) bytes; this one (\(byteSize)) would pass the quota of \(configuration.quotaBytes). Delete some first."
+                )
             }
         }
     }

@@ -319,6 +319,18 @@ extension Configuration {
             config.images.maxBytes = try integer(value, "--image-max-bytes", 1...(1 << 30))
         },
         Option(
+            flag: "--upload-rate", environment: "EXOSPHERE_UPLOAD_RATE", placeholder: "N",
+            help: "image uploads one user may make in an hour (0: no limit)", defaultValue: { String($0.images.uploadsPerHour) }
+        ) { config, value throws(ConfigurationError) in
+            config.images.uploadsPerHour = try integer(value, "--upload-rate", 0...1_000_000)
+        },
+        Option(
+            flag: "--image-quota-bytes", environment: "EXOSPHERE_IMAGE_QUOTA_BYTES", placeholder: "BYTES",
+            help: "bytes of images one user may keep (0: no limit)", defaultValue: { String($0.images.quotaBytes) }
+        ) { config, value throws(ConfigurationError) in
+            config.images.quotaBytes = try integer(value, "--image-quota-bytes", 0...(1 << 50))
+        },
+        Option(
             flag: "--signed-url-seconds", environment: "EXOSPHERE_SIGNED_URL_SECONDS", placeholder: "SECONDS",
             help: "how long an image's signedUrl works (at most a week)", defaultValue: { String($0.signedURLSeconds) }
         ) { config, value throws(ConfigurationError) in
