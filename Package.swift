@@ -100,7 +100,7 @@ let package = Package(
         .testTarget(
             name: "AccountsTests",
             dependencies: ["Accounts", "Cryptography", "JSON", "Migrations", "Postgres", "PostgresCluster", "StructuredLogging"]),
-        .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport"]),
+        .testTarget(name: "ImagesTests", dependencies: ["Images", "Thumbnails", "TestSupport"]),
         // BlurHash, the frames, and the helper pool against real `exosphere thumbnailer` processes.
         .testTarget(name: "ThumbnailsTests", dependencies: ["Thumbnails", "StructuredLogging", "TestSupport", "Files"]),
         .testTarget(

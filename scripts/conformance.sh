@@ -291,9 +291,9 @@ def _tolerated_field_error(error, body):
 #       written is 422 invalid_cursor;
 #   GET /users/me/images/{id}: a Range outside the image is 416.
 # And those of account recovery, which depend on state no schema holds:
-#   POST /users/password-reset/confirm, POST /users/verify-email: a well-formed token that the
-#       server did not mail (or that is used, expired or superseded) is 422 invalid_reset_token or
-#       invalid_verification_token;
+#   POST /users/password-reset/confirm, POST /users/verify-email, POST /users/email-change/undo: a
+#       well-formed token that the server did not mail (or that is used, expired or superseded) is
+#       422 invalid_reset_token, invalid_verification_token or invalid_undo_token;
 #   GET /users/me/activity: as the image list, 422 invalid_cursor.
 _IMAGE_CODES = {
     ("POST", "/users/me/images"): {
@@ -307,6 +307,7 @@ _IMAGE_CODES = {
     ("HEAD", "/users/me/images/{id}"): {416: None},
     ("POST", "/users/password-reset/confirm"): {422: {"invalid_reset_token"}},
     ("POST", "/users/verify-email"): {422: {"invalid_verification_token"}},
+    ("POST", "/users/email-change/undo"): {422: {"invalid_undo_token"}},
     ("GET", "/users/me/activity"): {422: {"invalid_cursor"}},
     ("HEAD", "/users/me/activity"): {422: {"invalid_cursor"}},
 }

@@ -36,6 +36,7 @@ static inline int clinux_sched_idle(void) { return 5; }
 #include <stddef.h>
 #include <errno.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/audit.h>
@@ -50,14 +51,28 @@ static inline int clinux_sched_idle(void) { return 5; }
 #endif
 
 /// Confines the calling process (all its threads, present and future, and anything it could
-/// exec) to the system calls an image decoder needs once its libraries are loaded: memory,
-/// reading and writing file descriptors already open, threads, time, signals to itself and
-/// exiting. Every other call (open, socket, connect, exec, fork, ptrace…) fails with EPERM; a
-/// call from another architecture's ABI kills the process. Returns 0 when installed, -1 with
-/// errno when the kernel refuses, -2 on an architecture this filter does not know.
-static inline int clinux_confine_to_decoding(void) {
+/// exec) to the system calls an image decoder needs once its libraries are loaded: memory that is
+/// never executable, reading and writing file descriptors already open, threads, time, signals and
+/// limits of this process only (`pid`, the caller's own), and exiting. Every other call (open,
+/// socket, connect, exec, fork, ptrace, a signal or a limit for another process, a mapping with
+/// PROT_EXEC…) fails with EPERM; a call from another architecture's ABI kills the process. Returns
+/// 0 when installed, -1 with errno when the kernel refuses, -2 on an architecture this filter does
+/// not know.
+static inline int clinux_confine_to_decoding(pid_t pid) {
 #ifdef CLINUX_AUDIT_ARCH
 #define CLINUX_ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+#define CLINUX_ARG_LOW(n) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[n]))
+// A pid argument is a pid_t: the kernel reads the low 32 bits only.
+#define CLINUX_ALLOW_OWN_PID_ONLY(nr) \
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 5), CLINUX_ARG_LOW(0), \
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0), BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)pid, 0, 1), \
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
+// Every library is loaded before the filter: no mapping needs to be executable any more, so none
+// may become one (no JIT, no code written and then run).
+#define CLINUX_ALLOW_NOT_EXECUTABLE(nr) \
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 5), CLINUX_ARG_LOW(2), \
+        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, PROT_EXEC), BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROT_EXEC, 1, 0), \
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
     struct sock_filter filter[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CLINUX_AUDIT_ARCH, 1, 0),
@@ -68,36 +83,51 @@ static inline int clinux_confine_to_decoding(void) {
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        CLINUX_ARG_LOW(0),
         BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        // abort() and raise() signal a thread of this process; setrlimit is prlimit64(0, …).
+        CLINUX_ALLOW_OWN_PID_ONLY(__NR_tgkill),
+        CLINUX_ALLOW_OWN_PID_ONLY(__NR_prlimit64),
+        CLINUX_ALLOW_NOT_EXECUTABLE(__NR_mmap),
+        CLINUX_ALLOW_NOT_EXECUTABLE(__NR_mprotect),
         CLINUX_ALLOW(__NR_read), CLINUX_ALLOW(__NR_write), CLINUX_ALLOW(__NR_readv), CLINUX_ALLOW(__NR_writev),
         CLINUX_ALLOW(__NR_close), CLINUX_ALLOW(__NR_fstat), CLINUX_ALLOW(__NR_lseek),
-        CLINUX_ALLOW(__NR_mmap), CLINUX_ALLOW(__NR_munmap), CLINUX_ALLOW(__NR_mremap), CLINUX_ALLOW(__NR_mprotect),
+        CLINUX_ALLOW(__NR_munmap), CLINUX_ALLOW(__NR_mremap),
         CLINUX_ALLOW(__NR_brk), CLINUX_ALLOW(__NR_madvise), CLINUX_ALLOW(__NR_futex),
         CLINUX_ALLOW(__NR_set_robust_list), CLINUX_ALLOW(__NR_rseq), CLINUX_ALLOW(__NR_membarrier),
         CLINUX_ALLOW(__NR_exit), CLINUX_ALLOW(__NR_exit_group), CLINUX_ALLOW(__NR_rt_sigreturn),
         CLINUX_ALLOW(__NR_rt_sigprocmask), CLINUX_ALLOW(__NR_rt_sigaction), CLINUX_ALLOW(__NR_sigaltstack),
         CLINUX_ALLOW(__NR_clock_gettime), CLINUX_ALLOW(__NR_clock_nanosleep), CLINUX_ALLOW(__NR_nanosleep),
-        CLINUX_ALLOW(__NR_gettimeofday), CLINUX_ALLOW(__NR_getrusage), CLINUX_ALLOW(__NR_prlimit64), CLINUX_ALLOW(__NR_setitimer),
+        CLINUX_ALLOW(__NR_gettimeofday), CLINUX_ALLOW(__NR_getrusage), CLINUX_ALLOW(__NR_setitimer),
         CLINUX_ALLOW(__NR_setrlimit), CLINUX_ALLOW(__NR_getrlimit), CLINUX_ALLOW(__NR_sched_yield),
         CLINUX_ALLOW(__NR_sched_getaffinity), CLINUX_ALLOW(__NR_gettid), CLINUX_ALLOW(__NR_getpid),
-        CLINUX_ALLOW(__NR_getrandom), CLINUX_ALLOW(__NR_restart_syscall),
+        CLINUX_ALLOW(__NR_getppid), CLINUX_ALLOW(__NR_getrandom), CLINUX_ALLOW(__NR_restart_syscall),
 #ifdef __NR_newfstatat
         CLINUX_ALLOW(__NR_newfstatat),
 #endif
-        // abort() and raise() signal this thread only.
-        CLINUX_ALLOW(__NR_tgkill),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
     };
 #undef CLINUX_ALLOW
+#undef CLINUX_ARG_LOW
+#undef CLINUX_ALLOW_OWN_PID_ONLY
+#undef CLINUX_ALLOW_NOT_EXECUTABLE
     struct sock_fprog program = {(unsigned short)(sizeof(filter) / sizeof(filter[0])), filter};
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
     return (int)syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) == 0 ? 0 : -1;
 #else
+    (void)pid;
     return -2;
 #endif
+}
+
+/// tgkill(2) and a read of prlimit64(2), for the tests' simulation of a taken-over helper: what
+/// the seccomp filter answers for another process and for this one. 0, or -1 with errno.
+static inline int clinux_tgkill(pid_t tgid, pid_t tid, int sig) { return (int)syscall(__NR_tgkill, tgid, tid, sig); }
+static inline int clinux_read_prlimit(pid_t pid) {
+    struct rlimit limit;
+    return (int)syscall(__NR_prlimit64, pid, RLIMIT_NOFILE, (void *)0, &limit);
 }
 
 /// close_range(first, ~0U, 0): closes every descriptor from `first` up.

@@ -10,6 +10,9 @@
 /// ImageMagick, PDF, SVG, TIFF, FITS… loaders).
 static inline int exo_vips_start(const char *argv0) {
     if (VIPS_INIT(argv0)) return -1;
+    // No ORC: its JIT needs memory that is writable and executable, which the helper's seccomp
+    // filter refuses (a decoder exploit must not get a place to write code and run it).
+    vips_vector_set_enabled(FALSE);
     vips_concurrency_set(1);
     vips_cache_set_max(0);
     vips_cache_set_max_mem(0);

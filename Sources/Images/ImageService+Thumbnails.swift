@@ -102,7 +102,16 @@ extension ImageService {
         let original = try originalBytes(of: image)
         let job = ThumbnailJob(
             renditions: specs, placeholders: image.blurhash == nil, maxPixels: configuration.limits.maxPixels, cpuSeconds: 0)
-        switch try original.withUnsafeBytes({ try thumbnailer.render(job, original: $0) }) {
+        var outcome = try original.withUnsafeBytes { try thumbnailer.render(job, original: $0) }
+        if case .made(let renditions, _) = outcome, let odd = renditions.first(where: { !Self.isWhatItSays($0) }) {
+            // The pool checked the renditions, sizes and signatures; the headers' own dimensions
+            // must agree too. A helper has one image, so a lie is this file's doing.
+            logger.error(
+                "a thumbnail helper's rendition is not what it says",
+                ["image.id": image.id.uuidString.lowercased(), "rendition": "\(odd.spec) \(odd.width)×\(odd.height)"])
+            outcome = .undecodable("the decoder's answer was not the rendition asked for")
+        }
+        switch outcome {
         case .undecodable(let reason):
             logger.info("an image cannot be decoded", ["image.id": image.id.uuidString.lowercased(), "reason": reason])
             try pool.withConnection { try ThumbnailRepository.setError($0, id: image.id, reason) }
@@ -111,6 +120,13 @@ extension ImageService {
             try store(renditions, placeholders, of: image.id)
             return renditions
         }
+    }
+
+    /// Whether a rendition's bytes are an image of its format with the dimensions it declares.
+    static func isWhatItSays(_ rendition: Rendition) -> Bool {
+        let format: ImageFormat = rendition.spec.format == .webp ? .webp : .jpeg
+        guard case .success(let info) = ImageInspector.inspect(rendition.bytes, declared: format) else { return false }
+        return info.width == rendition.width && info.height == rendition.height
     }
 
     /// Stores thumbnails where the image's bytes are, under a lock of the image's row: a move, a

@@ -9,27 +9,38 @@ import Thumbnails
 /// Before the first image it closes every other descriptor it inherited, loads libvips (with every
 /// loader blocked but the five accepted formats), then confines itself: no core dumps, no file
 /// written, an address-space limit, and a seccomp filter that leaves it the system calls of
-/// decoding (no open, socket, exec or fork). Each image gets a CPU-time allowance, set with
-/// `RLIMIT_CPU` before it starts: a file that makes a decoder spin gets the process killed by the
-/// kernel, and the server replaces it.
+/// decoding (no open, socket, exec or fork, no signal or limit for another process, no executable
+/// memory). Each image gets a CPU-time allowance before it starts: a file that makes a decoder spin
+/// gets the process killed by the kernel. The server gives each helper one image and then ends it,
+/// so no helper ever holds two images (or two users' images).
 public enum ThumbnailerProcess {
     public struct Options: Sendable {
         /// The address-space limit, in bytes.
         public var memoryLimitBytes: Int = 1 << 30
         /// Whether to install the seccomp filter.
         public var seccomp = true
+        /// For tests only (`--simulate-compromise`): behave as a decoder taken over by a crafted
+        /// file would, once confined, so that the tests can show what it can and cannot do.
+        public var compromise: Compromise?
 
         public init() {}
+    }
+
+    /// What a taken-over helper tries.
+    public enum Compromise: String, Sendable {
+        /// Signal and limit the server, map executable memory; answers what each call returned.
+        case escape
+        /// Answers a rendition of another size than the one asked for.
+        case wrongSize = "wrong-size"
+        /// Answers a rendition in another format than the one asked for.
+        case wrongFormat = "wrong-format"
     }
 
     /// Runs until stdin is closed; the process's exit status.
     public static func run(_ options: Options, argv0: String) -> Int32 {
         _ = clinux_close_from(3)
         signal(SIGPIPE, SIG_IGN)
-        // libvips' ORC JIT first tries to write its code to a temporary file it maps twice
-        // (writable, executable). The filter refuses the open and ORC falls back to an anonymous
-        // writable and executable mapping (1.8× faster than without ORC, measured); without the
-        // filter (--no-seccomp) the write meets RLIMIT_FSIZE, which must fail, not kill.
+        // A write that meets RLIMIT_FSIZE (without the filter, --no-seccomp) must fail, not kill.
         signal(SIGXFSZ, SIG_IGN)
         guard exo_vips_start(argv0) == 0 else {
             report("libvips failed to start")
@@ -40,7 +51,7 @@ public enum ThumbnailerProcess {
         _ = setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
         limit = rlimit(rlim_cur: rlim_t(options.memoryLimitBytes), rlim_max: rlim_t(options.memoryLimitBytes))
         _ = setrlimit(Int32(RLIMIT_AS.rawValue), &limit)
-        if options.seccomp, clinux_confine_to_decoding() != 0 {
+        if options.seccomp, clinux_confine_to_decoding(getpid()) != 0 {
             report("the seccomp filter could not be installed")
             return 71
         }
@@ -50,25 +61,76 @@ public enum ThumbnailerProcess {
                 report("a malformed request")
                 return 65
             }
-            allowCPU(seconds: job.cpuSeconds)
-            let outcome = frame.withUnsafeBytes { Renderer.run(job, original: UnsafeRawBufferPointer(rebasing: $0[range])) }
+            guard allowCPU(seconds: job.cpuSeconds) else {
+                // Without its allowance an image could be blamed for time it did not use: end
+                // here, and the server tries again on a fresh helper.
+                report("the CPU allowance could not be set")
+                return 72
+            }
+            var outcome: ThumbnailOutcome
+            if let compromise = options.compromise {
+                outcome = frame.withUnsafeBytes { simulate(compromise, job, original: UnsafeRawBufferPointer(rebasing: $0[range])) }
+            } else {
+                outcome = frame.withUnsafeBytes { Renderer.run(job, original: UnsafeRawBufferPointer(rebasing: $0[range])) }
+            }
             guard writeAll(1, ThumbnailWire.encode(outcome)) else { return 0 }
         }
         return 0
     }
 
-    /// The process's CPU time (all threads) may grow by `seconds` for this image: a profiling
-    /// timer, whose `SIGPROF` ends the process, counts it to the millisecond. `RLIMIT_CPU` (whole
-    /// seconds, counted over the process's life) stands behind it a second later: `SIGXCPU`.
-    static func allowCPU(seconds: Int) {
+    /// The process's CPU time (all threads) may grow by `seconds` for this image, counted from
+    /// now: a profiling timer, whose `SIGPROF` ends the process, counts it to the millisecond, and
+    /// the soft `RLIMIT_CPU` (whole seconds, counted over the process's life, so set from what it
+    /// used so far) stands behind it a second later: `SIGXCPU`. Only the soft limit moves: raising
+    /// the hard one needs a privilege (an earlier version set both, so its second image's limit
+    /// silently stayed the first one's). False when either could not be set.
+    static func allowCPU(seconds: Int) -> Bool {
         let allowance = max(1, seconds)
         var timer = itimerval(it_interval: timeval(tv_sec: 0, tv_usec: 0), it_value: timeval(tv_sec: allowance, tv_usec: 0))
-        _ = setitimer(Int32(ITIMER_PROF.rawValue), &timer, nil)
+        guard setitimer(Int32(ITIMER_PROF.rawValue), &timer, nil) == 0 else { return false }
         var usage = rusage()
-        _ = getrusage(RUSAGE_SELF.rawValue, &usage)
+        guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return false }
         let used = Int(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + 1
-        var limit = rlimit(rlim_cur: rlim_t(used + allowance + 1), rlim_max: rlim_t(used + allowance + 2))
-        _ = setrlimit(Int32(RLIMIT_CPU.rawValue), &limit)
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_CPU.rawValue), &limit) == 0 else { return false }
+        let wanted = rlim_t(used + allowance + 1)
+        guard limit.rlim_max == rlim_t.max || limit.rlim_max >= wanted else { return false }  // rlim_t.max: RLIM_INFINITY
+        limit.rlim_cur = wanted
+        return setrlimit(Int32(RLIMIT_CPU.rawValue), &limit) == 0
+    }
+
+    /// A decoder taken over by a crafted file, for tests: tries what such code would.
+    static func simulate(_ compromise: Compromise, _ job: ThumbnailJob, original: UnsafeRawBufferPointer) -> ThumbnailOutcome {
+        func outcome(_ result: Int) -> String { result == 0 ? "allowed" : (errno == EPERM ? "EPERM" : "errno \(errno)") }
+        switch compromise {
+        case .escape:
+            let server = getppid()
+            // Signal 0 checks without harming: only the filter's answer is of interest.
+            let signalServer = outcome(Int(clinux_tgkill(server, server, 0)))
+            let limitServer = outcome(Int(clinux_read_prlimit(server)))
+            let signalSelf = outcome(Int(clinux_tgkill(getpid(), gettid(), 0)))
+            let limitSelf = outcome(Int(clinux_read_prlimit(0)))
+            let executable = mmap(nil, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+            let mapWX = outcome(executable == MAP_FAILED ? -1 : 0)
+            let writable = mmap(nil, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+            let protectX = writable == MAP_FAILED ? "no mapping" : outcome(Int(mprotect(writable, 4096, PROT_READ | PROT_EXEC)))
+            return .undecodable(
+                "pid=\(getpid()) tgkill(server)=\(signalServer) prlimit(server)=\(limitServer) tgkill(self)=\(signalSelf) "
+                    + "prlimit(self)=\(limitSelf) mmap(wx)=\(mapWX) mprotect(x)=\(protectX)")
+        case .wrongSize, .wrongFormat:
+            var asked = job
+            asked.renditions = job.renditions.map { spec in
+                compromise == .wrongSize
+                    ? ThumbnailSpec(size: spec.size * 2, format: spec.format)
+                    : ThumbnailSpec(size: spec.size, format: spec.format == .webp ? .jpeg : .webp)
+            }
+            guard case .made(let renditions, let placeholders) = Renderer.run(asked, original: original) else {
+                return .undecodable("the simulation could not render")
+            }
+            // Labelled as what was asked for.
+            return .made(
+                zip(job.renditions, renditions).map { Rendition(spec: $0, width: $1.width, height: $1.height, bytes: $1.bytes) }, placeholders)
+        }
     }
 
     static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {

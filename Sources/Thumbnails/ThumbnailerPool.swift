@@ -5,16 +5,20 @@ import Threads
 
 /// A small pool of `exosphere thumbnailer` helper processes: the only place images are decoded.
 ///
-/// Each helper handles one image at a time over a socket pair (its stdin and stdout). A helper
-/// that dies (a crafted file crashed its decoder, it ran out of its CPU allowance, someone killed
-/// it), answers nonsense or misses the deadline is killed, reaped and replaced by a fresh one when
-/// next needed; the request it was serving gets an answer:
-/// - killed by a signal other than `SIGXCPU`: tried once more on a fresh helper, since the helper
-///   may have died of something else than the file; a second death is `undecodable`;
-/// - `SIGPROF` or `SIGXCPU` (the file made the decoder spin through its CPU allowance) or the
-///   wall-clock deadline passed: `undecodable`;
-/// - every helper busy and `queueLimit` requests waiting, or none free within the deadline:
-///   `ThumbnailsUnavailable` (a `503` with `Retry-After`).
+/// Each helper decodes one image, over a socket pair (its stdin and stdout), and is then ended:
+/// no helper ever holds two images, so a decoder taken over by a crafted file sees no other
+/// user's original and cannot touch another image's thumbnails. A fresh helper is started as one
+/// ends, so that the next image finds it ready. What a helper answers is checked against what it
+/// was asked (the renditions, their sizes and formats); the request gets an answer:
+/// - killed by a signal other than `SIGPROF`/`SIGXCPU`: tried once more on a fresh helper, since
+///   the helper may have died of something else than the file; a second such death is `undecodable`;
+/// - `SIGPROF` or `SIGXCPU`: the file made the decoder spend its whole CPU allowance (counted for
+///   this image alone): `undecodable`;
+/// - an answer that is not what was asked: `undecodable` (the file took the decoder over);
+/// - the wall-clock deadline passed without the allowance spent (a machine too busy to give the
+///   helper its CPU), a helper that exits without a signal twice, every helper busy with
+///   `queueLimit` requests waiting, or none free within the deadline: `ThumbnailsUnavailable` (a
+///   `503` with `Retry-After`), a verdict never remembered.
 public final class ThumbnailerPool: Sendable {
     public struct Configuration: Sendable {
         /// The `exosphere` executable; the helpers run `<executable> thumbnailer`.
@@ -33,6 +37,8 @@ public final class ThumbnailerPool: Sendable {
         public var queueLimit = 64
         /// Whether helpers install their seccomp filter.
         public var seccomp = true
+        /// More arguments for `exosphere thumbnailer` (tests: `--simulate-compromise KIND`).
+        public var helperArguments: [String] = []
 
         public init() {}
     }
@@ -79,19 +85,28 @@ public final class ThumbnailerPool: Sendable {
             let result = helper.exchange(frame, deadline: monotonicNanoseconds() + UInt64(configuration.deadlineSeconds * 1e9))
             switch result {
             case .answered(let outcome):
-                checkIn(helper)
+                _ = retire(helper, answered: true)
+                if let mismatch = Self.mismatch(outcome, job) {
+                    count { $0.undecodable += 1 }
+                    logger.error("a thumbnail helper answered what it was not asked", ["pid": String(helper.pid), "reason": mismatch])
+                    return .undecodable("the decoder's answer was not the rendition asked for")
+                }
                 count { if case .made = outcome { $0.made += 1 } else { $0.undecodable += 1 } }
                 return outcome
-            case .died(let signal):
-                let status = retire(helper)
+            case .died:
+                let signal = retire(helper)
                 count { $0.helperDeaths += 1 }
-                logger.warning(
-                    "a thumbnail helper died", ["pid": String(helper.pid), "signal": String(status ?? signal ?? 0), "attempt": String(attempt)])
-                if status == SIGPROF || status == SIGXCPU {
+                logger.warning("a thumbnail helper died", ["pid": String(helper.pid), "signal": String(signal ?? 0), "attempt": String(attempt)])
+                if signal == SIGPROF || signal == SIGXCPU {
                     count { $0.undecodable += 1 }
                     return .undecodable("decoding used the whole CPU allowance of \(configuration.cpuSeconds) s")
                 }
                 if attempt == 2 {
+                    guard signal != nil else {
+                        // Exited on its own (it could not set up, say): nothing says the file is at fault.
+                        count { $0.unavailable += 1 }
+                        throw ThumbnailsUnavailable("thumbnail helpers exit before answering")
+                    }
                     count { $0.undecodable += 1 }
                     return .undecodable("the decoder crashed on this file twice")
                 }
@@ -100,10 +115,12 @@ public final class ThumbnailerPool: Sendable {
                 count {
                     $0.helperDeaths += 1
                     $0.timeouts += 1
-                    $0.undecodable += 1
+                    $0.unavailable += 1
                 }
+                // Its CPU allowance (a profiling timer) would have ended it had the file made it
+                // spin: the machine did not give it the time. Try again later, blame nothing.
                 logger.warning("a thumbnail helper missed its deadline and was killed", ["pid": String(helper.pid)])
-                return .undecodable("decoding took longer than \(configuration.deadlineSeconds) s")
+                throw ThumbnailsUnavailable("decoding took longer than \(configuration.deadlineSeconds) s on a busy machine")
             case .malformed(let reason):
                 _ = retire(helper)
                 count { $0.helperDeaths += 1 }
@@ -112,6 +129,28 @@ public final class ThumbnailerPool: Sendable {
             }
         }
         return .undecodable("unreachable")
+    }
+
+    /// Why an answer is not the one `job` asked for, if it is not: the renditions asked, in
+    /// order, each within its size and in its format (by the bytes' signature).
+    static func mismatch(_ outcome: ThumbnailOutcome, _ job: ThumbnailJob) -> String? {
+        guard case .made(let renditions, let placeholders) = outcome else { return nil }
+        guard renditions.map(\.spec) == job.renditions else { return "renditions \(renditions.map(\.spec)), asked \(job.renditions)" }
+        for rendition in renditions {
+            let size = rendition.spec.size
+            guard (1...size).contains(rendition.width), (1...size).contains(rendition.height) else {
+                return "\(rendition.width)×\(rendition.height) for \(rendition.spec)"
+            }
+            let bytes = rendition.bytes
+            let signed: Bool
+            switch rendition.spec.format {
+            case .webp: signed = bytes.count > 12 && bytes[0..<4].elementsEqual("RIFF".utf8) && bytes[8..<12].elementsEqual("WEBP".utf8)
+            case .jpeg: signed = bytes.starts(with: [0xFF, 0xD8, 0xFF])
+            }
+            guard signed else { return "bytes that are not \(rendition.spec.format) for \(rendition.spec)" }
+        }
+        if job.placeholders != (placeholders != nil) { return "placeholders \(placeholders != nil), asked \(job.placeholders)" }
+        return nil
     }
 
     /// Stops every idle helper (closing its socket ends it) and makes later requests `unavailable`;
@@ -175,27 +214,40 @@ public final class ThumbnailerPool: Sendable {
         }
     }
 
-    private func checkIn(_ helper: Helper) {
-        let stop = lock.withLock {
-            busy.remove(helper.pid)
-            if stopped {
-                alive -= 1
-                return true
-            }
-            idle.append(helper)
-            lock.signal()
-            return false
-        }
-        if stop { helper.stop() }
-    }
-
-    /// Kills and reaps a helper; the signal that ended it, if one did.
-    private func retire(_ helper: Helper) -> Int32? {
-        let signal = helper.kill()
-        lock.withLock {
+    /// Ends a helper after its one image (killed and reaped: the signal that ended it, if one
+    /// did) and starts a fresh one in its place, which starts up while nobody waits for it.
+    private func retire(_ helper: Helper, answered: Bool = false) -> Int32? {
+        var signal: Int32?
+        if answered { helper.end() } else { signal = helper.kill() }
+        let replace = lock.withLock {
             busy.remove(helper.pid)
             alive -= 1
-            lock.signal()
+            guard !stopped, alive < configuration.helpers else {
+                lock.signal()
+                return false
+            }
+            alive += 1
+            return true
+        }
+        guard replace else { return signal }
+        do {
+            let fresh = try Helper.start(configuration)
+            let kept = lock.withLock {
+                defer { lock.signal() }
+                guard !stopped else {
+                    alive -= 1
+                    return false
+                }
+                idle.append(fresh)
+                return true
+            }
+            if !kept { fresh.stop() }
+        } catch {
+            lock.withLock {
+                alive -= 1
+                lock.signal()
+            }
+            logger.error("a thumbnail helper could not be started", ["error": "\(error)"])
         }
         return signal
     }
@@ -254,6 +306,7 @@ final class Helper: @unchecked Sendable {
             "exosphere", "thumbnailer", "--thumbnail-memory-mb", String(configuration.memoryLimitMB),
         ]
         if !configuration.seccomp { arguments.append("--no-seccomp") }
+        arguments += configuration.helperArguments
         // One arena per thread would reserve 64 MiB of address space each against RLIMIT_AS.
         let environment = ["MALLOC_ARENA_MAX=2", "VIPS_WARNING=0", "PATH=/usr/bin:/bin"]
         let argv = arguments.map { strdup($0) } + [nil]
@@ -336,11 +389,12 @@ final class Helper: @unchecked Sendable {
         _ = waitpid(pid, &status, 0)
     }
 
-    /// Kills and reaps; the signal that ended the process (SIGKILL if this call did).
+    /// Kills and reaps; the signal that ended the process (SIGKILL if this call did), nil when it
+    /// exited on its own.
     func kill() -> Int32? {
         close(socket)
         var status: Int32 = 0
-        // It may already be dead (the socket closed because it died): reap it with its own signal.
+        // It may be dying already (its socket closed because it died): reap it with its own signal.
         var reaped = false
         for _ in 0..<50 where !reaped {
             reaped = waitpid(pid, &status, WNOHANG) == pid
@@ -352,5 +406,13 @@ final class Helper: @unchecked Sendable {
         }
         let signaled = (status & 0x7f) != 0 && (status & 0x7f) != 0x7f
         return signaled ? status & 0x7f : nil
+    }
+
+    /// Ends a helper that answered: killed at once and reaped (nothing of it is worth waiting for).
+    func end() {
+        close(socket)
+        Glibc.kill(pid, SIGKILL)
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, 0)
     }
 }

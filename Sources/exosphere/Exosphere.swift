@@ -120,6 +120,10 @@ enum Exosphere {
                 } else if flag == "--thumbnail-memory-mb", let value = rest.first.flatMap({ Int($0) }), (128...65_536).contains(value) {
                     rest.removeFirst()
                     options.memoryLimitBytes = value << 20
+                } else if flag == "--simulate-compromise", let kind = rest.first.flatMap(ThumbnailerProcess.Compromise.init) {
+                    // Tests only: a helper that behaves as a decoder taken over by a crafted file.
+                    rest.removeFirst()
+                    options.compromise = kind
                 } else {
                     printError("usage: exosphere thumbnailer [--thumbnail-memory-mb N] [--no-seccomp]")
                     return 2
