@@ -8,8 +8,9 @@ import JSON
 import Thumbnails
 
 /// The administrators' API (`/admin/`): their sign-in, the user search, a user's detail, edits,
-/// sessions, images and activity, the field schema, the dashboard's figures, and the audit log. Every route but the sign-in needs an admin token; a user's token
-/// is `401`, as is an admin's on every user route (admin sessions are another table).
+/// sessions, images and activity, the field schema, the dashboard's figures, and the audit log.
+/// Every route but the sign-in and the setup needs an admin token, declared with the route; a
+/// user's token is `401`, as is an admin's on every user route (admin sessions are another table).
 struct AdminController: Sendable {
     let accounts: AccountService
     let images: ImageService
@@ -22,26 +23,49 @@ struct AdminController: Sendable {
         router.post("/admin/signin", use: signIn)
         router.post("/admin/setup", use: setup)
         router.post("/admin/signout", use: signOut)
-        router.get("/admin/users", use: users)
-        router.get("/admin/users/{id}", use: user)
-        router.patch("/admin/users/{id}", use: patchUser)
-        router.delete("/admin/users/{id}", use: deleteUser)
-        router.get("/admin/users/{id}/sessions", use: sessions)
-        router.delete("/admin/users/{id}/sessions", use: revokeSessions)
-        router.delete("/admin/users/{id}/sessions/{sid}", use: revokeSessions)
-        router.post("/admin/users/{id}/password-reset", use: sendPasswordReset)
-        router.get("/admin/users/{id}/images", use: userImages)
-        router.get("/admin/users/{id}/images/{iid}", use: userImage)
-        router.get("/admin/users/{id}/images/{iid}/thumbnail", use: userThumbnail)
-        router.get("/admin/users/{id}/activity", use: activity)
-        router.get("/admin/schema", use: schema)
-        router.put("/admin/schema/{field}", use: pinField)
-        router.get("/admin/stats", use: stats)
-        router.get("/admin/audit", use: audit)
+        // Every other route: an admin token, checked before the handler runs; a read of a user's
+        // data is also an entry of the audit log, named here (changes audit themselves, in the
+        // transaction of the change).
+        router.get("/admin/users", use: admin(audit: "users.search", users))
+        router.get("/admin/users/{id}", use: admin(audit: "user.read", user))
+        router.patch("/admin/users/{id}", use: admin(patchUser))
+        router.delete("/admin/users/{id}", use: admin(deleteUser))
+        router.get("/admin/users/{id}/sessions", use: admin(audit: "user.sessions.read", sessions))
+        router.delete("/admin/users/{id}/sessions", use: admin(revokeSessions))
+        router.delete("/admin/users/{id}/sessions/{sid}", use: admin(revokeSessions))
+        router.post("/admin/users/{id}/password-reset", use: admin(sendPasswordReset))
+        router.get("/admin/users/{id}/images", use: admin(audit: "user.images.read", userImages))
+        router.get("/admin/users/{id}/images/{iid}", use: admin(audit: "user.image.read", userImage))
+        router.get("/admin/users/{id}/images/{iid}/thumbnail", use: admin(audit: "user.image.read", userThumbnail))
+        router.get("/admin/users/{id}/activity", use: admin(audit: "user.activity.read", activity))
+        router.get("/admin/schema", use: admin(schema))
+        router.put("/admin/schema/{field}", use: admin(pinField))
+        router.get("/admin/stats", use: admin(stats))
+        router.get("/admin/audit", use: admin(auditLog))
     }
 
-    private func admin(_ request: Request) throws -> Admin {
-        try accounts.authenticateAdmin(token: try authenticator.token(request))
+    /// An admin route's handler: the admin is authenticated before it runs; with `audit`, its
+    /// success is recorded in the audit log (the user of the path's `{id}` as the target).
+    private func admin(
+        audit action: String? = nil, _ handler: @escaping @Sendable (Admin, Request, RequestContext) throws -> Response
+    ) -> @Sendable (Request, RequestContext) throws -> Response {
+        { [accounts, authenticator] request, context in
+            let admin = try accounts.authenticateAdmin(token: try authenticator.token(request))
+            let response = try handler(admin, request, context)
+            if let action {
+                let target = context.parameters["id"].flatMap { UUID(uuidString: $0) }
+                try accounts.audit(admin, action, target: target, origin: authenticator.origin(request, context))
+            }
+            return response
+        }
+    }
+
+    /// The origin of an administrator's request: the user's activity shows it as the
+    /// administrator's doing, without the operator's address or device.
+    private func origin(_ request: Request, _ context: RequestContext) -> RequestOrigin {
+        var origin = authenticator.origin(request, context)
+        origin.byAdministrator = true
+        return origin
     }
 
     @Sendable func signIn(_ request: Request, _ context: RequestContext) throws -> Response {
@@ -85,8 +109,7 @@ struct AdminController: Sendable {
         return Response(status: .noContent)
     }
 
-    @Sendable func users(_ request: Request, _ context: RequestContext) throws -> Response {
-        _ = try admin(request)
+    @Sendable func users(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
         let query = QueryParameters(request.query)
         let page = try PageParameters(request, invalidCursor: AccountsError(.invalidValue, "after must be a cursor from a previous page's next."))
         var search = UserSearch(emailContains: query["q"])
@@ -108,15 +131,13 @@ struct AdminController: Sendable {
         return response
     }
 
-    @Sendable func user(_ request: Request, _ context: RequestContext) throws -> Response {
-        _ = try admin(request)
+    @Sendable func user(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
         return AdminController.response(try accounts.adminView(of: try AdminController.userID(context)))
     }
 
     /// The profile by the user's own `PATCH` rules (`If-Match` included), and `disabled`:
     /// disabling ends every session of the user at once. Each change is audited.
-    @Sendable func patchUser(_ request: Request, _ context: RequestContext) throws -> Response {
-        let admin = try admin(request)
+    @Sendable func patchUser(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
         let id = try AdminController.userID(context)
         var body = try JSONBody.object(request, accepting: ["application/merge-patch+json", "application/json"])
         var disabled: Bool?
@@ -128,7 +149,7 @@ struct AdminController: Sendable {
         }
         // What the admin's view adds to the user is read-only, as the user's own read-only keys are.
         for key in ["sessionCount", "imageCount", "lastSignInAt"] { body.removeValue(forKey: key) }
-        let origin = authenticator.origin(request, context)
+        let origin = origin(request, context)
         let patch = try AccountBodies.patch(body)
         if patch.email != nil || patch.firstname != nil || patch.lastname != nil || patch.data != nil || patch.removesAllData {
             _ = try accounts.adminPatchProfile(patch, of: id, condition: ETag.condition(request.headers["If-Match"]), by: admin, origin: origin)
@@ -138,19 +159,17 @@ struct AdminController: Sendable {
     }
 
     /// `204`: the user, their sessions and images (the rows with the user, the files after the commit).
-    @Sendable func deleteUser(_ request: Request, _ context: RequestContext) throws -> Response {
-        let admin = try admin(request)
+    @Sendable func deleteUser(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
         let id = try AdminController.userID(context)
         var files: [UUID] = []
-        try accounts.adminDeleteUser(id, by: admin, origin: authenticator.origin(request, context)) { connection in
+        try accounts.adminDeleteUser(id, by: admin, origin: origin(request, context)) { connection in
             files = try images.deleteAll(userID: id, connection)
         }
         images.removeFiles(files)
         return Response(status: .noContent)
     }
 
-    @Sendable func sessions(_ request: Request, _ context: RequestContext) throws -> Response {
-        _ = try admin(request)
+    @Sendable func sessions(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
         let id = try AdminController.userID(context)
         _ = try accounts.adminView(of: id)
         let sessions = try accounts.sessions(of: id)
@@ -165,23 +184,21 @@ struct AdminController: Sendable {
     }
 
     /// `DELETE …/sessions` ends every session of the user, `…/sessions/{sid}` one: `204`.
-    @Sendable func revokeSessions(_ request: Request, _ context: RequestContext) throws -> Response {
-        let admin = try admin(request)
+    @Sendable func revokeSessions(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
         let id = try AdminController.userID(context)
         var sessionID: UUID?
         if let text = context.parameters["sid"] {
             guard let parsed = UUID(uuidString: text) else { throw AccountsError(.notFound, "No such session.") }
             sessionID = parsed
         }
-        try accounts.adminRevokeSessions(of: id, sessionID: sessionID, by: admin, origin: authenticator.origin(request, context))
+        try accounts.adminRevokeSessions(of: id, sessionID: sessionID, by: admin, origin: origin(request, context))
         return Response(status: .noContent)
     }
 
     /// `202`: the reset mail is queued, as for `POST /users/password-reset`.
-    @Sendable func sendPasswordReset(_ request: Request, _ context: RequestContext) throws -> Response {
-        let admin = try admin(request)
+    @Sendable func sendPasswordReset(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
         try accounts.adminSendPasswordReset(
-            try AdminController.userID(context), by: admin, origin: authenticator.origin(request, context))
+            try AdminController.userID(context), by: admin, origin: origin(request, context))
         return JSONBody.response(.accepted) { writer in
             writer.beginObject()
             writer.key("status"); writer.string("accepted")
@@ -191,8 +208,7 @@ struct AdminController: Sendable {
     }
 
     /// The user's images, oldest first, as the user lists them (with signed URLs for the grid).
-    @Sendable func userImages(_ request: Request, _ context: RequestContext) throws -> Response {
-        _ = try admin(request)
+    @Sendable func userImages(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
         let id = try AdminController.userID(context)
         _ = try accounts.adminView(of: id)
         let parameters = try PageParameters(request, invalidCursor: ImageError(.invalidCursor, "after must be a cursor from a previous page's next."))
@@ -203,22 +219,19 @@ struct AdminController: Sendable {
     }
 
     /// One of the user's images, or `…/thumbnail?size=N`, as the user gets them.
-    @Sendable func userImage(_ request: Request, _ context: RequestContext) throws -> Response {
-        _ = try admin(request)
+    @Sendable func userImage(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
         let image = try images.find(try AdminController.imageID(context), userID: try AdminController.userID(context))
         return try imageResponses.serve(image, request, cacheControl: "private, max-age=3600")
     }
 
-    @Sendable func userThumbnail(_ request: Request, _ context: RequestContext) throws -> Response {
-        _ = try admin(request)
+    @Sendable func userThumbnail(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
         let spec = try ThumbnailNegotiation.spec(size: QueryParameters(request.query)["size"], request)
         let thumbnail = try images.thumbnail(try AdminController.imageID(context), userID: try AdminController.userID(context), spec)
         return imageResponses.serve(thumbnail, request, cacheControl: "private, max-age=3600")
     }
 
     /// The user's security events (`GET /users/me/activity` as the user reads it).
-    @Sendable func activity(_ request: Request, _ context: RequestContext) throws -> Response {
-        _ = try admin(request)
+    @Sendable func activity(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
         let id = try AdminController.userID(context)
         _ = try accounts.adminView(of: id)
         let parameters = try PageParameters(
@@ -232,8 +245,7 @@ struct AdminController: Sendable {
     }
 
     /// `{"fields": {name: {type, pinned, createdAt}}}`.
-    @Sendable func schema(_ request: Request, _ context: RequestContext) throws -> Response {
-        _ = try admin(request)
+    @Sendable func schema(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
         let fields = try accounts.fieldSchema()
         return JSONBody.response { writer in
             writer.beginObject()
@@ -249,8 +261,7 @@ struct AdminController: Sendable {
     }
 
     /// `{"type": T}`: pins the field's type, converting stored values (`409 schema_conflict` when one does not convert).
-    @Sendable func pinField(_ request: Request, _ context: RequestContext) throws -> Response {
-        let admin = try admin(request)
+    @Sendable func pinField(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
         let body = try JSONBody.object(request)
         guard body.count == 1, let text = body["type"]?.stringValue, let type = FieldType(rawValue: text) else {
             throw AccountsError.invalid([
@@ -259,7 +270,7 @@ struct AdminController: Sendable {
                     detail: "the body is {\"type\": T}, T one of " + FieldType.allCases.map(\.rawValue).joined(separator: ", "))
             ])
         }
-        let field = try accounts.pinFieldType(context.parameters["field"] ?? "", type, by: admin, origin: authenticator.origin(request, context))
+        let field = try accounts.pinFieldType(context.parameters["field"] ?? "", type, by: admin, origin: origin(request, context))
         return JSONBody.response { writer in
             writer.beginObject()
             writer.key("name"); writer.string(field.name)
@@ -271,8 +282,7 @@ struct AdminController: Sendable {
     }
 
     /// The dashboard: totals, and sign-ups and sign-ins per UTC day over the last 30 days.
-    @Sendable func stats(_ request: Request, _ context: RequestContext) throws -> Response {
-        _ = try admin(request)
+    @Sendable func stats(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
         let dashboard = try accounts.dashboard(days: 30)
         var response = JSONBody.response { writer in
             writer.beginObject()
@@ -296,8 +306,7 @@ struct AdminController: Sendable {
         return response
     }
 
-    @Sendable func audit(_ request: Request, _ context: RequestContext) throws -> Response {
-        _ = try admin(request)
+    @Sendable func auditLog(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
         let query = QueryParameters(request.query)
         var limit = 50
         if let text = query["limit"] {

@@ -102,6 +102,8 @@ struct RecoveryController: Sendable {
             if let address = event.ipAddress { writer.string(address) } else { writer.null() }
             writer.key("userAgent")
             if let agent = event.userAgent { writer.string(agent) } else { writer.null() }
+            writer.key("by")
+            writer.string(event.byAdministrator ? "administrator" : "user")
             writer.endObject()
         }
         writer.endArray()

@@ -37,6 +37,12 @@ extension AccountService {
         return try pool.withTransaction { try AdminRepository.setPassword($0, email: email, passwordHash: hash) }
     }
 
+    /// Records a command of `exosphere admin` or `exosphere keys` in the audit log, as run by
+    /// `operatorName` (the operating-system user); the command fails if it cannot be recorded.
+    public static func auditCommand(_ action: String, by operatorName: String, on pool: PostgresPool) throws {
+        try pool.withConnection { try AdminRepository.auditCommand($0, operator: operatorName, action: action) }
+    }
+
     // MARK: - The first administrator, in the browser
 
     /// How long a setup link lasts.
@@ -132,6 +138,8 @@ extension AccountService {
         }
         guard valid, let credentials else {
             SecurityEvent.log(logger, .signInFailed, outcome: "failure", userID: nil, origin: origin, detail: "administrator sign-in")
+            // The same statement for an unknown email and a wrong password: the same work either way.
+            try pool.withConnection { try AdminRepository.auditFailedSignIn($0, email: text, address: origin.address) }
             throw invalid
         }
         let token = try SessionToken.generate()

@@ -24,7 +24,7 @@ extension AccountService {
                     \(email.normalized), \(configuration.resetTokenSeconds),
                     \(PostgresArray(throttles.map(\.key)))::text[], \(PostgresArray(throttles.map(\.rule.limit)))::integer[],
                     \(PostgresArray(throttles.map(\.rule.windowSeconds)))::double precision[],
-                    \(origin.address), \(origin.userAgent))
+                    \(origin.byAdministrator ? nil : origin.address), \(origin.byAdministrator ? nil : origin.userAgent))
                 """)[0].decode(Int32.self, at: 0)
         }
         if wait > 0 {
@@ -272,6 +272,13 @@ extension AccountService {
             connection,
             OutgoingMail(.emailChanged, to: old.email, ["firstname": new.firstname, "email": old.email, "newEmail": new.email]))
         try queueVerification(connection, user: new)
+    }
+
+    /// `recordActivity` on a background thread, after the request's answer; dropped (with a
+    /// warning) when thousands are waiting already.
+    func recordActivityLater(_ kind: ActivityEvent.Kind, userID: UUID, origin: RequestOrigin, oncePer seconds: Double? = nil) {
+        let queued = laterActivityQueue.submit { [self] in recordActivity(kind, userID: userID, origin: origin, oncePer: seconds) }
+        if !queued { logger.warning("a security event was dropped: too many waiting", ["event": kind.rawValue]) }
     }
 
     /// Records an event on its own, for a request that fails (and so has no transaction to put it

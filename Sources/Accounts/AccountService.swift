@@ -82,6 +82,8 @@ public final class AccountService: Sendable {
     private let resetResolver: PeriodicThread
     /// Reads the field types again, for types administrators changed through other instances.
     private let schemaRefresher: PeriodicThread
+    /// Writes the activity of failed sign-ins after their answer (`recordActivityLater`).
+    let laterActivityQueue = BoundedThreadPool(name: "activity", threads: 1, queueLimit: 4096)
     private let sessionLookup: SessionRepository.Lookup
     let hasher: PasswordHasher
     private let hashing: HashingPool
@@ -135,6 +137,7 @@ public final class AccountService: Sendable {
         schemaRefresher.stop()
         housekeeping.shutdown()
         toucher.shutdown()
+        laterActivityQueue.shutdown()
     }
 
     // MARK: - Accounts and sessions
@@ -231,7 +234,7 @@ public final class AccountService: Sendable {
                 logger, .lockedOut, outcome: "refused", userID: credentials?.id, origin: origin,
                 detail: "sign-in throttled")
             if let credentials {
-                recordActivity(.lockedOut, userID: credentials.id, origin: origin, oncePer: configuration.signInPerEmailAndAddress.windowSeconds)
+                recordActivityLater(.lockedOut, userID: credentials.id, origin: origin, oncePer: configuration.signInPerEmailAndAddress.windowSeconds)
             }
             throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
         }
@@ -260,7 +263,9 @@ public final class AccountService: Sendable {
             SecurityEvent.log(
                 logger, .signInFailed, outcome: "failure", userID: credentials?.id, origin: origin,
                 detail: credentials == nil ? "unknown email" : "wrong password")
-            if let credentials { recordActivity(.signInFailed, userID: credentials.id, origin: origin) }
+            // Written after the answer: a known email's refusal must come after the same work as
+            // an unknown one's, not after a committed row more.
+            if let credentials { recordActivityLater(.signInFailed, userID: credentials.id, origin: origin) }
             throw invalid
         }
         var upgraded: String?
@@ -294,7 +299,7 @@ public final class AccountService: Sendable {
             SecurityEvent.log(
                 logger, .signInFailed, outcome: "failure", userID: credentials.id, origin: origin,
                 detail: "password changed during sign-in")
-            recordActivity(.signInFailed, userID: credentials.id, origin: origin)
+            recordActivityLater(.signInFailed, userID: credentials.id, origin: origin)
             throw invalid
         }
         SecurityEvent.log(logger, .signedIn, outcome: "success", userID: credentials.id, origin: origin)

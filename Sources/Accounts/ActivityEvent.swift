@@ -23,6 +23,8 @@ public struct ActivityEvent: Sendable, Equatable {
     public let atMicroseconds: Int64
     public let ipAddress: String?
     public let userAgent: String?
+    /// An administrator's doing (an ended session, an edited profile): no address or device then.
+    public let byAdministrator: Bool
 }
 
 /// A page of a user's activity, newest first; `next` continues it.

@@ -2,15 +2,23 @@ import FoundationEssentials
 import Cryptography
 import Postgres
 
-/// The SQL of `security_events` (migration 0004).
+/// The SQL of `security_events` (migrations 0004, 0011).
 enum ActivityRepository {
-    /// Records an event in the caller's transaction (or on its own).
+    /// Records an event in the caller's transaction (or on its own); an administrator's leaves
+    /// no address or device of the operator.
     static func record(_ connection: PostgresConnection, userID: UUID, _ kind: ActivityEvent.Kind, origin: RequestOrigin?) throws {
+        let (address, agent, byAdministrator) = shown(origin)
         try connection.execute(
             """
-            INSERT INTO security_events (user_id, type, ip_address, user_agent)
-            VALUES (\(userID), \(kind.rawValue), \(origin?.address), \(origin?.userAgent))
+            INSERT INTO security_events (user_id, type, ip_address, user_agent, by_administrator)
+            VALUES (\(userID), \(kind.rawValue), \(address), \(agent), \(byAdministrator))
             """)
+    }
+
+    /// What an event keeps of its origin.
+    private static func shown(_ origin: RequestOrigin?) -> (address: String?, agent: String?, byAdministrator: Bool) {
+        guard let origin else { return (nil, nil, false) }
+        return origin.byAdministrator ? (nil, nil, true) : (origin.address, origin.userAgent, false)
     }
 
     /// Records an event unless the user has one of its kind from the last `withinSeconds`: a
@@ -19,10 +27,11 @@ enum ActivityRepository {
     static func recordOnce(
         _ connection: PostgresConnection, userID: UUID, _ kind: ActivityEvent.Kind, origin: RequestOrigin?, withinSeconds: Double
     ) throws {
+        let (address, agent, byAdministrator) = shown(origin)
         try connection.execute(
             """
-            INSERT INTO security_events (user_id, type, ip_address, user_agent)
-            SELECT \(userID), \(kind.rawValue), \(origin?.address), \(origin?.userAgent)
+            INSERT INTO security_events (user_id, type, ip_address, user_agent, by_administrator)
+            SELECT \(userID), \(kind.rawValue), \(address), \(agent), \(byAdministrator)
             WHERE NOT EXISTS (
                 SELECT 1 FROM security_events
                 WHERE user_id = \(userID) AND type = \(kind.rawValue) AND at > now() - make_interval(secs => \(withinSeconds)))
@@ -37,7 +46,7 @@ enum ActivityRepository {
         if let cursor {
             rows = try connection.query(
                 """
-                SELECT id, type, (extract(epoch FROM at) * 1000000)::bigint, ip_address, user_agent FROM security_events
+                SELECT id, type, (extract(epoch FROM at) * 1000000)::bigint, ip_address, user_agent, by_administrator FROM security_events
                 WHERE user_id = \(userID) AND at > now() - make_interval(secs => \(retentionSeconds))
                   AND (at, id) < ('epoch'::timestamptz + \(cursor.microseconds) * interval '1 microsecond', \(cursor.id))
                 ORDER BY at DESC, id DESC LIMIT \(limit)
@@ -45,7 +54,7 @@ enum ActivityRepository {
         } else {
             rows = try connection.query(
                 """
-                SELECT id, type, (extract(epoch FROM at) * 1000000)::bigint, ip_address, user_agent FROM security_events
+                SELECT id, type, (extract(epoch FROM at) * 1000000)::bigint, ip_address, user_agent, by_administrator FROM security_events
                 WHERE user_id = \(userID) AND at > now() - make_interval(secs => \(retentionSeconds))
                 ORDER BY at DESC, id DESC LIMIT \(limit)
                 """)
@@ -56,7 +65,8 @@ enum ActivityRepository {
             // A type this build does not know (a newer instance wrote it) is left out, not an error.
             guard let kind = ActivityEvent.Kind(rawValue: try columns.next(String.self)) else { return nil }
             return ActivityEvent(
-                id: id, kind: kind, atMicroseconds: try columns.next(), ipAddress: try columns.next(), userAgent: try columns.next())
+                id: id, kind: kind, atMicroseconds: try columns.next(), ipAddress: try columns.next(), userAgent: try columns.next(),
+                byAdministrator: try columns.next())
         }
     }
 

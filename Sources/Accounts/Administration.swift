@@ -144,6 +144,25 @@ enum AdminRepository {
             """)
     }
 
+    /// A command run on the server's machine (`exosphere admin …`, `exosphere keys …`): by the
+    /// operating-system user who ran it, with no address.
+    static func auditCommand(_ connection: PostgresConnection, operator name: String, action: String) throws {
+        try connection.execute(
+            """
+            INSERT INTO admin_audit (admin_id, admin_email, action, target_user_id, ip_address)
+            VALUES (NULL, \("command line (" + String(name.prefix(64)) + ")"), \(action), NULL, NULL)
+            """)
+    }
+
+    /// A failed admin sign-in: the email as typed (at most 254 characters), no administrator.
+    static func auditFailedSignIn(_ connection: PostgresConnection, email: String, address: String?) throws {
+        try connection.execute(
+            """
+            INSERT INTO admin_audit (admin_id, admin_email, action, target_user_id, ip_address)
+            VALUES (NULL, \(String(email.prefix(254))), 'admin.signin_failed', NULL, \(address))
+            """)
+    }
+
     static func auditPage(_ connection: PostgresConnection, before id: Int64?, limit: Int) throws -> [AuditEntry] {
         let rows: PostgresRows
         if let id {

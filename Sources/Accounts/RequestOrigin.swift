@@ -11,6 +11,9 @@ public struct RequestOrigin: Sendable {
     public var userAgent: String?
     /// Set when the client goes away before the answer is written.
     public var cancellation: Cancellation?
+    /// An administrator's request: what it does appears in the user's activity as
+    /// `"by": "administrator"`, without the operator's address or device.
+    public var byAdministrator = false
 
     public init(address: String, throttleAddress: String? = nil, userAgent: String? = nil, cancellation: Cancellation? = nil) {
         self.address = address

@@ -89,6 +89,9 @@ public struct ActivityEvent: Identifiable, Hashable, Sendable {
     /// The `User-Agent` of the request (`Exosphere.Configuration.userAgent`), at most 512
     /// characters; nil when there was none.
     public let userAgent: String?
+    /// An administrator did it (ended a session, edited the profile): then no address or device
+    /// is shown, the operator's being none of the user's business.
+    public let byAdministrator: Bool
 
     init(json: JSONValue) throws {
         guard let id = json["id"]?.stringValue, let type = json["type"]?.stringValue,
@@ -101,6 +104,7 @@ public struct ActivityEvent: Identifiable, Hashable, Sendable {
         self.at = at
         self.ipAddress = json["ipAddress"]?.stringValue
         self.userAgent = json["userAgent"]?.stringValue
+        self.byAdministrator = json["by"]?.stringValue == "administrator"
     }
 }
 

@@ -183,6 +183,7 @@ enum Exosphere {
     static func rotateKeys(_ configuration: Configuration, logger: Logger) -> Int32 {
         withDatabase(configuration, logger: logger) { database in
             let id = try database.pool.withConnection { try URLSigner.rotate($0) }
+            try AccountService.auditCommand("cli.keys.rotate \(id)", by: operatorName(), on: database.pool)
             printError("keys rotate: key \(id) signs image URLs now; older keys verify until a week after their retirement")
             return 0
         }
@@ -195,9 +196,18 @@ enum Exosphere {
                 printError("keys revoke: there is no key \(id)")
                 return 1
             }
+            try AccountService.auditCommand("cli.keys.revoke \(id)", by: operatorName(), on: database.pool)
             printError("keys revoke: key \(id) is gone; every instance refuses the URLs it signed within \(URLSigner.refreshInterval)")
             return 0
         }
+    }
+
+    /// Who runs a command, for the audit log: the operating-system user (`sudo` names the one
+    /// who asked).
+    static func operatorName() -> String {
+        if let user = getenv("SUDO_USER").map({ String(cString: $0) }), !user.isEmpty { return user + " via sudo" }
+        if let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name { return String(cString: name) }
+        return "uid \(geteuid())"
     }
 
     /// The options of `serve` read into a `Configuration`, or nil once every problem is printed.
@@ -271,23 +281,28 @@ enum Exosphere {
             let accounts = AccountService(
                 pool: database.pool, hasher: hasher, hashing: hashing, configuration: configuration.accounts, logger: logger)
             defer { accounts.shutdown() }
+            let audit = { (what: String) in try AccountService.auditCommand(what, by: operatorName(), on: database.pool) }
             switch action {
             case "create":
                 let admin = try accounts.createAdmin(email: email!, password: password)
+                try audit("cli.admin.create \(admin.email)")
                 print("admin created: \(admin.email) (\(admin.id.uuidString.lowercased()))")
             case "reset-password":
                 guard try accounts.resetAdminPassword(email: email!, password: password) else {
                     printError("exosphere admin: no administrator has the email \(email!)")
                     return 1
                 }
+                try audit("cli.admin.reset_password \(email!)")
                 print("password set; every session of \(email!) ended")
             case "delete":
                 guard try accounts.deleteAdmin(email: email!) else {
                     printError("exosphere admin: no administrator has the email \(email!)")
                     return 1
                 }
+                try audit("cli.admin.delete \(email!)")
                 print("admin deleted: \(email!)")
             default:
+                try audit("cli.admin.list")
                 for admin in try accounts.admins() {
                     print(
                         "\(admin.email)\t\(admin.id.uuidString.lowercased())\t\(RFC3339.format(millisecondsSinceEpoch: Int64(admin.createdAt.timeIntervalSince1970 * 1000)))"

@@ -155,6 +155,12 @@ struct SignedURLAPITests {
         #expect(revoke.waitForExit(timeout: 30))
         #expect(revoke.exitCode == 0, "\(revoke.stderr)")
         let revoked = ContinuousClock.now
+        let audited = try first.withDatabase { connection in
+            try connection.query("SELECT action FROM admin_audit WHERE action LIKE 'cli.keys.%' ORDER BY id").map {
+                try $0.decode(String.self, at: 0)
+            }
+        }
+        #expect(audited.last == "cli.keys.revoke \(key)", "the command is in the audit log: \(audited)")
         try waitUntil(timeout: .seconds(5), "both instances to refuse the revoked key's URLs") {
             try [first, second].allSatisfy { server in try urls.allSatisfy { try server.send("GET", $0).status == 403 } }
         }
