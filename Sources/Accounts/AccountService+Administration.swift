@@ -109,7 +109,7 @@ extension AccountService {
     /// database work, as users' sign-ins are, so that it cannot fill the hashing pool.
     public func adminSignIn(email text: String, password: String, origin: RequestOrigin) throws -> IssuedAdminSession {
         let invalid = AccountsError(.invalidCredentials, "The email or password is wrong.")
-        try refuseWhenHashingIsFull()
+        try refuseWhenHashingIsFull(for: origin)
         let email = EmailAddress(text)
         let emailID = email?.normalized ?? "sha256:" + SHA256.hexDigest(text.lowercased().utf8)
         let throttles = [

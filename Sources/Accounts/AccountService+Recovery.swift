@@ -51,14 +51,36 @@ extension AccountService {
     /// `POST /users/password-reset/confirm`: sets the password, ends every session, clears the
     /// user's throttles and lock, and opens a session for this device, all in one transaction.
     /// A dead token is refused before any hashing; of two requests racing with one token, the
-    /// transaction that deletes it first wins and the other is refused.
+    /// transaction that deletes it first wins and the other is refused. Attempts are throttled per
+    /// client address and per email, as sign-ins are.
     public func confirmPasswordReset(token: String, newPassword: String, origin: RequestOrigin) throws -> IssuedSession {
         let invalid = AccountsError.field("token", .invalidResetToken, "is unknown, used, expired or superseded by a newer one")
         try configuration.passwordPolicy.validate(newPassword, field: "newPassword")
         guard SessionToken.isWellFormed(token) else { throw invalid }
         let tokenHash = SessionToken.hash(of: token)
-        guard try pool.withConnection({ try AccountTokenRepository.isLive($0, hash: tokenHash, purpose: .passwordReset) }) else { throw invalid }
-        let passwordHash = try onHashingPool(.interactive, origin) { [hasher] in try hasher.hash(password: newPassword) }
+        // Counted before any hashing, per client address (every attempt, a dead token's too) and
+        // per email of a live token's user, with the sign-in's defaults; a success gives them back.
+        let addressKey = "reset-confirm:address:" + origin.throttleAddress
+        let (wait, email) = try pool.withConnection { connection -> (Int?, String?) in
+            if let wait = try ThrottleRepository.acquire(connection, [(addressKey, configuration.signInPerAddress)]) { return (wait, nil) }
+            guard let email = try AccountTokenRepository.liveUserEmail(connection, hash: tokenHash, purpose: .passwordReset) else {
+                return (nil, nil)
+            }
+            return (try ThrottleRepository.acquire(connection, [("reset-confirm:email:" + email, configuration.signInPerEmail)]), email)
+        }
+        if let wait {
+            statistics.resetThrottled.add(1, ordering: .relaxed)
+            throw AccountsError(.tooManyAttempts, "Too many attempts; try again later.", retryAfterSeconds: wait)
+        }
+        guard let email else { throw invalid }
+        let throttleKeys = [addressKey, "reset-confirm:email:" + email]
+        let passwordHash: String
+        do {
+            passwordHash = try onHashingPool(.interactive, origin) { [hasher] in try hasher.hash(password: newPassword) }
+        } catch {
+            giveBack(throttleKeys)
+            throw error
+        }
         let sessionToken = try SessionToken.generate()
         let issued = try pool.withTransaction { connection in
             guard let userID = try AccountTokenRepository.consume(connection, hash: tokenHash, purposes: [.passwordReset])?.userID,
@@ -82,6 +104,7 @@ extension AccountService {
             return IssuedSession(accessToken: sessionToken.text, session: session, user: user)
         }
         mailQueued()
+        giveBack(throttleKeys)
         SecurityEvent.log(logger, .passwordReset, outcome: "success", userID: issued.user.id, origin: origin)
         return issued
     }

@@ -84,6 +84,8 @@ public final class AccountService: Sendable {
     private let schemaRefresher: PeriodicThread
     /// Writes the activity of failed sign-ins after their answer (`recordActivityLater`).
     let laterActivityQueue = BoundedThreadPool(name: "activity", threads: 1, queueLimit: 4096)
+    /// Hashing places held per client address (`hashingPlacesPerAddress`).
+    let hashingShares = Mutex<[String: Int]>([:])
     private let sessionLookup: SessionRepository.Lookup
     let hasher: PasswordHasher
     private let hashing: HashingPool
@@ -154,7 +156,12 @@ public final class AccountService: Sendable {
         )
         try configuration.passwordPolicy.validate(password, field: "password")
         try checkFieldCount(data.count)
-        let throttle = [(key: "register:address:" + origin.throttleAddress, rule: configuration.registrationsPerAddress)]
+        // Per address, and per email with the sign-in's rule: many addresses racing to register
+        // one address each hash once at most up to that limit before the first one commits.
+        let throttle = [
+            (key: "register:address:" + origin.throttleAddress, rule: configuration.registrationsPerAddress),
+            (key: "register:email:" + email.normalized, rule: configuration.signInPerEmail),
+        ]
         let wait = try pool.withConnection { connection -> Int? in
             if try UserRepository.exists(connection, email: email) { throw AccountService.emailTaken }
             return try ThrottleRepository.acquire(connection, throttle)
@@ -162,7 +169,8 @@ public final class AccountService: Sendable {
         if let wait {
             statistics.registrationThrottled.add(1, ordering: .relaxed)
             SecurityEvent.log(logger, .registrationThrottled, outcome: "refused", userID: nil, origin: origin)
-            throw AccountsError(.tooManyAttempts, "Too many registrations from this address; try again later.", retryAfterSeconds: wait)
+            throw AccountsError(
+                .tooManyAttempts, "Too many registrations from this address or of this email; try again later.", retryAfterSeconds: wait)
         }
         let hash: String
         do {
@@ -210,7 +218,7 @@ public final class AccountService: Sendable {
     public func signIn(_ attempt: SignInAttempt, origin: RequestOrigin) throws -> IssuedSession {
         let (emailText, password) = (attempt.email, attempt.password)
         let invalid = AccountsError(.invalidCredentials, "The email or password is wrong.")
-        try refuseWhenHashingIsFull()
+        try refuseWhenHashingIsFull(for: origin)
         let email = EmailAddress(emailText)
         // A text that is no valid address can hold anything (U+0000, which PostgreSQL text refuses;
         // kilobytes, past the key index's row limit): it is counted under its digest instead.
@@ -309,11 +317,22 @@ public final class AccountService: Sendable {
     /// Gives back one counted attempt on each key (and clears `clearing`): the attempt succeeded,
     /// or was never hashed. Bookkeeping only: a failure is logged, not the request's failure.
     /// In a storm, refuses before any database work what the hashing pool would refuse anyway.
-    func refuseWhenHashingIsFull() throws {
+    func refuseWhenHashingIsFull(for origin: RequestOrigin) throws {
         guard hashing.hasCapacity else {
             throw AccountsError(.overloaded, "Too many password operations at once; try again shortly.", retryAfterSeconds: 1)
         }
+        if hashingShares.withLock({ $0[origin.throttleAddress, default: 0] }) >= hashingPlacesPerAddress {
+            throw AccountService.overloadedAddress
+        }
     }
+
+    /// One client address (IPv6: one /64) may hold all the hashing pool's places but as many as it
+    /// has workers: a flood from one address, on any route that hashes, is refused (`503`) while
+    /// every other address still finds a place.
+    var hashingPlacesPerAddress: Int { max(1, hashing.queueCapacity) }
+
+    static let overloadedAddress = AccountsError(
+        .overloaded, "Too many password operations from this address at once; try again shortly.", retryAfterSeconds: 1)
 
     func giveBack(_ keys: [String], clearing: String? = nil) {
         do {
@@ -697,6 +716,23 @@ public final class AccountService: Sendable {
         _ lane: HashingPool.Lane, _ origin: RequestOrigin?,
         _ work: @escaping @Sendable () throws -> T
     ) throws -> T {
+        if let address = origin?.throttleAddress {
+            let limit = hashingPlacesPerAddress
+            let admitted = hashingShares.withLock { shares -> Bool in
+                guard shares[address, default: 0] < limit else { return false }
+                shares[address, default: 0] += 1
+                return true
+            }
+            guard admitted else { throw AccountService.overloadedAddress }
+        }
+        defer {
+            if let address = origin?.throttleAddress {
+                hashingShares.withLock { shares in
+                    shares[address, default: 1] -= 1
+                    if shares[address] == 0 { shares.removeValue(forKey: address) }
+                }
+            }
+        }
         do {
             return try hashing.run(lane: lane, cancellation: origin?.cancellation, work)
         } catch let error as SecurityError where error.code == .overloaded || error.code == .shutDown {

@@ -46,11 +46,15 @@ enum AccountTokenRepository {
         try connection.execute("UPDATE account_tokens SET token_hash = \(hash) WHERE id = \(slot) AND expires_at > now()") == 1
     }
 
-    /// Whether a token is live (a read: it stays usable), so that a dead one is refused before any hashing.
-    static func isLive(_ connection: PostgresConnection, hash: [UInt8], purpose: Purpose) throws -> Bool {
-        try !connection.query(
-            "SELECT 1 FROM account_tokens WHERE token_hash = \(hash) AND purpose = \(purpose.rawValue) AND expires_at > now()"
-        ).isEmpty
+    /// The login email of a live token's user (a read: the token stays usable), so that a dead
+    /// token is refused before any hashing; nil when it is not live.
+    static func liveUserEmail(_ connection: PostgresConnection, hash: [UInt8], purpose: Purpose) throws -> String? {
+        try connection.query(
+            """
+            SELECT u.email_normalized FROM account_tokens t JOIN users u ON u.id = t.user_id
+            WHERE t.token_hash = \(hash) AND t.purpose = \(purpose.rawValue) AND t.expires_at > now()
+            """
+        ).first.map { try $0.decode(String.self, at: 0) }
     }
 
     /// Uses a live token of one of `purposes` up: deletes it and returns what it was for. Of two
