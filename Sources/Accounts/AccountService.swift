@@ -734,7 +734,7 @@ public final class AccountService: Sendable {
             }
         }
         do {
-            return try hashing.run(lane: lane, cancellation: origin?.cancellation, work)
+            return try hashing.run(lane: lane, cancellation: origin?.cancellation, owner: origin?.throttleAddress, work)
         } catch let error as SecurityError where error.code == .overloaded || error.code == .shutDown {
             throw AccountsError(.overloaded, "Too many password operations at once; try again shortly.", retryAfterSeconds: 1)
         } catch let error as SecurityError where error.code == .cancelled {

@@ -29,6 +29,8 @@ public final class HashingPool: @unchecked Sendable {
         let cancelled: @Sendable () -> Void
         let cancellation: Cancellation?
         let lane: Lane
+        /// Whose work it is (a client address): the queue takes each owner's jobs in turn.
+        var owner: String? = nil
     }
 
     /// The number of worker threads.
@@ -68,15 +70,19 @@ public final class HashingPool: @unchecked Sendable {
     }
 
     /// Queues `work` and returns at once; throws `overloaded` when full, `shutDown` after `shutdown()`.
-    public func submit(lane: Lane = .interactive, _ work: @escaping @Sendable () -> Void) throws {
-        try enqueue(Job(work: work, finished: {}, cancelled: {}, cancellation: nil, lane: lane))
+    public func submit(lane: Lane = .interactive, owner: String? = nil, _ work: @escaping @Sendable () -> Void) throws {
+        try enqueue(Job(work: work, finished: {}, cancelled: {}, cancellation: nil, lane: lane, owner: owner))
     }
 
     /// Runs `work` on a worker and waits for its result, rethrowing what it throws; throws
     /// `overloaded` at once when the lane has no place, and `cancelled` when `cancellation` was
     /// set before a worker took the job. Never call it from inside pool work.
+    ///
+    /// Jobs of one `owner` (a client address) wait behind the other owners' jobs queued as early
+    /// in their turn: a newcomer's first job goes before a flood's second, so one owner's backlog
+    /// delays another owner by at most one of its jobs.
     public func run<T: Sendable>(
-        lane: Lane = .interactive, cancellation: Cancellation? = nil,
+        lane: Lane = .interactive, cancellation: Cancellation? = nil, owner: String? = nil,
         _ work: @escaping @Sendable () throws -> T
     ) throws -> T {
         let completion = Completion<T>()
@@ -84,7 +90,7 @@ public final class HashingPool: @unchecked Sendable {
             Job(
                 work: { completion.store(Result { try work() }) }, finished: { completion.finish() },
                 cancelled: { completion.store(.failure(SecurityError(.cancelled, detail: "the hashing job was cancelled"))) },
-                cancellation: cancellation, lane: lane))
+                cancellation: cancellation, lane: lane, owner: owner))
         return try completion.wait().get()
     }
 
@@ -155,8 +161,8 @@ public final class HashingPool: @unchecked Sendable {
             throw SecurityError(.overloaded, detail: "hashing queue is full")
         }
         switch job.lane {
-        case .interactive: interactive.append(job)
-        case .bulk: bulk.append(job)
+        case .interactive: interactive.insertInTurn(job)
+        case .bulk: bulk.insertInTurn(job)
         }
         lock.signal()
     }
@@ -198,6 +204,33 @@ public final class HashingPool: @unchecked Sendable {
         var isEmpty: Bool { head == jobs.count }
 
         mutating func append(_ job: Job) { jobs.append(job) }
+
+        /// Queues a job in its owner's turn: if its owner has `n` jobs queued, it goes before the
+        /// first job that is another owner's `n + 1`-th or later (fair queuing by rounds; jobs
+        /// without an owner are one owner). At most a queue's length of steps, under the lock.
+        mutating func insertInTurn(_ job: Job) {
+            var seen: [String: Int] = [:]
+            for index in head..<jobs.count {
+                guard let queued = jobs[index] else { continue }
+                seen[queued.owner ?? "", default: 0] += 1
+            }
+            insert(job, beforeRound: seen[job.owner ?? "", default: 0])
+        }
+
+        /// Inserts `job` before the first queued job that is its owner's `round + 1`-th or later.
+        private mutating func insert(_ job: Job, beforeRound round: Int) {
+            var seen: [String: Int] = [:]
+            for index in head..<jobs.count {
+                guard let queued = jobs[index] else { continue }
+                let owner = queued.owner ?? ""
+                if seen[owner, default: 0] > round {
+                    jobs.insert(job, at: index)
+                    return
+                }
+                seen[owner, default: 0] += 1
+            }
+            jobs.append(job)
+        }
 
         mutating func popFirst() -> Job? {
             guard head < jobs.count else { return nil }

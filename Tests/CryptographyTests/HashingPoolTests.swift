@@ -234,6 +234,28 @@ extension HashingPoolTests {
         #expect(order.order == [10, 11, 0, 1, 2])
     }
 
+    /// A flood's backlog delays another owner by at most one of its jobs: each owner's jobs are
+    /// taken in turn (every owner's first, then every owner's second, …), first come first within
+    /// a turn.
+    @Test func eachOwnerIsServedInTurn() throws {
+        let pool = HashingPool(workers: 1, queueCapacity: 16)
+        let started = Gate(), release = Gate()
+        try pool.submit {
+            started.open()
+            release.wait()
+        }
+        started.wait()
+        let order = Results()
+        for index in 0..<4 { try pool.submit(owner: "flood") { order.append(index, .success(index)) } }
+        try pool.submit(owner: "user") { order.append(10, .success(10)) }
+        try pool.submit(owner: "flood") { order.append(4, .success(4)) }
+        try pool.submit(owner: "another") { order.append(20, .success(20)) }
+        try pool.submit(owner: "user") { order.append(11, .success(11)) }
+        release.open()
+        pool.shutdown()
+        #expect(order.order == [0, 10, 20, 1, 11, 2, 3, 4])
+    }
+
     @Test func bulkWorkHoldsAtMostHalfThePlaces() throws {
         let pool = HashingPool(workers: 1, queueCapacity: 5)  // six places, three for bulk work
         let release = Gate()
