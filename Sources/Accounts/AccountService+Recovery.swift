@@ -131,13 +131,8 @@ extension AccountService {
             guard let stored = try UserRepository.find(connection, id: consumed.userID, forUpdate: true),
                 let pending = stored.pendingEmail.flatMap(EmailAddress.init), pending.normalized == bound
             else { throw invalid }
-            let applied: User?
-            do {
-                applied = try UserRepository.applyPendingEmail(connection, id: stored.id, email: pending)
-            } catch let error as PostgresError where error.sqlState == .uniqueViolation {
-                throw AccountService.emailTaken
-            }
-            guard let user = applied else { throw invalid }
+            guard let user = try AccountService.claimingAddress({ try UserRepository.applyPendingEmail(connection, id: stored.id, email: pending) })
+            else { throw invalid }
             try emailChangeApplied(connection, from: stored, to: user, origin: origin)
             return (user, true)
         }
@@ -164,13 +159,8 @@ extension AccountService {
                 let stored = try UserRepository.find(connection, id: consumed.userID, forUpdate: true)
             else { throw invalid }
             try AccountTokenRepository.deleteUndoLinks(connection, userID: stored.id, after: consumed.id)
-            let restored: User?
-            do {
-                restored = try UserRepository.restoreEmail(connection, id: stored.id, email: address)
-            } catch let error as PostgresError where error.sqlState == .uniqueViolation {
-                throw AccountService.emailTaken
-            }
-            guard let user = restored else { throw invalid }
+            guard let user = try AccountService.claimingAddress({ try UserRepository.restoreEmail(connection, id: stored.id, email: address) })
+            else { throw invalid }
             _ = try SessionRepository.deleteAll(connection, userID: user.id)
             try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.passwordReset, .emailVerification, .emailChange])
             for email in Set([EmailAddress.normalized(stored.email), address.normalized]) {

@@ -188,12 +188,8 @@ public final class AccountService: Sendable {
                 createdAt: Date(), updatedAt: Date(), data: JSONObject(), version: 1)
             apply(fields, to: &user.data)
             try checkDocumentSize(user)
-            do {
-                user = try UserRepository.insert(
-                    connection, email: email, passwordHash: hash, firstname: firstname,
-                    lastname: lastname, data: user.data)
-            } catch let error as PostgresError where error.sqlState == .uniqueViolation {
-                throw AccountService.emailTaken
+            user = try AccountService.claimingAddress {
+                try UserRepository.insert(connection, email: email, passwordHash: hash, firstname: firstname, lastname: lastname, data: user.data)
             }
             let session = try SessionRepository.insert(
                 connection, userID: user.id, tokenHash: token.hash,
@@ -207,6 +203,16 @@ public final class AccountService: Sendable {
     }
 
     static let emailTaken = AccountsError.field("email", .emailTaken, "is already registered")
+
+    /// Runs a statement that gives a user an address: another account holding it (the unique
+    /// index on `email_normalized`) is `409 email_taken`.
+    static func claimingAddress<T>(_ statement: () throws -> T) throws -> T {
+        do {
+            return try statement()
+        } catch let error as PostgresError where error.sqlState == .uniqueViolation {
+            throw emailTaken
+        }
+    }
 
     /// `POST /users/signin`: the same answer, after the same work, for an unknown email and a wrong password.
     ///
