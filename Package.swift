@@ -63,12 +63,14 @@ let package = Package(
         .executableTarget(name: "embed-files"),
         .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["embed-files"]),
         .target(name: "Migrations", plugins: ["EmbedFiles"]),
+        // ZIP archives written as streams (the data export): their layout and CRC-32. No dependencies.
+        .target(name: "Zip"),
         // Routes, DTOs, error mapping, configuration.
         .target(
             name: "API",
             dependencies: [
                 "HTTPServer", "HTTP", "JSON", "StructuredLogging", "Postgres", "Cryptography", "Accounts", "Images", "Threads", "Files", "CLinux",
-                "Migrations", "PostgresLoop", "PostgresCluster", "Mail", "Outbox", "Thumbnails",
+                "Migrations", "PostgresLoop", "PostgresCluster", "Mail", "Outbox", "Thumbnails", "Zip",
             ],
             // Resources/ (the console, the pages, the OpenAPI document) is compiled in as string
             // literals by the EmbedFiles build plugin: see EmbeddedResources.

@@ -151,6 +151,7 @@ public final class Application: Sendable {
         let imageRoutes = ImagesController(images: images, authenticator: authenticator, signer: signer)
         imageRoutes.register(in: &router)
         RecoveryController(accounts: accounts, authenticator: authenticator).register(in: &router)
+        ExportController(accounts: accounts, images: images, signer: signer, authenticator: authenticator).register(in: &router)
         AdminController(accounts: accounts, images: images, signer: signer, authenticator: authenticator, imageResponses: imageRoutes)
             .register(in: &router)
         PagesController(apps: appLinks).register(in: &router)

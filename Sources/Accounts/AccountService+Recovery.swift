@@ -173,6 +173,23 @@ extension AccountService {
         return user
     }
 
+    /// `GET /users/me/export`, before its first byte: once an hour per user (`429`), recorded in
+    /// the user's activity, and the account's address gets a notice (an export is everything a
+    /// stolen token could take at once).
+    public func recordExport(of user: User, origin: RequestOrigin) throws {
+        try pool.withTransaction { connection in
+            let throttle = [(key: "export:user:" + user.id.lowercasedText, rule: configuration.exportsPerUser)]
+            if let wait = try ThrottleRepository.acquire(connection, throttle) {
+                throw AccountsError(
+                    .tooManyAttempts, "The account's data was exported less than an hour ago; try again later.", retryAfterSeconds: wait)
+            }
+            try ActivityRepository.record(connection, userID: user.id, .dataExported, origin: origin)
+            try OutboxRepository.enqueue(connection, OutgoingMail(.dataExported, to: user.email, ["firstname": user.firstname, "email": user.email]))
+        }
+        mailQueued()
+        SecurityEvent.log(logger, .dataExported, outcome: "success", userID: user.id, origin: origin)
+    }
+
     /// `POST /users/me/verify-email`: a new verification mail, voiding the older links.
     public func resendVerification(user: User, origin: RequestOrigin) throws {
         let alreadyVerified = AccountsError(.alreadyVerified, "The email address is verified already.")

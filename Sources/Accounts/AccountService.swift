@@ -37,6 +37,8 @@ public final class AccountService: Sendable {
         public var emailChangesPerUser = ThrottleRule(limit: 3, windowSeconds: 60 * 60)
         /// Changes of address to one target address, whoever asks (each mails it).
         public var emailChangesPerAddress = ThrottleRule(limit: 3, windowSeconds: 60 * 60)
+        /// Exports of everything a user holds (`GET /users/me/export`).
+        public var exportsPerUser = ThrottleRule(limit: 1, windowSeconds: 60 * 60)
         /// How long the link that undoes an applied change of address works (the contract: 7 days).
         public var emailChangeUndoSeconds: Double = 7 * 86_400
         /// How long a mailed reset link works (the contract: 1 hour).
@@ -61,6 +63,7 @@ public final class AccountService: Sendable {
             [
                 signInPerEmailAndAddress, signInPerEmail, signInPerAddress, passwordChecks, registrationsPerAddress,
                 resetRequestsPerEmail, resetRequestsPerAddress, verificationResends, emailChangesPerUser, emailChangesPerAddress,
+                exportsPerUser,
             ]
             .map(\.windowSeconds).max()!
         }

@@ -15,6 +15,8 @@ public struct ActivityEvent: Sendable, Equatable {
         case emailChanged = "email_changed"
         case emailVerified = "email_verified"
         case lockedOut = "locked_out"
+        /// The user downloaded everything the account holds (`GET /users/me/export`).
+        case dataExported = "data_exported"
     }
 
     public let id: UUID
@@ -31,4 +33,9 @@ public struct ActivityEvent: Sendable, Equatable {
 public struct ActivityPage: Sendable {
     public let events: [ActivityEvent]
     public let next: KeysetCursor?
+
+    public init(events: [ActivityEvent], next: KeysetCursor?) {
+        self.events = events
+        self.next = next
+    }
 }

@@ -21,6 +21,7 @@ struct SecurityEvent {
         case emailChangeRequested = "email_change_requested"
         case emailChanged = "email_changed"
         case emailChangeUndone = "email_change_undone"
+        case dataExported = "data_exported"
     }
 
     static func log(_ logger: Logger, _ kind: Kind, outcome: String, userID: UUID?, origin: RequestOrigin?, detail: String? = nil) {

@@ -28,6 +28,8 @@ public struct ActivityEvent: Identifiable, Hashable, Sendable {
         /// An attempt refused because too many had failed: sign-in, or the checks of the current
         /// password, locked for a while.
         case lockedOut
+        /// Everything the account holds was downloaded (`GET /users/me/export`).
+        case dataExported
         /// A type this version of the client does not know, as the server wrote it.
         case unknown(String)
 
@@ -44,6 +46,7 @@ public struct ActivityEvent: Identifiable, Hashable, Sendable {
             case "email_changed": self = .emailChanged
             case "email_verified": self = .emailVerified
             case "locked_out": self = .lockedOut
+            case "data_exported": self = .dataExported
             default: self = .unknown(rawValue)
             }
         }
@@ -61,6 +64,7 @@ public struct ActivityEvent: Identifiable, Hashable, Sendable {
             case .emailChanged: "email_changed"
             case .emailVerified: "email_verified"
             case .lockedOut: "locked_out"
+            case .dataExported: "data_exported"
             case .unknown(let rawValue): rawValue
             }
         }

@@ -113,6 +113,23 @@ enum BuiltInTemplates {
                 <p><a href="{{link}}" style="display:inline-block;padding:12px 20px;background:#cf222e;color:#ffffff;text-decoration:none;border-radius:6px">This was not me: undo the change</a></p>
                 <p>The link works once, within 7 days.</p>
                 """)),
+        .dataExported: .init(
+            subject: "Your {{appName}} data was exported",
+            text: """
+                Hi {{name}},
+
+                A copy of everything your {{appName}} account ({{email}}) holds, its profile,
+                sessions, activity and images, was just downloaded.
+
+                If this was you, there is nothing to do. If it was not, someone else is signed in
+                to your account: change your password at once, which signs every other device out.
+                """,
+            html: page(
+                """
+                <p>Hi {{name}},</p>
+                <p>A copy of everything your {{appName}} account (<strong>{{email}}</strong>) holds, its profile, sessions, activity and images, was just downloaded.</p>
+                <p>If this was you, there is nothing to do. If it was not, someone else is signed in to your account: change your password at once, which signs every other device out.</p>
+                """)),
     ]
 
     /// A whole HTML document around a body: inline styles only, since mail clients drop style sheets.

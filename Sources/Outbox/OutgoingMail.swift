@@ -31,6 +31,8 @@ public enum MailKind: String, Sendable, CaseIterable {
     /// A notice to the old address that the user's change of email applied, with a link that
     /// puts the old address back (7 days).
     case emailChangeApplied = "email_change_applied"
+    /// A notice that everything the account holds was downloaded (`GET /users/me/export`).
+    case dataExported = "data_exported"
 
     /// The page a link of this mail opens, when it carries a token.
     var linkPath: String? {
@@ -38,7 +40,7 @@ public enum MailKind: String, Sendable, CaseIterable {
         case .verifyEmail, .confirmEmailChange: "/verify-email"
         case .passwordReset: "/reset-password"
         case .emailChangeApplied: "/undo-email-change"
-        case .passwordChanged, .emailChanged: nil
+        case .passwordChanged, .emailChanged, .dataExported: nil
         }
     }
 }
