@@ -55,7 +55,7 @@ let package = Package(
         // `exosphere thumbnailer`: the helper process that decodes images with libvips, confined.
         .target(name: "ThumbnailWorker", dependencies: ["CVips", "CLinux", "Thumbnails"]),
         // Users' images: format inspection (pure), the two storages, thumbnails, their SQL and files.
-        .target(name: "Images", dependencies: ["Postgres", "Cryptography", "Files", "StructuredLogging", "Threads", "Thumbnails"]),
+        .target(name: "Images", dependencies: ["Postgres", "Cryptography", "Files", "StructuredLogging", "Threads", "Thumbnails", "Zip"]),
         // Users, custom fields, sessions, throttles, recovery tokens, activity: rules and their SQL.
         .target(name: "Accounts", dependencies: ["CivilTime", "Postgres", "Cryptography", "JSON", "Outbox", "StructuredLogging", "Threads"]),
         // Text files compiled in at build time as string literals (Plugins/EmbedFiles): the SQL of
@@ -63,7 +63,7 @@ let package = Package(
         .executableTarget(name: "embed-files"),
         .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["embed-files"]),
         .target(name: "Migrations", plugins: ["EmbedFiles"]),
-        // ZIP archives written as streams (the data export): their layout and CRC-32. No dependencies.
+        // ZIP archives written as streams (the data export): their layout, and CRC-32 (PNG's too). No dependencies.
         .target(name: "Zip"),
         // Routes, DTOs, error mapping, configuration.
         .target(
@@ -102,7 +102,7 @@ let package = Package(
         .testTarget(
             name: "AccountsTests",
             dependencies: ["Accounts", "Cryptography", "JSON", "Migrations", "Postgres", "PostgresCluster", "StructuredLogging"]),
-        .testTarget(name: "ImagesTests", dependencies: ["Images", "Thumbnails", "TestSupport"]),
+        .testTarget(name: "ImagesTests", dependencies: ["Images", "Thumbnails", "Zip", "TestSupport"]),
         // BlurHash, the frames, and the helper pool against real `exosphere thumbnailer` processes.
         .testTarget(name: "ThumbnailsTests", dependencies: ["Thumbnails", "StructuredLogging", "TestSupport", "Files"]),
         .testTarget(

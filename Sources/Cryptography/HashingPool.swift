@@ -209,12 +209,7 @@ public final class HashingPool: @unchecked Sendable {
         /// first job that is another owner's `n + 1`-th or later (fair queuing by rounds; jobs
         /// without an owner are one owner). At most a queue's length of steps, under the lock.
         mutating func insertInTurn(_ job: Job) {
-            var seen: [String: Int] = [:]
-            for index in head..<jobs.count {
-                guard let queued = jobs[index] else { continue }
-                seen[queued.owner ?? "", default: 0] += 1
-            }
-            insert(job, beforeRound: seen[job.owner ?? "", default: 0])
+            insert(job, beforeRound: jobs[head...].count { $0?.owner == job.owner })
         }
 
         /// Inserts `job` before the first queued job that is its owner's `round + 1`-th or later.

@@ -1,3 +1,5 @@
+import Zip
+
 extension ImageInspector {
     /// PNG: the signature, then IHDR, which the specification requires to be the first chunk.
     /// Its CRC is checked so that a damaged header is not taken for a size.

@@ -120,7 +120,7 @@ public enum ZipError: Error, Sendable, Equatable {
     case tooLarge(String)
 }
 
-/// CRC-32 (ISO-HDLC, zlib's and ZIP's), updated chunk by chunk.
+/// CRC-32 (ISO-HDLC: zlib's, ZIP's and PNG's), updated chunk by chunk.
 public struct CRC32: Sendable {
     private static let table: [UInt32] = (0..<256).map { index in
         var crc = UInt32(index)
@@ -139,6 +139,13 @@ public struct CRC32: Sendable {
     }
 
     public var value: UInt32 { state ^ 0xFFFF_FFFF }
+
+    /// The checksum of `bytes` at once (a PNG chunk's).
+    public static func checksum(_ bytes: some Sequence<UInt8>) -> UInt32 {
+        var crc = CRC32()
+        crc.update(bytes)
+        return crc.value
+    }
 }
 
 extension [UInt8] {

@@ -1,3 +1,4 @@
+import Zip
 import Testing
 @testable import Images
 
