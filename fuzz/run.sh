@@ -23,10 +23,18 @@ build() { # name module sources...
     flock /tmp/exo-build.lock swiftc -sanitize=fuzzer,address -parse-as-library -O -use-ld=lld -module-name "$module" \
         "$@" -o "fuzz/$name-fuzzer"
 }
-# Image inspection is pure: the inspector and what it reads with, without the storages.
-image_sources=(Sources/Images/ImageInspector*.swift Sources/Images/ImageFormat*.swift Sources/Images/ByteReader.swift
-               Sources/Images/ISOBox.swift Sources/Images/CRC32.swift Sources/Images/ImageInfo.swift
-               Sources/Images/ImageLimits.swift Sources/Images/ImageError.swift)
+# Image inspection is pure: the inspector and what it reads with (Zip's CRC-32 among it), without
+# the storages, as one module in a directory of its own.
+stage_image() {
+    local staged
+    staged=$(mktemp -d /tmp/exo-fuzz.XXXXXX)
+    cp Sources/Zip/*.swift Sources/Images/ImageFormat*.swift Sources/Images/ByteReader.swift Sources/Images/ISOBox.swift \
+        Sources/Images/ImageInfo.swift Sources/Images/ImageLimits.swift Sources/Images/ImageError.swift "$staged"/
+    for file in Sources/Images/ImageInspector*.swift; do
+        sed '/^import Zip$/d' "$file" > "$staged/$(basename "$file")"
+    done
+    echo "$staged"
+}
 
 # The HTTP module and the calendar it imports, as one module in a directory of their own.
 stage_http() {
@@ -80,7 +88,11 @@ for target in "${targets[@]}"; do
             rm -rf "$staged"
             binary=fuzz/connection-fuzzer; options=(-max_len=2048) ;;
         json) build json JSON Sources/JSON/*.swift fuzz/JSONFuzzer.swift; binary=fuzz/json-fuzzer; options=(-max_len=2048) ;;
-        image) build image Images "${image_sources[@]}" fuzz/ImageFuzzer.swift; binary=fuzz/image-fuzzer; options=(-max_len=4096) ;;
+        image)
+            staged=$(stage_image)
+            build image Images "$staged"/*.swift fuzz/ImageFuzzer.swift
+            rm -rf "$staged"
+            binary=fuzz/image-fuzzer; options=(-max_len=4096) ;;
         *) echo "fuzz/run.sh: unknown target $target" >&2; exit 2 ;;
     esac
     echo "fuzz/run.sh: $target for $seconds s"
