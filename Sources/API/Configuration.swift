@@ -42,6 +42,8 @@ public struct Configuration: Sendable {
     /// Threads that hash passwords (default: one per core) and how many hashes may wait.
     public var hashingThreads = HashingPool.defaultWorkerCount
     public var hashingQueue = 8 * HashingPool.defaultWorkerCount
+    /// The hashing threads' scheduling: `idle` by default (see `HashingPool.Priority`).
+    public var hashingPriority = HashingPool.Priority.idle
     /// A JSON file `{"fields": {"name": "type", …}}` that pins custom field types.
     public var fieldConfigPath: String?
     /// Where users' images are kept, their directory and size limit.

@@ -33,6 +33,17 @@ public final class HashingPool: @unchecked Sendable {
         var owner: String? = nil
     }
 
+    /// How the scheduler treats the workers.
+    public enum Priority: String, Sendable, CaseIterable {
+        /// The idle scheduling class (the default): hashing takes whatever CPU is left over, and
+        /// every other thread preempts it at once, so a storm of sign-ins cannot delay other
+        /// requests. On a machine that other work keeps busy, a hash waits until it is not.
+        case idle
+        /// An equal share with the other threads: a hash is never starved by other work, and a
+        /// storm of sign-ins slows everything else.
+        case normal
+    }
+
     /// The number of worker threads.
     public let workerCount: Int
     /// How many jobs may wait while every worker is busy.
@@ -55,16 +66,15 @@ public final class HashingPool: @unchecked Sendable {
     }
 
     /// Starts `workers` threads (default: one per online core) behind a queue of
-    /// `queueCapacity` jobs (default: twice the workers).
-    public init(workers: Int = HashingPool.defaultWorkerCount, queueCapacity: Int? = nil) {
+    /// `queueCapacity` jobs (default: twice the workers), scheduled as `priority` says.
+    public init(workers: Int = HashingPool.defaultWorkerCount, queueCapacity: Int? = nil, priority: Priority = .idle) {
         precondition(workers > 0, "a hashing pool needs at least one worker")
         workerCount = workers
         self.queueCapacity = queueCapacity ?? 2 * workers
         precondition(self.queueCapacity >= 0)
-        // The idle scheduling class: hashing takes whatever CPU is left over, and every other
-        // thread preempts it at once, so a storm of sign-ins cannot delay other requests.
+        let scheduling: OSThread.Priority = priority == .idle ? .idle : .normal
         let started = (0..<workers).map { index in
-            OSThread(name: "hashing-\(index)", stackSize: 1 << 20, priority: .idle) { [self] in workLoop() }
+            OSThread(name: "hashing-\(index)", stackSize: 1 << 20, priority: scheduling) { [self] in workLoop() }
         }
         lock.withLock { threads = started }
     }

@@ -290,6 +290,15 @@ extension Configuration {
             config.hashingQueue = try integer(value, "--hashing-queue", 0...10_000)
         },
         Option(
+            flag: "--hashing-priority", environment: "EXOSPHERE_HASHING_PRIORITY", placeholder: "CLASS",
+            help: "idle: hashing yields to all other work; normal: an equal share", defaultValue: { $0.hashingPriority.rawValue }
+        ) { config, value throws(ConfigurationError) in
+            guard let priority = HashingPool.Priority(rawValue: value) else {
+                throw ConfigurationError("--hashing-priority/EXOSPHERE_HASHING_PRIORITY: expected idle or normal, got '\(shown(value))'")
+            }
+            config.hashingPriority = priority
+        },
+        Option(
             flag: "--field-config", environment: "EXOSPHERE_FIELD_CONFIG", placeholder: "FILE",
             help: "JSON file pinning custom field types", defaultValue: { $0.fieldConfigPath ?? "(none)" }
         ) { config, value throws(ConfigurationError) in

@@ -162,7 +162,7 @@ enum Exosphere {
         } catch {
             logger.warning("could not make the console's setup link", ["error": String(describing: error)])
         }
-        if SchedulingGroups.autogroupsApplyHere() {
+        if configuration.hashingPriority == .idle, SchedulingGroups.autogroupsApplyHere() {
             logger.warning(
                 "autogroup scheduling: the hashing pool's idle priority does not hold against PostgreSQL's backends, so a storm of sign-ins slows other requests; run as a service (systemd, a container) or set kernel.sched_autogroup_enabled=0"
             )

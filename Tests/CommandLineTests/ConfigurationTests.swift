@@ -121,6 +121,7 @@ private func failure(
             (["--drain-timeout", "99999"], [:]),
             (["--log-level", "loud"], [:]),
             (["--log-format", "xml"], [:]),
+            (["--hashing-priority", "high"], [:]),
             ([], ["PORT": "http"]),
             ([], ["PORT": "99999"]),
             ([], ["HOST": ""]),
@@ -150,6 +151,13 @@ private func failure(
             #expect(message?.contains("\r") == false)
             #expect(message?.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F } == false)
         }
+    }
+
+    @Test func hashingYieldsToOtherWorkUnlessToldOtherwise() throws {
+        #expect(try Configuration.parse(arguments: [], environment: [:]).hashingPriority == .idle)
+        #expect(try Configuration.parse(arguments: ["--hashing-priority", "normal"], environment: [:]).hashingPriority == .normal)
+        #expect(try Configuration.parse(arguments: [], environment: ["EXOSPHERE_HASHING_PRIORITY": "normal"]).hashingPriority == .normal)
+        #expect(failure(["--hashing-priority", "high"]) == "--hashing-priority/EXOSPHERE_HASHING_PRIORITY: expected idle or normal, got 'high'")
     }
 
     @Test func helpListsEveryOption() {

@@ -36,6 +36,14 @@ private struct Boom: Error, Equatable {}
         pool.shutdown()
     }
 
+    /// The workers' scheduling class, as the kernel reports it to the thread itself.
+    @Test(arguments: [(HashingPool.Priority.idle, 5 /* SCHED_IDLE */), (.normal, 0 /* SCHED_OTHER */)] as [(HashingPool.Priority, Int32)])
+    func workersAreScheduledAsConfigured(_ priority: HashingPool.Priority, _ policy: Int32) throws {
+        let pool = HashingPool(workers: 1, priority: priority)
+        defer { pool.shutdown() }
+        #expect(try pool.run { sched_getscheduler(0) } == policy)
+    }
+
     @Test func rethrowsWhatTheWorkThrows() {
         let pool = HashingPool(workers: 1)
         defer { pool.shutdown() }
