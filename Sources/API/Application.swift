@@ -51,7 +51,8 @@ public final class Application: Sendable {
             pool: backgroundPool, configuration: mailConfiguration, templates: templates, logger: logger,
             mintToken: { try AccountService.mintMailToken(slot: $0, on: backgroundPool) })
         mail = sender
-        hashing = HashingPool(workers: configuration.hashingThreads, queueCapacity: configuration.hashingQueue, priority: configuration.hashingPriority)
+        hashing = HashingPool(
+            workers: configuration.hashingThreads, queueCapacity: configuration.hashingQueue, priority: configuration.hashingPriority)
         accounts = AccountService(
             pool: database.pool, backgroundPool: database.backgroundPool, hasher: hasher, hashing: hashing,
             configuration: configuration.accounts, logger: logger, mailQueued: { sender.wake() })
