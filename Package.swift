@@ -65,12 +65,14 @@ let package = Package(
         .target(name: "Migrations", plugins: ["EmbedFiles"]),
         // ZIP archives written as streams (the data export): their layout, and CRC-32 (PNG's too). No dependencies.
         .target(name: "Zip"),
+        // Live changes: the open event streams of an instance, fed by LISTEN/NOTIFY and catch-up reads.
+        .target(name: "LiveEvents", dependencies: ["HTTP", "Postgres", "StructuredLogging", "Threads"]),
         // Routes, DTOs, error mapping, configuration.
         .target(
             name: "API",
             dependencies: [
                 "HTTPServer", "HTTP", "JSON", "StructuredLogging", "Postgres", "Cryptography", "Accounts", "Images", "Threads", "Files", "CLinux",
-                "Migrations", "PostgresLoop", "PostgresCluster", "Mail", "Outbox", "Thumbnails", "Zip",
+                "Migrations", "PostgresLoop", "PostgresCluster", "Mail", "Outbox", "Thumbnails", "Zip", "LiveEvents",
             ],
             // Resources/ (the console, the pages, the OpenAPI document) is compiled in as string
             // literals by the EmbedFiles build plugin: see EmbeddedResources.

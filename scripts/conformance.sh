@@ -143,7 +143,9 @@ PYTHON
 # would be a 401 reported as a failure. With the provider, schemathesis re-authenticates on a 401
 # and replays the request once: the provider registers a fresh user (registration is never
 # throttled, whereas sign-in from 127.0.0.1 is locked after 100 failures, which the fuzzer makes).
-# So no operation needs to be left out of the authenticated run.
+# So no operation needs to be left out of the authenticated run, but one: GET /users/me/events is a
+# stream that stays open while its session lives, which the fuzzer would wait on until its request
+# timeout (EventsAPITests reads it as a client does).
 mkdir -p "$work/hooks"
 cat >"$work/hooks/exosphere_hooks.py" <<'PYTHON'
 import json
@@ -380,6 +382,7 @@ status=0
     "$venv/bin/schemathesis" --config-file "$work/schemathesis.toml" run "$api/openapi.json" \
         --checks all \
         --exclude-checks positive_data_acceptance \
+        --exclude-operation-id streamUserEvents \
         --max-time "$seconds" \
         --seed "$seed" \
         --workers "$workers" \

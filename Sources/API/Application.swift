@@ -3,6 +3,7 @@ import CLinux
 import Glibc
 import HTTPServer
 import Images
+import LiveEvents
 import Mail
 import Outbox
 import StructuredLogging
@@ -27,6 +28,8 @@ public final class Application: Sendable {
     public let thumbnailer: ThumbnailerPool?
     /// Sends the mail outbox's rows (every instance runs one).
     public let mail: OutboxSender
+    /// The open event streams and what feeds them; nil behind a pooler in transaction mode.
+    public let liveEvents: LiveEventHub?
     public let server: Server
     /// `/metrics` on its own listener (`Configuration.metricsListen`), or nil.
     public let metricsServer: Server?
@@ -59,6 +62,19 @@ public final class Application: Sendable {
         // Images are decoded only in helper processes: a crafted file never runs in this one.
         thumbnailer = configuration.thumbnails.helpers > 0 ? ThumbnailerPool(configuration: configuration.thumbnails, logger: logger) : nil
         images = ImageService(pool: database.pool, configuration: configuration.images, logger: logger, thumbnailer: thumbnailer)
+        // One connection listens for every stream of this instance; a pooler in transaction mode
+        // cannot carry LISTEN, and there `GET /users/me/events` answers 501 events_unavailable.
+        if configuration.databasePooler == .transaction {
+            logger.notice("live events are off behind a pooler in transaction mode: LISTEN needs a session")
+            liveEvents = nil
+        } else {
+            var listener = database.pool.configuration
+            listener.applicationName = "exosphere-events"
+            listener.responseTimeout = nil
+            liveEvents = LiveEventHub(
+                source: DatabaseEventSource(accounts: accounts, images: images, signer: signer, listener: listener),
+                configuration: configuration.liveEvents, logger: logger.with("component", "events"))
+        }
         // The metrics exist before the server so that the route serving them can be in its table.
         let metrics = HTTPMetrics()
         // pgbouncer 1.18 in transaction mode may lend the server connection to another client at
@@ -77,14 +93,14 @@ public final class Application: Sendable {
             router: Application.routes(
                 database: database, accounts: accounts, images: images, signer: signer, hashing: hashing, metrics: metrics,
                 trustedProxies: configuration.trustedProxies, pipelines: pipelines, mail: sender.statistics,
-                appLinks: configuration.appLinks, servesMetrics: configuration.metricsListen == nil),
+                appLinks: configuration.appLinks, servesMetrics: configuration.metricsListen == nil, liveEvents: liveEvents),
             logger: logger, metrics: metrics)
-        let (pool, hashingPool, statistics, imageService) = (database.pool, hashing, accounts.statistics, images)
+        let (pool, hashingPool, statistics, imageService, liveEvents) = (database.pool, hashing, accounts.statistics, images, liveEvents)
         metricsServer = configuration.metricsListen.map { listen in
             var router = Router()
             MetricsController(
                 http: metrics, database: pool, hashing: hashingPool, accounts: statistics, images: imageService,
-                pipelines: pipelines?.statistics, mail: sender.statistics
+                pipelines: pipelines?.statistics, mail: sender.statistics, liveEvents: liveEvents
             ).register(in: &router)
             var serverConfiguration = ServerConfiguration()
             serverConfiguration.host = listen.host
@@ -119,6 +135,7 @@ public final class Application: Sendable {
                 throw error
             }
         } catch {
+            liveEvents?.shutdown()
             signer.shutdown()
             hashing.shutdown()
             accounts.shutdown()
@@ -139,7 +156,7 @@ public final class Application: Sendable {
         database: Database, accounts: AccountService, images: ImageService, signer: URLSigner, hashing: HashingPool? = nil,
         metrics: HTTPMetrics = HTTPMetrics(), trustedProxies: Set<String> = [],
         pipelines: Pipelines? = nil, mail: OutboxSender.Statistics? = nil, appLinks: AppLinks = AppLinks(),
-        servesMetrics: Bool = true
+        servesMetrics: Bool = true, liveEvents: LiveEventHub? = nil
     ) -> Router {
         var router = Router()
         let authenticator = Authenticator(accounts: accounts, trustedProxies: trustedProxies)
@@ -153,6 +170,7 @@ public final class Application: Sendable {
         imageRoutes.register(in: &router)
         RecoveryController(accounts: accounts, authenticator: authenticator).register(in: &router)
         ExportController(accounts: accounts, images: images, signer: signer, authenticator: authenticator).register(in: &router)
+        EventsController(accounts: accounts, authenticator: authenticator, hub: liveEvents).register(in: &router)
         AdminController(accounts: accounts, images: images, signer: signer, authenticator: authenticator, imageResponses: imageRoutes)
             .register(in: &router)
         PagesController(apps: appLinks).register(in: &router)
@@ -161,7 +179,7 @@ public final class Application: Sendable {
         if servesMetrics {
             MetricsController(
                 http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics, images: images,
-                pipelines: pipelines?.statistics, mail: mail
+                pipelines: pipelines?.statistics, mail: mail, liveEvents: liveEvents
             ).register(in: &router)
         }
         return router
@@ -177,7 +195,9 @@ public final class Application: Sendable {
     /// Drains the HTTP server, then stops hashing and closes the database.
     public func shutdown() {
         logger.notice("shutting down", ["drain.seconds": String(configuration.server.drainTimeout.components.seconds)])
+        // The drain ends every event stream (its clients reconnect to another instance).
         server.shutdown()
+        liveEvents?.shutdown()
         metricsServer?.shutdown()
         images.shutdown()
         signer.shutdown()

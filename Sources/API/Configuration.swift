@@ -1,6 +1,7 @@
 import Accounts
 import HTTPServer
 import Images
+import LiveEvents
 import Mail
 import Outbox
 import StructuredLogging
@@ -42,6 +43,8 @@ public struct Configuration: Sendable {
     /// Threads that hash passwords (default: one per core) and how many hashes may wait.
     public var hashingThreads = HashingPool.defaultWorkerCount
     public var hashingQueue = 8 * HashingPool.defaultWorkerCount
+    /// Event streams: their heartbeat, and how often a lost listening connection is tried again.
+    public var liveEvents = LiveEventHub.Configuration()
     /// The hashing threads' scheduling: `idle` by default (see `HashingPool.Priority`).
     public var hashingPriority = HashingPool.Priority.idle
     /// A JSON file `{"fields": {"name": "type", …}}` that pins custom field types.

@@ -4,6 +4,7 @@ import Glibc
 import HTTP
 import HTTPServer
 import Images
+import LiveEvents
 import Thumbnails
 import Outbox
 import Postgres
@@ -23,6 +24,8 @@ struct MetricsController {
     let pipelines: Pipelines.Statistics?
     /// This instance's mail sender; nil where a route table is built without one.
     let mail: OutboxSender.Statistics?
+    /// Nil behind a pooler in transaction mode (no live events) and where a route table is built without one.
+    var liveEvents: LiveEventHub? = nil
 
     func register(in router: inout Router) {
         // Blocking: it takes the pools' locks and reads /proc.
@@ -41,6 +44,7 @@ struct MetricsController {
         if let accounts { writeThrottles(accounts, into: &text) }
         if let images { writeImages(images, into: &text) }
         if let mail { writeMail(mail, into: &text) }
+        if let liveEvents { writeLiveEvents(liveEvents.statistics, into: &text) }
         if let thumbnails = images?.thumbnailer?.statistics { writeThumbnails(thumbnails, into: &text) }
         text.family("exosphere_build_info", type: .gauge, help: "Always 1; the labels describe the running build.")
         text.sample("exosphere_build_info", ["version": Application.version], 1)
@@ -176,6 +180,23 @@ struct MetricsController {
         text.sample("exosphere_throttled_total", ["throttle": "password"], accounts.passwordChecksThrottled.load(ordering: .relaxed))
         text.sample("exosphere_throttled_total", ["throttle": "registration"], accounts.registrationThrottled.load(ordering: .relaxed))
         text.sample("exosphere_throttled_total", ["throttle": "password_reset"], accounts.resetThrottled.load(ordering: .relaxed))
+    }
+
+    private func writeLiveEvents(_ events: LiveEventHub.Statistics, into text: inout PrometheusText) {
+        text.metric("exosphere_event_streams_open", type: .gauge, help: "Open GET /users/me/events streams.", events.open)
+        text.metric("exosphere_event_streams_opened_total", type: .counter, help: "Event streams opened.", events.opened)
+        text.metric("exosphere_events_delivered_total", type: .counter, help: "Events handed to streams.", events.delivered)
+        text.family(
+            "exosphere_event_catchups_total", type: .counter,
+            help: "Reads of what a user's streams lacked: done, or failed (tried again).")
+        text.sample("exosphere_event_catchups_total", ["outcome": "done"], events.catchUps)
+        text.sample("exosphere_event_catchups_total", ["outcome": "failed"], events.catchUpFailures)
+        text.metric(
+            "exosphere_event_listener_up", type: .gauge,
+            help: "1 while the LISTEN connection is up; while 0, streams get nothing new (and miss nothing: it catches up).",
+            events.listening ? 1 : 0)
+        text.metric(
+            "exosphere_event_listener_connects_total", type: .counter, help: "Times the LISTEN connection was opened.", events.listenerConnects)
     }
 
     private func writeMail(_ mail: OutboxSender.Statistics, into text: inout PrometheusText) {

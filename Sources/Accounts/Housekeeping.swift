@@ -3,7 +3,8 @@ import Postgres
 import Threads
 
 /// Deletes what accounts leave behind: sessions past their end, throttle rows whose window ended
-/// long ago, expired mailed tokens and security events past their retention, in batches, so that no statement holds many rows or runs for long.
+/// long ago, expired mailed tokens, security events past their retention and live events past
+/// the resumable window (`UserEventRepository.retentionSeconds`), in batches, so that no statement holds many rows or runs for long.
 ///
 /// Every instance runs it, but one at a time: each batch is a transaction that takes a
 /// transaction-level advisory lock without waiting, so an instance that finds it held skips its
@@ -40,7 +41,7 @@ public final class Housekeeping: Sendable {
 
     /// One round now, on the calling thread: the numbers deleted, or nil when another instance holds the lock.
     @discardableResult
-    public func runOnce() throws -> (sessions: Int, throttles: Int, tokens: Int, events: Int)? {
+    public func runOnce() throws -> (sessions: Int, throttles: Int, tokens: Int, events: Int, liveEvents: Int)? {
         guard let sessions = try drain({ try SessionRepository.purgeExpired($0, lifetime: lifetime, limit: Housekeeping.batchSize) }) else {
             return nil
         }
@@ -51,7 +52,12 @@ public final class Housekeeping: Sendable {
         let events = try drain {
             try ActivityRepository.purge($0, olderThanSeconds: activityRetentionSeconds, limit: Housekeeping.batchSize)
         }
-        return (sessions, throttles ?? 0, tokens ?? 0, events ?? 0)
+        let liveEvents = try drain {
+            try UserEventRepository.purge($0, olderThanSeconds: UserEventRepository.retentionSeconds, limit: Housekeeping.batchSize)
+                + UserEventRepository.purgeStaleWatches(
+                    $0, olderThanSeconds: UserEventRepository.watchRetentionSeconds, limit: Housekeeping.batchSize)
+        }
+        return (sessions, throttles ?? 0, tokens ?? 0, events ?? 0, liveEvents ?? 0)
     }
 
     /// Runs a batch deletion, each batch in a transaction holding the lock, until a batch comes
@@ -79,12 +85,12 @@ public final class Housekeeping: Sendable {
 
     private func round() {
         do {
-            if let (sessions, throttles, tokens, events) = try runOnce(), sessions + throttles + tokens + events > 0 {
+            if let (sessions, throttles, tokens, events, liveEvents) = try runOnce(), sessions + throttles + tokens + events + liveEvents > 0 {
                 logger.info(
                     "housekeeping",
                     [
                         "sessions.deleted": String(sessions), "throttles.deleted": String(throttles),
-                        "tokens.deleted": String(tokens), "events.deleted": String(events),
+                        "tokens.deleted": String(tokens), "events.deleted": String(events), "live_events.deleted": String(liveEvents),
                     ])
             }
         } catch {

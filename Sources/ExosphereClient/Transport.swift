@@ -187,6 +187,86 @@ final class Transport: Sendable {
     }
 }
 
+extension Transport {
+    /// What a streamed response delivers: its head once, then its body's bytes as they come.
+    enum StreamPart: Sendable {
+        case head(status: Int, headers: [String: String])
+        case bytes(Data)
+    }
+
+    /// Sends `request` and delivers the response as it arrives, on a session of its own whose
+    /// timeout is `idleTimeout` without a byte. Ends when the body ends; throws `network_error`
+    /// when the connection fails. Cancelling the iteration cancels the request.
+    func stream(_ request: APIRequest, token: String?, idleTimeout: TimeInterval) throws -> AsyncThrowingStream<StreamPart, any Error> {
+        var urlRequest = URLRequest(url: try url(for: request))
+        urlRequest.httpMethod = request.method
+        urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
+        urlRequest.timeoutInterval = idleTimeout
+        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        if let token { urlRequest.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let userAgent { urlRequest.setValue(userAgent, forHTTPHeaderField: "User-Agent") }
+        let path = request.path
+        return AsyncThrowingStream { continuation in
+            let delegate = StreamDelegate(continuation: continuation, path: path)
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.urlCache = nil
+            configuration.httpCookieStorage = nil
+            configuration.timeoutIntervalForRequest = idleTimeout
+            let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+            let task = session.dataTask(with: urlRequest)
+            continuation.onTermination = { _ in
+                task.cancel()
+                session.invalidateAndCancel()
+            }
+            task.resume()
+        }
+    }
+}
+
+/// Hands a data task's response and bytes to a stream as they arrive.
+private final class StreamDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    let continuation: AsyncThrowingStream<Transport.StreamPart, any Error>.Continuation
+    let path: String
+
+    init(continuation: AsyncThrowingStream<Transport.StreamPart, any Error>.Continuation, path: String) {
+        self.continuation = continuation
+        self.path = path
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        if let http = response as? HTTPURLResponse {
+            var headers: [String: String] = [:]
+            for (name, value) in http.allHeaderFields {
+                if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+            }
+            continuation.yield(.head(status: http.statusCode, headers: headers))
+        }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        continuation.yield(.bytes(data))
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        if let error {
+            if let urlError = error as? URLError, urlError.code == .cancelled {
+                continuation.finish(throwing: CancellationError())
+            } else {
+                continuation.finish(
+                    throwing: ExosphereError(
+                        code: .networkError, detail: "GET \(path): \(error.localizedDescription)", underlyingError: error))
+            }
+        } else {
+            continuation.finish()
+        }
+        session.finishTasksAndInvalidate()
+    }
+}
+
 /// Reports an upload's progress.
 private final class ProgressDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
     let report: @Sendable (UploadProgress) -> Void

@@ -38,6 +38,10 @@ public struct Response: Sendable {
         self.file = file
     }
 
-    /// How many bytes the body has, whichever kind it is.
-    public var bodyLength: Int { file?.length ?? body.count }
+    /// How many bytes the body has, whichever kind it is; nil for an event stream, whose length
+    /// is known only at its end (it is sent chunked).
+    public var bodyLength: Int? {
+        guard let file else { return body.count }
+        return (file as? any SizedResponseBody)?.length
+    }
 }

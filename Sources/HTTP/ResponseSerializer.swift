@@ -17,9 +17,14 @@ public enum ResponseSerializer {
         appendStatusLine(response.status, into: &buffer)
         let status = response.status
         if !status.forbidsBody {
-            append("Content-Length: ", to: &buffer)
-            appendDecimal(response.bodyLength, into: &buffer)
-            appendCRLF(&buffer)
+            if let length = response.bodyLength {
+                append("Content-Length: ", to: &buffer)
+                appendDecimal(length, into: &buffer)
+                appendCRLF(&buffer)
+            } else if version == .http1_1 {
+                // An HTTP/1.0 client reads such a body until the connection closes (`closesAfter`).
+                append("Transfer-Encoding: chunked\r\n", to: &buffer)
+            }
         }
         append("Date: ", to: &buffer)
         buffer.append(contentsOf: date.bytes)
@@ -40,6 +45,21 @@ public enum ResponseSerializer {
         if response.file == nil, sendsBody(status: status, requestMethod: requestMethod) {
             buffer.append(contentsOf: response.body)
         }
+    }
+
+    /// Whether the connection must close after this response to end its body: a body of unknown
+    /// length to an HTTP/1.0 client, which cannot read chunks.
+    public static func closesAfter(_ response: Response, version: HTTPVersion) -> Bool {
+        version == .http1_0 && response.bodyLength == nil
+    }
+
+    /// Frames `bytes` as one chunk of a chunked body (RFC 9112 §7.1); empty bytes are the last chunk.
+    public static func appendChunk(_ bytes: [UInt8], into buffer: inout [UInt8]) {
+        let digits = Array(String(bytes.count, radix: 16).utf8)
+        buffer.append(contentsOf: digits)
+        appendCRLF(&buffer)
+        buffer.append(contentsOf: bytes)
+        appendCRLF(&buffer)
     }
 
     /// Whether a body follows the head: not for `HEAD`, nor for 1xx, 204 and 304.

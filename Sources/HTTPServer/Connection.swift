@@ -12,6 +12,8 @@ final class Connection {
     var file: (any ResponseBodySource)?
     /// Whether a stream body's next chunk has been asked for and not come yet.
     var awaitingChunk = false
+    /// Whether the stream's chunks are framed for `Transfer-Encoding: chunked`.
+    var chunked = false
     var fileOffset = 0
     var fileRemaining = 0
     var awaitingFinalFlush = false

@@ -89,6 +89,9 @@ struct ConnectionStateMachine {
     private var idleSince: UInt64
     private var draining = false
     private var peerHalfClosed = false
+    /// Whether the body of the response being written goes in chunks (an event stream to an
+    /// HTTP/1.1 client), which the shell frames.
+    private(set) var bodyIsChunked = false
 
     init(
         configuration: ConnectionConfiguration, now: UInt64, bodyLimit: @escaping @Sendable (RequestHead) -> Int,
@@ -180,17 +183,21 @@ struct ConnectionStateMachine {
     /// The handler (or the shell, for a rejection) produced the response to the pending request.
     mutating func respond(_ response: Response, date: HTTPDate.Text, now: UInt64) -> Action {
         guard case .responding(let head, let forcedClose) = state else { return .none }
-        let close = forcedClose || draining || !(head?.keepAlive ?? false) || peerHalfClosed
+        let version = head?.version ?? .http1_1
+        let close =
+            forcedClose || draining || !(head?.keepAlive ?? false) || peerHalfClosed
+            || ResponseSerializer.closesAfter(response, version: version)
         let method = head?.method ?? .get
         var bytes: [UInt8] = []
         ResponseSerializer.serialize(
             response, requestMethod: method, keepAlive: !close, date: date,
-            version: head?.version ?? .http1_1, into: &bytes)
+            version: version, into: &bytes)
         // A file that is not sent (HEAD, 204, 304, empty) is left behind and closes with the response.
         var file = response.file
-        if let region = file, region.length == 0 || !ResponseSerializer.sendsBody(status: response.status, requestMethod: method) {
+        if file != nil, response.bodyLength == 0 || !ResponseSerializer.sendsBody(status: response.status, requestMethod: method) {
             file = nil
         }
+        bodyIsChunked = file != nil && response.bodyLength == nil && version == .http1_1
         state = .writing(close: close, progressAt: now)
         return .write(bytes, file: file, close: close)
     }

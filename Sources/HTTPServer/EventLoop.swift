@@ -97,8 +97,18 @@ final class EventLoop: @unchecked Sendable {
             }
             for case let connection? in connections {
                 perform(connection.machine.beginDraining(), on: connection)
+                // An event stream has no end of its own: it ends here, and its client reconnects elsewhere.
+                if !connection.closed, connection.file is ResponseEventStream { endEvents(on: connection) }
             }
         }
+    }
+
+    /// Ends an event stream's body now (its last chunk) and drops the stream.
+    private func endEvents(on connection: Connection) {
+        connection.awaitingChunk = false
+        connection.file = nil
+        if connection.chunked { ResponseSerializer.appendChunk([], into: &connection.output) }
+        perform(flush(connection), on: connection)
     }
 
     // MARK: - The loop
@@ -311,6 +321,11 @@ final class EventLoop: @unchecked Sendable {
         }
         guard let count = result else { return }
         if count == 0 {
+            // An event stream has no end to wait for: a client that hangs up is gone.
+            if connection.file is ResponseEventStream {
+                closeConnection(connection)
+                return
+            }
             // A client that closes while its request is being answered will not read the answer.
             connection.cancellation?.cancel()
             perform(connection.machine.peerClosed(), on: connection)
@@ -353,7 +368,8 @@ final class EventLoop: @unchecked Sendable {
                 if let file {
                     connection.file = file
                     connection.fileOffset = (file as? ResponseFile)?.offset ?? 0
-                    connection.fileRemaining = file.length
+                    connection.fileRemaining = (file as? any SizedResponseBody)?.length ?? 0
+                    connection.chunked = connection.machine.bodyIsChunked
                 }
                 connection.awaitingFinalFlush = true
                 next = flush(connection)
@@ -376,7 +392,7 @@ final class EventLoop: @unchecked Sendable {
                 written = try connection.output.withUnsafeBytes { raw throws(SystemError) in
                     try System.write(
                         connection.fd, UnsafeRawBufferPointer(rebasing: raw[connection.outputOffset...]),
-                        more: fileFollows)
+                        more: fileFollows && !(connection.file is ResponseEventStream))
                 }
             } catch {
                 return .close
@@ -401,6 +417,7 @@ final class EventLoop: @unchecked Sendable {
     /// otherwise what to do now (wait for `EPOLLOUT`, or close).
     private func sendFile(_ connection: Connection) -> ConnectionStateMachine.Action? {
         if let stream = connection.file as? ResponseStream { return pull(stream, for: connection) }
+        if let events = connection.file as? ResponseEventStream { return pull(events, for: connection) }
         guard let file = connection.file as? ResponseFile else { return nil }
         var budget = EventLoop.fileChunk
         while connection.fileRemaining > 0 {
@@ -481,6 +498,41 @@ final class EventLoop: @unchecked Sendable {
         case .failure(let error):
             // The head announced a length that can no longer be met: only closing tells the client.
             shared.logger.warning("stream body failed", ["request.id": connection.requestID, "error": String(reflecting: error)])
+            closeConnection(connection)
+        }
+    }
+
+    /// Asks an event stream for what comes next, once what was written before has gone.
+    private func pull(_ events: any ResponseEventStream, for connection: Connection) -> ConnectionStateMachine.Action? {
+        if !connection.awaitingChunk {
+            connection.awaitingChunk = true
+            let token = connection.token
+            events.next { [self] result in
+                execute { [self] in receivedEvents(result, token: token) }
+            }
+        }
+        // The write deadline holds while waiting: the source writes often enough to keep it.
+        updateInterest(connection)
+        return ConnectionStateMachine.Action.none
+    }
+
+    /// An event stream's next bytes, its end (`[]`) or its failure, on the loop.
+    private func receivedEvents(_ chunk: Result<[UInt8], any Error>, token: UInt64) {
+        guard let connection = connection(for: token), connection.awaitingChunk else { return }
+        connection.awaitingChunk = false
+        switch chunk {
+        case .success(let bytes):
+            if bytes.isEmpty { return endEvents(on: connection) }
+            if connection.chunked {
+                ResponseSerializer.appendChunk(bytes, into: &connection.output)
+            } else {
+                connection.output.append(contentsOf: bytes)
+            }
+            connection.machine.writeProgressed(now: System.now())
+            perform(flush(connection), on: connection)
+        case .failure(let error):
+            // The body cannot end well: only closing tells the client.
+            shared.logger.warning("event stream failed", ["request.id": connection.requestID, "error": String(reflecting: error)])
             closeConnection(connection)
         }
     }

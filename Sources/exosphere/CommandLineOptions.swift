@@ -299,6 +299,14 @@ extension Configuration {
             config.hashingPriority = priority
         },
         Option(
+            flag: "--events-heartbeat", environment: "EXOSPHERE_EVENTS_HEARTBEAT", placeholder: "SECONDS",
+            help: "a comment on a quiet event stream this often (under the proxies' idle timeouts)",
+            defaultValue: { seconds($0.liveEvents.heartbeat) }
+        ) { config, value throws(ConfigurationError) in
+            // Under the server's write timeout (60 s), which holds while a stream waits for its next bytes.
+            config.liveEvents.heartbeat = .seconds(try integer(value, "--events-heartbeat", 1...50))
+        },
+        Option(
             flag: "--field-config", environment: "EXOSPHERE_FIELD_CONFIG", placeholder: "FILE",
             help: "JSON file pinning custom field types", defaultValue: { $0.fieldConfigPath ?? "(none)" }
         ) { config, value throws(ConfigurationError) in

@@ -87,6 +87,43 @@ import Testing
         #expect(try call(b, "POST", "/users/signin", json: credentials(email, newPassword)).status == 200, "the new password on B")
     }
 
+    /// A stream opened through haproxy (on whichever instance it picked) gets what both instances
+    /// do, in order, stays open past haproxy's 5 s server timeout on its heartbeats, and ends when
+    /// its session is signed out on either instance.
+    @Test func aStreamThroughHaproxyGetsWhatEitherInstanceDoes() throws {
+        let deployment = try Deployment.start("events", options: ["--events-heartbeat", "1"])
+        defer { deployment.stop() }
+        let (a, b, proxy) = (deployment.portA, deployment.portB, deployment.proxy.port)
+        let registered = try call(a, "POST", "/users", json: credentials(uniqueEmail("events"), uniquePassword()))
+        try #require(registered.status == 201, "\(registered.status) \(registered.text)")
+        let token = try #require(registered.json["accessToken"]?.stringValue)
+        let stream = try EventStreamReader(port: proxy, token: token)
+        defer { stream.close() }
+        try #require(stream.status == 200)
+
+        // Seven seconds of nothing but heartbeats: over haproxy's `timeout server 5s`.
+        let opened = ContinuousClock.now
+        while ContinuousClock.now - opened < .seconds(7) {
+            let event = try stream.nextEventOrComment()
+            #expect(event == nil, "no change was made: \(String(describing: event))")
+        }
+        #expect(stream.comments >= 5)
+
+        // A change on A and an upload on B, one after the other: both come, in that order, within 1 s.
+        let sent = ContinuousClock.now
+        #expect(try call(a, "PATCH", "/users/me", token: token, json: #"{"firstname": "Both"}"#).status == 200)
+        #expect(try ImagesProcessTests.upload(b, token, RealFiles.png3x2).status == 201)
+        let events = try stream.next(2)
+        let delay = ContinuousClock.now - sent
+        #expect(events.map(\.name) == ["profile", "image_added"], "\(events)")
+        #expect(delay < .seconds(1), "\(delay)")
+        print("MultiInstanceTests: a PATCH on A and an upload on B reached a stream through haproxy in \(delay)")
+
+        // Signed out on B: the stream says so and ends, through haproxy.
+        #expect(try call(b, "POST", "/users/signout", token: token).status == 204)
+        #expect(try stream.rest().map(\.name) == ["session_ended"])
+    }
+
     @Test func theSignInThrottleIsSharedByBothInstances() throws {
         let deployment = try Deployment.start("throttle")
         defer { deployment.stop() }

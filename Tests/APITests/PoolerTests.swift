@@ -143,6 +143,18 @@ struct PoolerTests {
         #expect(upload.status == 201)
         let id = try #require(upload.json["id"]?.stringValue)
         #expect(try server.call("GET", "/users/me/images/\(id)", token: accounts[0].token).body == RealFiles.png3x2)
+        // Live events listen on a connection of their own: through pgbouncer in session mode they
+        // work; in transaction mode nothing can LISTEN, and the route says so.
+        if mode == .session {
+            let stream = try EventStreamReader(port: server.port, token: accounts[1].token)
+            defer { stream.close() }
+            #expect(try server.call("PATCH", "/users/me", token: accounts[1].token, json: #"{"lastname": "Pooled"}"#).status == 200)
+            let event = try #require(try stream.next())
+            #expect(try event.name == "profile" && event.json["lastname"]?.stringValue == "Pooled", "\(event)")
+        } else {
+            let refused = try server.call("GET", "/users/me/events", token: accounts[1].token)
+            #expect(refused.status == 501 && refused.json["code"]?.stringValue == "events_unavailable", "\(refused.text)")
+        }
         // The server's own rounds (every 0.2 s here) may hold the lock at that moment: then nil,
         // and the next try gets it.
         try waitUntil(timeout: .seconds(10), "a housekeeping round through pgbouncer") {

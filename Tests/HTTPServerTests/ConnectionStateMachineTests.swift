@@ -71,6 +71,11 @@ private final class StubFile: ResponseFile {
     init(length: Int) { self.length = length }
 }
 
+/// An event stream the machine only passes along: it never asks it for anything.
+private final class StubEvents: ResponseEventStream {
+    func next(_ completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) {}
+}
+
 private func get(_ path: String, _ extra: String = "") -> String {
     "GET \(path) HTTP/1.1\r\nHost: example.com\r\n\(extra)\r\n"
 }
@@ -265,7 +270,7 @@ private func get(_ path: String, _ extra: String = "") -> String {
             Issue.record("expected a keep-alive .write with a file")
             return
         }
-        #expect(file.length == 7)
+        #expect((file as? any SizedResponseBody)?.length == 7)
         #expect(m.writeCompleted(now: 3) == .none)
         #expect(m.deadline == 3 + 75 * second)
         #expect(dispatched(m.receive(get("/next"), at: 4))?.path == "/next")
@@ -539,6 +544,30 @@ private func get(_ path: String, _ extra: String = "") -> String {
         #expect(response?.close == true)
         #expect(response?.text.contains("Connection: close\r\n") == true)
         #expect(m.writeCompleted(now: 3) == .closeWrite)
+    }
+
+    @Test func anEventStreamIsChunkedForHTTP11AndEndsTheConnectionForHTTP10() {
+        var m = machine()
+        _ = m.receive(get("/events"), at: 1)
+        var events = Response(status: .ok)
+        events.file = StubEvents()
+        guard case .write(let bytes, let file?, false) = m.respond(events, date: epoch, now: 2) else {
+            Issue.record("expected a keep-alive .write with the stream")
+            return
+        }
+        let head = String(decoding: bytes, as: UTF8.self)
+        #expect(head.contains("Transfer-Encoding: chunked\r\n") && !head.contains("Content-Length"))
+        #expect(file is StubEvents && m.bodyIsChunked)
+
+        var old = machine()
+        _ = old.receive("GET /events HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", at: 1)
+        guard case .write(let oldBytes, _?, true) = old.respond(events, date: epoch, now: 2) else {
+            Issue.record("expected a closing .write with the stream")
+            return
+        }
+        let oldHead = String(decoding: oldBytes, as: UTF8.self)
+        #expect(!oldHead.contains("Transfer-Encoding") && !oldHead.contains("Content-Length") && oldHead.contains("Connection: close\r\n"))
+        #expect(!old.bodyIsChunked)
     }
 
     @Test func http10WithKeepAliveStaysOpen() {

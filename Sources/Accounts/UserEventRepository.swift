@@ -1,0 +1,156 @@
+import FoundationEssentials
+import Postgres
+
+/// One change to a user as the database numbered it (`migrations/0013_user_events.sql`).
+public struct UserEventRecord: Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        case profile
+        case imageAdded = "image_added"
+        case imageDeleted = "image_deleted"
+    }
+
+    /// The user's own sequence number: the SSE event id.
+    public let number: Int64
+    public let kind: Kind
+    /// The image of an image event.
+    public let objectID: UUID?
+}
+
+/// What a user's event streams missed after a number: the kept events (at most a limit), the
+/// user's latest number, the user as they are now (for `profile`), and the sessions that live.
+public struct UserEventBacklog: Sendable {
+    public let events: [UserEventRecord]
+    /// The user's latest number before the events were read (every event up to it is in `events`
+    /// unless it was purged or the limit cut the list).
+    public let latest: Int64
+    /// Whether the limit cut the list.
+    public let truncated: Bool
+    /// The user now; nil when the account is gone.
+    public let user: User?
+    public let liveSessions: Set<UUID>
+}
+
+enum UserEventRepository {
+    /// How long events are kept: a stream resumed within 5 minutes (the contract) misses nothing,
+    /// with room for a slow client and a housekeeping round.
+    static let retentionSeconds: Double = 600
+    /// How long an instance's mark of a user with streams lasts unrefreshed (it refreshes every minute).
+    static let watchRetentionSeconds: Double = 600
+
+    /// The user's latest event number (0 before any), or nil when there is no such user.
+    static func latest(_ connection: PostgresConnection, userID: UUID) throws -> Int64? {
+        try connection.query("SELECT event_seq FROM users WHERE id = \(userID)").first.map { try $0.decode(Int64.self, column: "event_seq") }
+    }
+
+    /// The kept events after `after`, oldest first, at most `limit`.
+    static func events(_ connection: PostgresConnection, userID: UUID, after: Int64, limit: Int) throws -> [UserEventRecord] {
+        let rows = try connection.query(
+            """
+            SELECT seq, type, object_id FROM user_events WHERE user_id = \(userID) AND seq > \(after) ORDER BY seq LIMIT \(limit)
+            """)
+        return try rows.compactMap { row in
+            // A type this build does not know (a newer instance wrote it) is left out, not an error.
+            guard let kind = UserEventRecord.Kind(rawValue: try row.decode(String.self, column: "type")) else { return nil }
+            return UserEventRecord(
+                number: try row.decode(Int64.self, column: "seq"), kind: kind, objectID: try row.decode(UUID?.self, column: "object_id"))
+        }
+    }
+
+    /// Which of these sessions still exist.
+    static func liveSessions(_ connection: PostgresConnection, ids: [UUID]) throws -> Set<UUID> {
+        guard !ids.isEmpty else { return [] }
+        let list = ids.map(\.lowercasedText).joined(separator: ",")
+        let rows = try connection.query("SELECT id FROM sessions WHERE id = ANY(string_to_array(\(list), ',')::uuid[])")
+        return Set(try rows.map { try $0.decode(UUID.self, column: "id") })
+    }
+
+    /// Marks the users as having streams on `instance` (or refreshes the marks): their changes are
+    /// notified from now on.
+    static func watch(_ connection: PostgresConnection, users: [UUID], instance: UUID) throws {
+        guard !users.isEmpty else { return }
+        let list = users.map(\.lowercasedText).joined(separator: ",")
+        try connection.execute(
+            """
+            INSERT INTO live_streams (user_id, instance_id)
+            SELECT user_id, \(instance) FROM unnest(string_to_array(\(list), ',')::uuid[]) AS user_id
+            ON CONFLICT (user_id, instance_id) DO UPDATE SET refreshed_at = now()
+            """)
+    }
+
+    /// Removes the marks of `instance` for these users.
+    static func unwatch(_ connection: PostgresConnection, users: [UUID], instance: UUID) throws {
+        guard !users.isEmpty else { return }
+        let list = users.map(\.lowercasedText).joined(separator: ",")
+        try connection.execute(
+            "DELETE FROM live_streams WHERE instance_id = \(instance) AND user_id = ANY(string_to_array(\(list), ',')::uuid[])")
+    }
+
+    /// The latest event numbers of these users.
+    static func latest(_ connection: PostgresConnection, users: [UUID]) throws -> [UUID: Int64] {
+        guard !users.isEmpty else { return [:] }
+        let list = users.map(\.lowercasedText).joined(separator: ",")
+        let rows = try connection.query("SELECT id, event_seq FROM users WHERE id = ANY(string_to_array(\(list), ',')::uuid[])")
+        var latest: [UUID: Int64] = [:]
+        for row in rows { latest[try row.decode(UUID.self, column: "id")] = try row.decode(Int64.self, column: "event_seq") }
+        return latest
+    }
+
+    /// Deletes up to `limit` marks not refreshed for `olderThanSeconds` (an instance that died).
+    static func purgeStaleWatches(_ connection: PostgresConnection, olderThanSeconds: Double, limit: Int) throws -> Int {
+        try connection.execute(
+            """
+            DELETE FROM live_streams WHERE (user_id, instance_id) IN (
+                SELECT user_id, instance_id FROM live_streams
+                WHERE refreshed_at < now() - make_interval(secs => \(olderThanSeconds)) LIMIT \(limit))
+            """)
+    }
+
+    /// Deletes up to `limit` events older than `olderThanSeconds`; returns how many.
+    static func purge(_ connection: PostgresConnection, olderThanSeconds: Double, limit: Int) throws -> Int {
+        try connection.execute(
+            """
+            DELETE FROM user_events WHERE (user_id, seq) IN (
+                SELECT user_id, seq FROM user_events WHERE created_at < now() - make_interval(secs => \(olderThanSeconds)) LIMIT \(limit))
+            """)
+    }
+}
+
+extension AccountService {
+    /// Marks (or refreshes the marks of) users with streams on `instance`.
+    public func watchLiveEvents(of users: [UUID], instance: UUID) throws {
+        try pool.withConnection { try UserEventRepository.watch($0, users: users, instance: instance) }
+    }
+
+    /// Removes `instance`'s marks for these users (their last stream there ended).
+    public func unwatchLiveEvents(of users: [UUID], instance: UUID) throws {
+        try pool.withConnection { try UserEventRepository.unwatch($0, users: users, instance: instance) }
+    }
+
+    /// The latest event numbers of `users`, and which of `sessions` still exist, in one borrowed connection.
+    public func liveEventSweep(users: [UUID], sessions: [UUID]) throws -> (latest: [UUID: Int64], liveSessions: Set<UUID>) {
+        try pool.withConnection { connection in
+            (try UserEventRepository.latest(connection, users: users), try UserEventRepository.liveSessions(connection, ids: sessions))
+        }
+    }
+
+    /// The user's latest event number: a stream opened now starts after it.
+    public func latestEventNumber(of userID: UUID) throws -> Int64 {
+        guard let latest = try pool.withConnection({ try UserEventRepository.latest($0, userID: userID) }) else {
+            throw AccountsError.invalidToken
+        }
+        return latest
+    }
+
+    /// What streams of `userID` missed after `after` (at most `limit` events), and which of
+    /// `sessions` still exist, in one borrowed connection.
+    public func eventBacklog(of userID: UUID, after: Int64, limit: Int, sessions: [UUID]) throws -> UserEventBacklog {
+        try pool.withConnection { connection in
+            let live = try UserEventRepository.liveSessions(connection, ids: sessions)
+            // Read before the events: every event up to it has committed, so the list has it.
+            let latest = try UserEventRepository.latest(connection, userID: userID) ?? 0
+            let events = try UserEventRepository.events(connection, userID: userID, after: after, limit: limit)
+            let user = events.contains { $0.kind == .profile } ? try UserRepository.find(connection, id: userID) : nil
+            return UserEventBacklog(events: events, latest: latest, truncated: events.count == limit, user: user, liveSessions: live)
+        }
+    }
+}

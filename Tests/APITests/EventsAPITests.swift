@@ -1,0 +1,247 @@
+import API
+import Foundation
+import Glibc
+import JSON
+import LiveEvents
+import TestSupport
+import Testing
+
+/// `GET /users/me/events` (`../shared/API.md`, "Live changes") on real servers and a real
+/// PostgreSQL: what a change sends, in what order, what a resumed stream gets, and how a stream
+/// ends.
+@Suite(.serialized)
+struct EventsAPITests {
+    static func server(_ name: String, sharingDatabaseWith sibling: TestServer? = nil) throws -> TestServer {
+        try TestServer("events_\(name)", sharingDatabaseWith: sibling) { configuration in
+            configuration.thumbnails.helpers = 0
+            configuration.liveEvents.heartbeat = .seconds(1)
+        }
+    }
+
+    @Test func changesReachAnOpenStreamInOrderWithTheirRepresentations() throws {
+        let server = try Self.server("order")
+        defer { server.shutdown() }
+        let account = try server.register()
+        let stream = try EventStreamReader(port: server.port, token: account.token)
+        defer { stream.close() }
+        try #require(stream.status == 200)
+        #expect(stream.headers["Content-Type"] == "text/event-stream; charset=utf-8")
+        #expect(stream.headers["Transfer-Encoding"] == "chunked")
+
+        #expect(try server.call("PATCH", "/users/me", token: account.token, json: #"{"firstname": "Ayu"}"#).status == 200)
+        var events = [try #require(try stream.next())]
+        let uploaded = try ImageScenarios.upload(server, account.token, "image/png", RealFiles.png3x2)
+        try #require(uploaded.status == 201, "\(uploaded.text)")
+        let imageID = try #require(uploaded.json["id"]?.stringValue)
+        // Read before the deletion: an image deleted before its event went out has only `image_deleted`.
+        events.append(try #require(try stream.next()))
+        let listed = try server.call("GET", "/users/me/images", token: account.token).json
+        #expect(try server.call("DELETE", "/users/me/images/\(imageID)", token: account.token).status == 204)
+        events.append(try #require(try stream.next()))
+
+        #expect(events.map(\.name) == ["profile", "image_added", "image_deleted"])
+        let ids = events.compactMap { $0.id.flatMap { Int64($0) } }
+        #expect(ids.count == 3 && ids == ids.sorted() && Set(ids).count == 3, "\(events)")
+        // `profile` is the user as GET /users/me shows them; `image_added` as the list shows the image.
+        let profile = try events[0].json
+        #expect(profile["firstname"]?.stringValue == "Ayu" && profile["id"]?.stringValue == account.id)
+        #expect(keys(profile) == keys(try server.me(account.token).json))
+        let added = try events[1].json
+        #expect(added["id"]?.stringValue == imageID)
+        #expect(keys(added) == keys(listed["images"]?[0]) && added["sha256"] == listed["images"]?[0]?["sha256"])
+        #expect(try events[2].json == JSONValue.object(["id": .string(imageID)]))
+        // Another user's changes never reach this stream.
+        let other = try server.register()
+        #expect(try server.call("PATCH", "/users/me", token: other.token, json: #"{"firstname": "Other"}"#).status == 200)
+        #expect(try server.call("PATCH", "/users/me", token: account.token, json: #"{"lastname": "Mine"}"#).status == 200)
+        let next = try #require(try stream.next())
+        #expect(try next.name == "profile" && next.json["lastname"]?.stringValue == "Mine", "\(next)")
+    }
+
+    @Test func aResumedStreamMissesNothingAndRepeatsNothing() throws {
+        let server = try Self.server("resume")
+        defer { server.shutdown() }
+        let account = try server.register()
+        let first = try EventStreamReader(port: server.port, token: account.token)
+        #expect(try server.call("PATCH", "/users/me", token: account.token, json: #"{"data": {"n": 1}}"#).status == 200)
+        let seen = try #require(try first.next())
+        let lastID = try #require(seen.id)
+        first.close()
+
+        // While no stream is open: two profile changes and an image.
+        #expect(try server.call("PATCH", "/users/me", token: account.token, json: #"{"data": {"n": 2}}"#).status == 200)
+        #expect(try server.call("PATCH", "/users/me", token: account.token, json: #"{"data": {"n": 3}}"#).status == 200)
+        let uploaded = try ImageScenarios.upload(server, account.token, "image/png", RealFiles.png3x2)
+        try #require(uploaded.status == 201)
+
+        let resumed = try EventStreamReader(port: server.port, token: account.token, lastEventID: lastID)
+        defer { resumed.close() }
+        let missed = try resumed.next(3)
+        #expect(missed.map(\.name) == ["profile", "profile", "image_added"], "\(missed)")
+        #expect(missed.compactMap { $0.id.flatMap { Int64($0) } } == [1, 2, 3].map { Int64(lastID)! + $0 }, "\(missed)")
+        // Then live again, after the last one, with nothing repeated.
+        #expect(try server.call("PATCH", "/users/me", token: account.token, json: #"{"data": {"n": 4}}"#).status == 200)
+        let live = try #require(try resumed.next())
+        #expect(live.id == String(Int64(lastID)! + 4), "\(live)")
+
+        // An id whose events were purged: the client is told to reload.
+        try server.withDatabase { connection in _ = try connection.execute("DELETE FROM user_events WHERE user_id = \(UUID(uuidString: account.id)!)")
+        }
+        let stale = try EventStreamReader(port: server.port, token: account.token, lastEventID: lastID)
+        defer { stale.close() }
+        let resync = try #require(try stale.next())
+        #expect(resync.name == "resync" && resync.id == String(Int64(lastID)! + 4), "\(resync)")
+
+        // A Last-Event-ID that is no event id of ours is refused.
+        let bad = try server.call("GET", "/users/me/events", token: account.token, headers: [("Last-Event-ID", "x1")])
+        #expect(bad.status == 400 && bad.json["code"]?.stringValue == "invalid_last_event_id", "\(bad.text)")
+        #expect(try server.call("GET", "/users/me/events").status == 401)
+    }
+
+    @Test func theStreamEndsWithItsSessionAndOnlyThen() throws {
+        let server = try Self.server("ends")
+        defer { server.shutdown() }
+        let account = try server.register()
+        let second = try server.newSession(account)
+        let third = try server.newSession(account)
+        let mine = try EventStreamReader(port: server.port, token: account.token)
+        defer { mine.close() }
+        let other = try EventStreamReader(port: server.port, token: second)
+        defer { other.close() }
+        let survivor = try EventStreamReader(port: server.port, token: third)
+        defer { survivor.close() }
+
+        // Signing out one session ends its stream only: `session_ended`, then the body ends.
+        #expect(try server.call("POST", "/users/signout", token: second).status == 204)
+        #expect(try other.rest().map(\.name) == ["session_ended"])
+        // A password change ends every other session, and their streams with them.
+        let newPassword = server.uniquePassword("new")
+        let changed = try server.call(
+            "POST", "/users/me/password", token: account.token,
+            json: #"{"oldPassword": \#(jsonString(account.password)), "newPassword": \#(jsonString(newPassword))}"#)
+        #expect(changed.status == 200, "\(changed.text)")
+        #expect(try survivor.rest().map(\.name) == ["session_ended"])
+        // The session that changed the password was replaced by a new one: its stream ended too.
+        #expect(try mine.rest().map(\.name) == ["session_ended"])
+        #expect(try server.call("GET", "/users/me/events", token: account.token).status == 401)
+    }
+
+    @Test func quietStreamsGetAHeartbeatAndAShutdownEndsThem() throws {
+        let server = try Self.server("beat")
+        defer { server.shutdown() }
+        let account = try server.register()
+        let stream = try EventStreamReader(port: server.port, token: account.token)
+        defer { stream.close() }
+        // The heartbeat is 1 s here: a few seconds of nothing bring comments, not events.
+        let waited = ContinuousClock.now
+        while stream.comments < 2, ContinuousClock.now - waited < .seconds(5) { #expect(try stream.nextEventOrComment() == nil) }
+        #expect(stream.comments >= 2 && stream.retry == 2000)
+        // A server that stops ends the stream's body (its client reconnects elsewhere).
+        server.shutdown()
+        #expect(try stream.rest().isEmpty && stream.ended)
+    }
+
+    @Test func aLostListeningConnectionDelaysEventsAndLosesNone() throws {
+        let server = try TestServer("events_listener") { configuration in
+            configuration.liveEvents.firstReconnectDelay = .seconds(1)
+            // Only the catch-up after the reconnection may bring what was lost, not a sweep.
+            configuration.liveEvents.sweepInterval = .seconds(600)
+        }
+        defer { server.shutdown() }
+        let account = try server.register()
+        let second = try server.newSession(account)
+        let stream = try EventStreamReader(port: server.port, token: account.token)
+        defer { stream.close() }
+        let other = try EventStreamReader(port: server.port, token: second)
+        defer { other.close() }
+        let hub = try #require(server.app.liveEvents)
+        let sessions = try server.call("GET", "/users/me/sessions", token: account.token).json["sessions"]?.arrayValue ?? []
+        let current = try #require(sessions.first { $0["current"]?.boolValue == true }?["id"]?.stringValue)
+        // In one transaction: a change and a sign-out, and the listening connection killed before
+        // they commit, so that their notifications are lost for sure (the hub waits a second
+        // before it connects again here).
+        let connects = hub.statistics.listenerConnects
+        let user = try #require(UUID(uuidString: account.id))
+        try server.withDatabase { connection in
+            try connection.withTransaction { connection in
+                _ = try connection.execute("UPDATE users SET firstname = 'Again', version = version + 1 WHERE id = \(user)")
+                _ = try connection.execute("DELETE FROM sessions WHERE user_id = \(user) AND id <> \(try #require(UUID(uuidString: current)))")
+                let ended = try connection.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'exosphere-events'")
+                try #require(ended.count == 1)
+            }
+        }
+        try #require(hub.statistics.listenerConnects == connects, "the hub listened again before the commit")
+        // Once it listens again, the catch-up brings both.
+        let event = try #require(try stream.next())
+        #expect(try event.name == "profile" && event.json["firstname"]?.stringValue == "Again", "\(event)")
+        #expect(try other.rest().map(\.name) == ["session_ended"])
+    }
+
+    /// The database notifies only for users marked as having streams; a change that no
+    /// notification carried (here: its user's mark deleted behind the hub's back, so it is not
+    /// even kept) is still noticed by the next sweep: the stream is told to reload. And the mark
+    /// goes when the user's last stream here has ended (at once here, 10 minutes by default).
+    @Test func whatNoNotificationCarriedComesWithTheSweep() throws {
+        let server = try TestServer("events_sweep") { configuration in
+            configuration.liveEvents.sweepInterval = .seconds(1)
+            configuration.liveEvents.watchLinger = .zero
+            configuration.liveEvents.firstReconnectDelay = .seconds(600)
+        }
+        defer { server.shutdown() }
+        let account = try server.register()
+        let user = try #require(UUID(uuidString: account.id))
+        func marks() throws -> Int {
+            try server.withDatabase { try $0.query("SELECT count(*) FROM live_streams WHERE user_id = \(user)")[0].decode(Int.self, at: 0) }
+        }
+        let first = try EventStreamReader(port: server.port, token: account.token)
+        try waitUntil(timeout: .seconds(10), "the user's mark") { try marks() == 1 }
+        first.close()
+        try waitUntil(timeout: .seconds(10), "the mark to go with the last stream") { try marks() == 0 }
+
+        let stream = try EventStreamReader(port: server.port, token: account.token)
+        defer { stream.close() }
+        try waitUntil(timeout: .seconds(10), "the user's mark") { try marks() == 1 }
+        try server.withDatabase { _ = try $0.execute("DELETE FROM live_streams WHERE user_id = \(user)") }
+        let sweeps = try #require(server.app.liveEvents).statistics.sweeps
+        #expect(try server.call("PATCH", "/users/me", token: account.token, json: #"{"firstname": "Swept"}"#).status == 200)
+        let event = try #require(try stream.next())
+        #expect(event.name == "resync", "\(event)")
+        #expect(try #require(server.app.liveEvents).statistics.sweeps > sweeps)
+
+        // A change that is kept but whose notification is lost (nothing listens: the hub waits
+        // 10 minutes before it tries again here) comes with the next sweep, whole.
+        try server.withDatabase { connection in
+            _ = try connection.execute("INSERT INTO live_streams (user_id, instance_id) VALUES (\(user), gen_random_uuid())")
+            let ended = try connection.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'exosphere-events'")
+            try #require(ended.count == 1)
+        }
+        #expect(try server.call("PATCH", "/users/me", token: account.token, json: #"{"firstname": "Swept"}"#).status == 200)
+        let swept = try #require(try stream.next())
+        #expect(try swept.name == "profile" && swept.json["firstname"]?.stringValue == "Swept", "\(swept)")
+        #expect(try #require(server.app.liveEvents).isListening == false)
+    }
+
+    @Test func aChangeOnOneInstanceReachesAStreamOnTheOther() throws {
+        let a = try Self.server("instance_a")
+        defer { a.shutdown() }
+        let b = try Self.server("instance_b", sharingDatabaseWith: a)
+        defer { b.shutdown() }
+        let account = try a.register()
+        let stream = try EventStreamReader(port: b.port, token: account.token)
+        defer { stream.close() }
+        var delays: [Duration] = []
+        for round in 0..<20 {
+            let sent = ContinuousClock.now
+            #expect(try a.call("PATCH", "/users/me", token: account.token, json: #"{"data": {"round": \#(round)}}"#).status == 200)
+            let event = try #require(try stream.next())
+            delays.append(ContinuousClock.now - sent)
+            #expect(try event.json["data"]?["round"]?.int64Value == Int64(round), "\(event)")
+        }
+        #expect(delays.max()! < .seconds(1), "delays: \(delays)")
+        // A change and an upload at once arrive in the order they committed.
+        #expect(try a.call("PATCH", "/users/me", token: account.token, json: #"{"lastname": "Both"}"#).status == 200)
+        #expect(try ImageScenarios.upload(a, account.token, "image/png", RealFiles.png3x2).status == 201)
+        #expect(try stream.next(2).map(\.name) == ["profile", "image_added"])
+        print("EventsAPITests: A's PATCH to B's stream, 20 rounds, slowest \(delays.max()!), median \(delays.sorted()[10])")
+    }
+}
