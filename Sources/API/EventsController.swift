@@ -44,7 +44,7 @@ struct EventsController: Sendable {
         // nginx buffers a response unless told not to; haproxy and others pass it on as it comes.
         response.headers.add(name: "X-Accel-Buffering", value: "no")
         guard request.method != .head else { return response }
-        response.file = hub.subscribe(userID: user.id.lowercasedText, sessionID: session.id.lowercasedText, after: after)
+        response.file = try hub.subscribe(userID: user.id.lowercasedText, sessionID: session.id.lowercasedText, after: after)
         return response
     }
 }
@@ -75,11 +75,7 @@ struct DatabaseEventSource: LiveEventSource {
     }
 
     func sweep(userIDs: [String], sessions: [String]) throws -> (latest: [String: Int64], liveSessions: Set<String>) {
-        let found = try accounts.liveEventSweep(
-            users: userIDs.compactMap { UUID(uuidString: $0) }, sessions: sessions.compactMap { UUID(uuidString: $0) })
-        var latest: [String: Int64] = [:]
-        for (id, number) in found.latest { latest[id.lowercasedText] = number }
-        return (latest, Set(found.liveSessions.map(\.lowercasedText)))
+        try accounts.liveEventSweep(users: userIDs, sessions: sessions)
     }
 
     func catchUp(userID: String, after: Int64, sessions: [String]) throws -> CatchUp {

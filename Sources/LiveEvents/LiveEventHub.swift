@@ -65,9 +65,9 @@ public protocol LiveEventSource: Sendable {
 /// Streams whose session is gone get `session_ended` and end.
 ///
 /// The database keeps and notifies events only for users that some instance has marked as having
-/// streams (a `NOTIFY` serialises commits): before a user's first catch-up here, the hub marks the
-/// user; `watchLinger` after the user's last stream here ended, it removes the mark (a client that
-/// resumes meanwhile misses nothing); every minute it refreshes its marks.
+/// streams (a `NOTIFY` serialises commits): before a user's first stream here is answered, the hub
+/// marks the user; `watchLinger` after the user's last stream here ended, it removes the mark (a
+/// client that resumes meanwhile misses nothing); every minute it refreshes its marks.
 ///
 /// Nothing depends on a notification arriving: a stream only ever gets what a catch-up read from
 /// the database, so a lost notification delays events and loses none. When the listening
@@ -139,6 +139,9 @@ public final class LiveEventHub: @unchecked Sendable {
     private var idleSince: [String: UInt64] = [:]
     /// Marks to remove (unless a stream came back meanwhile).
     private var unwatching: Set<String> = []
+    /// Serialise marking and unmarking a user (by a hash of the user's id): 16 stripes, so that
+    /// streams opening for different users seldom wait for each other's database round trip.
+    private let marking = (0..<16).map { _ in ConditionLock() }
     /// When the marks were last refreshed (the sweeper's thread only, under the lock).
     private var lastRefresh = monotonicNanoseconds()
     private var threads: [OSThread] = []
@@ -199,7 +202,13 @@ public final class LiveEventHub: @unchecked Sendable {
     /// A stream of `userID`'s events after `after` for as long as `sessionID` lives. Events between
     /// `after` and now are read at once (the user is caught up), so `after` may be a `Last-Event-ID`
     /// or the user's latest number read before this call.
-    public func subscribe(userID: String, sessionID: String, after: Int64) -> LiveEventStream {
+    ///
+    /// Marks the user in the database first, when this instance has not: so by the time the client
+    /// has the response's head, every change that begins is kept and notified. (A change that began
+    /// before and commits after `after` was read is not kept: the stream is told to `resync`.)
+    /// Throws what marking throws (the database is unavailable).
+    public func subscribe(userID: String, sessionID: String, after: Int64) throws -> LiveEventStream {
+        try mark(userID)
         let greeting = Array("retry: \(configuration.retry.components.seconds * 1000)\n\n".utf8)
         let subscriber = Subscriber(userID: userID, sessionID: sessionID, lastID: after, greeting: greeting, now: monotonicNanoseconds())
         lock.withLock {
@@ -211,6 +220,43 @@ public final class LiveEventHub: @unchecked Sendable {
             markDirty(userID)
         }
         return LiveEventStream(hub: self, subscriber: subscriber)
+    }
+
+    /// Marks the user in the database unless this instance has, and keeps the mark (it is no
+    /// longer idle). Under the user's stripe of `marking`, as a removal of the mark is, so that a
+    /// removal and a new stream never cross.
+    private func mark(_ userID: String) throws {
+        try marking[stripe(userID)].withLock {
+            if !lock.withLock({ watched.contains(userID) }) { try source.watch(userIDs: [userID]) }
+            lock.withLock {
+                watched.insert(userID)
+                idleSince[userID] = nil
+            }
+        }
+    }
+
+    /// Removes the user's mark if the user still has no stream here and has been idle since
+    /// `unwatching` was filled; on failure the mark stays, and a later sweep tries again.
+    private func unmark(_ userID: String) {
+        marking[stripe(userID)].withLock {
+            guard lock.withLock({ byUser[userID] == nil && idleSince[userID] != nil && watched.contains(userID) }) else { return }
+            do {
+                try source.unwatch(userIDs: [userID])
+            } catch {
+                logger.warning("live events: could not remove a mark", ["error": String(describing: error)])
+                return
+            }
+            lock.withLock {
+                watched.remove(userID)
+                idleSince[userID] = nil
+            }
+        }
+    }
+
+    private func stripe(_ userID: String) -> Int {
+        var hasher = Hasher()
+        hasher.combine(userID)
+        return Int(UInt(bitPattern: hasher.finalize()) % UInt(marking.count))
     }
 
     /// Ends every stream and stops the threads; this instance's marks are left to go stale.
@@ -370,43 +416,28 @@ public final class LiveEventHub: @unchecked Sendable {
         subscriber.ending = true
     }
 
-    /// Catches up marked users, one at a time, in the order they were marked; marks a user in the
-    /// database before the user's first catch-up here, and removes the marks of users whose last
-    /// stream here ended. One thread does all three, so they happen in the order they were asked.
+    /// Catches up marked users, one at a time, in the order they were marked, and removes the
+    /// marks of users whose last stream here ended long enough ago.
     private func deliver() {
         while true {
-            let work: (userID: String, after: Int64, sessions: [String], needsWatch: Bool)?
+            let work: (userID: String, after: Int64, sessions: [String])?
             let gone: [String]
             (work, gone) = lock.withLock {
                 while !stopping, dirty.isEmpty, unwatching.isEmpty { lock.wait() }
                 guard !stopping else { return (nil, []) }
-                let gone = unwatching.filter { byUser[$0] == nil }
+                let gone = Array(unwatching)
                 unwatching = []
-                watched.subtract(gone)
-                for userID in gone { idleSince[userID] = nil }
-                guard !dirty.isEmpty else { return (nil, Array(gone)) }
+                guard !dirty.isEmpty else { return (nil, gone) }
                 let userID = dirty.removeFirst()
                 dirtySet.remove(userID)
                 let live = subscribers(ofUser: userID).filter { !$0.ending }
-                return ((userID, live.map(\.lastID).min() ?? 0, Array(Set(live.map(\.sessionID))), !watched.contains(userID)), Array(gone))
+                return ((userID, live.map(\.lastID).min() ?? 0, Array(Set(live.map(\.sessionID)))), gone)
             }
             if lock.withLock({ stopping }) { return }
-            if !gone.isEmpty {
-                do {
-                    try source.unwatch(userIDs: gone)
-                } catch {
-                    // Left behind, a mark costs notifications until it goes stale (10 minutes).
-                    logger.warning("live events: could not remove marks", ["error": String(describing: error)])
-                }
-            }
+            gone.forEach(unmark)
             guard let work, !work.sessions.isEmpty else { continue }
             let caughtUp: CatchUp
             do {
-                if work.needsWatch {
-                    try source.watch(userIDs: [work.userID])
-                    lock.withLock { _ = watched.insert(work.userID) }
-                }
-                lock.withLock { idleSince[work.userID] = nil }
                 caughtUp = try source.catchUp(userID: work.userID, after: work.after, sessions: work.sessions)
             } catch {
                 logger.warning("live events: a catch-up failed; it is tried again", ["error": String(describing: error)])
@@ -489,9 +520,10 @@ public final class LiveEventHub: @unchecked Sendable {
         for delivery in ready { delivery.send() }
     }
 
-    /// Refreshes this instance's marks, so that housekeeping never takes them for a dead instance's.
+    /// Refreshes the marks of users with streams here, so that housekeeping never takes them for a
+    /// dead instance's (idle users' marks age, and go after `watchLinger`).
     private func refreshWatches() {
-        let marks = lock.withLock { Array(watched) }
+        let marks = lock.withLock { Array(watched.filter { idleSince[$0] == nil }) }
         guard !marks.isEmpty else { return }
         do {
             try source.watch(userIDs: marks)

@@ -130,7 +130,7 @@ public final class LocalCluster: Sendable {
     }
 
     /// Starts a throwaway cluster in a fresh directory under /tmp, tuned for speed over durability
-    /// (no fsync); `stop()` deletes it.
+    /// (no fsync) and for many clients (400 connections); `stop()` deletes it.
     public static func startTemporary(options: Options = Options()) throws -> LocalCluster {
         let cluster = try LocalCluster(dataDirectory: nil, temporary: true, options: options)
         try cluster.bootstrap()
@@ -286,7 +286,9 @@ public final class LocalCluster: Sendable {
         ]
         var settings = options.settings
         if isTemporary {
-            for (name, value) in ["fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"]
+            // A test process runs many servers at once, each with its pool, pipelines, background
+            // and listening connections: the default 100 ran out once every server listened too.
+            for (name, value) in ["fsync": "off", "synchronous_commit": "off", "full_page_writes": "off", "max_connections": "400"]
             where settings[name] == nil { settings[name] = value }
         }
         for (name, value) in settings.sorted(by: { $0.key < $1.key }) { arguments += ["-c", "\(name)=\(value)"] }

@@ -166,7 +166,9 @@ struct EventsAPITests {
             try connection.withTransaction { connection in
                 _ = try connection.execute("UPDATE users SET firstname = 'Again', version = version + 1 WHERE id = \(user)")
                 _ = try connection.execute("DELETE FROM sessions WHERE user_id = \(user) AND id <> \(try #require(UUID(uuidString: current)))")
-                let ended = try connection.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'exosphere-events'")
+                let ended = try connection.query(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'exosphere-events' AND datname = current_database()"
+                )
                 try #require(ended.count == 1)
             }
         }
@@ -212,7 +214,8 @@ struct EventsAPITests {
         // 10 minutes before it tries again here) comes with the next sweep, whole.
         try server.withDatabase { connection in
             _ = try connection.execute("INSERT INTO live_streams (user_id, instance_id) VALUES (\(user), gen_random_uuid())")
-            let ended = try connection.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'exosphere-events'")
+            let ended = try connection.query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'exosphere-events' AND datname = current_database()")
             try #require(ended.count == 1)
         }
         #expect(try server.call("PATCH", "/users/me", token: account.token, json: #"{"firstname": "Swept"}"#).status == 200)

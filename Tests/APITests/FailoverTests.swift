@@ -43,7 +43,7 @@ struct FailoverTests {
             // Failover settings: a client waits at most 1 s for a server connection, and a failed
             // server login is tried again after 0.1 s, not the default 15 s. In session mode each
             // client connection holds a server connection: two instances hold 2 × (4 pool + 4 event
-            // loops + 1) at most, so 20. With 8 the ones left over waited in pgbouncer's queue until
+            // loops + 1 background + 1 listening for live events) at most, so 20. With 8 the ones left over waited in pgbouncer's queue until
             // `query_wait_timeout` closed them (39 closings in one run), and a write was refused
             // 1.1 s after the promotion in CI.
             bouncer = try TestPgBouncer(

@@ -147,6 +147,8 @@ import Thumbnails
                     #expect(content?.keys == ["application/problem+json"], "\(method) \(path) \(status)")
                 } else if let content, path == "/users/me/export" {
                     #expect(content.keys == ["application/zip"], "\(method) \(path) \(status)")
+                } else if let content, path == "/users/me/events" {
+                    #expect(content.keys == ["text/event-stream"], "\(method) \(path) \(status)")
                 } else if let content, path == "/metrics" {
                     #expect(content.keys == ["text/plain; version=0.0.4; charset=utf-8"], "\(method) \(path) \(status)")
                 } else if let content, ["/reset-password", "/verify-email", "/undo-email-change", "/console/"].contains(path) {

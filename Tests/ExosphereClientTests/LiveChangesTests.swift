@@ -96,7 +96,8 @@ struct LiveChangesTests {
         _ = try connection.execute("UPDATE users SET lastname = 'Offline', version = version + 1 WHERE id = \(UUID(uuidString: user.id)!)")
         connection.close()
         try server.start()
-        changes = try await collector.waitFor(3)
+        // The client has waited longer after each failed try while the server was down.
+        changes = try await collector.waitFor(3, timeout: .seconds(60))
         guard changes.count == 3, case .profile(let changed) = changes[2] else {
             Issue.record("expected the change made while the server was down: \(changes)")
             return
@@ -129,12 +130,13 @@ struct LiveChangesTests {
     private func waitUntilStreaming() async throws {
         try await eventually { try await server.metric("exosphere_event_streams_open") >= 1 }
     }
+}
 
-    private func eventually(timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while try await !condition() {
-            guard ContinuousClock.now < deadline else { throw TimedOut(what: "the condition") }
-            try await Task.sleep(nanoseconds: 20_000_000)
-        }
+/// Polls `condition` until it holds; throws when `timeout` passes first, and what it throws.
+func eventually(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else { throw LiveChangesTests.TimedOut(what: "the condition") }
+        try await Task.sleep(nanoseconds: 20_000_000)
     }
 }

@@ -213,6 +213,35 @@ final class GalleryModel {
 // README end
 
 // README begin
+/// Keeps the grid and the profile current while the screen is shown: `.task { await live.run() }`.
+@MainActor
+final class LiveModel {
+    let exosphere: Exosphere
+    let gallery: GalleryModel
+    private(set) var user: User?
+
+    init(exosphere: Exosphere, gallery: GalleryModel) {
+        self.exosphere = exosphere
+        self.gallery = gallery
+    }
+
+    func run() async {
+        do {
+            for try await change in exosphere.liveChanges() {
+                switch change {
+                case .profile(let user): self.user = user
+                case .imageAdded, .imageDeleted, .resync: try await gallery.reload()
+                case .sessionEnded: user = nil  // signed out: show the sign-in screen
+                }
+            }
+        } catch {
+            // not signed in, or the deployment cannot stream (501): nothing live on this screen
+        }
+    }
+}
+// README end
+
+// README begin
 /// "Forgot your password?", and the mailed links, which the app opens itself when the deployment
 /// lists it (`--apple-app-ids`): pass `onOpenURL`'s URL to `open(_:)`.
 @MainActor

@@ -151,6 +151,32 @@ struct ReadmeTests {
         #expect(await gallery.images.map(\.width) == [41, 42])
     }
 
+    @Test func theLiveSampleRuns() async throws {
+        let (phone, email, password) = try await server.signedInClient()
+        let gallery = await GalleryModel(exosphere: phone)
+        let live = await LiveModel(exosphere: phone, gallery: gallery)
+        let running = Task { await live.run() }
+        defer { running.cancel() }
+        try await eventually { try await server.metric("exosphere_event_streams_open") >= 1 }
+
+        // Another device of the same user adds a photo and renames the user.
+        let tablet = try server.client()
+        _ = try await tablet.signIn(email: email, password: password)
+        let photo = Data(Build.jpeg([Build.app0JFIF, Build.sof(width: 50, height: 30), Build.sos]))
+        let image = try await tablet.uploadImage(photo, contentType: .jpeg)
+        try await waitUntil { await gallery.images.map(\.id) == [image.id] }
+        var user = try await tablet.fetchUser()
+        user.firstname = "Live"
+        _ = try await tablet.save(user)
+        try await waitUntil { await live.user?.firstname == "Live" }
+
+        // The tablet signs every other session out: the phone's loop ends, signed out.
+        _ = try await tablet.changePassword(old: password, new: password + " again")
+        await running.value
+        #expect(await live.user == nil)
+        #expect(!phone.isSignedIn)
+    }
+
     @Test func theRecoverySampleRuns() async throws {
         let (app, email, _) = try await server.signedInClient()
         let account = try #require(app.currentUser)
