@@ -20,7 +20,7 @@ RUN scripts/build-release.sh /out
 
 # Runtime stage. The Swift runtime is linked statically, so the binary needs only glibc,
 # libstdc++, libpq, OpenSSL and libvips (which only the thumbnail helper processes,
-# `exosphere thumbnailer`, call; with its decoders, HEIC's libheif and libde265 among them);
+# `exosphere-thumbnailer`, call; with its decoders, HEIC's libheif and libde265 among them);
 # ca-certificates is for DATABASE_URLs with sslmode=verify-full and for the SMTP relay's
 # certificate (smtps:// and smtp:// verify it against the system's store).
 FROM debian:bookworm-slim

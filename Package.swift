@@ -7,6 +7,8 @@ let package = Package(
     platforms: [.macOS(.v12), .iOS(.v15)],
     products: [
         .executable(name: "exosphere", targets: ["exosphere"]),
+        // The thumbnail helper `exosphere serve` starts: the only executable that loads libvips.
+        .executable(name: "exosphere-thumbnailer", targets: ["exosphere-thumbnailer"]),
         // The Swift client an iOS app uses: Foundation only, no module of the server.
         .library(name: "ExosphereClient", targets: ["ExosphereClient"]),
     ],
@@ -52,7 +54,7 @@ let package = Package(
         // Thumbnails seen from the server: the helper processes' pool, the frames to and from them,
         // BlurHash and the dominant colour. No image decoding.
         .target(name: "Thumbnails", dependencies: ["CLinux", "StructuredLogging", "Threads"]),
-        // `exosphere thumbnailer`: the helper process that decodes images with libvips, confined.
+        // `exosphere-thumbnailer`: the helper process that decodes images with libvips, confined.
         .target(name: "ThumbnailWorker", dependencies: ["CVips", "CLinux", "Thumbnails"]),
         // Users' images: format inspection (pure), the two storages, thumbnails, their SQL and files.
         .target(name: "Images", dependencies: ["Postgres", "Cryptography", "Files", "StructuredLogging", "Threads", "Thumbnails", "Zip"]),
@@ -82,8 +84,10 @@ let package = Package(
             name: "exosphere",
             dependencies: [
                 "API", "Accounts", "Cryptography", "HTTPServer", "Images", "Mail", "Postgres",
-                "SocketClient", "StructuredLogging", "Threads", "Thumbnails", "ThumbnailWorker",
+                "SocketClient", "StructuredLogging", "Threads", "Thumbnails",
             ]),
+        // The thumbnail helper: libvips, confined, one image at a time (ThumbnailWorker).
+        .executableTarget(name: "exosphere-thumbnailer", dependencies: ["ThumbnailWorker"]),
         // The client library for apps (iOS 15+, macOS 12+, Linux): depends on nothing here.
         .target(name: "ExosphereClient"),
         // Benchmark of the Postgres module against pgbench (bench/postgres.sh).

@@ -14,7 +14,7 @@
 #     PostgreSQL binaries (hidden in a private mount namespace, when one can be made) must stop at
 #     once with one line naming DATABASE_URL; `serve` against a throwaway PostgreSQL reached
 #     through a password-protected DATABASE_URL; a JPEG uploaded and its thumbnail made by a
-#     confined helper process (`exosphere thumbnailer`: libvips and its decoders, as installed);
+#     confined helper process (`exosphere-thumbnailer`: libvips and its decoders, as installed);
 #     `healthcheck` while it runs and after it stops;
 #  4. lints the Dockerfile with hadolint, when it is installed.
 #
@@ -52,6 +52,8 @@ else
 fi
 binary=$dist/exosphere
 [ -x "$binary" ] || { echo "FAIL: no exosphere in $dist"; exit 1; }
+helper=$dist/exosphere-thumbnailer
+[ -x "$helper" ] || { echo "FAIL: no exosphere-thumbnailer beside exosphere in $dist"; exit 1; }
 
 # --- 2. Libraries against the runtime stage's packages ------------------------------------------
 
@@ -93,6 +95,7 @@ owner() {
     return 1
 }
 
+for executable in "$binary" "$helper"; do
 libraries_ok=true
 while read -r name arrow path _; do
     case $name in linux-vdso.so.*) continue ;; esac
@@ -113,8 +116,15 @@ while read -r name arrow path _; do
         fail "$name comes from $package, which the runtime stage does not install"
         libraries_ok=false
     fi
-done < <(ldd "$binary")
-$libraries_ok && pass "every library ldd lists comes from the runtime stage's packages ($(ldd "$binary" | grep -c '=>') libraries)"
+done < <(ldd "$executable")
+$libraries_ok && pass "every library ldd lists for $(basename "$executable") comes from the runtime stage's packages ($(ldd "$executable" | grep -c '=>') libraries)"
+done
+# The serving process never loads libvips: only the helper links it.
+if ldd "$binary" | grep -q libvips; then
+    fail "exosphere links libvips: it belongs to exosphere-thumbnailer only"
+else
+    pass "exosphere does not link libvips ($(basename "$helper") does)"
+fi
 
 # --- 3. The binary as the image runs it -----------------------------------------------------------
 

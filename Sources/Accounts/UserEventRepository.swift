@@ -56,10 +56,12 @@ enum UserEventRepository {
         }
     }
 
-    /// Which of these sessions still exist.
+    /// Which of these sessions still exist and have not reached their absolute end (an open
+    /// stream is use enough: the idle end does not apply to it).
     static func liveSessions(_ connection: PostgresConnection, ids: [UUID]) throws -> Set<UUID> {
         guard !ids.isEmpty else { return [] }
-        let rows = try connection.query("SELECT id FROM sessions WHERE id = ANY(\(PostgresArray(ids.map(\.lowercasedText)))::uuid[])")
+        let rows = try connection.query(
+            "SELECT id FROM sessions WHERE id = ANY(\(PostgresArray(ids.map(\.lowercasedText)))::uuid[]) AND expires_at > now()")
         return Set(try rows.map { try $0.decode(UUID.self, column: "id") })
     }
 
@@ -102,7 +104,7 @@ enum UserEventRepository {
         var live: Set<String> = []
         if !sessions.isEmpty {
             let rows = try connection.query(
-                "SELECT id::text AS id FROM sessions WHERE id = ANY(\(PostgresArray(sessions))::uuid[])")
+                "SELECT id::text AS id FROM sessions WHERE id = ANY(\(PostgresArray(sessions))::uuid[]) AND expires_at > now()")
             for row in rows { live.insert(try row.decode(String.self, column: "id")) }
         }
         return (latest, live)

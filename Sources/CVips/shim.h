@@ -1,6 +1,6 @@
 #ifndef EXOSPHERE_CVIPS_SHIM_H
 #define EXOSPHERE_CVIPS_SHIM_H
-// libvips for the thumbnail helper process (`exosphere thumbnailer`); the server never calls it.
+// libvips for the thumbnail helper process (`exosphere-thumbnailer`); the server never calls it.
 // Swift cannot call C variadic functions, so each libvips call with options is wrapped here with
 // fixed arguments.
 #include <vips/vips.h>

@@ -3,7 +3,7 @@ import CVips
 import Glibc
 import Thumbnails
 
-/// `exosphere thumbnailer`: the helper process the server starts to decode images. It reads
+/// `exosphere-thumbnailer`: the helper process the server starts to decode images. It reads
 /// request frames on stdin and writes answers on stdout, one image at a time, until stdin ends.
 ///
 /// Before the first image it closes every other descriptor it inherited, loads libvips (with every
@@ -150,7 +150,7 @@ public enum ThumbnailerProcess {
 
     /// One line on stderr (the server sends it to /dev/null unless asked to keep it).
     static func report(_ message: String) {
-        _ = writeAll(2, Array(("exosphere thumbnailer: " + message + "\n").utf8))
+        _ = writeAll(2, Array(("exosphere-thumbnailer: " + message + "\n").utf8))
     }
 
     /// Reads whole request frames from a blocking descriptor: the head a few bytes at a time,

@@ -3,7 +3,8 @@ import Glibc
 import StructuredLogging
 import Threads
 
-/// A small pool of `exosphere thumbnailer` helper processes: the only place images are decoded.
+/// A small pool of `exosphere-thumbnailer` helper processes: the only place images are decoded,
+/// and the only executable that loads libvips (the serving process never maps it).
 ///
 /// Each helper decodes one image, over a socket pair (its stdin and stdout), and is then ended:
 /// no helper ever holds two images, so a decoder taken over by a crafted file sees no other
@@ -20,9 +21,20 @@ import Threads
 ///   `queueLimit` requests waiting, or none free within the deadline: `ThumbnailsUnavailable` (a
 ///   `503` with `Retry-After`), a verdict never remembered.
 public final class ThumbnailerPool: Sendable {
+    /// `name` in the directory of the running executable (`/proc/self/exe`), where the release
+    /// build and the container put the helper.
+    public static func besideThisExecutable(_ name: String) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return name }
+        let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let slash = path.lastIndex(of: "/") else { return name }
+        return String(path[...slash]) + name
+    }
+
     public struct Configuration: Sendable {
-        /// The `exosphere` executable; the helpers run `<executable> thumbnailer`.
-        public var executable = "/proc/self/exe"
+        /// The helper executable: `exosphere-thumbnailer` beside the running binary by default.
+        public var executable = ThumbnailerPool.besideThisExecutable("exosphere-thumbnailer")
         /// How many helpers decode at once.
         public var helpers = 2
         /// The wall-clock deadline of one image, and of waiting for a free helper.
@@ -37,7 +49,7 @@ public final class ThumbnailerPool: Sendable {
         public var queueLimit = 64
         /// Whether helpers install their seccomp filter.
         public var seccomp = true
-        /// More arguments for `exosphere thumbnailer` (tests: `--simulate-compromise KIND`).
+        /// More arguments for `exosphere-thumbnailer` (tests: `--simulate-compromise KIND`).
         public var helperArguments: [String] = []
 
         public init() {}
@@ -302,9 +314,7 @@ final class Helper: @unchecked Sendable {
         posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 
-        var arguments = [
-            "exosphere", "thumbnailer", "--thumbnail-memory-mb", String(configuration.memoryLimitMB),
-        ]
+        var arguments = ["exosphere-thumbnailer", "--thumbnail-memory-mb", String(configuration.memoryLimitMB)]
         if !configuration.seccomp { arguments.append("--no-seccomp") }
         arguments += configuration.helperArguments
         // One arena per thread would reserve 64 MiB of address space each against RLIMIT_AS.

@@ -7,7 +7,6 @@ import StructuredLogging
 import Cryptography
 import Synchronization
 import Threads
-import ThumbnailWorker
 
 /// The `exosphere` command: parses the command line and runs what it names.
 enum Exosphere {
@@ -26,8 +25,6 @@ enum Exosphere {
           exosphere keys revoke KEY_ID [options]
                                       end a key at once: every instance refuses the URLs it signed within 2 s
                                       (the key id is the number before the dot of a URL's sig)
-          exosphere thumbnailer [--thumbnail-memory-mb N] [--no-seccomp]
-                                      the image-decoding helper the server starts itself (frames on stdin/stdout)
           exosphere admin create|reset-password --email E --password-stdin [options]
           exosphere admin list [options] | admin delete --email E [options]
                                       administrators of the console and /admin/ API (options as for serve)
@@ -110,26 +107,6 @@ enum Exosphere {
             if let revokedKey { return revokeKey(revokedKey, configuration, logger: logger) }
             if command == "keys" { return rotateKeys(configuration, logger: logger) }
             return command == "serve" ? serve(configuration, logger: logger) : migrate(configuration, logger: logger)
-        case "thumbnailer":
-            var options = ThumbnailerProcess.Options()
-            var rest = Array(arguments.dropFirst())
-            while let flag = rest.first {
-                rest.removeFirst()
-                if flag == "--no-seccomp" {
-                    options.seccomp = false
-                } else if flag == "--thumbnail-memory-mb", let value = rest.first.flatMap({ Int($0) }), (128...65_536).contains(value) {
-                    rest.removeFirst()
-                    options.memoryLimitBytes = value << 20
-                } else if flag == "--simulate-compromise", let kind = rest.first.flatMap(ThumbnailerProcess.Compromise.init) {
-                    // Tests only: a helper that behaves as a decoder taken over by a crafted file.
-                    rest.removeFirst()
-                    options.compromise = kind
-                } else {
-                    printError("usage: exosphere thumbnailer [--thumbnail-memory-mb N] [--no-seccomp]")
-                    return 2
-                }
-            }
-            return ThumbnailerProcess.run(options, argv0: "exosphere")
         case "healthcheck":
             return healthcheck(Array(arguments.dropFirst()), environment: environment)
         case "hash-benchmark":

@@ -181,8 +181,9 @@ struct EventsAPITests {
 
     /// The database notifies only for users marked as having streams; a change that no
     /// notification carried (here: its user's mark deleted behind the hub's back, so it is not
-    /// even kept) is still noticed by the next sweep: the stream is told to reload. And the mark
-    /// goes when the user's last stream here has ended (at once here, 10 minutes by default).
+    /// even kept) is still noticed by the next sweep: the stream is told to reload; so is a session
+    /// that expired. And the mark goes when the user's last stream here has ended (at once here,
+    /// 10 minutes by default).
     @Test func whatNoNotificationCarriedComesWithTheSweep() throws {
         let server = try TestServer("events_sweep") { configuration in
             configuration.liveEvents.sweepInterval = .seconds(1)
@@ -222,6 +223,11 @@ struct EventsAPITests {
         let swept = try #require(try stream.next())
         #expect(try swept.name == "profile" && swept.json["firstname"]?.stringValue == "Swept", "\(swept)")
         #expect(try #require(server.app.liveEvents).isListening == false)
+
+        // A session past its absolute end is no session: the sweep ends its stream (housekeeping
+        // deletes such sessions only every 10 minutes).
+        try server.withDatabase { _ = try $0.execute("UPDATE sessions SET expires_at = now() - interval '1 second' WHERE user_id = \(user)") }
+        #expect(try stream.rest().map(\.name) == ["session_ended"])
     }
 
     @Test func aChangeOnOneInstanceReachesAStreamOnTheOther() throws {

@@ -82,8 +82,8 @@ final class TestServer: Sendable {
         configuration.mail.retryBaseSeconds = 0.2
         configuration.mail.retryMaxSeconds = 1
         configuration.accounts.resetResolveIntervalSeconds = 0.2
-        // The helpers are the built `exosphere`, not this test process.
-        configuration.thumbnails.executable = TestImages.exosphereExecutable() ?? "/proc/self/exe"
+        // The helpers are the built `exosphere-thumbnailer`.
+        configuration.thumbnails.executable = TestImages.thumbnailerExecutable() ?? "exosphere-thumbnailer"
         try adjust(&configuration)
         logPath = "/tmp/exo-apitests-\(name)-\(getpid()).log"
         logFD = open(logPath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o600)

@@ -69,8 +69,8 @@ final class LiveServer: Sendable {
         mailDirectory = try makeTemporaryDirectory("exo-client-mail-\(name)")
         configuration.mail.transport = .mailbox(directory: mailDirectory)
         configuration.mail.pollIntervalSeconds = 0.2
-        // The thumbnail helpers are the built `exosphere`, not this test process.
-        configuration.thumbnails.executable = TestImages.exosphereExecutable() ?? "/proc/self/exe"
+        // The thumbnail helpers are the built `exosphere-thumbnailer`.
+        configuration.thumbnails.executable = TestImages.thumbnailerExecutable() ?? "exosphere-thumbnailer"
         configuration.accounts.resetResolveIntervalSeconds = 0.2
         try adjust(&configuration)
         self.configuration = configuration

@@ -123,7 +123,8 @@ struct ReadmeTests {
         // The watcher is listening once it has the stream's first event (the tablet still thinks
         // it is signed in); only then is the session's end found out, or the watcher could miss it.
         try await waitUntil { await tabletSession.user != nil }
-        _ = try? await tablet.fetchUser()  // refused: the password change ended this session
+        let refused = await exosphereError { _ = try await tablet.fetchUser() }
+        #expect(refused?.status == 401, "the password change ended this session: \(String(describing: refused))")
         try await waitUntil { await tabletSession.message == "Your session has ended. Please sign in again." }
         #expect(await tabletSession.user == nil)
     }

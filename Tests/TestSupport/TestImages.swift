@@ -34,14 +34,19 @@ public enum TestImages {
     }
 
     /// The built `exosphere` executable next to the test bundle.
-    public static func exosphereExecutable() -> String? {
+    public static func exosphereExecutable() -> String? { builtExecutable("exosphere") }
+
+    /// The thumbnail helper built beside the tests (`exosphere-thumbnailer`).
+    public static func thumbnailerExecutable() -> String? { builtExecutable("exosphere-thumbnailer") }
+
+    private static func builtExecutable(_ name: String) -> String? {
         var candidates: [URL] = []
         let bundle = Bundle.main.bundleURL
-        candidates.append(bundle.appendingPathComponent("exosphere"))
-        candidates.append(bundle.deletingLastPathComponent().appendingPathComponent("exosphere"))
+        candidates.append(bundle.appendingPathComponent(name))
+        candidates.append(bundle.deletingLastPathComponent().appendingPathComponent(name))
         let argv0 = URL(fileURLWithPath: CommandLine.arguments[0])
-        candidates.append(argv0.deletingLastPathComponent().appendingPathComponent("exosphere"))
-        candidates.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug/exosphere"))
+        candidates.append(argv0.deletingLastPathComponent().appendingPathComponent(name))
+        candidates.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug/" + name))
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }?.path
     }
 

@@ -5,13 +5,13 @@ import TestSupport
 import Testing
 import Thumbnails
 
-/// The helper pool against real `exosphere thumbnailer` processes and real files: thumbnails,
+/// The helper pool against real `exosphere-thumbnailer` processes and real files: thumbnails,
 /// placeholders, hostile files, helpers that die, and the confinement.
 @Suite(.serialized)
 struct PoolTests {
     static func pool(_ change: (inout ThumbnailerPool.Configuration) -> Void = { _ in }) throws -> ThumbnailerPool {
         var configuration = ThumbnailerPool.Configuration()
-        configuration.executable = try #require(TestImages.exosphereExecutable(), "build the exosphere executable first")
+        configuration.executable = try #require(TestImages.thumbnailerExecutable(), "build the exosphere-thumbnailer executable first")
         change(&configuration)
         return ThumbnailerPool(configuration: configuration, logger: Logger(label: "test", level: .critical))
     }
@@ -155,8 +155,18 @@ struct PoolTests {
         #expect(Date().timeIntervalSince(started) < 1.5)
         #expect(pool.statistics.timeouts == 1)
         #expect(pool.statistics.undecodable == 0)
-        guard case .made = try Self.render(pool, Self.photo, Self.job([ThumbnailSpec(size: 128, format: .jpeg)])) else {
-            Issue.record("no fresh helper")
+        // A fresh helper makes the next image: a tiny one, tried up to three times, since the
+        // 0.3 s deadline holds for it too and the whole suite runs beside this test.
+        var outcome: ThumbnailOutcome?
+        for _ in 0..<3 where outcome == nil {
+            do {
+                outcome = try Self.render(pool, RealFiles.jpeg5x3, Self.job([ThumbnailSpec(size: 128, format: .jpeg)]))
+            } catch is ThumbnailsUnavailable {
+                continue
+            }
+        }
+        guard case .made = outcome else {
+            Issue.record("no fresh helper: \(String(describing: outcome))")
             return
         }
     }
