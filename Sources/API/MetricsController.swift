@@ -191,6 +191,14 @@ struct MetricsController {
             help: "Reads of what a user's streams lacked: done, or failed (tried again).")
         text.sample("exosphere_event_catchups_total", ["outcome": "done"], events.catchUps)
         text.sample("exosphere_event_catchups_total", ["outcome": "failed"], events.catchUpFailures)
+        text.family(
+            "exosphere_event_sweeps_total", type: .counter,
+            help: "Checks of every stream's position and session against the database: done, or failed.")
+        text.sample("exosphere_event_sweeps_total", ["outcome": "done"], events.sweeps)
+        text.sample("exosphere_event_sweeps_total", ["outcome": "failed"], events.sweepFailures)
+        text.metric(
+            "exosphere_event_marked_users", type: .gauge,
+            help: "Users this instance has marked as having streams (their changes are kept and notified).", events.watchedUsers)
         text.metric(
             "exosphere_event_listener_up", type: .gauge,
             help: "1 while the LISTEN connection is up; while 0, streams get nothing new (and miss nothing: it catches up).",

@@ -1,4 +1,5 @@
 import HTTP
+import Threads
 
 /// How the HTTP server listens and what it tolerates; every field has a production default.
 public struct ServerConfiguration: Sendable {
@@ -69,12 +70,5 @@ extension ConnectionConfiguration {
         bodyStallTimeout = server.bodyStallTimeout.nanoseconds
         requestTimeout = server.requestTimeout.nanoseconds
         uploadTimeout = server.uploadTimeout.nanoseconds
-    }
-}
-
-extension Duration {
-    var nanoseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000
     }
 }

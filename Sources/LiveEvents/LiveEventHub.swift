@@ -167,7 +167,7 @@ public final class LiveEventHub: @unchecked Sendable {
         self.source = source
         self.configuration = configuration
         self.logger = logger
-        sweeper = PeriodicThread(name: "events-sweep", intervalNanoseconds: LiveEventHub.nanoseconds(configuration.sweepInterval))
+        sweeper = PeriodicThread(name: "events-sweep", intervalNanoseconds: configuration.sweepInterval.nanoseconds)
         let started = [
             OSThread(name: "events-listen", stackSize: 256 * 1024) { [self] in listen() },
             OSThread(name: "events-deliver", stackSize: 512 * 1024) { [self] in deliver() },
@@ -178,7 +178,7 @@ public final class LiveEventHub: @unchecked Sendable {
             sweep()
             let now = monotonicNanoseconds()
             let due = lock.withLock {
-                guard now - lastRefresh >= LiveEventHub.nanoseconds(configuration.watchRefreshInterval) else { return false }
+                guard now - lastRefresh >= configuration.watchRefreshInterval.nanoseconds else { return false }
                 lastRefresh = now
                 return true
             }
@@ -381,7 +381,7 @@ public final class LiveEventHub: @unchecked Sendable {
                     logger.warning("live events: the listening connection failed; streams wait for it", ["error": String(describing: error)])
                 }
                 failing = true
-                let until = monotonicNanoseconds() + LiveEventHub.nanoseconds(delay)
+                let until = monotonicNanoseconds() + delay.nanoseconds
                 lock.withLock {
                     while !stopping, lock.wait(untilMonotonicNanoseconds: until) {}
                 }
@@ -420,11 +420,10 @@ public final class LiveEventHub: @unchecked Sendable {
     /// marks of users whose last stream here ended long enough ago.
     private func deliver() {
         while true {
-            let work: (userID: String, after: Int64, sessions: [String])?
-            let gone: [String]
-            (work, gone) = lock.withLock {
+            // Nil once the hub stops.
+            let next: (work: (userID: String, after: Int64, sessions: [String])?, gone: [String])? = lock.withLock {
                 while !stopping, dirty.isEmpty, unwatching.isEmpty { lock.wait() }
-                guard !stopping else { return (nil, []) }
+                guard !stopping else { return nil }
                 let gone = Array(unwatching)
                 unwatching = []
                 guard !dirty.isEmpty else { return (nil, gone) }
@@ -433,7 +432,7 @@ public final class LiveEventHub: @unchecked Sendable {
                 let live = subscribers(ofUser: userID).filter { !$0.ending }
                 return ((userID, live.map(\.lastID).min() ?? 0, Array(Set(live.map(\.sessionID)))), gone)
             }
-            if lock.withLock({ stopping }) { return }
+            guard let (work, gone) = next else { return }
             gone.forEach(unmark)
             guard let work, !work.sessions.isEmpty else { continue }
             let caughtUp: CatchUp
@@ -482,7 +481,7 @@ public final class LiveEventHub: @unchecked Sendable {
         let (positions, sessions): ([String: Int64], [String]) = lock.withLock {
             // Marks whose users have had no stream here for `watchLinger` go (on the delivering thread).
             let now = monotonicNanoseconds()
-            let linger = LiveEventHub.nanoseconds(configuration.watchLinger)
+            let linger = configuration.watchLinger.nanoseconds
             for (userID, since) in idleSince where byUser[userID] == nil && now - since >= linger { unwatching.insert(userID) }
             if !unwatching.isEmpty { lock.broadcast() }
             var positions: [String: Int64] = [:]
@@ -532,14 +531,9 @@ public final class LiveEventHub: @unchecked Sendable {
         }
     }
 
-    static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
-    }
-
     /// Once a second: a comment to each stream that has been quiet for `heartbeat`.
     private func beat() {
-        let quiet = LiveEventHub.nanoseconds(configuration.heartbeat)
+        let quiet = configuration.heartbeat.nanoseconds
         let ready: [Delivery] = lock.withLock {
             let now = monotonicNanoseconds()
             var ready: [Delivery] = []

@@ -35,8 +35,7 @@ extension PostgresConnection {
         guard !isClosed else { throw PostgresError(code: .connectionFailed, context: "the connection is closed") }
         var received = takeNotifications()
         if !received.isEmpty { return received }
-        let (seconds, attoseconds) = timeout.components
-        let deadline = monotonicNanoseconds() + UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+        let deadline = monotonicNanoseconds() + timeout.nanoseconds
         while received.isEmpty {
             let now = monotonicNanoseconds()
             guard now < deadline else { break }

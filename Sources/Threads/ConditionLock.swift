@@ -60,3 +60,12 @@ public func monotonicNanoseconds() -> UInt64 {
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
+
+extension Duration {
+    /// The duration in whole nanoseconds (negative durations count as zero), for deadlines on
+    /// `monotonicNanoseconds()`.
+    public var nanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000
+    }
+}

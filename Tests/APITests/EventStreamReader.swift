@@ -70,12 +70,6 @@ final class EventStreamReader {
         return events
     }
 
-    /// Whether the server closed the connection after the body (reads to the end of the socket).
-    func closedByServer() throws -> Bool {
-        while try connection.fill() {}
-        return true
-    }
-
     private func takeEvent() -> Event? {
         while let end = find(text, [0x0A, 0x0A]) {
             let block = String(decoding: text[..<end], as: UTF8.self)

@@ -13,49 +13,90 @@ struct LiveChangesTests {
 
     init() throws { server = try liveServer() }
 
-    /// What a sequence delivered, collected by a task of its own.
+    /// What a sequence delivered, collected by a task of its own. A wait is resumed by the
+    /// collecting task the moment what it waits for has come (or by its deadline, which fails it:
+    /// 60 s by default, as `waitUntil`, since under the whole suite blocking tests can hold the
+    /// cooperative pool's threads for long).
     final class Collector: Sendable {
-        private final class State: Sendable {
-            let changes = Mutex<[LiveChange]>([])
-            let outcome = Mutex<Result<Void, any Error>?>(nil)
+        private typealias Condition = @Sendable ([LiveChange], Result<Void, any Error>?) -> Bool
+
+        private struct Waiter: Sendable {
+            let isMet: Condition
+            let continuation: CheckedContinuation<Void, any Error>
         }
 
-        private let state: State
-        let task: Task<Void, Never>
+        private struct State: Sendable {
+            var changes: [LiveChange] = []
+            var outcome: Result<Void, any Error>?
+            var waiters: [UUID: Waiter] = [:]
+
+            /// Takes the waiters whose condition now holds.
+            mutating func met() -> [Waiter] {
+                let ready = waiters.filter { $0.value.isMet(changes, outcome) }
+                for id in ready.keys { waiters[id] = nil }
+                return Array(ready.values)
+            }
+        }
+
+        private final class Shared: Sendable {
+            let state = Mutex(State())
+            let task = Mutex<Task<Void, Never>?>(nil)
+
+            func update(_ change: @Sendable (inout State) -> Void) {
+                let ready = state.withLock { state -> [Waiter] in
+                    change(&state)
+                    return state.met()
+                }
+                for waiter in ready { waiter.continuation.resume() }
+            }
+        }
+
+        private let shared = Shared()
 
         init(_ sequence: AsyncThrowingStream<LiveChange, any Error>) {
-            let state = State()
-            self.state = state
-            task = Task {
+            let shared = shared
+            let started = Task {
                 do {
-                    for try await change in sequence { state.changes.withLock { $0.append(change) } }
-                    state.outcome.withLock { $0 = .success(()) }
+                    for try await change in sequence { shared.update { $0.changes.append(change) } }
+                    shared.update { $0.outcome = .success(()) }
                 } catch {
-                    state.outcome.withLock { $0 = .failure(error) }
+                    shared.update { $0.outcome = .failure(error) }
                 }
             }
+            shared.task.withLock { $0 = started }
         }
 
-        /// Waits (at most `timeout`) until `count` changes came; returns them all.
-        func waitFor(_ count: Int, timeout: Duration = .seconds(10)) async throws -> [LiveChange] {
-            let deadline = ContinuousClock.now + timeout
-            while state.changes.withLock({ $0.count }) < count {
-                guard ContinuousClock.now < deadline else {
-                    throw TimedOut(
-                        what: "\(count) changes; got \(state.changes.withLock { $0 }), outcome \(String(describing: state.outcome.withLock { $0 }))")
+        func cancel() { shared.task.withLock { $0?.cancel() } }
+
+        /// Waits until `count` changes came (failing after `timeout`); returns them all.
+        func waitFor(_ count: Int, timeout: Duration = .seconds(60)) async throws -> [LiveChange] {
+            try await wait(for: "\(count) changes", timeout: timeout) { changes, _ in changes.count >= count }
+            return shared.state.withLock { $0.changes }
+        }
+
+        /// Waits until the sequence ended (failing after `timeout`); how it ended.
+        func ended(timeout: Duration = .seconds(60)) async throws -> Result<Void, any Error> {
+            try await wait(for: "the end of the sequence", timeout: timeout) { _, outcome in outcome != nil }
+            return shared.state.withLock { $0.outcome! }
+        }
+
+        private func wait(for what: String, timeout: Duration, _ isMet: @escaping Condition) async throws {
+            let id = UUID()
+            let shared = shared
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let metAlready = shared.state.withLock { state -> Bool in
+                    if isMet(state.changes, state.outcome) { return true }
+                    state.waiters[id] = Waiter(isMet: isMet, continuation: continuation)
+                    return false
                 }
-                try await Task.sleep(nanoseconds: 20_000_000)
-            }
-            return state.changes.withLock { $0 }
-        }
-
-        /// Waits (at most `timeout`) until the sequence ended.
-        func ended(timeout: Duration = .seconds(10)) async throws -> Result<Void, any Error> {
-            let deadline = ContinuousClock.now + timeout
-            while true {
-                if let outcome = state.outcome.withLock({ $0 }) { return outcome }
-                guard ContinuousClock.now < deadline else { throw TimedOut(what: "the end of the sequence") }
-                try await Task.sleep(nanoseconds: 20_000_000)
+                if metAlready { return continuation.resume() }
+                let (seconds, attoseconds) = timeout.components
+                DispatchQueue.global().asyncAfter(deadline: .now() + Double(seconds) + Double(attoseconds) / 1e18) {
+                    let expired = shared.state.withLock { state -> (Waiter, String)? in
+                        state.waiters.removeValue(forKey: id).map { ($0, "\(state.changes), outcome \(String(describing: state.outcome))") }
+                    }
+                    if let (waiter, seen) = expired { waiter.continuation.resume(throwing: TimedOut(what: "\(what); got \(seen)")) }
+                }
             }
         }
     }
@@ -70,7 +111,7 @@ struct LiveChangesTests {
         let tablet = try server.client()
         _ = try await tablet.signIn(email: email, password: password)
         let collector = Collector(phone.liveChanges())
-        defer { collector.task.cancel() }
+        defer { collector.cancel() }
         // The stream is open once a heartbeat has been answered; a change made now is live.
         try await waitUntilStreaming()
 
@@ -86,7 +127,7 @@ struct LiveChangesTests {
         #expect(seen.firstname == "Ayu Lestari" && seen.id == user.id)
         #expect(added.id == image.id && added.sha256 == image.sha256)
         // The phone's own copy of the user follows (with its ETag, for the next save).
-        try await eventually { phone.currentUser?.firstname == "Ayu Lestari" }
+        try await waitUntil { phone.currentUser?.firstname == "Ayu Lestari" }
 
         // The server goes away, and while it is down the profile changes (an operator's SQL: the
         // database's triggers record it as any change). The stream reconnects once the server is
@@ -97,7 +138,7 @@ struct LiveChangesTests {
         connection.close()
         try server.start()
         // The client has waited longer after each failed try while the server was down.
-        changes = try await collector.waitFor(3, timeout: .seconds(60))
+        changes = try await collector.waitFor(3)
         guard changes.count == 3, case .profile(let changed) = changes[2] else {
             Issue.record("expected the change made while the server was down: \(changes)")
             return
@@ -128,15 +169,6 @@ struct LiveChangesTests {
 
     /// Until the server has an open event stream (its metrics say so).
     private func waitUntilStreaming() async throws {
-        try await eventually { try await server.metric("exosphere_event_streams_open") >= 1 }
-    }
-}
-
-/// Polls `condition` until it holds; throws when `timeout` passes first, and what it throws.
-func eventually(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else { throw LiveChangesTests.TimedOut(what: "the condition") }
-        try await Task.sleep(nanoseconds: 20_000_000)
+        try await waitUntil { try await server.metric("exosphere_event_streams_open") >= 1 }
     }
 }

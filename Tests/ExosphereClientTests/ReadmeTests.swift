@@ -158,7 +158,7 @@ struct ReadmeTests {
         let live = await LiveModel(exosphere: phone, gallery: gallery)
         let running = Task { await live.run() }
         defer { running.cancel() }
-        try await eventually { try await server.metric("exosphere_event_streams_open") >= 1 }
+        try await waitUntil { try await server.metric("exosphere_event_streams_open") >= 1 }
 
         // Another device of the same user adds a photo and renames the user.
         let tablet = try server.client()
@@ -246,10 +246,10 @@ struct ReadmeTests {
 /// Waits up to two seconds for `condition`.
 /// Polls `condition` for up to 60 s: under the whole suite, blocking tests can hold the
 /// cooperative pool's threads, and an async test then waits long for its turn.
-func waitUntil(_ condition: () async -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+func waitUntil(_ condition: () async throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
     let deadline = Date().addingTimeInterval(60)
     while Date() < deadline {
-        if await condition() { return }
+        if try await condition() { return }
         try await Task.sleep(nanoseconds: 10_000_000)
     }
     Issue.record("the condition did not become true within 60 s", sourceLocation: sourceLocation)
