@@ -136,6 +136,11 @@ struct RecoveryAPITests {
         for _ in 0..<3 { #expect(try server.signIn(account.email, "wrong-password-1").status == 401) }
         // Refused while locked, three times: one lock-out in the activity, not three.
         for _ in 0..<3 { #expect(try server.signIn(account.email, account.password).status == 429) }
+        // Those rows are written after the answers: waited for, so that the reset comes after them.
+        try waitUntil(timeout: .seconds(10), "the failed sign-ins' and the lock-out's activity rows") {
+            let events = try activity(server, second)
+            return events.filter { $0 == "sign_in_failed" }.count == 3 && events.contains("locked_out")
+        }
 
         let accepted = try server.call(
             "POST", "/users/password-reset", json: #"{"email": "\#(account.email.uppercased())"}"#, headers: [("User-Agent", "Phone/1.0")])
@@ -326,6 +331,11 @@ struct RecoveryAPITests {
         let other = try server.register()
         _ = try server.newSession(account, userAgent: "Exosphere-iOS/2.0 (iPhone)")
         #expect(try server.signIn(account.email, "not-the-password").status == 401)
+        // A failed sign-in's row is written after its answer: waited for, so that the next
+        // sign-in comes after it.
+        try waitUntil(timeout: .seconds(10), "the failed sign-in's activity row") {
+            try activity(server, account.token).contains("sign_in_failed")
+        }
         let session = try server.newSession(account)
         let sessions = try #require(try server.call("GET", "/users/me/sessions", token: session).json["sessions"]?.arrayValue)
         let revokable = try #require(sessions.first { $0["userAgent"] == "Exosphere-iOS/2.0 (iPhone)" }?["id"]?.stringValue)

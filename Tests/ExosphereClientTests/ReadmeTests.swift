@@ -243,7 +243,6 @@ struct ReadmeTests {
     }
 }
 
-/// Waits up to two seconds for `condition`.
 /// Polls `condition` for up to 60 s: under the whole suite, blocking tests can hold the
 /// cooperative pool's threads, and an async test then waits long for its turn.
 func waitUntil(_ condition: () async throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {

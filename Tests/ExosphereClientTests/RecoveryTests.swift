@@ -156,6 +156,8 @@ struct RecoveryTests {
             try await other.signIn(email: email, password: password)
         }
         _ = await exosphereError { try await server.client { $0.userAgent = "Guesser/1" }.signIn(email: email, password: "not the password") }
+        // The failed sign-in's row is written after its answer.
+        try await waitUntil { try await client.activityPage(after: nil, limit: 10).events.contains { $0.type == .signInFailed } }
 
         var pages: [ActivityPage] = []
         var cursor: String?
