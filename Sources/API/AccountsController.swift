@@ -6,48 +6,44 @@ import HTTPServer
 /// Registration, sign-in, sign-out and sessions.
 struct AccountsController: Sendable {
     let accounts: AccountService
-    let authenticator: Authenticator
 
-    func register(in router: inout Router) {
-        router.post("/users", use: register)
-        router.post("/users/signin", use: signIn)
-        router.post("/users/signout", admission: authenticator.admission, use: signOut)
-        router.get("/users/me/sessions", use: sessions)
-        router.delete("/users/me/sessions/{id}", use: revokeSession)
+    func register(in routes: inout RouteTable) {
+        routes.open(.post, "/users", throttles: [.perAddress, .perEmail], hashesPasswords: true, use: register)
+        routes.open(.post, "/users/signin", throttles: [.perAddress, .perEmail, .perEmailAndAddress], hashesPasswords: true, use: signIn)
+        routes.user(.post, "/users/signout", use: signOut)
+        routes.user(.get, "/users/me/sessions", use: sessions)
+        routes.user(.delete, "/users/me/sessions/{id}", use: revokeSession)
     }
 
-    @Sendable func register(_ request: Request, _ context: RequestContext) throws -> Response {
-        let issued = try accounts.register(
-            try AccountBodies.registration(try JSONBody.object(request)), origin: authenticator.origin(request, context))
+    @Sendable func register(_ call: Call) throws -> Response {
+        let issued = try accounts.register(try AccountBodies.registration(try JSONBody.object(call.request)), origin: call.origin)
         var response = JSONBody.response(.created) { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Location", value: "/users/me")
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
     }
 
-    @Sendable func signIn(_ request: Request, _ context: RequestContext) throws -> Response {
-        let issued = try accounts.signIn(try AccountBodies.signIn(try JSONBody.object(request)), origin: authenticator.origin(request, context))
+    @Sendable func signIn(_ call: Call) throws -> Response {
+        let issued = try accounts.signIn(try AccountBodies.signIn(try JSONBody.object(call.request)), origin: call.origin)
         var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
     }
 
-    @Sendable func signOut(_ request: Request, _ context: RequestContext) throws -> Response {
-        let (session, _) = try authenticator.authenticate(request)
+    @Sendable func signOut(_ call: Call, _ signedIn: SignedIn) throws -> Response {
         try accounts.signOut(
-            session, scope: try AccountBodies.signOutScope(try JSONBody.object(request, optional: true)),
-            origin: authenticator.origin(request, context))
+            signedIn.session, scope: try AccountBodies.signOutScope(try JSONBody.object(call.request, optional: true)),
+            origin: call.origin)
         return Response(status: .noContent)
     }
 
-    @Sendable func sessions(_ request: Request, _ context: RequestContext) throws -> Response {
-        let (current, user) = try authenticator.authenticate(request)
-        let sessions = try accounts.sessions(of: user.id)
+    @Sendable func sessions(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+        let sessions = try accounts.sessions(of: signedIn.user.id)
         var response = JSONBody.response { writer in
             writer.beginObject()
             writer.key("sessions")
             writer.beginArray()
-            for session in sessions { UserJSON.writeSessionEntry(session, current: session.id == current.id, into: &writer) }
+            for session in sessions { UserJSON.writeSessionEntry(session, current: session.id == signedIn.session.id, into: &writer) }
             writer.endArray()
             writer.endObject()
         }
@@ -55,12 +51,11 @@ struct AccountsController: Sendable {
         return response
     }
 
-    @Sendable func revokeSession(_ request: Request, _ context: RequestContext) throws -> Response {
-        let user = try authenticator.authenticatedUser(request)
-        guard let text = context.parameters["id"], let id = UUID(uuidString: text) else {
+    @Sendable func revokeSession(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+        guard let text = call.parameter("id"), let id = UUID(uuidString: text) else {
             throw AccountsError(.notFound, "No such session.")
         }
-        try accounts.revokeSession(id: id, userID: user.id, origin: authenticator.origin(request, context))
+        try accounts.revokeSession(id: id, userID: signedIn.user.id, origin: call.origin)
         return Response(status: .noContent)
     }
 }

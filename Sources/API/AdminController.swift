@@ -15,78 +15,52 @@ struct AdminController: Sendable {
     let accounts: AccountService
     let images: ImageService
     let signer: URLSigner
-    let authenticator: Authenticator
     /// How image bytes and thumbnails are answered (validators, ranges, the sandbox policy).
     let imageResponses: ImagesController
 
-    func register(in router: inout Router) {
-        router.post("/admin/signin", use: signIn)
-        router.post("/admin/setup", use: setup)
-        router.post("/admin/signout", use: signOut)
-        // Every other route: an admin token, checked before the handler runs; a read of a user's
-        // data is also an entry of the audit log, named here (changes audit themselves, in the
-        // transaction of the change).
-        router.get("/admin/users", use: admin(audit: "users.search", users))
-        router.get("/admin/users/{id}", use: admin(audit: "user.read", user))
-        router.patch("/admin/users/{id}", use: admin(patchUser))
-        router.delete("/admin/users/{id}", use: admin(deleteUser))
-        router.get("/admin/users/{id}/sessions", use: admin(audit: "user.sessions.read", sessions))
-        router.delete("/admin/users/{id}/sessions", use: admin(revokeSessions))
-        router.delete("/admin/users/{id}/sessions/{sid}", use: admin(revokeSessions))
-        router.post("/admin/users/{id}/password-reset", use: admin(sendPasswordReset))
-        router.get("/admin/users/{id}/images", use: admin(audit: "user.images.read", userImages))
-        router.get("/admin/users/{id}/images/{iid}", use: admin(audit: "user.image.read", userImage))
-        router.get("/admin/users/{id}/images/{iid}/thumbnail", use: admin(audit: "user.image.read", userThumbnail))
-        router.get("/admin/users/{id}/activity", use: admin(audit: "user.activity.read", activity))
-        router.get("/admin/schema", use: admin(schema))
-        router.put("/admin/schema/{field}", use: admin(pinField))
-        router.get("/admin/stats", use: admin(stats))
-        router.get("/admin/audit", use: admin(auditLog))
+    func register(in routes: inout RouteTable) {
+        routes.open(.post, "/admin/signin", throttles: [.perAddress, .perEmail, .perEmailAndAddress], hashesPasswords: true, use: signIn)
+        routes.open(.post, "/admin/setup", .linkToken, hashesPasswords: true, use: setup)
+        routes.admin(.post, "/admin/signout", audit: .change, use: signOut)
+        // A read of a user's data is an entry of the audit log, named here; a change audits
+        // itself, in its own transaction.
+        routes.admin(.get, "/admin/users", audit: .read("users.search"), use: users)
+        routes.admin(.get, "/admin/users/{id}", audit: .read("user.read"), use: user)
+        routes.admin(.patch, "/admin/users/{id}", audit: .change, use: patchUser)
+        routes.admin(.delete, "/admin/users/{id}", audit: .change, use: deleteUser)
+        routes.admin(.get, "/admin/users/{id}/sessions", audit: .read("user.sessions.read"), use: sessions)
+        routes.admin(.delete, "/admin/users/{id}/sessions", audit: .change, use: revokeSessions)
+        routes.admin(.delete, "/admin/users/{id}/sessions/{sid}", audit: .change, use: revokeSessions)
+        routes.admin(.post, "/admin/users/{id}/password-reset", audit: .change, use: sendPasswordReset)
+        routes.admin(.get, "/admin/users/{id}/images", audit: .read("user.images.read"), use: userImages)
+        routes.admin(.get, "/admin/users/{id}/images/{iid}", audit: .read("user.image.read"), use: userImage)
+        routes.admin(.get, "/admin/users/{id}/images/{iid}/thumbnail", audit: .read("user.image.read"), use: userThumbnail)
+        routes.admin(.get, "/admin/users/{id}/activity", audit: .read("user.activity.read"), use: activity)
+        routes.admin(.get, "/admin/schema", audit: .read("schema.read"), use: schema)
+        routes.admin(.put, "/admin/schema/{field}", audit: .change, use: pinField)
+        routes.admin(.get, "/admin/stats", audit: .read("stats.read"), use: stats)
+        routes.admin(.get, "/admin/audit", audit: .read("audit.read"), use: auditLog)
     }
 
-    /// An admin route's handler: the admin is authenticated before it runs; with `audit`, its
-    /// success is recorded in the audit log (the user of the path's `{id}` as the target).
-    private func admin(
-        audit action: String? = nil, _ handler: @escaping @Sendable (Admin, Request, RequestContext) throws -> Response
-    ) -> @Sendable (Request, RequestContext) throws -> Response {
-        { [accounts, authenticator] request, context in
-            let admin = try accounts.authenticateAdmin(token: try authenticator.token(request))
-            let response = try handler(admin, request, context)
-            if let action {
-                let target = context.parameters["id"].flatMap { UUID(uuidString: $0) }
-                try accounts.audit(admin, action, target: target, origin: authenticator.origin(request, context))
-            }
-            return response
-        }
-    }
-
-    /// The origin of an administrator's request: the user's activity shows it as the
-    /// administrator's doing, without the operator's address or device.
-    private func origin(_ request: Request, _ context: RequestContext) -> RequestOrigin {
-        var origin = authenticator.origin(request, context)
-        origin.byAdministrator = true
-        return origin
-    }
-
-    @Sendable func signIn(_ request: Request, _ context: RequestContext) throws -> Response {
-        let body = try JSONBody.object(request)
+    @Sendable func signIn(_ call: Call) throws -> Response {
+        let body = try JSONBody.object(call.request)
         guard let email = body["email"]?.stringValue, let password = body["password"]?.stringValue, body.count == 2 else {
             throw AccountsError(.invalidValue, "The body is {\"email\", \"password\"}, both strings.")
         }
-        let issued = try accounts.adminSignIn(email: email, password: password, origin: authenticator.origin(request, context))
+        let issued = try accounts.adminSignIn(email: email, password: password, origin: call.origin)
         return AdminController.sessionResponse(issued)
     }
 
     /// The first administrator, from the one-time link `serve` prints while there is none: the
     /// same answer as a sign-in.
-    @Sendable func setup(_ request: Request, _ context: RequestContext) throws -> Response {
-        let body = try JSONBody.object(request)
+    @Sendable func setup(_ call: Call) throws -> Response {
+        let body = try JSONBody.object(call.request)
         guard let token = body["token"]?.stringValue, let email = body["email"]?.stringValue, let password = body["password"]?.stringValue,
             body.count == 3
         else {
             throw AccountsError(.invalidValue, "The body is {\"token\", \"email\", \"password\"}, all strings.")
         }
-        let issued = try accounts.completeAdminSetup(token: token, email: email, password: password, origin: authenticator.origin(request, context))
+        let issued = try accounts.completeAdminSetup(token: token, email: email, password: password, origin: call.origin)
         return AdminController.sessionResponse(issued)
     }
 
@@ -104,14 +78,15 @@ struct AdminController: Sendable {
     }
 
     /// Ends the admin session of the token: `204`.
-    @Sendable func signOut(_ request: Request, _ context: RequestContext) throws -> Response {
-        try accounts.adminSignOut(token: try authenticator.token(request), origin: authenticator.origin(request, context))
+    @Sendable func signOut(_ call: Call, _ admin: Admin) throws -> Response {
+        try accounts.adminSignOut(admin, token: try Authenticator.token(call.request.headers), origin: call.origin)
         return Response(status: .noContent)
     }
 
-    @Sendable func users(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
-        let query = QueryParameters(request.query)
-        let page = try PageParameters(request, invalidCursor: AccountsError(.invalidValue, "after must be a cursor from a previous page's next."))
+    @Sendable func users(_ call: Call, _ admin: Admin) throws -> Response {
+        let query = QueryParameters(call.request.query)
+        let page = try PageParameters(
+            call.request, invalidCursor: AccountsError(.invalidValue, "after must be a cursor from a previous page's next."))
         var search = UserSearch(emailContains: query["q"])
         for (name, value) in query.all.sorted(by: { $0.key < $1.key }) where name.hasPrefix("field.") {
             search.fields.append((String(name.dropFirst(6)), value))
@@ -131,15 +106,15 @@ struct AdminController: Sendable {
         return response
     }
 
-    @Sendable func user(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
-        return AdminController.response(try accounts.adminView(of: try AdminController.userID(context)))
+    @Sendable func user(_ call: Call, _ admin: Admin) throws -> Response {
+        return AdminController.response(try accounts.adminView(of: try AdminController.userID(call)))
     }
 
     /// The profile by the user's own `PATCH` rules (`If-Match` included), and `disabled`:
     /// disabling ends every session of the user at once. Each change is audited.
-    @Sendable func patchUser(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
-        let id = try AdminController.userID(context)
-        var body = try JSONBody.object(request, accepting: ["application/merge-patch+json", "application/json"])
+    @Sendable func patchUser(_ call: Call, _ admin: Admin) throws -> Response {
+        let id = try AdminController.userID(call)
+        var body = try JSONBody.object(call.request, accepting: ["application/merge-patch+json", "application/json"])
         var disabled: Bool?
         if let value = body.removeValue(forKey: "disabled") {
             guard case .bool(let flag) = value else {
@@ -149,28 +124,28 @@ struct AdminController: Sendable {
         }
         // What the admin's view adds to the user is read-only, as the user's own read-only keys are.
         for key in ["sessionCount", "imageCount", "lastSignInAt"] { body.removeValue(forKey: key) }
-        let origin = origin(request, context)
+        let origin = call.origin
         let patch = try AccountBodies.patch(body)
         if patch.email != nil || patch.firstname != nil || patch.lastname != nil || patch.data != nil || patch.removesAllData {
-            _ = try accounts.adminPatchProfile(patch, of: id, condition: ETag.condition(request.headers["If-Match"]), by: admin, origin: origin)
+            _ = try accounts.adminPatchProfile(patch, of: id, condition: ETag.condition(call.request.headers["If-Match"]), by: admin, origin: origin)
         }
         if let disabled { try accounts.setDisabled(id, disabled, by: admin, origin: origin) }
         return AdminController.response(try accounts.adminView(of: id))
     }
 
     /// `204`: the user, their sessions and images (the rows with the user, the files after the commit).
-    @Sendable func deleteUser(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
-        let id = try AdminController.userID(context)
+    @Sendable func deleteUser(_ call: Call, _ admin: Admin) throws -> Response {
+        let id = try AdminController.userID(call)
         var files: [UUID] = []
-        try accounts.adminDeleteUser(id, by: admin, origin: origin(request, context)) { connection in
+        try accounts.adminDeleteUser(id, by: admin, origin: call.origin) { connection in
             files = try images.deleteAll(userID: id, connection)
         }
         images.removeFiles(files)
         return Response(status: .noContent)
     }
 
-    @Sendable func sessions(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
-        let id = try AdminController.userID(context)
+    @Sendable func sessions(_ call: Call, _ admin: Admin) throws -> Response {
+        let id = try AdminController.userID(call)
         _ = try accounts.adminView(of: id)
         let sessions = try accounts.sessions(of: id)
         return JSONBody.response { writer in
@@ -184,21 +159,21 @@ struct AdminController: Sendable {
     }
 
     /// `DELETE …/sessions` ends every session of the user, `…/sessions/{sid}` one: `204`.
-    @Sendable func revokeSessions(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
-        let id = try AdminController.userID(context)
+    @Sendable func revokeSessions(_ call: Call, _ admin: Admin) throws -> Response {
+        let id = try AdminController.userID(call)
         var sessionID: UUID?
-        if let text = context.parameters["sid"] {
+        if let text = call.parameter("sid") {
             guard let parsed = UUID(uuidString: text) else { throw AccountsError(.notFound, "No such session.") }
             sessionID = parsed
         }
-        try accounts.adminRevokeSessions(of: id, sessionID: sessionID, by: admin, origin: origin(request, context))
+        try accounts.adminRevokeSessions(of: id, sessionID: sessionID, by: admin, origin: call.origin)
         return Response(status: .noContent)
     }
 
     /// `202`: the reset mail is queued, as for `POST /users/password-reset`.
-    @Sendable func sendPasswordReset(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
+    @Sendable func sendPasswordReset(_ call: Call, _ admin: Admin) throws -> Response {
         try accounts.adminSendPasswordReset(
-            try AdminController.userID(context), by: admin, origin: origin(request, context))
+            try AdminController.userID(call), by: admin, origin: call.origin)
         return JSONBody.response(.accepted) { writer in
             writer.beginObject()
             writer.key("status"); writer.string("accepted")
@@ -208,34 +183,35 @@ struct AdminController: Sendable {
     }
 
     /// The user's images, oldest first, as the user lists them (with signed URLs for the grid).
-    @Sendable func userImages(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
-        let id = try AdminController.userID(context)
+    @Sendable func userImages(_ call: Call, _ admin: Admin) throws -> Response {
+        let id = try AdminController.userID(call)
         _ = try accounts.adminView(of: id)
-        let parameters = try PageParameters(request, invalidCursor: ImageError(.invalidCursor, "after must be a cursor from a previous page's next."))
-        let page = try images.list(userID: id, order: try PageParameters.imageOrder(request), after: parameters.cursor, limit: parameters.limit)
+        let parameters = try PageParameters(
+            call.request, invalidCursor: ImageError(.invalidCursor, "after must be a cursor from a previous page's next."))
+        let page = try images.list(userID: id, order: try PageParameters.imageOrder(call.request), after: parameters.cursor, limit: parameters.limit)
         var response = JSONBody.response { ImageJSON.write(page, signer: signer, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
     }
 
     /// One of the user's images, or `…/thumbnail?size=N`, as the user gets them.
-    @Sendable func userImage(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
-        let image = try images.find(try AdminController.imageID(context), userID: try AdminController.userID(context))
-        return try imageResponses.serve(image, request, cacheControl: "private, max-age=3600")
+    @Sendable func userImage(_ call: Call, _ admin: Admin) throws -> Response {
+        let image = try images.find(try AdminController.imageID(call), userID: try AdminController.userID(call))
+        return try imageResponses.serve(image, call.request, cacheControl: "private, max-age=3600")
     }
 
-    @Sendable func userThumbnail(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
-        let spec = try ThumbnailNegotiation.spec(size: QueryParameters(request.query)["size"], request)
-        let thumbnail = try images.thumbnail(try AdminController.imageID(context), userID: try AdminController.userID(context), spec)
-        return imageResponses.serve(thumbnail, request, cacheControl: "private, max-age=3600")
+    @Sendable func userThumbnail(_ call: Call, _ admin: Admin) throws -> Response {
+        let spec = try ThumbnailNegotiation.spec(size: QueryParameters(call.request.query)["size"], call.request)
+        let thumbnail = try images.thumbnail(try AdminController.imageID(call), userID: try AdminController.userID(call), spec)
+        return imageResponses.serve(thumbnail, call.request, cacheControl: "private, max-age=3600")
     }
 
     /// The user's security events (`GET /users/me/activity` as the user reads it).
-    @Sendable func activity(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
-        let id = try AdminController.userID(context)
+    @Sendable func activity(_ call: Call, _ admin: Admin) throws -> Response {
+        let id = try AdminController.userID(call)
         _ = try accounts.adminView(of: id)
         let parameters = try PageParameters(
-            request,
+            call.request,
             invalidCursor: Problem(
                 status: .unprocessableContent, code: "invalid_cursor", detail: "after must be a cursor from a previous page's next."))
         let page = try accounts.activity(userID: id, after: parameters.cursor, limit: parameters.limit)
@@ -245,7 +221,7 @@ struct AdminController: Sendable {
     }
 
     /// `{"fields": {name: {type, pinned, createdAt}}}`.
-    @Sendable func schema(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
+    @Sendable func schema(_ call: Call, _ admin: Admin) throws -> Response {
         let fields = try accounts.fieldSchema()
         return JSONBody.response { writer in
             writer.beginObject()
@@ -261,8 +237,8 @@ struct AdminController: Sendable {
     }
 
     /// `{"type": T}`: pins the field's type, converting stored values (`409 schema_conflict` when one does not convert).
-    @Sendable func pinField(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
-        let body = try JSONBody.object(request)
+    @Sendable func pinField(_ call: Call, _ admin: Admin) throws -> Response {
+        let body = try JSONBody.object(call.request)
         guard body.count == 1, let text = body["type"]?.stringValue, let type = FieldType(rawValue: text) else {
             throw AccountsError.invalid([
                 AccountsError.FieldError(
@@ -270,7 +246,7 @@ struct AdminController: Sendable {
                     detail: "the body is {\"type\": T}, T one of " + FieldType.allCases.map(\.rawValue).joined(separator: ", "))
             ])
         }
-        let field = try accounts.pinFieldType(context.parameters["field"] ?? "", type, by: admin, origin: origin(request, context))
+        let field = try accounts.pinFieldType(call.parameter("field") ?? "", type, by: admin, origin: call.origin)
         return JSONBody.response { writer in
             writer.beginObject()
             writer.key("name"); writer.string(field.name)
@@ -282,7 +258,7 @@ struct AdminController: Sendable {
     }
 
     /// The dashboard: totals, and sign-ups and sign-ins per UTC day over the last 30 days.
-    @Sendable func stats(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
+    @Sendable func stats(_ call: Call, _ admin: Admin) throws -> Response {
         let dashboard = try accounts.dashboard(days: 30)
         var response = JSONBody.response { writer in
             writer.beginObject()
@@ -306,8 +282,8 @@ struct AdminController: Sendable {
         return response
     }
 
-    @Sendable func auditLog(_ admin: Admin, _ request: Request, _ context: RequestContext) throws -> Response {
-        let query = QueryParameters(request.query)
+    @Sendable func auditLog(_ call: Call, _ admin: Admin) throws -> Response {
+        let query = QueryParameters(call.request.query)
         var limit = 50
         if let text = query["limit"] {
             guard let value = Int(text), (1...100).contains(value) else {
@@ -382,15 +358,15 @@ struct AdminController: Sendable {
         return response
     }
 
-    static func imageID(_ context: RequestContext) throws -> UUID {
-        guard let text = context.parameters["iid"], let id = UUID(uuidString: text) else {
+    static func imageID(_ call: Call) throws -> UUID {
+        guard let text = call.parameter("iid"), let id = UUID(uuidString: text) else {
             throw ImageError.notFound
         }
         return id
     }
 
-    static func userID(_ context: RequestContext) throws -> UUID {
-        guard let text = context.parameters["id"], let id = UUID(uuidString: text) else {
+    static func userID(_ call: Call) throws -> UUID {
+        guard let text = call.parameter("id"), let id = UUID(uuidString: text) else {
             throw AccountsError(.notFound, "There is no user with this id.")
         }
         return id

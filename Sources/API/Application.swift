@@ -158,31 +158,28 @@ public final class Application: Sendable {
         pipelines: Pipelines? = nil, mail: OutboxSender.Statistics? = nil, appLinks: AppLinks = AppLinks(),
         servesMetrics: Bool = true, liveEvents: LiveEventHub? = nil
     ) -> Router {
-        var router = Router()
-        let authenticator = Authenticator(accounts: accounts, trustedProxies: trustedProxies)
-        HealthController(database: database).register(in: &router)
-        AccountsController(accounts: accounts, authenticator: authenticator).register(in: &router)
+        var routes = RouteTable(accounts: accounts, authenticator: Authenticator(trustedProxies: trustedProxies))
+        HealthController(database: database).register(in: &routes)
+        AccountsController(accounts: accounts).register(in: &routes)
         ProfileController(
-            accounts: accounts, images: images, authenticator: authenticator,
-            database: DatabaseRouting(pool: database.pool, pipelines: pipelines)
-        ).register(in: &router)
-        let imageRoutes = ImagesController(images: images, authenticator: authenticator, signer: signer)
-        imageRoutes.register(in: &router)
-        RecoveryController(accounts: accounts, authenticator: authenticator).register(in: &router)
-        ExportController(accounts: accounts, images: images, signer: signer, authenticator: authenticator).register(in: &router)
-        EventsController(accounts: accounts, authenticator: authenticator, hub: liveEvents).register(in: &router)
-        AdminController(accounts: accounts, images: images, signer: signer, authenticator: authenticator, imageResponses: imageRoutes)
-            .register(in: &router)
-        PagesController(apps: appLinks).register(in: &router)
-        ConsoleController().register(in: &router)
-        OpenAPIController().register(in: &router)
+            accounts: accounts, images: images, database: DatabaseRouting(pool: database.pool, pipelines: pipelines)
+        ).register(in: &routes)
+        let imageRoutes = ImagesController(images: images, signer: signer)
+        imageRoutes.register(in: &routes)
+        RecoveryController(accounts: accounts).register(in: &routes)
+        ExportController(accounts: accounts, images: images, signer: signer).register(in: &routes)
+        EventsController(accounts: accounts, hub: liveEvents).register(in: &routes)
+        AdminController(accounts: accounts, images: images, signer: signer, imageResponses: imageRoutes).register(in: &routes)
+        PagesController(apps: appLinks).register(in: &routes)
+        ConsoleController().register(in: &routes)
+        OpenAPIController().register(in: &routes)
         if servesMetrics {
             MetricsController(
                 http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics, images: images,
                 pipelines: pipelines?.statistics, mail: mail, liveEvents: liveEvents
-            ).register(in: &router)
+            ).register(in: &routes)
         }
-        return router
+        return routes.router
     }
 
     /// The console's one-time setup link while there is no administrator (`/console/#setup=…`,

@@ -3,9 +3,9 @@ import HTTP
 import HTTPServer
 import Postgres
 
-/// Finds the session of a request from `Authorization: Bearer <token>`, the only place a token is read.
+/// Reads what a request says about its caller: its bearer token (the only place a token is read)
+/// and its origin. Used by `RouteTable`, which applies the routes' authentication.
 struct Authenticator: Sendable {
-    let accounts: AccountService
     /// Proxies whose `X-Forwarded-For` decides the client address of throttles and security events.
     var trustedProxies: Set<String> = []
 
@@ -18,35 +18,6 @@ struct Authenticator: Sendable {
         return RequestOrigin(
             address: address, throttleAddress: ClientAddress.throttleGroup(address),
             userAgent: Authenticator.userAgent(request), cancellation: context.cancellation)
-    }
-
-    func authenticate(_ request: Request) throws -> (session: Session, user: User) {
-        try accounts.authenticate(token: try token(request))
-    }
-
-    /// The signed-in user, read through `executor`, for endpoints that need nothing of the session itself.
-    func user(_ request: Request, on executor: any QueryExecutor, _ completion: @escaping (Result<User, any Error>) -> Void) {
-        do {
-            accounts.authenticate(token: try token(request), withSession: false, on: executor) { completion($0.map(\.user)) }
-        } catch {
-            completion(.failure(error))
-        }
-    }
-
-    /// The signed-in user, for endpoints that need nothing of the session itself.
-    func authenticatedUser(_ request: Request) throws -> User {
-        try accounts.authenticatedUser(token: try token(request))
-    }
-
-    /// The admission of routes that need a session: a large request's token is checked from its
-    /// head, before its body is read, so that a client without a session cannot make the server
-    /// buffer megabytes (the handler checks the session again once the body is in).
-    var admission: Router.Admission {
-        { [accounts] head, _ in _ = try accounts.authenticatedUser(token: try Authenticator.token(head.headers)) }
-    }
-
-    func token(_ request: Request) throws -> String {
-        try Authenticator.token(request.headers)
     }
 
     static func token(_ headers: HTTPHeaders) throws -> String {

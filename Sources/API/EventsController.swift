@@ -12,16 +12,15 @@ import Postgres
 /// stream ends), and `resync` when a `Last-Event-ID` is older than the kept history.
 struct EventsController: Sendable {
     let accounts: AccountService
-    let authenticator: Authenticator
     /// Nil behind a pooler in transaction mode, where nothing can `LISTEN`.
     let hub: LiveEventHub?
 
-    func register(in router: inout Router) {
-        router.get("/users/me/events", use: events)
+    func register(in routes: inout RouteTable) {
+        routes.user(.get, "/users/me/events", use: events)
     }
 
-    @Sendable func events(_ request: Request, _ context: RequestContext) throws -> Response {
-        let (session, user) = try authenticator.authenticate(request)
+    @Sendable func events(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+        let (session, user, request) = (signedIn.session, signedIn.user, call.request)
         guard let hub else {
             throw Problem(
                 status: .notImplemented, code: "events_unavailable",

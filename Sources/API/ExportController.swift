@@ -16,16 +16,15 @@ struct ExportController: Sendable {
     let accounts: AccountService
     let images: ImageService
     let signer: URLSigner
-    let authenticator: Authenticator
 
-    func register(in router: inout Router) {
-        router.get("/users/me/export", use: export)
+    func register(in routes: inout RouteTable) {
+        routes.user(.get, "/users/me/export", throttles: [.perUser], use: export)
     }
 
-    @Sendable func export(_ request: Request, _ context: RequestContext) throws -> Response {
-        let (session, user) = try authenticator.authenticate(request)
+    @Sendable func export(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+        let (session, user, request) = (signedIn.session, signedIn.user, call.request)
         // `HEAD` tells the archive's length and costs nothing: no export is counted or noticed.
-        if request.method != .head { try accounts.recordExport(of: user, origin: authenticator.origin(request, context)) }
+        if request.method != .head { try accounts.recordExport(of: user, origin: call.origin) }
         let sessions = try accounts.sessions(of: user.id)
         var events: [ActivityEvent] = []
         var eventCursor: KeysetCursor?

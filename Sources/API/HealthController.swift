@@ -8,11 +8,11 @@ struct HealthController {
 
     let database: Database
 
-    func register(in router: inout Router) {
-        router.get("/healthz", execution: .inline) { _, _ in
+    func register(in routes: inout RouteTable) {
+        routes.open(.get, "/healthz", execution: .inline) { _ in
             Response(status: .ok, contentType: "application/json", body: HealthController.okBody)
         }
-        router.get("/readyz") { [database] _, _ in
+        routes.open(.get, "/readyz") { [database] _ in
             guard database.isReady() else {
                 throw Problem.serviceUnavailable(
                     code: "not_ready", detail: "The database is unreachable or not migrated.",

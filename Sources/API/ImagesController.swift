@@ -10,39 +10,38 @@ import Thumbnails
 /// The signed-in user's images: upload (raw or multipart), list, download with caching and ranges, delete.
 struct ImagesController: Sendable {
     let images: ImageService
-    let authenticator: Authenticator
     let signer: URLSigner
 
     /// Room for the multipart framing around the largest image.
     static let multipartOverhead = 64 * 1024
 
-    func register(in router: inout Router) {
+    func register(in routes: inout RouteTable) {
         // A raw image is refused from its Content-Length alone; a multipart body may be a little larger.
         let maxBytes = images.configuration.maxBytes
-        router.post(
-            "/users/me/images",
-            bodyLimit: { head in
-                MultipartFormData.boundary(fromContentType: head.headers["Content-Type"] ?? "") == nil
-                    ? maxBytes : maxBytes + ImagesController.multipartOverhead
-            }, admission: authenticator.admission, use: upload)
-        router.get("/users/me/images", use: list)
-        router.get("/users/me/images/{id}", use: download)
-        router.get("/users/me/images/{id}/thumbnail", use: thumbnail)
-        router.delete("/users/me/images/{id}", use: delete)
-        router.get("/images/{id}", asynchronous: signedThumbnailFromMemory, fallback: signedDownload)
+        let uploadLimit = Router.BodyLimit(largest: maxBytes + ImagesController.multipartOverhead) { head in
+            MultipartFormData.boundary(fromContentType: head.headers["Content-Type"] ?? "") == nil
+                ? maxBytes : maxBytes + ImagesController.multipartOverhead
+        }
+        routes.user(.post, "/users/me/images", bodyLimit: uploadLimit, use: upload)
+        routes.user(.get, "/users/me/images", use: list)
+        routes.user(.get, "/users/me/images/{id}", use: download)
+        routes.user(.get, "/users/me/images/{id}/thumbnail", use: thumbnail)
+        routes.user(.delete, "/users/me/images/{id}", use: delete)
+        routes.open(.get, "/images/{id}", .signedURL, asynchronous: signedThumbnailFromMemory) { call in
+            try signedDownload(call.request, call.context)
+        }
     }
 
-    @Sendable func upload(_ request: Request, _ context: RequestContext) throws -> Response {
+    @Sendable func upload(_ call: Call, _ signedIn: SignedIn) throws -> Response {
         do {
-            return try store(request)
+            return try store(call.request, user: signedIn.user)
         } catch let error as PostgresError where error.sqlState == .foreignKeyViolation {
             // The account was deleted between the token check and the insert.
             throw AccountsError.invalidToken
         }
     }
 
-    private func store(_ request: Request) throws -> Response {
-        let user = try authenticator.authenticatedUser(request)
+    private func store(_ request: Request, user: User) throws -> Response {
         let contentType = request.headers["Content-Type"] ?? ""
         let image: StoredImage
         if let boundary = MultipartFormData.boundary(fromContentType: contentType) {
@@ -61,8 +60,8 @@ struct ImagesController: Sendable {
         return response
     }
 
-    @Sendable func list(_ request: Request, _ context: RequestContext) throws -> Response {
-        let user = try authenticator.authenticatedUser(request)
+    @Sendable func list(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+        let (request, user) = (call.request, signedIn.user)
         let parameters = try PageParameters(request, invalidCursor: ImageError(.invalidCursor, "after must be a cursor from a previous page's next."))
         let page = try images.list(
             userID: user.id, order: try PageParameters.imageOrder(request), after: parameters.cursor, limit: parameters.limit)
@@ -71,20 +70,18 @@ struct ImagesController: Sendable {
         return response
     }
 
-    @Sendable func download(_ request: Request, _ context: RequestContext) throws -> Response {
-        let user = try authenticator.authenticatedUser(request)
-        let image = try images.find(try ImagesController.imageID(context), userID: user.id)
+    @Sendable func download(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+        let image = try images.find(try ImagesController.imageID(call), userID: signedIn.user.id)
         // The bytes behind an id never change: clients may keep them, privately, for a year.
-        return try serve(image, request, cacheControl: "private, max-age=31536000, immutable")
+        return try serve(image, call.request, cacheControl: "private, max-age=31536000, immutable")
     }
 
     /// `GET /users/me/images/{id}/thumbnail?size=N`: WebP when `Accept` allows it, else JPEG; the
     /// first request for a size makes it.
-    @Sendable func thumbnail(_ request: Request, _ context: RequestContext) throws -> Response {
-        let user = try authenticator.authenticatedUser(request)
-        let id = try ImagesController.imageID(context)
-        let spec = try ThumbnailNegotiation.spec(size: QueryParameters(request.query)["size"], request)
-        return serve(try images.thumbnail(id, userID: user.id, spec), request, cacheControl: "private, max-age=31536000, immutable")
+    @Sendable func thumbnail(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+        let id = try ImagesController.imageID(call)
+        let spec = try ThumbnailNegotiation.spec(size: QueryParameters(call.request.query)["size"], call.request)
+        return serve(try images.thumbnail(id, userID: signedIn.user.id, spec), call.request, cacheControl: "private, max-age=31536000, immutable")
     }
 
     /// `GET /images/{id}?exp=…[&size=N]&sig=…`: the bytes (or that thumbnail) for whoever holds a
@@ -188,9 +185,8 @@ struct ImagesController: Sendable {
         return response
     }
 
-    @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Response {
-        let user = try authenticator.authenticatedUser(request)
-        try images.delete(try ImagesController.imageID(context), userID: user.id)
+    @Sendable func delete(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+        try images.delete(try ImagesController.imageID(call), userID: signedIn.user.id)
         return Response(status: .noContent)
     }
 
@@ -209,8 +205,8 @@ struct ImagesController: Sendable {
     }
 
     /// An unknown or malformed id is not found, like another user's.
-    static func imageID(_ context: RequestContext) throws -> UUID {
-        guard let text = context.parameters["id"], let id = UUID(uuidString: text) else {
+    static func imageID(_ call: Call) throws -> UUID {
+        guard let text = call.parameter("id"), let id = UUID(uuidString: text) else {
             throw ImageError.notFound
         }
         return id

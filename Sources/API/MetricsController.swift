@@ -27,11 +27,18 @@ struct MetricsController {
     /// Nil behind a pooler in transaction mode (no live events) and where a route table is built without one.
     var liveEvents: LiveEventHub? = nil
 
+    /// On the API's listener. Blocking: it takes the pools' locks and reads /proc.
+    func register(in routes: inout RouteTable) {
+        routes.open(.get, "/metrics") { [self] _ in response() }
+    }
+
+    /// On a listener of its own (`Configuration.metricsListen`), its only route.
     func register(in router: inout Router) {
-        // Blocking: it takes the pools' locks and reads /proc.
-        router.get("/metrics") { [self] _, _ in
-            Response(status: .ok, contentType: PrometheusText.contentType, body: exposition().bytes)
-        }
+        router.get("/metrics") { [self] _, _ in response() }
+    }
+
+    private func response() -> Response {
+        Response(status: .ok, contentType: PrometheusText.contentType, body: exposition().bytes)
     }
 
     /// Every family, in a stable order; series within a family are sorted by their labels.

@@ -5,8 +5,8 @@ import HTTPServer
 struct OpenAPIController {
     private static let body = OpenAPIDocument.bytes
 
-    func register(in router: inout Router) {
-        router.get("/openapi.json", execution: .inline) { _, _ in
+    func register(in routes: inout RouteTable) {
+        routes.open(.get, "/openapi.json", execution: .inline) { _ in
             Response(status: .ok, contentType: "application/json", body: OpenAPIController.body)
         }
     }

@@ -15,7 +15,7 @@ struct PagesController: Sendable {
     static let contentSecurityPolicy =
         "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
 
-    func register(in router: inout Router) {
+    func register(in routes: inout RouteTable) {
         let files: [(String, String, [UInt8])] = [
             ("/reset-password", "text/html; charset=utf-8", EmbeddedResource.bytes("pages/reset-password.html")),
             ("/verify-email", "text/html; charset=utf-8", EmbeddedResource.bytes("pages/verify-email.html")),
@@ -33,15 +33,15 @@ struct PagesController: Sendable {
         ]
         for (path, type, body) in files {
             let response = PagesController.page(type, body)
-            router.get(path, execution: .inline) { _, _ in response }
+            routes.open(.get, path, execution: .inline) { _ in response }
         }
         let apple = apps.appleAppSiteAssociation.map { PagesController.wellKnown($0) }
-        router.get("/.well-known/apple-app-site-association", execution: .inline) { _, _ in
+        routes.open(.get, "/.well-known/apple-app-site-association", execution: .inline) { _ in
             guard let apple else { throw PagesController.notConfigured("--apple-app-id") }
             return apple
         }
         let android = apps.assetLinks.map { PagesController.wellKnown($0) }
-        router.get("/.well-known/assetlinks.json", execution: .inline) { _, _ in
+        routes.open(.get, "/.well-known/assetlinks.json", execution: .inline) { _ in
             guard let android else { throw PagesController.notConfigured("--android-package and --android-cert-sha256") }
             return android
         }

@@ -11,83 +11,71 @@ import PostgresLoop
 struct ProfileController: Sendable {
     let accounts: AccountService
     let images: ImageService
-    let authenticator: Authenticator
     /// Where `GET`, `PUT` and `PATCH /users/me` run: on the event loops' pipelined connections
     /// (they never wait for the hashing pool) or on the worker pool.
     let database: DatabaseRouting
 
-    func register(in router: inout Router) {
-        router.add(.get, "/users/me", on: database, show)
-        router.add(.put, "/users/me", admission: authenticator.admission, on: database, replace)
-        router.add(.patch, "/users/me", admission: authenticator.admission, on: database, patch)
-        router.delete("/users/me", admission: authenticator.admission, use: deleteAccount)
-        router.post("/users/me/password", admission: authenticator.admission, use: changePassword)
-        router.get("/users/schema", use: schema)
+    func register(in routes: inout RouteTable) {
+        routes.user(.get, "/users/me", on: database, use: show)
+        // A change of address is throttled per user and per target address.
+        routes.user(.put, "/users/me", throttles: [.perUser, .perEmail], on: database, use: replace)
+        routes.user(.patch, "/users/me", throttles: [.perUser, .perEmail], on: database, use: patch)
+        routes.user(.delete, "/users/me", throttles: [.perUser], hashesPasswords: true, use: deleteAccount)
+        routes.user(.post, "/users/me/password", throttles: [.perUser], hashesPasswords: true, use: changePassword)
+        routes.user(.get, "/users/schema", use: schema)
     }
 
     @Sendable func show(
-        _ request: Request, _ context: RequestContext, _ executor: any QueryExecutor,
-        _ respond: @escaping (() throws -> Response) -> Void
+        _ call: Call, _ user: User, _ executor: any QueryExecutor, _ respond: @escaping (() throws -> Response) -> Void
     ) {
-        authenticator.user(request, on: executor) { result in
-            respond {
-                let user = try result.get()
-                if let tags = request.headers["If-None-Match"], ETag.matches(tags, user.etag, weak: true) {
-                    return notModified(user)
-                }
-                return userResponse(user)
+        respond {
+            if let tags = call.request.headers["If-None-Match"], ETag.matches(tags, user.etag, weak: true) {
+                return notModified(user)
             }
+            return userResponse(user)
         }
     }
 
     @Sendable func replace(
-        _ request: Request, _ context: RequestContext, _ executor: any QueryExecutor,
-        _ respond: @escaping (() throws -> Response) -> Void
+        _ call: Call, _ user: User, _ executor: any QueryExecutor, _ respond: @escaping (() throws -> Response) -> Void
     ) {
-        writeProfile(request, executor, respond) { [accounts, authenticator] user, condition, written in
-            let replacement = try AccountBodies.replacement(try JSONBody.object(request))
-            accounts.replaceProfile(
-                replacement, of: user, condition: condition, origin: authenticator.origin(request, context), on: executor, written)
+        writeProfile(call, respond) { [accounts] condition, written in
+            let replacement = try AccountBodies.replacement(try JSONBody.object(call.request))
+            accounts.replaceProfile(replacement, of: user, condition: condition, origin: call.origin, on: executor, written)
         }
     }
 
     @Sendable func patch(
-        _ request: Request, _ context: RequestContext, _ executor: any QueryExecutor,
-        _ respond: @escaping (() throws -> Response) -> Void
+        _ call: Call, _ user: User, _ executor: any QueryExecutor, _ respond: @escaping (() throws -> Response) -> Void
     ) {
-        writeProfile(request, executor, respond) { [accounts, authenticator] user, condition, written in
-            let body = try JSONBody.object(request, accepting: ["application/merge-patch+json", "application/json"])
-            accounts.patchProfile(
-                try AccountBodies.patch(body), of: user, condition: condition, origin: authenticator.origin(request, context),
-                on: executor, written)
+        writeProfile(call, respond) { [accounts] condition, written in
+            let body = try JSONBody.object(call.request, accepting: ["application/merge-patch+json", "application/json"])
+            accounts.patchProfile(try AccountBodies.patch(body), of: user, condition: condition, origin: call.origin, on: executor, written)
         }
     }
 
-    /// A profile write: the signed-in user and the `If-Match` condition go to `write`, which reads
-    /// the body and starts the service's write; its user is the answer.
+    /// A profile write: the `If-Match` condition goes to `write`, which reads the body and starts
+    /// the service's write; its user is the answer.
     private func writeProfile(
-        _ request: Request, _ executor: any QueryExecutor, _ respond: @escaping (() throws -> Response) -> Void,
-        _ write: @escaping (User, WriteCondition, @escaping (Result<User, any Error>) -> Void) throws -> Void
+        _ call: Call, _ respond: @escaping (() throws -> Response) -> Void,
+        _ write: (WriteCondition, @escaping (Result<User, any Error>) -> Void) throws -> Void
     ) {
-        authenticator.user(request, on: executor) { result in
-            do {
-                try write(try result.get(), ETag.condition(request.headers["If-Match"])) { written in
-                    respond { userResponse(try written.get()) }
-                }
-            } catch {
-                respond { throw error }
+        do {
+            try write(ETag.condition(call.request.headers["If-Match"])) { written in
+                respond { userResponse(try written.get()) }
             }
+        } catch {
+            respond { throw error }
         }
     }
 
-    @Sendable func changePassword(_ request: Request, _ context: RequestContext) throws -> Response {
-        let (session, _) = try authenticator.authenticate(request)
-        let origin = authenticator.origin(request, context)
+    @Sendable func changePassword(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+        let origin = call.origin
         // While locked, every attempt gets 429, whatever the body says.
-        try accounts.checkPasswordLock(userID: session.userID, origin: origin)
+        try accounts.checkPasswordLock(userID: signedIn.user.id, origin: origin)
         let (issued, revoked) = try accounts.changePassword(
-            try AccountBodies.passwordChange(try JSONBody.object(request)),
-            session: session, origin: origin)
+            try AccountBodies.passwordChange(try JSONBody.object(call.request)),
+            session: signedIn.session, origin: origin)
         var response = JSONBody.response { writer in
             UserJSON.writeSession(issued, into: &writer) { writer in
                 writer.key("revokedSessions")
@@ -98,13 +86,13 @@ struct ProfileController: Sendable {
         return response
     }
 
-    @Sendable func deleteAccount(_ request: Request, _ context: RequestContext) throws -> Response {
-        let user = try authenticator.authenticatedUser(request)
+    @Sendable func deleteAccount(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+        let user = signedIn.user
         // The image rows go in the account's transaction; their files after it commits.
         var files: [UUID] = []
-        let origin = authenticator.origin(request, context)
+        let origin = call.origin
         try accounts.checkPasswordLock(userID: user.id, origin: origin)
-        let password = try AccountBodies.accountDeletion(try JSONBody.object(request))
+        let password = try AccountBodies.accountDeletion(try JSONBody.object(call.request))
         try accounts.deleteAccount(password: password, userID: user.id, origin: origin) { connection in
             files = try images.deleteAll(userID: user.id, connection)
         }
@@ -112,8 +100,7 @@ struct ProfileController: Sendable {
         return Response(status: .noContent)
     }
 
-    @Sendable func schema(_ request: Request, _ context: RequestContext) throws -> Response {
-        _ = try authenticator.authenticate(request)
+    @Sendable func schema(_ call: Call, _ signedIn: SignedIn) throws -> Response {
         let types = try accounts.fieldTypes()
         return JSONBody.response { writer in
             writer.beginObject()

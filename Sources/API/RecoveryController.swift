@@ -6,48 +6,49 @@ import JSON
 /// Password reset, email verification, undoing a change of address, and the user's activity.
 struct RecoveryController: Sendable {
     let accounts: AccountService
-    let authenticator: Authenticator
 
-    func register(in router: inout Router) {
-        router.post("/users/password-reset", use: requestReset)
-        router.post("/users/password-reset/confirm", use: confirmReset)
-        router.post("/users/verify-email", use: verify)
-        router.post("/users/email-change/undo", use: undoEmailChange)
-        router.post("/users/me/verify-email", use: resendVerification)
-        router.get("/users/me/activity", use: activity)
+    func register(in routes: inout RouteTable) {
+        routes.open(.post, "/users/password-reset", throttles: [.perAddress, .perEmail], use: requestReset)
+        routes.open(
+            .post, "/users/password-reset/confirm", .linkToken, throttles: [.perAddress, .perEmail], hashesPasswords: true,
+            use: confirmReset)
+        routes.open(.post, "/users/verify-email", .linkToken, use: verify)
+        routes.open(.post, "/users/email-change/undo", .linkToken, use: undoEmailChange)
+        routes.user(.post, "/users/me/verify-email", throttles: [.perUser], use: resendVerification)
+        routes.user(.get, "/users/me/activity", use: activity)
     }
 
     /// The one body of `202` for a reset request, registered address or not.
     static let resetAccepted = #"{"status":"accepted","detail":"If the address belongs to an account, a mail with a reset link is on its way."}"#
 
-    @Sendable func requestReset(_ request: Request, _ context: RequestContext) throws -> Response {
+    @Sendable func requestReset(_ call: Call) throws -> Response {
         try accounts.requestPasswordReset(
-            email: try AccountBodies.resetRequest(try JSONBody.object(request)), origin: authenticator.origin(request, context))
+            email: try AccountBodies.resetRequest(try JSONBody.object(call.request)), origin: call.origin)
         var response = Response(status: .accepted, contentType: "application/json", body: Array(RecoveryController.resetAccepted.utf8))
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
     }
 
-    @Sendable func confirmReset(_ request: Request, _ context: RequestContext) throws -> Response {
-        let (token, newPassword) = try AccountBodies.resetConfirmation(try JSONBody.object(request))
-        let issued = try accounts.confirmPasswordReset(token: token, newPassword: newPassword, origin: authenticator.origin(request, context))
+    @Sendable func confirmReset(_ call: Call) throws -> Response {
+        let (token, newPassword) = try AccountBodies.resetConfirmation(try JSONBody.object(call.request))
+        let issued = try accounts.confirmPasswordReset(token: token, newPassword: newPassword, origin: call.origin)
         var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
     }
 
-    @Sendable func verify(_ request: Request, _ context: RequestContext) throws -> Response {
-        let token = try AccountBodies.verification(try JSONBody.object(request))
-        let user = try accounts.verifyEmail(token: token, origin: authenticator.origin(request, context))
+    @Sendable func verify(_ call: Call) throws -> Response {
+        let token = try AccountBodies.verification(try JSONBody.object(call.request))
+        let user = try accounts.verifyEmail(token: token, origin: call.origin)
         var response = JSONBody.response { UserJSON.write(user, into: &$0) }
         response.headers.add(name: "ETag", value: user.etag)
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
     }
 
-    @Sendable func undoEmailChange(_ request: Request, _ context: RequestContext) throws -> Response {
-        let token = try AccountBodies.verification(try JSONBody.object(request))
-        let user = try accounts.undoEmailChange(token: token, origin: authenticator.origin(request, context))
+    @Sendable func undoEmailChange(_ call: Call) throws -> Response {
+        let token = try AccountBodies.verification(try JSONBody.object(call.request))
+        let user = try accounts.undoEmailChange(token: token, origin: call.origin)
         var response = JSONBody.response { writer in
             writer.beginObject()
             writer.key("status")
@@ -60,9 +61,9 @@ struct RecoveryController: Sendable {
         return response
     }
 
-    @Sendable func resendVerification(_ request: Request, _ context: RequestContext) throws -> Response {
-        let user = try authenticator.authenticatedUser(request)
-        try accounts.resendVerification(user: user, origin: authenticator.origin(request, context))
+    @Sendable func resendVerification(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+        let user = signedIn.user
+        try accounts.resendVerification(user: user, origin: call.origin)
         return JSONBody.response(.accepted) { writer in
             writer.beginObject()
             writer.key("status")
@@ -73,13 +74,12 @@ struct RecoveryController: Sendable {
         }
     }
 
-    @Sendable func activity(_ request: Request, _ context: RequestContext) throws -> Response {
-        let user = try authenticator.authenticatedUser(request)
+    @Sendable func activity(_ call: Call, _ signedIn: SignedIn) throws -> Response {
         let parameters = try PageParameters(
-            request,
+            call.request,
             invalidCursor: Problem(
                 status: .unprocessableContent, code: "invalid_cursor", detail: "after must be a cursor from a previous page's next."))
-        let page = try accounts.activity(userID: user.id, after: parameters.cursor, limit: parameters.limit)
+        let page = try accounts.activity(userID: signedIn.user.id, after: parameters.cursor, limit: parameters.limit)
         var response = JSONBody.response { RecoveryController.write(page, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "private, no-cache")
         return response

@@ -160,11 +160,13 @@ extension AccountService {
         return admin
     }
 
-    /// Ends the admin session of a token, and records it; `invalid_token` when it is not live.
-    public func adminSignOut(token: String, origin: RequestOrigin) throws {
-        let admin = try authenticateAdmin(token: token)
+    /// Ends the admin session of a token (the session of `admin`, authenticated from it), and
+    /// records it; `invalid_token` when another request ended it first.
+    public func adminSignOut(_ admin: Admin, token: String, origin: RequestOrigin) throws {
         try pool.withTransaction { connection in
-            try connection.execute("DELETE FROM admin_sessions WHERE token_hash = \(SessionToken.hash(of: token))")
+            guard try connection.execute("DELETE FROM admin_sessions WHERE token_hash = \(SessionToken.hash(of: token))") == 1 else {
+                throw AccountsError.invalidToken
+            }
             try AdminRepository.audit(connection, admin: admin, action: "admin.signout", target: nil, address: origin.address)
         }
     }

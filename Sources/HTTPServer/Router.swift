@@ -17,15 +17,31 @@ public struct Router: Sendable {
         case blocking
     }
 
+    /// The body a route accepts beyond the server's default (`limits.maxBodyBytes`).
+    public struct BodyLimit: Sendable {
+        /// The most any request of the route may send, for the route table.
+        public let largest: Int
+        /// The limit of one request, decided from its head before any of its body is read (an
+        /// upload route may allow more for one content type than another).
+        let forHead: @Sendable (RequestHead) -> Int
+
+        public init(largest: Int, forHead: @escaping @Sendable (RequestHead) -> Int) {
+            self.largest = largest
+            self.forHead = forHead
+        }
+
+        public static func bytes(_ count: Int) -> BodyLimit { BodyLimit(largest: count) { _ in count } }
+    }
+
     /// One endpoint.
     public struct Route: Sendable {
         public let method: HTTPMethod
         public let pattern: String
+        /// What the route must have (authentication, throttles, audit), declared with it.
+        public let policy: RoutePolicy
         public let execution: Execution
-        /// The largest body this route accepts, decided from the request head before any of the body
-        /// is read (an upload route may allow more for one content type than another); nil means the
-        /// server's default.
-        public let bodyLimit: (@Sendable (RequestHead) -> Int)?
+        /// The body this route accepts; nil means the server's default.
+        public let bodyLimit: BodyLimit?
         /// Run before a body over `ServerConfiguration.admissionThreshold` is read (authentication:
         /// an upload with a bad token is refused before its megabytes arrive); nil reads any body.
         public let admission: Admission?
@@ -62,15 +78,15 @@ public struct Router: Sendable {
 
     /// Adds a route; a pattern is `/literal/{parameter}/...`.
     public mutating func add(
-        _ method: HTTPMethod, _ pattern: String, execution: Execution = .blocking,
-        bodyLimit: (@Sendable (RequestHead) -> Int)? = nil, admission: Admission? = nil,
+        _ method: HTTPMethod, _ pattern: String, policy: RoutePolicy = .open, execution: Execution = .blocking,
+        bodyLimit: BodyLimit? = nil, admission: Admission? = nil,
         _ handler: @escaping Handler, asynchronous: AsynchronousHandler? = nil
     ) {
         let segments = Router.segments(of: pattern).map { part -> Segment in
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
         let route = Route(
-            method: method, pattern: pattern, execution: execution, bodyLimit: bodyLimit, admission: admission,
+            method: method, pattern: pattern, policy: policy, execution: execution, bodyLimit: bodyLimit, admission: admission,
             index: routeCount, segments: segments, handler: handler,
             asynchronousHandler: asynchronous)
         routeCount += 1
@@ -81,53 +97,9 @@ public struct Router: Sendable {
         }
     }
 
+    /// A route that anyone may call (pages, health, the document).
     public mutating func get(_ pattern: String, execution: Execution = .blocking, use handler: @escaping Handler) {
         add(.get, pattern, execution: execution, handler)
-    }
-
-    /// A `GET` route answered on the event loop by `asynchronous` (which must never block), with
-    /// `handler` on the worker pool as its fallback; nil `asynchronous` leaves only `handler`.
-    public mutating func get(_ pattern: String, asynchronous: AsynchronousHandler?, fallback handler: @escaping Handler) {
-        add(.get, pattern, handler, asynchronous: asynchronous)
-    }
-
-    public mutating func post(
-        _ pattern: String, execution: Execution = .blocking, maxBodyBytes: Int? = nil,
-        admission: Admission? = nil, use handler: @escaping Handler
-    ) {
-        var bodyLimit: (@Sendable (RequestHead) -> Int)?
-        if let maxBodyBytes { bodyLimit = { _ in maxBodyBytes } }
-        add(.post, pattern, execution: execution, bodyLimit: bodyLimit, admission: admission, handler)
-    }
-
-    /// A `POST` route whose body limit depends on the request head (its `Content-Type`, say).
-    public mutating func post(
-        _ pattern: String, execution: Execution = .blocking,
-        bodyLimit: @escaping @Sendable (RequestHead) -> Int, admission: Admission? = nil,
-        use handler: @escaping Handler
-    ) {
-        add(.post, pattern, execution: execution, bodyLimit: bodyLimit, admission: admission, handler)
-    }
-
-    public mutating func put(
-        _ pattern: String, execution: Execution = .blocking, admission: Admission? = nil,
-        use handler: @escaping Handler
-    ) {
-        add(.put, pattern, execution: execution, admission: admission, handler)
-    }
-
-    public mutating func patch(
-        _ pattern: String, execution: Execution = .blocking, admission: Admission? = nil,
-        use handler: @escaping Handler
-    ) {
-        add(.patch, pattern, execution: execution, admission: admission, handler)
-    }
-
-    public mutating func delete(
-        _ pattern: String, execution: Execution = .blocking, admission: Admission? = nil,
-        use handler: @escaping Handler
-    ) {
-        add(.delete, pattern, execution: execution, admission: admission, handler)
     }
 
     /// All routes in the order they were added, for documentation and metrics.

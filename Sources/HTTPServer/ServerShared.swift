@@ -136,7 +136,7 @@ final class ServerShared: Sendable {
     /// The body limit for a request head: the route's own, or the server's default.
     func bodyLimit(_ routes: RouteLookup) -> @Sendable (RequestHead) -> Int {
         { [configuration] head in
-            if case .found(let route, _) = routes.match(head.method, head.path), let limit = route.bodyLimit {
+            if case .found(let route, _) = routes.match(head.method, head.path), let limit = route.bodyLimit?.forHead {
                 return limit(head)
             }
             return configuration.limits.maxBodyBytes

@@ -127,9 +127,11 @@ public struct DatabaseRouting: Sendable {
 extension Router {
     /// A route whose handler runs its statements through a `QueryExecutor`: see `DatabaseRouting`.
     public mutating func add(
-        _ method: HTTPMethod, _ pattern: String, admission: Admission? = nil, on database: DatabaseRouting,
-        _ handler: @escaping DatabaseHandler
+        _ method: HTTPMethod, _ pattern: String, policy: RoutePolicy = .open, admission: Admission? = nil,
+        on database: DatabaseRouting, _ handler: @escaping DatabaseHandler
     ) {
-        add(method, pattern, admission: admission, database.blocking(handler), asynchronous: database.asynchronous(handler))
+        add(
+            method, pattern, policy: policy, admission: admission, database.blocking(handler),
+            asynchronous: database.asynchronous(handler))
     }
 }

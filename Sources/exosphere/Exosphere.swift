@@ -29,6 +29,9 @@ enum Exosphere {
           exosphere admin list [options] | admin delete --email E [options]
                                       administrators of the console and /admin/ API (options as for serve)
           exosphere openapi           print the OpenAPI 3.1 document of the HTTP API
+          exosphere routes [--json] [options]
+                                      the route table: authentication, body limit, throttles, hashing and audit of
+                                      every route, as the options (as for serve) configure it
           exosphere healthcheck [--port N] [--host H]
                                       exit 0 if GET /healthz answers 200 within 2 s (HOST, PORT as for serve)
           exosphere hash-benchmark [--seconds N]
@@ -53,6 +56,8 @@ enum Exosphere {
         case "openapi":
             print(OpenAPIDocument.json)
             return 0
+        case "routes":
+            return routes(Array(arguments.dropFirst()), environment: environment)
         case "admin":
             return admin(Array(arguments.dropFirst()), environment: environment)
         case "serve", "migrate", "images", "keys":
@@ -185,6 +190,23 @@ enum Exosphere {
         if let user = getenv("SUDO_USER").map({ String(cString: $0) }), !user.isEmpty { return user + " via sudo" }
         if let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name { return String(cString: name) }
         return "uid \(geteuid())"
+    }
+
+    /// `exosphere routes [--json] [options as for serve]`: the route table, read from the table
+    /// `serve` would route with; touches no database.
+    static func routes(_ arguments: [String], environment: [String: String]) -> Int32 {
+        var rest = arguments
+        let json = rest.contains("--json")
+        rest.removeAll { $0 == "--json" }
+        guard let configuration = parseConfiguration(rest, environment: environment) else { return 2 }
+        do {
+            let entries = try RouteListing.entries(configuration)
+            print(json ? RouteListing.json(entries) : RouteListing.text(entries))
+            return 0
+        } catch {
+            printError("exosphere: \(String(reflecting: error))")
+            return 1
+        }
     }
 
     /// The options of `serve` read into a `Configuration`, or nil once every problem is printed.

@@ -63,13 +63,13 @@ final class PipeSource: LoopSource {
 @Suite(.serialized) struct AsynchronousRouteTests {
     static func router() -> Router {
         testRouter { router in
-            router.get(
-                "/now",
+            router.add(
+                .get, "/now", { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) },
                 asynchronous: { _, _, responder in
                     responder.respond(Response(status: .ok, contentType: "text/plain", body: Array("now".utf8)))
-                }, fallback: { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) })
-            router.get(
-                "/later/{id}",
+                })
+            router.add(
+                .get, "/later/{id}", { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) },
                 asynchronous: { _, context, responder in
                     let loop = responder.loop
                     let source = loop.local { () -> PipeSource in
@@ -78,18 +78,18 @@ final class PipeSource: LoopSource {
                         return source
                     }
                     source.answerLater(responder, id: context.parameters["id"] ?? "-", delay: 0.02)
-                }, fallback: { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) })
-            router.get(
-                "/fallback",
+                })
+            router.add(
+                .get, "/fallback", { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) },
                 asynchronous: { _, _, responder in
                     responder.fallBack()
-                }, fallback: { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) })
-            router.get(
-                "/conflict-later",
+                })
+            router.add(
+                .get, "/conflict-later", { _, _ in Response(status: .ok) },
                 asynchronous: { _, _, responder in
                     responder.respond { throw Problem(status: .conflict, code: "email_taken", detail: "That email is taken.") }
                     responder.respond(Response(status: .ok))
-                }, fallback: { _, _ in Response(status: .ok) })
+                })
         }
     }
 

@@ -10,10 +10,10 @@ private func router() -> Router {
     var router = Router()
     router.get("/healthz", execution: .inline, use: ok("health"))
     router.get("/users/me", use: ok("me"))
-    router.put("/users/me", use: ok("put-me"))
-    router.post("/users", maxBodyBytes: 10, use: ok("create"))
+    router.add(.put, "/users/me", ok("put-me"))
+    router.add(.post, "/users", bodyLimit: .bytes(10), ok("create"))
     router.get("/users/me/images/{id}", use: ok("image"))
-    router.delete("/users/me/images/{id}", use: ok("delete-image"))
+    router.add(.delete, "/users/me/images/{id}", ok("delete-image"))
     router.get("/a/{x}/b/{y}", use: ok("two"))
     router.add(.post, "/only-post", ok("only-post"))
     router.get("/", use: ok("root"))
@@ -55,7 +55,7 @@ private func body(of match: Router.Match) throws -> String? {
         #expect(try body(of: r.match(method: .get, path: "/")) == "root")
         #expect(found(r.match(method: .get, path: "/healthz"))?.route.execution == .inline)
         #expect(found(r.match(method: .get, path: "/users/me"))?.route.execution == .blocking)
-        #expect(found(r.match(method: .post, path: "/users"))?.route.bodyLimit?(RequestHead(method: .post, target: "/users")) == 10)
+        #expect(found(r.match(method: .post, path: "/users"))?.route.bodyLimit?.forHead(RequestHead(method: .post, target: "/users")) == 10)
         #expect(found(r.match(method: .get, path: "/users/me"))?.route.pattern == "/users/me")
     }
 

@@ -120,10 +120,10 @@ func testRouter(_ extra: (inout Router) -> Void = { _ in }) -> Router {
         usleep(300_000)
         return Response(status: .ok, contentType: "text/plain", body: Array("slow".utf8))
     }
-    router.post("/echo") { request, _ in
+    router.add(.post, "/echo") { request, _ in
         Response(status: .ok, contentType: "application/octet-stream", body: request.body)
     }
-    router.post("/small", maxBodyBytes: 4) { request, _ in
+    router.add(.post, "/small", bodyLimit: .bytes(4)) { request, _ in
         Response(status: .ok, contentType: "application/octet-stream", body: request.body)
     }
     router.get("/boom") { _, _ in throw SecretError() }

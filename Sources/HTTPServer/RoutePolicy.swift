@@ -1,0 +1,80 @@
+/// What a route must have, declared with it as data: who may call it, the throttles it counts
+/// against, whether it hashes a password, and what it writes to the audit log. The server's
+/// layers above read it to apply the policies (`exosphere routes` prints it); the router only
+/// keeps it with the route.
+public struct RoutePolicy: Sendable, Equatable {
+    /// Who may call the route.
+    public enum Authentication: String, Sendable, CaseIterable {
+        /// Anyone.
+        case none
+        /// A user's session: `Authorization: Bearer <accessToken>`.
+        case user
+        /// An administrator's session: `Authorization: Bearer <adminToken>`.
+        case admin
+        /// Whoever holds a URL the server signed (`exp` and `sig` in its query).
+        case signedURL = "signed_url"
+        /// Whoever holds a single-use token the server mailed or printed, in the body.
+        case linkToken = "link_token"
+    }
+
+    /// A throttle: what its counter is kept per.
+    public enum Throttle: String, Sendable, CaseIterable, Comparable {
+        /// The client address (IPv6: one /64).
+        case perAddress = "address"
+        /// The email the request names, from every address together.
+        case perEmail = "email"
+        /// The email the request names, from one client address: the owner rule (an address
+        /// exhausts its own tries, never the owner's).
+        case perEmailAndAddress = "email+address"
+        /// The signed-in user.
+        case perUser = "user"
+
+        public static func < (a: Throttle, b: Throttle) -> Bool {
+            allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
+        }
+    }
+
+    /// What the route writes to the administrators' audit log.
+    public enum Audit: Sendable, Equatable {
+        case none
+        /// A read of personal data: an entry under this action, written once the answer is made
+        /// (the request fails if it cannot be written).
+        case read(String)
+        /// A change: the service writes its entry (named by what changed) in the change's own
+        /// transaction.
+        case change
+
+        /// How `exosphere routes` shows it.
+        public var description: String {
+            switch self {
+            case .none: "-"
+            case .read(let action): "read " + action
+            case .change: "change"
+            }
+        }
+    }
+
+    public var authentication: Authentication
+    /// Counted per these, before any password is hashed.
+    public var throttles: Set<Throttle>
+    /// Whether the route verifies or hashes a password on the hashing pool.
+    public var hashesPasswords: Bool
+    public var audit: Audit
+
+    public init(
+        _ authentication: Authentication, throttles: Set<Throttle> = [], hashesPasswords: Bool = false, audit: Audit = .none
+    ) {
+        self.authentication = authentication
+        self.throttles = throttles
+        self.hashesPasswords = hashesPasswords
+        self.audit = audit
+    }
+
+    /// Anyone, nothing counted, nothing audited: pages, health, the document.
+    public static let open = RoutePolicy(.none)
+    /// A user's session.
+    public static let user = RoutePolicy(.user)
+
+    /// Whether the route needs a session (a user's or an administrator's) in `Authorization`.
+    public var needsBearerToken: Bool { authentication == .user || authentication == .admin }
+}

@@ -1,0 +1,167 @@
+@testable import API
+import FoundationEssentials
+import Glibc
+import HTTPServer
+import JSON
+import Postgres
+import TestSupport
+import Testing
+
+/// The route table: one table, three views (the router, `exosphere routes`, the OpenAPI
+/// document), and the policies it declares, proved against the running server route by route.
+@Suite(.liveServer("routetable"))
+struct RouteTableTests {
+    let server: TestServer
+    init() throws { server = try #require(TestServer.current) }
+
+    var entries: [RouteListing.Entry] {
+        RouteListing.entries(server.app.server.router, defaultBodyLimit: server.app.configuration.server.limits.maxBodyBytes)
+    }
+
+    /// What the document says of each operation's caller: `user`, `admin` or `none`.
+    static func documentedAuthentication() throws -> [String: String] {
+        let document = try JSONParser.parse(OpenAPIDocument.json)
+        var operations: [String: String] = [:]
+        for (path, item) in document["paths"]?.objectValue ?? [:] {
+            for (method, operation) in item.objectValue ?? [:] where method != "parameters" {
+                let security = operation["security"]?[0]
+                let caller = security?["adminBearer"] != nil ? "admin" : security?["bearer"] != nil ? "user" : "none"
+                operations[method.uppercased() + " " + path] = caller
+            }
+        }
+        return operations
+    }
+
+    @Test func theCommandPrintsTheServersTableAndTheDocumentDescribesIt() throws {
+        let binary = try #require(ExosphereProcessTests.executable(), "the exosphere binary was not found next to the tests")
+        let printed = try JSONParser.parse(try run(binary.path, ["routes", "--json"])).arrayValue ?? []
+        // `serve` with no options routes this table; the suite's server differs in its limits only.
+        let routed = try RouteListing.entries(Configuration())
+        #expect(routed.map { "\($0.method) \($0.path)" } == entries.map { "\($0.method) \($0.path)" })
+        #expect(routed.map(\.policy) == entries.map(\.policy))
+        #expect(printed.count == routed.count)
+        for (line, entry) in zip(printed, routed) {
+            #expect(line["method"]?.stringValue == entry.method && line["path"]?.stringValue == entry.path, "\(line)")
+            let authentication = entry.policy.authentication.rawValue
+            #expect(line["authentication"]?.stringValue == authentication, "\(entry.path)")
+            #expect(line["bodyLimit"]?.int64Value == Int64(entry.bodyLimit), "\(entry.path)")
+            let throttles: [JSONValue] = line["throttles"]?.arrayValue ?? []
+            #expect(Set(throttles.compactMap(\.stringValue)) == Set(entry.policy.throttles.map(\.rawValue)), "\(entry.path)")
+            #expect(line["hashesPasswords"]?.boolValue == entry.policy.hashesPasswords, "\(entry.path)")
+            #expect(line["auditAction"]?.stringValue == { if case .read(let action) = entry.policy.audit { action } else { nil } }())
+        }
+        let text = try run(binary.path, ["routes"]).split(separator: "\n")
+        #expect(text.count == routed.count + 1)
+        #expect(text.first?.hasPrefix("METHOD  PATH") == true)
+        #expect(text.contains { $0.hasPrefix("POST") && $0.contains("/users/signin ") && $0.contains("address,email,email+address") })
+
+        // The running server's table is the document's, operation for operation, caller for caller.
+        let documented = try Self.documentedAuthentication()
+        #expect(Set(documented.keys) == Set(entries.map { "\($0.method) \($0.path)" }))
+        for entry in entries {
+            let expected = entry.policy.needsBearerToken ? entry.policy.authentication.rawValue : "none"
+            #expect(documented["\(entry.method) \(entry.path)"] == expected, "\(entry.method) \(entry.path)")
+        }
+    }
+
+    /// A caller without a session (none, a made-up one, the other kind's) gets `401` from the head
+    /// alone: the body it announced is never sent, and the answer comes without it.
+    @Test func everyRouteForASessionRefusesACallerWithoutOneBeforeItsBody() throws {
+        let user = try server.register()
+        _ = try server.app.accounts.createAdmin(email: "routes@example.com", password: AdminAPITests.adminPassword)
+        let admin = try AdminAPITests.signInAdmin(server, email: "routes@example.com")
+        let guarded = entries.filter(\.policy.needsBearerToken)
+        #expect(guarded.count >= 30, "\(guarded.count) routes need a session")
+        for entry in guarded {
+            let target = entry.path.replacingOccurrences(of: "{field}", with: "nickname")
+                .split(separator: "/").map { $0.hasPrefix("{") ? UUID().uuidString.lowercased() : String($0) }.joined(separator: "/")
+            let otherKind = entry.policy.authentication == .admin ? user.token : admin
+            for authorization in ["", "Authorization: Bearer \(String(repeating: "A", count: 43))\r\n", "Authorization: Bearer \(otherKind)\r\n"] {
+                let answer = try sendHead(
+                    "\(entry.method) /\(target) HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\(authorization)\r\n"
+                )
+                #expect(
+                    answer?.hasPrefix("HTTP/1.1 401") == true,
+                    "\(entry.method) \(entry.path) \(authorization.isEmpty ? "without a token" : "with a wrong one"): \(answer?.prefix(40) ?? "no answer")"
+                )
+            }
+        }
+    }
+
+    /// Sends `head` alone on a new connection; what comes back within 10 s, nil for nothing.
+    private func sendHead(_ head: String) throws -> String? {
+        let fd = try HTTPClient.connect(port: server.port)
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        _ = head.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = recv(fd, &buffer, buffer.count, 0)
+        return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
+    }
+
+    /// A route that checks a password for a caller not yet signed in counts the guesses per client
+    /// address and per email; a sign-in also per email from one address (the owner rule).
+    @Test func routesThatCheckPasswordsForStrangersCountPerAddressAndPerEmail() {
+        let strangers = entries.filter { $0.policy.authentication == .none && $0.policy.hashesPasswords }
+        #expect(Set(strangers.map(\.path)).isSuperset(of: ["/users/signin", "/admin/signin", "/users"]))
+        for entry in strangers {
+            #expect(entry.policy.throttles.isSuperset(of: [.perAddress, .perEmail]), "\(entry.method) \(entry.path)")
+            if entry.path.hasSuffix("/signin") {
+                #expect(entry.policy.throttles.contains(.perEmailAndAddress), "\(entry.method) \(entry.path)")
+            }
+        }
+        for entry in entries where entry.policy.authentication == .user && entry.policy.hashesPasswords {
+            #expect(entry.policy.throttles.contains(.perUser), "\(entry.method) \(entry.path)")
+        }
+    }
+
+    /// Every `/admin/` route but the sign-in and the setup writes an entry of the audit log,
+    /// proved by calling each as an administrator would, in the order an operator's day could.
+    @Test func everyAdminRouteButSignInWritesAnAuditEntry() throws {
+        let admins = entries.filter { $0.path.hasPrefix("/admin/") }
+        #expect(
+            Set(admins.filter { $0.policy.authentication != .admin }.map(\.path)) == ["/admin/signin", "/admin/setup"],
+            "only the sign-in and the setup go without an admin session")
+        for entry in admins where entry.policy.authentication == .admin {
+            #expect(entry.policy.audit != .none, "\(entry.method) \(entry.path) declares no audit")
+        }
+
+        let user = try server.register()
+        #expect(try server.call("PATCH", "/users/me", token: user.token, json: #"{"data": {"nickname": "Siti"}}"#).status == 200)
+        _ = try server.newSession(user)
+        let image = try #require(try ImageScenarios.upload(server, user.token, "image/png", RealFiles.png3x2).json["id"]?.stringValue)
+        let sessions = try server.call("GET", "/users/me/sessions", token: user.token).json["sessions"]?.arrayValue ?? []
+        let other = try #require(sessions.first { $0["current"] == .bool(false) }?["id"]?.stringValue)
+        _ = try server.app.accounts.createAdmin(email: "auditor@example.com", password: AdminAPITests.adminPassword)
+        let admin = try AdminAPITests.signInAdmin(server, email: "auditor@example.com")
+
+        func count() throws -> Int {
+            try server.withDatabase { connection in
+                try connection.query("SELECT count(*)::int8 FROM admin_audit WHERE admin_email = 'auditor@example.com'")[0].decode(Int.self, at: 0)
+            }
+        }
+        let bodies: [String: String] = [
+            "PATCH /admin/users/{id}": #"{"firstname": "Audited"}"#, "PUT /admin/schema/{field}": #"{"type": "string"}"#,
+        ]
+        // What ends the user or the admin session goes last.
+        let last = [
+            "DELETE /admin/users/{id}/sessions/{sid}", "DELETE /admin/users/{id}/sessions", "DELETE /admin/users/{id}", "POST /admin/signout",
+        ]
+        let ordered = admins.filter { $0.policy.authentication == .admin }.map { "\($0.method) \($0.path)" }
+            .sorted { (last.firstIndex(of: $0) ?? -1) < (last.firstIndex(of: $1) ?? -1) }
+        for route in ordered {
+            let parts = route.split(separator: " ")
+            let target =
+                String(parts[1]).replacingOccurrences(of: "{id}", with: user.id).replacingOccurrences(of: "{iid}", with: image)
+                .replacingOccurrences(of: "{sid}", with: other).replacingOccurrences(of: "{field}", with: "nickname")
+                + (route.hasSuffix("/thumbnail") ? "?size=128" : "")
+            let before = try count()
+            let reply = try server.send(
+                String(parts[0]), target, headers: [("Authorization", "Bearer \(admin)"), ("Content-Type", "application/json")],
+                body: bodies[route].map { Array($0.utf8) })
+            #expect((200..<300).contains(reply.status), "\(route): \(reply.status) \(reply.text.prefix(200))")
+            #expect(try count() > before, "\(route) wrote no audit entry")
+        }
+    }
+}
