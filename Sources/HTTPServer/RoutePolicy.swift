@@ -72,8 +72,6 @@ public struct RoutePolicy: Sendable, Equatable {
 
     /// Anyone, nothing counted, nothing audited: pages, health, the document.
     public static let open = RoutePolicy(.none)
-    /// A user's session.
-    public static let user = RoutePolicy(.user)
 
     /// Whether the route needs a session (a user's or an administrator's) in `Authorization`.
     public var needsBearerToken: Bool { authentication == .user || authentication == .admin }
