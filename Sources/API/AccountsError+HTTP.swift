@@ -23,7 +23,7 @@ extension AccountsError: HTTPResponseError {
         }
         if let retryAfterSeconds { headers.add(name: "Retry-After", value: String(retryAfterSeconds)) }
         return Problem(
-            status: status, code: code.rawValue, detail: detail,
+            status: status, domainCode: code, detail: detail,
             errors: fields.map { Problem.FieldError(field: $0.field, code: $0.code.rawValue, detail: $0.detail) },
             headers: headers)
     }

@@ -24,22 +24,22 @@ struct AdminController: Sendable {
         routes.admin(.post, "/admin/signout", audit: .change, use: signOut)
         // A read of a user's data is an entry of the audit log, named here; a change audits
         // itself, in its own transaction.
-        routes.admin(.get, "/admin/users", audit: .read("users.search"), use: users)
-        routes.admin(.get, "/admin/users/{id}", audit: .read("user.read"), use: user)
+        routes.admin(.get, "/admin/users", audit: .read(.usersSearch), use: users)
+        routes.admin(.get, "/admin/users/{id}", audit: .read(.userRead), use: user)
         routes.admin(.patch, "/admin/users/{id}", audit: .change, use: patchUser)
         routes.admin(.delete, "/admin/users/{id}", audit: .change, use: deleteUser)
-        routes.admin(.get, "/admin/users/{id}/sessions", audit: .read("user.sessions.read"), use: sessions)
+        routes.admin(.get, "/admin/users/{id}/sessions", audit: .read(.userSessionsRead), use: sessions)
         routes.admin(.delete, "/admin/users/{id}/sessions", audit: .change, use: revokeSessions)
         routes.admin(.delete, "/admin/users/{id}/sessions/{sid}", audit: .change, use: revokeSessions)
         routes.admin(.post, "/admin/users/{id}/password-reset", audit: .change, use: sendPasswordReset)
-        routes.admin(.get, "/admin/users/{id}/images", audit: .read("user.images.read"), use: userImages)
-        routes.admin(.get, "/admin/users/{id}/images/{iid}", audit: .read("user.image.read"), use: userImage)
-        routes.admin(.get, "/admin/users/{id}/images/{iid}/thumbnail", audit: .read("user.image.read"), use: userThumbnail)
-        routes.admin(.get, "/admin/users/{id}/activity", audit: .read("user.activity.read"), use: activity)
-        routes.admin(.get, "/admin/schema", audit: .read("schema.read"), use: schema)
+        routes.admin(.get, "/admin/users/{id}/images", audit: .read(.userImagesRead), use: userImages)
+        routes.admin(.get, "/admin/users/{id}/images/{iid}", audit: .read(.userImageRead), use: userImage)
+        routes.admin(.get, "/admin/users/{id}/images/{iid}/thumbnail", audit: .read(.userImageRead), use: userThumbnail)
+        routes.admin(.get, "/admin/users/{id}/activity", audit: .read(.userActivityRead), use: activity)
+        routes.admin(.get, "/admin/schema", audit: .read(.schemaRead), use: schema)
         routes.admin(.put, "/admin/schema/{field}", audit: .change, use: pinField)
-        routes.admin(.get, "/admin/stats", audit: .read("stats.read"), use: stats)
-        routes.admin(.get, "/admin/audit", audit: .read("audit.read"), use: auditLog)
+        routes.admin(.get, "/admin/stats", audit: .read(.statsRead), use: stats)
+        routes.admin(.get, "/admin/audit", audit: .read(.auditRead), use: auditLog)
     }
 
     @Sendable func signIn(_ call: Call) throws -> Response {
@@ -85,8 +85,7 @@ struct AdminController: Sendable {
 
     @Sendable func users(_ call: Call, _ admin: Admin) throws -> Response {
         let query = QueryParameters(call.request.query)
-        let page = try PageParameters(
-            call.request, invalidCursor: AccountsError(.invalidValue, "after must be a cursor from a previous page's next."))
+        let page = try PageParameters(call.request)
         var search = UserSearch(emailContains: query["q"])
         for (name, value) in query.all.sorted(by: { $0.key < $1.key }) where name.hasPrefix("field.") {
             search.fields.append((String(name.dropFirst(6)), value))
@@ -186,8 +185,7 @@ struct AdminController: Sendable {
     @Sendable func userImages(_ call: Call, _ admin: Admin) throws -> Response {
         let id = try AdminController.userID(call)
         _ = try accounts.adminView(of: id)
-        let parameters = try PageParameters(
-            call.request, invalidCursor: ImageError(.invalidCursor, "after must be a cursor from a previous page's next."))
+        let parameters = try PageParameters(call.request)
         let page = try images.list(userID: id, order: try PageParameters.imageOrder(call.request), after: parameters.cursor, limit: parameters.limit)
         var response = JSONBody.response { ImageJSON.write(page, signer: signer, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
@@ -210,10 +208,7 @@ struct AdminController: Sendable {
     @Sendable func activity(_ call: Call, _ admin: Admin) throws -> Response {
         let id = try AdminController.userID(call)
         _ = try accounts.adminView(of: id)
-        let parameters = try PageParameters(
-            call.request,
-            invalidCursor: Problem(
-                status: .unprocessableContent, code: "invalid_cursor", detail: "after must be a cursor from a previous page's next."))
+        let parameters = try PageParameters(call.request)
         let page = try accounts.activity(userID: id, after: parameters.cursor, limit: parameters.limit)
         var response = JSONBody.response { RecoveryController.write(page, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
@@ -287,14 +282,14 @@ struct AdminController: Sendable {
         var limit = 50
         if let text = query["limit"] {
             guard let value = Int(text), (1...100).contains(value) else {
-                throw Problem(status: .unprocessableContent, code: "invalid_limit", detail: "limit must be an integer from 1 to 100.")
+                throw PageParameters.invalidLimit
             }
             limit = value
         }
         var before: Int64?
         if let text = query["after"] {
             guard let value = Int64(text), value > 0 else {
-                throw Problem(status: .unprocessableContent, code: "invalid_cursor", detail: "after must be a previous page's next.")
+                throw PageParameters.invalidCursor
             }
             before = value
         }

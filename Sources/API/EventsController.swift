@@ -23,7 +23,7 @@ struct EventsController: Sendable {
         let (session, user, request) = (signedIn.session, signedIn.user, call.request)
         guard let hub else {
             throw Problem(
-                status: .notImplemented, code: "events_unavailable",
+                status: .notImplemented, code: .eventsUnavailable,
                 detail:
                     "Live events need a database connection that can LISTEN; this deployment reaches PostgreSQL through a pooler in transaction mode."
             )
@@ -31,7 +31,7 @@ struct EventsController: Sendable {
         let after: Int64
         if let header = request.headers["Last-Event-ID"] {
             guard let number = Int64(header.trimmingCharacters(in: " \t")), number >= 0 else {
-                throw Problem(status: .badRequest, code: "invalid_last_event_id", detail: "Last-Event-ID must be an event id this stream sent.")
+                throw Problem(status: .badRequest, code: .invalidLastEventID, detail: "Last-Event-ID must be an event id this stream sent.")
             }
             after = number
         } else {

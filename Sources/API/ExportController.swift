@@ -76,7 +76,7 @@ struct ExportController: Sendable {
                 ))
         } catch {
             throw Problem(
-                status: .contentTooLarge, code: "export_too_large",
+                status: .contentTooLarge, code: .exportTooLarge,
                 detail: "The account holds more than one archive can (4 GiB, 65,534 files); ask the operator for a copy.")
         }
         let day = UserJSON.timestamp(Date()).prefix(10)

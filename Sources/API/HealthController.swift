@@ -15,7 +15,7 @@ struct HealthController {
         routes.open(.get, "/readyz") { [database] _ in
             guard database.isReady() else {
                 throw Problem.serviceUnavailable(
-                    code: "not_ready", detail: "The database is unreachable or not migrated.",
+                    code: .notReady, detail: "The database is unreachable or not migrated.",
                     retryAfterSeconds: 5)
             }
             return Response(status: .ok, contentType: "application/json", body: HealthController.readyBody)

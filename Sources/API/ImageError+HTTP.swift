@@ -16,19 +16,19 @@ extension ImageError: HTTPResponseError {
         }
         var headers = HTTPHeaders()
         if let retryAfterSeconds { headers.add(name: "Retry-After", value: String(retryAfterSeconds)) }
-        return Problem(status: status, code: code.rawValue, detail: detail, headers: headers)
+        return Problem(status: status, domainCode: code, detail: detail, headers: headers)
     }
 }
 
 extension MultipartError: HTTPResponseError {
     public var problem: Problem {
-        Problem(status: status, code: code.rawValue, detail: detail)
+        Problem(status: status, domainCode: code, detail: detail)
     }
 }
 
 /// Every helper busy, or none could start: `503` with `Retry-After`.
 extension ThumbnailsUnavailable: HTTPResponseError {
     public var problem: Problem {
-        Problem.serviceUnavailable(code: "thumbnails_unavailable", detail: "No thumbnail can be made right now; try again shortly.")
+        Problem.serviceUnavailable(code: .thumbnailsUnavailable, detail: "No thumbnail can be made right now; try again shortly.")
     }
 }

@@ -62,7 +62,7 @@ struct ImagesController: Sendable {
 
     @Sendable func list(_ call: Call, _ signedIn: SignedIn) throws -> Response {
         let (request, user) = (call.request, signedIn.user)
-        let parameters = try PageParameters(request, invalidCursor: ImageError(.invalidCursor, "after must be a cursor from a previous page's next."))
+        let parameters = try PageParameters(request)
         let page = try images.list(
             userID: user.id, order: try PageParameters.imageOrder(request), after: parameters.cursor, limit: parameters.limit)
         var response = JSONBody.response { ImageJSON.write(page, signer: signer, into: &$0) }
@@ -95,7 +95,7 @@ struct ImagesController: Sendable {
             let rendition = URLSigner.Rendition(sizeParameter: query["size"]),
             let secondsLeft = signer.verify(id: id, expiry: query["exp"], signature: query["sig"], rendition: rendition)
         else {
-            throw Problem(status: .forbidden, code: "invalid_signature", detail: "The URL's signature is invalid or has expired.")
+            throw Problem(status: .forbidden, code: .invalidSignature, detail: "The URL's signature is invalid or has expired.")
         }
         let cacheControl = "public, max-age=\(secondsLeft)"
         if let size = query["size"] {
@@ -167,7 +167,7 @@ struct ImagesController: Sendable {
             headers.add(name: "Content-Range", value: range.contentRange(size: image.byteSize))
         case .unsatisfiable:
             var response = Problem(
-                status: .rangeNotSatisfiable, code: "range_not_satisfiable",
+                status: .rangeNotSatisfiable, code: .rangeNotSatisfiable,
                 detail: "The image has \(image.byteSize) bytes; the range asked for none of them."
             ).response()
             response.headers.add(name: "Content-Range", value: ByteRange.unsatisfiedContentRange(size: image.byteSize))
@@ -214,7 +214,7 @@ struct ImagesController: Sendable {
 
     static func unsupportedType(_ contentType: String) -> Problem {
         Problem(
-            status: .unsupportedMediaType, code: "unsupported_media_type",
+            status: .unsupportedMediaType, code: .unsupportedMediaType,
             detail: "Send image/jpeg, image/png, image/gif, image/webp or image/heic, or multipart/form-data with one file part.")
     }
 }

@@ -14,7 +14,7 @@ enum JSONBody {
         if request.body.isEmpty, optional { return JSONObject() }
         guard let contentType = request.headers["Content-Type"], types.contains(mediaType(contentType)) else {
             throw Problem(
-                status: .unsupportedMediaType, code: "unsupported_media_type",
+                status: .unsupportedMediaType, code: .unsupportedMediaType,
                 detail: "The body must be sent as \(types.joined(separator: " or ")).")
         }
         let value: JSONValue
@@ -22,10 +22,10 @@ enum JSONBody {
             value = try JSONParser.parse(request.body, limits: limits)
         } catch {
             if error.code == .tooDeep {
-                throw Problem(status: .unprocessableContent, code: "too_deep", detail: "The JSON body nests more than 32 levels.")
+                throw Problem(status: .unprocessableContent, code: .tooDeep, detail: "The JSON body nests more than 32 levels.")
             }
             if error.code == .tooLarge {
-                throw Problem(status: .contentTooLarge, code: "body_too_large", detail: "The JSON body is larger than 1 MiB.")
+                throw Problem(status: .contentTooLarge, code: .bodyTooLarge, detail: "The JSON body is larger than 1 MiB.")
             }
             throw AccountsError(.invalidJSON, "The body is not valid JSON: \(error.description)")
         }

@@ -8,20 +8,24 @@ struct PageParameters {
     var limit = 50
     var cursor: KeysetCursor?
 
-    /// `invalidCursor` is the route's error for an `after` that is not one of our cursors.
-    init(_ request: Request, invalidCursor: @autoclosure () -> any Error) throws {
+    /// `422 invalid_limit` or `422 invalid_cursor` (an `after` that is not one of our cursors).
+    init(_ request: Request) throws {
         let query = QueryParameters(request.query)
         if let text = query["limit"] {
             guard let value = Int(text), (1...100).contains(value) else {
-                throw Problem(status: .unprocessableContent, code: "invalid_limit", detail: "limit must be an integer from 1 to 100.")
+                throw PageParameters.invalidLimit
             }
             limit = value
         }
         if let text = query["after"] {
-            guard let parsed = KeysetCursor(text: text) else { throw invalidCursor() }
+            guard let parsed = KeysetCursor(text: text) else { throw PageParameters.invalidCursor }
             cursor = parsed
         }
     }
+
+    static let invalidCursor = Problem(
+        status: .unprocessableContent, code: .invalidCursor, detail: "after must be a cursor from a previous page's next.")
+    static let invalidLimit = Problem(status: .unprocessableContent, code: .invalidLimit, detail: "limit must be an integer from 1 to 100.")
 
     /// `?order=newest|oldest` of an image list (default `oldest`).
     static func imageOrder(_ request: Request) throws -> ImageOrder {

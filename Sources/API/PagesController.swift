@@ -65,7 +65,7 @@ struct PagesController: Sendable {
     }
 
     private static func notConfigured(_ flags: String) -> Problem {
-        Problem(status: .notFound, code: "not_found", detail: "No app is configured for this file (\(flags)).")
+        Problem(status: .notFound, code: .notFound, detail: "No app is configured for this file (\(flags)).")
     }
 }
 

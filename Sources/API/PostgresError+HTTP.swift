@@ -6,10 +6,10 @@ extension PostgresError: HTTPResponseError {
     public var problem: Problem {
         switch code {
         case .poolTimeout:
-            return .serviceUnavailable(code: "database_busy", detail: "The database is busy; try again shortly.")
+            return .serviceUnavailable(code: .databaseBusy, detail: "The database is busy; try again shortly.")
         case .connectionFailed, .poolClosed, .timedOut:
             return .serviceUnavailable(
-                code: "database_unavailable", detail: "The database is unavailable; try again shortly.",
+                code: .databaseUnavailable, detail: "The database is unavailable; try again shortly.",
                 retryAfterSeconds: 2)
         default:
             return .internalError

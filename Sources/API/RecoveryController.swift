@@ -75,10 +75,7 @@ struct RecoveryController: Sendable {
     }
 
     @Sendable func activity(_ call: Call, _ signedIn: SignedIn) throws -> Response {
-        let parameters = try PageParameters(
-            call.request,
-            invalidCursor: Problem(
-                status: .unprocessableContent, code: "invalid_cursor", detail: "after must be a cursor from a previous page's next."))
+        let parameters = try PageParameters(call.request)
         let page = try accounts.activity(userID: signedIn.user.id, after: parameters.cursor, limit: parameters.limit)
         var response = JSONBody.response { RecoveryController.write(page, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "private, no-cache")

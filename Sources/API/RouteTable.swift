@@ -113,10 +113,12 @@ struct RouteTable {
 
     /// An administrator's route: the admin session is checked before the handler runs; a `.read`
     /// audit is written once the handler has made its answer, and the request fails without it.
-    mutating func admin(
-        _ method: HTTPMethod, _ pattern: String, audit: RoutePolicy.Audit, use handler: @escaping AdminHandler
-    ) {
-        let policy = RoutePolicy(.admin, audit: audit)
+    mutating func admin(_ method: HTTPMethod, _ pattern: String, audit: AdminAudit, use handler: @escaping AdminHandler) {
+        let policy: RoutePolicy
+        switch audit {
+        case .read(let action): policy = RoutePolicy(.admin, audit: .read(action.text))
+        case .change: policy = RoutePolicy(.admin, audit: .change)
+        }
         router.add(
             method, pattern, policy: policy, admission: adminAdmission,
             { [accounts, authenticator] request, context in
@@ -129,6 +131,14 @@ struct RouteTable {
                 }
                 return response
             })
+    }
+
+    /// What an admin route writes to the audit log.
+    enum AdminAudit {
+        /// A read: the table writes the entry once the answer is made.
+        case read(AuditAction)
+        /// A change: the service writes its entry in the change's transaction.
+        case change
     }
 
     /// A user route's admission: the token is checked from the head, before a large body is read

@@ -17,7 +17,7 @@ extension AccountService {
             throw AccountsError(.notFound, "There is no user with this id.")
         }
         let executor = AuditedExecutor(pool: pool) { connection in
-            try AdminRepository.audit(connection, admin: admin, action: "user.update", target: id, address: origin.address)
+            try AdminRepository.audit(connection, admin: admin, action: .userUpdate, target: id, address: origin.address)
         }
         do {
             return try executor.wait { executor, done in
@@ -69,7 +69,7 @@ extension AccountService {
                 for user in converted { try UserRepository.setData(connection, id: user.id, data: user.data) }
             }
             let pinned = try FieldTypeRepository.pin(connection, name: name, type: type)
-            try AdminRepository.audit(connection, admin: admin, action: "schema.pin:\(name):\(type.rawValue)", target: nil, address: origin.address)
+            try AdminRepository.audit(connection, admin: admin, action: .schemaPin(field: name, type: type), target: nil, address: origin.address)
             return pinned
         }
         schema.cached(name, definition.type)

@@ -39,7 +39,7 @@ extension AccountService {
 
     /// Records a command of `exosphere admin` or `exosphere keys` in the audit log, as run by
     /// `operatorName` (the operating-system user); the command fails if it cannot be recorded.
-    public static func auditCommand(_ action: String, by operatorName: String, on pool: PostgresPool) throws {
+    public static func auditCommand(_ action: AuditAction, by operatorName: String, on pool: PostgresPool) throws {
         try pool.withConnection { try AdminRepository.auditCommand($0, operator: operatorName, action: action) }
     }
 
@@ -94,7 +94,7 @@ extension AccountService {
             }
             try connection.execute("DELETE FROM admin_setup_tokens")
             let expiresAt = try AdminRepository.openSession(connection, adminID: admin.id, tokenHash: session.hash)
-            try AdminRepository.audit(connection, admin: admin, action: "admin.setup", target: nil, address: origin.address)
+            try AdminRepository.audit(connection, admin: admin, action: .adminSetup, target: nil, address: origin.address)
             return (admin, expiresAt)
         }
         return IssuedAdminSession(accessToken: session.text, expiresAt: expiresAt, admin: admin)
@@ -137,7 +137,7 @@ extension AccountService {
             throw error
         }
         guard valid, let credentials else {
-            SecurityEvent.log(logger, .signInFailed, outcome: "failure", userID: nil, origin: origin, detail: "administrator sign-in")
+            SecurityEvent.log(logger, .signInFailed, outcome: .failure, userID: nil, origin: origin, detail: "administrator sign-in")
             // The same statement for an unknown email and a wrong password: the same work either way.
             try pool.withConnection { try AdminRepository.auditFailedSignIn($0, email: text, address: origin.address) }
             throw invalid
@@ -145,7 +145,7 @@ extension AccountService {
         let token = try SessionToken.generate()
         let expiresAt = try pool.withTransaction { connection in
             let expiresAt = try AdminRepository.openSession(connection, adminID: credentials.admin.id, tokenHash: token.hash)
-            try AdminRepository.audit(connection, admin: credentials.admin, action: "admin.signin", target: nil, address: origin.address)
+            try AdminRepository.audit(connection, admin: credentials.admin, action: .adminSignIn, target: nil, address: origin.address)
             return expiresAt
         }
         giveBack([throttles[1].key, throttles[2].key], clearing: throttles[0].key)
@@ -167,14 +167,14 @@ extension AccountService {
             guard try connection.execute("DELETE FROM admin_sessions WHERE token_hash = \(SessionToken.hash(of: token))") == 1 else {
                 throw AccountsError.invalidToken
             }
-            try AdminRepository.audit(connection, admin: admin, action: "admin.signout", target: nil, address: origin.address)
+            try AdminRepository.audit(connection, admin: admin, action: .adminSignOut, target: nil, address: origin.address)
         }
     }
 
     // MARK: - The audit log
 
     /// Records an action; the request fails if it cannot be recorded.
-    public func audit(_ admin: Admin, _ action: String, target: UUID? = nil, origin: RequestOrigin) throws {
+    public func audit(_ admin: Admin, _ action: AuditAction, target: UUID? = nil, origin: RequestOrigin) throws {
         try pool.withConnection { try AdminRepository.audit($0, admin: admin, action: action, target: target, address: origin.address) }
     }
 
@@ -261,7 +261,7 @@ extension AccountService {
         let found = try pool.withTransaction { connection in
             guard try AdminRepository.setDisabled(connection, id: id, disabled: disabled) else { return false }
             try AdminRepository.audit(
-                connection, admin: admin, action: disabled ? "user.disable" : "user.enable", target: id, address: origin.address)
+                connection, admin: admin, action: disabled ? .userDisable : .userEnable, target: id, address: origin.address)
             return true
         }
         guard found else { throw AccountsError(.notFound, "There is no user with this id.") }
@@ -290,11 +290,11 @@ extension AccountService {
             try alsoDelete(connection)
             _ = try UserRepository.delete(connection, id: id)
             try ThrottleRepository.clear(connection, key: passwordKey(id))
-            try AdminRepository.audit(connection, admin: admin, action: "user.delete", target: id, address: origin.address)
+            try AdminRepository.audit(connection, admin: admin, action: .userDelete, target: id, address: origin.address)
             return true
         }
         guard found else { throw AccountsError(.notFound, "There is no user with this id.") }
-        SecurityEvent.log(logger, .accountDeleted, outcome: "success", userID: id, origin: origin, detail: "by an administrator")
+        SecurityEvent.log(logger, .accountDeleted, outcome: .success, userID: id, origin: origin, detail: "by an administrator")
     }
 
     /// Ends one session of a user (`sessionID`), or all of them; the number ended.
@@ -311,7 +311,7 @@ extension AccountService {
             }
             try ActivityRepository.record(connection, userID: userID, .sessionRevoked, origin: origin)
             try AdminRepository.audit(
-                connection, admin: admin, action: sessionID == nil ? "user.sessions.revoke_all" : "user.session.revoke", target: userID,
+                connection, admin: admin, action: sessionID == nil ? .userSessionsRevokeAll : .userSessionRevoke, target: userID,
                 address: origin.address)
             return ended
         }
@@ -325,6 +325,6 @@ extension AccountService {
         let user = try adminView(of: userID).user
         guard let email = EmailAddress(user.email) else { throw AccountsError(.invalidEmail, "The user's stored address is not valid.") }
         try requestPasswordReset(email: email, origin: origin)
-        try audit(admin, "user.password_reset", target: userID, origin: origin)
+        try audit(admin, .userPasswordReset, target: userID, origin: origin)
     }
 }

@@ -105,7 +105,7 @@ extension AccountService {
         }
         mailQueued()
         giveBack(throttleKeys)
-        SecurityEvent.log(logger, .passwordReset, outcome: "success", userID: issued.user.id, origin: origin)
+        SecurityEvent.log(logger, .passwordReset, outcome: .success, userID: issued.user.id, origin: origin)
         return issued
     }
 
@@ -138,9 +138,9 @@ extension AccountService {
         }
         if changed {
             mailQueued()
-            SecurityEvent.log(logger, .emailChanged, outcome: "success", userID: user.id, origin: origin)
+            SecurityEvent.log(logger, .emailChanged, outcome: .success, userID: user.id, origin: origin)
         } else {
-            SecurityEvent.log(logger, .emailVerified, outcome: "success", userID: user.id, origin: origin)
+            SecurityEvent.log(logger, .emailVerified, outcome: .success, userID: user.id, origin: origin)
         }
         return user
     }
@@ -169,7 +169,7 @@ extension AccountService {
             try ActivityRepository.record(connection, userID: user.id, .emailChanged, origin: origin)
             return user
         }
-        SecurityEvent.log(logger, .emailChangeUndone, outcome: "success", userID: user.id, origin: origin)
+        SecurityEvent.log(logger, .emailChangeUndone, outcome: .success, userID: user.id, origin: origin)
         return user
     }
 
@@ -187,7 +187,7 @@ extension AccountService {
             try OutboxRepository.enqueue(connection, OutgoingMail(.dataExported, to: user.email, ["firstname": user.firstname, "email": user.email]))
         }
         mailQueued()
-        SecurityEvent.log(logger, .dataExported, outcome: "success", userID: user.id, origin: origin)
+        SecurityEvent.log(logger, .dataExported, outcome: .success, userID: user.id, origin: origin)
     }
 
     /// `POST /users/me/verify-email`: a new verification mail, voiding the older links.

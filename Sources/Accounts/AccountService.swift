@@ -171,7 +171,7 @@ public final class AccountService: Sendable {
         }
         if let wait {
             statistics.registrationThrottled.add(1, ordering: .relaxed)
-            SecurityEvent.log(logger, .registrationThrottled, outcome: "refused", userID: nil, origin: origin)
+            SecurityEvent.log(logger, .registrationThrottled, outcome: .refused, userID: nil, origin: origin)
             throw AccountsError(
                 .tooManyAttempts, "Too many registrations from this address or of this email; try again later.", retryAfterSeconds: wait)
         }
@@ -201,7 +201,7 @@ public final class AccountService: Sendable {
             return IssuedSession(accessToken: token.text, session: session, user: user)
         }
         mailQueued()
-        SecurityEvent.log(logger, .registered, outcome: "success", userID: issued.user.id, origin: origin)
+        SecurityEvent.log(logger, .registered, outcome: .success, userID: issued.user.id, origin: origin)
         return issued
     }
 
@@ -248,7 +248,7 @@ public final class AccountService: Sendable {
         if let wait {
             statistics.signInThrottled.add(1, ordering: .relaxed)
             SecurityEvent.log(
-                logger, .lockedOut, outcome: "refused", userID: credentials?.id, origin: origin,
+                logger, .lockedOut, outcome: .refused, userID: credentials?.id, origin: origin,
                 detail: "sign-in throttled")
             if let credentials {
                 recordActivityLater(.lockedOut, userID: credentials.id, origin: origin, oncePer: configuration.signInPerEmailAndAddress.windowSeconds)
@@ -278,7 +278,7 @@ public final class AccountService: Sendable {
         guard let credentials, verdict.isValid else {
             statistics.signInFailures.add(1, ordering: .relaxed)
             SecurityEvent.log(
-                logger, .signInFailed, outcome: "failure", userID: credentials?.id, origin: origin,
+                logger, .signInFailed, outcome: .failure, userID: credentials?.id, origin: origin,
                 detail: credentials == nil ? "unknown email" : "wrong password")
             // Written after the answer: a known email's refusal must come after the same work as
             // an unknown one's, not after a committed row more.
@@ -314,12 +314,12 @@ public final class AccountService: Sendable {
         giveBack(shared, clearing: issued == nil ? nil : pairKey)
         guard let issued else {
             SecurityEvent.log(
-                logger, .signInFailed, outcome: "failure", userID: credentials.id, origin: origin,
+                logger, .signInFailed, outcome: .failure, userID: credentials.id, origin: origin,
                 detail: "password changed during sign-in")
             recordActivityLater(.signInFailed, userID: credentials.id, origin: origin)
             throw invalid
         }
-        SecurityEvent.log(logger, .signedIn, outcome: "success", userID: credentials.id, origin: origin)
+        SecurityEvent.log(logger, .signedIn, outcome: .success, userID: credentials.id, origin: origin)
         return issued
     }
 
@@ -410,7 +410,7 @@ public final class AccountService: Sendable {
             return ended
         }
         SecurityEvent.log(
-            logger, .signedOut, outcome: "success", userID: session.userID, origin: origin,
+            logger, .signedOut, outcome: .success, userID: session.userID, origin: origin,
             detail: "scope \(scope.rawValue), \(ended) sessions ended")
     }
 
@@ -425,7 +425,7 @@ public final class AccountService: Sendable {
             try ActivityRepository.record(connection, userID: userID, .sessionRevoked, origin: origin)
         }
         SecurityEvent.log(
-            logger, .sessionRevoked, outcome: "success", userID: userID, origin: origin,
+            logger, .sessionRevoked, outcome: .success, userID: userID, origin: origin,
             detail: "session \(id.lowercasedText)")
     }
 
@@ -468,7 +468,7 @@ public final class AccountService: Sendable {
         }
         mailQueued()
         SecurityEvent.log(
-            logger, .passwordChanged, outcome: "success", userID: session.userID, origin: origin,
+            logger, .passwordChanged, outcome: .success, userID: session.userID, origin: origin,
             detail: "\(changed.1) other sessions revoked")
         return changed
     }
@@ -490,7 +490,7 @@ public final class AccountService: Sendable {
             _ = try UserRepository.delete(connection, id: userID)
             try ThrottleRepository.clear(connection, key: passwordKey(userID))
         }
-        SecurityEvent.log(logger, .accountDeleted, outcome: "success", userID: userID, origin: origin)
+        SecurityEvent.log(logger, .accountDeleted, outcome: .success, userID: userID, origin: origin)
     }
 
     /// Throws `too_many_attempts` while the user's password checks are locked (a read: the
@@ -504,7 +504,7 @@ public final class AccountService: Sendable {
 
     private func passwordsLocked(userID: UUID, origin: RequestOrigin, retryAfter: Int) -> AccountsError {
         statistics.passwordChecksThrottled.add(1, ordering: .relaxed)
-        SecurityEvent.log(logger, .lockedOut, outcome: "refused", userID: userID, origin: origin, detail: "password checks locked")
+        SecurityEvent.log(logger, .lockedOut, outcome: .refused, userID: userID, origin: origin, detail: "password checks locked")
         recordActivity(.lockedOut, userID: userID, origin: origin, oncePer: configuration.passwordChecks.windowSeconds)
         return AccountsError(.tooManyAttempts, "Too many wrong passwords; try again later.", retryAfterSeconds: retryAfter)
     }
@@ -530,7 +530,7 @@ public final class AccountService: Sendable {
             throw error
         }
         guard valid else {
-            SecurityEvent.log(logger, .passwordCheckFailed, outcome: "failure", userID: userID, origin: origin)
+            SecurityEvent.log(logger, .passwordCheckFailed, outcome: .failure, userID: userID, origin: origin)
             throw AccountsError(.invalidPassword, "The current password is wrong.")
         }
         return stored
@@ -648,7 +648,7 @@ public final class AccountService: Sendable {
                 if case .success((let user, true)) = result {
                     mailQueued()
                     if user.pendingEmail != nil {
-                        SecurityEvent.log(logger, .emailChangeRequested, outcome: "success", userID: user.id, origin: origin)
+                        SecurityEvent.log(logger, .emailChangeRequested, outcome: .success, userID: user.id, origin: origin)
                     }
                 }
                 completion(result.map(\.0).mapError(AccountService.emailTakenError))

@@ -135,22 +135,22 @@ enum AdminRepository {
     }
 
     static func audit(
-        _ connection: PostgresConnection, admin: Admin, action: String, target: UUID?, address: String?
+        _ connection: PostgresConnection, admin: Admin, action: AuditAction, target: UUID?, address: String?
     ) throws {
         try connection.execute(
             """
             INSERT INTO admin_audit (admin_id, admin_email, action, target_user_id, ip_address)
-            VALUES (\(admin.id), \(admin.email), \(action), \(target), \(address))
+            VALUES (\(admin.id), \(admin.email), \(action.text), \(target), \(address))
             """)
     }
 
     /// A command run on the server's machine (`exosphere admin …`, `exosphere keys …`): by the
     /// operating-system user who ran it, with no address.
-    static func auditCommand(_ connection: PostgresConnection, operator name: String, action: String) throws {
+    static func auditCommand(_ connection: PostgresConnection, operator name: String, action: AuditAction) throws {
         try connection.execute(
             """
             INSERT INTO admin_audit (admin_id, admin_email, action, target_user_id, ip_address)
-            VALUES (NULL, \("command line (" + String(name.prefix(64)) + ")"), \(action), NULL, NULL)
+            VALUES (NULL, \("command line (" + String(name.prefix(64)) + ")"), \(action.text), NULL, NULL)
             """)
     }
 
@@ -159,7 +159,7 @@ enum AdminRepository {
         try connection.execute(
             """
             INSERT INTO admin_audit (admin_id, admin_email, action, target_user_id, ip_address)
-            VALUES (NULL, \(String(email.prefix(254))), 'admin.signin_failed', NULL, \(address))
+            VALUES (NULL, \(String(email.prefix(254))), \(AuditAction.adminSignInFailed.text), NULL, \(address))
             """)
     }
 

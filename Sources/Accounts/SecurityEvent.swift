@@ -24,12 +24,21 @@ struct SecurityEvent {
         case dataExported = "data_exported"
     }
 
-    static func log(_ logger: Logger, _ kind: Kind, outcome: String, userID: UUID?, origin: RequestOrigin?, detail: String? = nil) {
+    /// How the attempt ended.
+    enum Outcome: String, Sendable {
+        case success
+        /// Tried and failed (a wrong password, say).
+        case failure
+        /// Not tried: a throttle or a lock said no first.
+        case refused
+    }
+
+    static func log(_ logger: Logger, _ kind: Kind, outcome: Outcome, userID: UUID?, origin: RequestOrigin?, detail: String? = nil) {
         logger.notice(
             "security event",
             [
                 "event": kind.rawValue,
-                "outcome": outcome,
+                "outcome": outcome.rawValue,
                 "user.id": userID?.lowercasedText ?? "-",
                 "client.address": origin?.address ?? "-",
                 "user_agent": origin?.userAgent.map { String($0.prefix(256)) } ?? "-",

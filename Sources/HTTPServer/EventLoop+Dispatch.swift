@@ -16,7 +16,7 @@ extension EventLoop {
             connection.startRequest(id: requestID, method: request.method.rawValue, route: nil, now: now)
             return finish(
                 Problem(
-                    status: .notImplemented, code: "method_not_implemented",
+                    status: .notImplemented, code: .methodNotImplemented,
                     detail: "The request method is not implemented."
                 ).response(), on: connection)
         case .methodNotAllowed(let allow):

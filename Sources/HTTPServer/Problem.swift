@@ -15,9 +15,17 @@ public struct Problem: Error, Sendable, HTTPResponseError, CustomStringConvertib
     /// Extra response headers, such as `Allow`, `Retry-After` or `WWW-Authenticate`.
     public var headers: HTTPHeaders
 
-    public init(status: HTTPStatus, code: String, detail: String, errors: [FieldError] = [], headers: HTTPHeaders = HTTPHeaders()) {
+    public init(status: HTTPStatus, code: ProblemCode, detail: String, errors: [FieldError] = [], headers: HTTPHeaders = HTTPHeaders()) {
+        self.init(status: status, domainCode: code, detail: detail, errors: errors, headers: headers)
+    }
+
+    /// A problem with a domain's own code (`AccountsError.Code`, `ImageError.Code`, …): typed, as
+    /// every code is; no problem is made from a string.
+    public init<Code: RawRepresentable<String>>(
+        status: HTTPStatus, domainCode code: Code, detail: String, errors: [FieldError] = [], headers: HTTPHeaders = HTTPHeaders()
+    ) {
         self.status = status
-        self.code = code
+        self.code = code.rawValue
         self.detail = detail
         self.errors = errors
         self.headers = headers
@@ -73,23 +81,23 @@ public struct Problem: Error, Sendable, HTTPResponseError, CustomStringConvertib
 
     /// The problem for a request the parser refused.
     public init(_ error: HTTPParseError) {
-        self.init(status: error.status, code: error.code.rawValue, detail: error.detail)
+        self.init(status: error.status, domainCode: error.code, detail: error.detail)
     }
 
     public static func notFound(_ detail: String = "No resource exists at this path.") -> Problem {
-        Problem(status: .notFound, code: "not_found", detail: detail)
+        Problem(status: .notFound, code: .notFound, detail: detail)
     }
 
     public static func methodNotAllowed(allow: [HTTPMethod]) -> Problem {
         var headers = HTTPHeaders()
         headers.add(name: "Allow", value: allow.map(\.rawValue).joined(separator: ", "))
         return Problem(
-            status: .methodNotAllowed, code: "method_not_allowed",
+            status: .methodNotAllowed, code: .methodNotAllowed,
             detail: "This resource does not support the request method.", headers: headers)
     }
 
     public static func serviceUnavailable(
-        code: String = "overloaded", detail: String = "The server is overloaded; try again shortly.",
+        code: ProblemCode = .overloaded, detail: String = "The server is overloaded; try again shortly.",
         retryAfterSeconds: Int = 1
     ) -> Problem {
         var headers = HTTPHeaders()
@@ -98,7 +106,7 @@ public struct Problem: Error, Sendable, HTTPResponseError, CustomStringConvertib
     }
 
     public static let internalError = Problem(
-        status: .internalServerError, code: "internal_error",
+        status: .internalServerError, code: .internalError,
         detail: "The server failed to handle the request.")
 }
 

@@ -24,8 +24,6 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible, Cu
         case tooLarge = "image_too_large"
         /// No image with this id belongs to the user (another user's image is not found either).
         case notFound = "image_not_found"
-        /// A list cursor that this server did not issue.
-        case invalidCursor = "invalid_cursor"
         /// A list order that is neither `newest` nor `oldest`.
         case invalidOrder = "invalid_order"
         /// A thumbnail size that is not one of 128, 256, 512, 1024.

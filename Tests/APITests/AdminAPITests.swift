@@ -194,6 +194,11 @@ struct AdminAPITests {
             next = reply.json["next"]?.stringValue
         } while next != nil
         #expect(seen == ids.reversed())
+        // Every list names a bad page the same way, this one too.
+        for (query, code) in [("after=nope", "invalid_cursor"), ("limit=0", "invalid_limit")] {
+            let refused = try Self.get(server, admin, "/admin/users?" + query)
+            #expect(refused.status == 422 && refused.json["code"]?.stringValue == code, "\(query): \(refused.text)")
+        }
         // The detail.
         let detail = try Self.get(server, admin, "/admin/users/\(ids[0])")
         #expect(detail.json["disabled"] == false)

@@ -93,10 +93,10 @@ import Thumbnails
         problems += PostgresError.Code.allCases.map { PostgresError(code: $0).problem }.filter { $0.status != .internalServerError }
         problems += [
             Problem.serviceUnavailable(),
-            Problem(status: .unsupportedMediaType, code: "unsupported_media_type", detail: ""),
-            Problem(status: .unprocessableContent, code: "too_deep", detail: ""),
-            Problem(status: .contentTooLarge, code: "body_too_large", detail: ""),
-            Problem.serviceUnavailable(code: "not_ready"),
+            Problem(status: .unsupportedMediaType, code: .unsupportedMediaType, detail: ""),
+            Problem(status: .unprocessableContent, code: .tooDeep, detail: ""),
+            Problem(status: .contentTooLarge, code: .bodyTooLarge, detail: ""),
+            Problem.serviceUnavailable(code: .notReady),
         ]
         // Images: the domain's codes, the multipart reader's, and the controller's own.
         let imageCodes = ImageError.Code.allCases
@@ -106,8 +106,9 @@ import Thumbnails
         problems += [
             ImagesController.unsupportedType(""),
             ImageError(.tooLarge, "").problem,
-            Problem(status: .unprocessableContent, code: "invalid_limit", detail: ""),
-            Problem(status: .rangeNotSatisfiable, code: "range_not_satisfiable", detail: ""),
+            PageParameters.invalidLimit,
+            PageParameters.invalidCursor,
+            Problem(status: .rangeNotSatisfiable, code: .rangeNotSatisfiable, detail: ""),
             ThumbnailsUnavailable("").problem,
         ]
         let listed = listedCodes()

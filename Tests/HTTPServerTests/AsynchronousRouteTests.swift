@@ -87,7 +87,7 @@ final class PipeSource: LoopSource {
             router.add(
                 .get, "/conflict-later", { _, _ in Response(status: .ok) },
                 asynchronous: { _, _, responder in
-                    responder.respond { throw Problem(status: .conflict, code: "email_taken", detail: "That email is taken.") }
+                    responder.respond { throw Problem(status: .conflict, domainCode: TestProblemCode.emailTaken, detail: "That email is taken.") }
                     responder.respond(Response(status: .ok))
                 })
         }

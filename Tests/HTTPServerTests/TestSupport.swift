@@ -128,7 +128,7 @@ func testRouter(_ extra: (inout Router) -> Void = { _ in }) -> Router {
     }
     router.get("/boom") { _, _ in throw SecretError() }
     router.get("/conflict", execution: .inline) { _, _ in
-        throw Problem(status: .conflict, code: "email_taken", detail: "That email is taken.")
+        throw Problem(status: .conflict, domainCode: TestProblemCode.emailTaken, detail: "That email is taken.")
     }
     router.get("/id", execution: .inline) { _, context in
         Response(status: .ok, contentType: "text/plain", body: Array(context.requestID.utf8))
@@ -176,4 +176,9 @@ func cpuSeconds(ofThreadsNamed prefix: String) -> Double {
         }
     }
     return total
+}
+
+/// A domain's code, as the API's domains have theirs.
+enum TestProblemCode: String {
+    case emailTaken = "email_taken"
 }
