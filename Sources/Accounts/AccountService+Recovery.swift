@@ -262,7 +262,7 @@ extension AccountService {
         if try UserRepository.exists(connection, email: email) { throw AccountService.emailTaken }
         let throttles = [
             (key: "email-change:user:" + user.id.lowercasedText, rule: configuration.emailChangesPerUser),
-            (key: "email-change:address:" + email.normalized, rule: configuration.emailChangesPerAddress),
+            (key: "email-change:email:" + email.normalized, rule: configuration.emailChangesPerAddress),
         ]
         if let wait = try ThrottleRepository.acquire(connection, throttles) {
             throw AccountsError(.tooManyAttempts, "Too many changes of address; try again later.", retryAfterSeconds: wait)

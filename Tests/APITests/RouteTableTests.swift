@@ -116,6 +116,68 @@ struct RouteTableTests {
         }
     }
 
+    /// The throttles a route declares are the ones it counts: each throttled route is called once,
+    /// as a client would (a wrong password where one is checked), on a server of its own, and the
+    /// counters it moved (`auth_throttles`, by the scope in their keys) must be its declaration.
+    @Test func everyThrottledRouteCountsWhatItDeclares() throws {
+        let server = try TestServer("throttle_scopes")
+        defer { server.shutdown() }
+        let entries = RouteListing.entries(server.app.server.router, defaultBodyLimit: 1 << 20)
+        let user = try server.register()
+        let password = server.uniquePassword("new")
+        let calls: [String: (token: String?, body: String)] = [
+            "POST /users": (nil, #"{"email": "scopes-\#(UUID().uuidString)@example.com", "password": "\#(password)"}"#),
+            "POST /users/signin": (nil, #"{"email": "\#(user.email)", "password": "not the password"}"#),
+            "POST /admin/signin": (nil, #"{"email": "nobody-admin@example.com", "password": "not the password"}"#),
+            "POST /users/password-reset": (nil, #"{"email": "\#(user.email)"}"#),
+            "POST /users/password-reset/confirm": (nil, #"{"token": "\#(String(repeating: "A", count: 43))", "newPassword": "\#(password)"}"#),
+            "POST /users/me/password": (user.token, #"{"oldPassword": "not the password", "newPassword": "\#(password)"}"#),
+            "DELETE /users/me": (user.token, #"{"password": "not the password"}"#),
+            "POST /users/me/verify-email": (user.token, ""),
+            "GET /users/me/export": (user.token, ""),
+            "PATCH /users/me": (user.token, #"{"email": "scopes-patch-\#(UUID().uuidString)@example.com"}"#),
+            "PUT /users/me": (user.token, #"{"email": "scopes-put-\#(UUID().uuidString)@example.com", "firstname": "A", "lastname": "B"}"#),
+        ]
+        let throttled = entries.filter { !$0.policy.throttles.isEmpty }.map { "\($0.method) \($0.path)" }
+        #expect(Set(throttled) == Set(calls.keys), "a throttled route without a call here, or a call of a route that declares none")
+
+        func counters() throws -> [String: Int64] {
+            try server.withDatabase { connection in
+                Dictionary(
+                    uniqueKeysWithValues: try connection.query("SELECT key, failures::int8 FROM auth_throttles").map {
+                        (try $0.decode(String.self, at: 0), try $0.decode(Int64.self, at: 1))
+                    })
+            }
+        }
+        /// `signin:pair:…` counts per email and address, `…:address:…` per address, `…:email:…` per
+        /// email, `…:user:…` and `password:<user>` per user.
+        func scope(of key: String) -> RoutePolicy.Throttle? {
+            let parts = key.split(separator: ":", maxSplits: 2)
+            if parts.first == "password" { return .perUser }
+            guard parts.count == 3 else { return nil }
+            return ["pair": .perEmailAndAddress, "address": .perAddress, "email": .perEmail, "user": .perUser][String(parts[1])]
+        }
+        for entry in entries where !entry.policy.throttles.isEmpty {
+            let route = "\(entry.method) \(entry.path)"
+            guard let call = calls[route] else { continue }
+            let before = try counters()
+            var headers = [("Content-Type", "application/json")]
+            if let token = call.token { headers.append(("Authorization", "Bearer \(token)")) }
+            let reply = try server.send(entry.method, entry.path, headers: headers, body: call.body.isEmpty ? nil : Array(call.body.utf8))
+            #expect(reply.status != 429 && reply.status < 500, "\(route): \(reply.status) \(reply.text.prefix(200))")
+            let moved = try counters().filter { before[$0.key] != $0.value }.map(\.key)
+            let scopes = Set(moved.compactMap(scope))
+            #expect(moved.allSatisfy { scope(of: $0) != nil }, "\(route) moved a counter of no known scope: \(moved)")
+            if route == "POST /users/password-reset/confirm" {
+                // A token that is no live one's is counted per address only: the email is the
+                // live token's user's, and is counted only with one.
+                #expect(scopes == [.perAddress], "\(route): \(moved)")
+            } else {
+                #expect(scopes == entry.policy.throttles, "\(route) declares \(entry.policy.throttles.sorted()) and moved \(moved)")
+            }
+        }
+    }
+
     /// Every `/admin/` route but the sign-in and the setup writes an entry of the audit log,
     /// proved by calling each as an administrator would, in the order an operator's day could.
     @Test func everyAdminRouteButSignInWritesAnAuditEntry() throws {
