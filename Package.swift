@@ -35,8 +35,10 @@ let package = Package(
         .target(name: "Files"),
         // Structured JSON / logfmt log lines.
         .target(name: "StructuredLogging", dependencies: ["JSON"]),
+        // What handlers' own I/O needs of an event loop (`LoopScheduler`, `LoopSource`), apart from the server.
+        .target(name: "LoopInterface"),
         // Sockets, event loops, connections, routing, graceful shutdown.
-        .target(name: "HTTPServer", dependencies: ["HTTP", "CLinux", "JSON", "StructuredLogging", "Threads", "Files"]),
+        .target(name: "HTTPServer", dependencies: ["HTTP", "CLinux", "JSON", "LoopInterface", "StructuredLogging", "Threads", "Files"]),
         // A strict JSON value type with limits: no Foundation.
         .target(name: "JSON"),
         // libpq client, pool, bound queries, migrations.
@@ -46,7 +48,7 @@ let package = Package(
         // Password hashing (scrypt) on a bounded pool, session tokens, digests, constant-time comparison.
         .target(name: "Cryptography", dependencies: ["COpenSSL", "Threads"]),
         // The event loops' pipelined database connections and the executor handlers use on them.
-        .target(name: "PostgresLoop", dependencies: ["Postgres", "HTTPServer", "HTTP", "StructuredLogging", "Threads"]),
+        .target(name: "PostgresLoop", dependencies: ["Postgres", "LoopInterface", "StructuredLogging", "Threads"]),
         // Mail transport: RFC 5322/MIME messages, an SMTP client (TLS through OpenSSL), the dev mailbox.
         .target(name: "Mail", dependencies: ["CivilTime", "COpenSSL", "CLinux", "Files"]),
         // The transactional mail outbox: its SQL, the templates, and the sender every instance runs.
@@ -74,7 +76,7 @@ let package = Package(
             name: "API",
             dependencies: [
                 "HTTPServer", "HTTP", "JSON", "StructuredLogging", "Postgres", "Cryptography", "Accounts", "Images", "Threads", "Files", "CLinux",
-                "Migrations", "PostgresLoop", "PostgresCluster", "Mail", "Outbox", "Thumbnails", "Zip", "LiveEvents",
+                "LoopInterface", "Migrations", "PostgresLoop", "PostgresCluster", "Mail", "Outbox", "Thumbnails", "Zip", "LiveEvents",
             ],
             // Resources/ (the console, the pages, the OpenAPI document) is compiled in as string
             // literals by the EmbedFiles build plugin: see EmbeddedResources.
@@ -95,7 +97,9 @@ let package = Package(
 
         // Test targets list every module their files import: nothing reaches them transitively.
         .testTarget(name: "HTTPTests", dependencies: ["CivilTime", "HTTP", "TestSupport"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP", "Files", "SocketClient", "StructuredLogging", "TestSupport"]),
+        .testTarget(
+            name: "HTTPServerTests",
+            dependencies: ["HTTPServer", "HTTP", "Files", "LoopInterface", "SocketClient", "StructuredLogging", "TestSupport"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "PostgresCluster", "TestSupport"]),
         .testTarget(name: "MailTests", dependencies: ["Mail", "Files", "TestSupport"]),

@@ -67,15 +67,13 @@ enum AccountTokenRepository {
             RETURNING id, user_id, purpose, email_normalized, email
             """)
         return try rows.first.map { row in
-            var columns = PostgresColumns(row)
-            let id = try columns.next(Int64.self)
-            let userID = try columns.next(UUID.self)
-            let purposeText = try columns.next(String.self)
+            let purposeText = try row.decode(String.self, column: "purpose")
             guard let purpose = Purpose(rawValue: purposeText) else {
                 throw PostgresError(code: .decodingFailed, columnName: "purpose", context: "unknown purpose \(purposeText)")
             }
             return Consumed(
-                id: id, userID: userID, purpose: purpose, emailNormalized: try columns.next(String?.self), email: try columns.next(String?.self))
+                id: try row.decode(Int64.self, column: "id"), userID: try row.decode(UUID.self, column: "user_id"), purpose: purpose,
+                emailNormalized: try row.decode(String?.self, column: "email_normalized"), email: try row.decode(String?.self, column: "email"))
         }
     }
 

@@ -46,7 +46,7 @@ enum ActivityRepository {
         if let cursor {
             rows = try connection.query(
                 """
-                SELECT id, type, (extract(epoch FROM at) * 1000000)::bigint, ip_address, user_agent, by_administrator FROM security_events
+                SELECT id, type, (extract(epoch FROM at) * 1000000)::bigint AS at_micros, ip_address, user_agent, by_administrator FROM security_events
                 WHERE user_id = \(userID) AND at > now() - make_interval(secs => \(retentionSeconds))
                   AND (at, id) < ('epoch'::timestamptz + \(cursor.microseconds) * interval '1 microsecond', \(cursor.id))
                 ORDER BY at DESC, id DESC LIMIT \(limit)
@@ -54,19 +54,18 @@ enum ActivityRepository {
         } else {
             rows = try connection.query(
                 """
-                SELECT id, type, (extract(epoch FROM at) * 1000000)::bigint, ip_address, user_agent, by_administrator FROM security_events
+                SELECT id, type, (extract(epoch FROM at) * 1000000)::bigint AS at_micros, ip_address, user_agent, by_administrator FROM security_events
                 WHERE user_id = \(userID) AND at > now() - make_interval(secs => \(retentionSeconds))
                 ORDER BY at DESC, id DESC LIMIT \(limit)
                 """)
         }
         return try rows.compactMap { row in
-            var columns = PostgresColumns(row)
-            let id = try columns.next(UUID.self)
             // A type this build does not know (a newer instance wrote it) is left out, not an error.
-            guard let kind = ActivityEvent.Kind(rawValue: try columns.next(String.self)) else { return nil }
+            guard let kind = ActivityEvent.Kind(rawValue: try row.decode(String.self, column: "type")) else { return nil }
             return ActivityEvent(
-                id: id, kind: kind, atMicroseconds: try columns.next(), ipAddress: try columns.next(), userAgent: try columns.next(),
-                byAdministrator: try columns.next())
+                id: try row.decode(UUID.self, column: "id"), kind: kind, atMicroseconds: try row.decode(Int64.self, column: "at_micros"),
+                ipAddress: try row.decode(String?.self, column: "ip_address"), userAgent: try row.decode(String?.self, column: "user_agent"),
+                byAdministrator: try row.decode(Bool.self, column: "by_administrator"))
         }
     }
 

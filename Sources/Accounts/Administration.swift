@@ -64,24 +64,29 @@ public enum AdminSessionLifetime {
 
 /// The SQL of administrators, their sessions, the audit log and the admin's view of users.
 enum AdminRepository {
-    static let adminColumns = "a.id, a.email, a.created_at"
+    static let adminColumns = SQLColumns(["id": "a.id", "email": "a.email", "created_at": "a.created_at"])
 
     static func decodeAdmin(_ row: PostgresRow) throws -> Admin {
-        Admin(id: try row.decode(UUID.self, at: 0), email: try row.decode(String.self, at: 1), createdAt: try row.decode(Date.self, at: 2))
+        Admin(
+            id: try row.decode(UUID.self, "id", of: adminColumns), email: try row.decode(String.self, "email", of: adminColumns),
+            createdAt: try row.decode(Date.self, "created_at", of: adminColumns))
     }
+
+    /// The password hash, after `adminColumns`.
+    static let passwordHashColumn = adminColumns.followed(by: SQLColumns(["password_hash": "a.password_hash"]))
 
     static func insert(_ connection: PostgresConnection, email: EmailAddress, passwordHash: String) throws -> Admin? {
         try connection.query(
             """
             INSERT INTO admins AS a (email, email_normalized, password_hash) VALUES (\(email.value), \(email.normalized), \(passwordHash))
             ON CONFLICT (email_normalized) DO NOTHING
-            RETURNING \(unsafeRaw: adminColumns)
+            RETURNING \(adminColumns)
             """
         ).first.map(decodeAdmin)
     }
 
     static func all(_ connection: PostgresConnection) throws -> [Admin] {
-        try connection.query("SELECT \(unsafeRaw: adminColumns) FROM admins a ORDER BY a.created_at, a.id").map(decodeAdmin)
+        try connection.query("SELECT \(adminColumns) FROM admins a ORDER BY a.created_at, a.id").map(decodeAdmin)
     }
 
     static func delete(_ connection: PostgresConnection, email: EmailAddress) throws -> Bool {
@@ -101,8 +106,8 @@ enum AdminRepository {
 
     static func credentials(_ connection: PostgresConnection, email: EmailAddress) throws -> (admin: Admin, passwordHash: String)? {
         try connection.query(
-            "SELECT \(unsafeRaw: adminColumns), a.password_hash FROM admins a WHERE a.email_normalized = \(email.normalized)"
-        ).first.map { (try decodeAdmin($0), try $0.decode(String.self, at: 3)) }
+            "SELECT \(adminColumns), \(passwordHashColumn) FROM admins a WHERE a.email_normalized = \(email.normalized)"
+        ).first.map { (try decodeAdmin($0), try $0.decode(String.self, "password_hash", of: passwordHashColumn)) }
     }
 
     static func openSession(_ connection: PostgresConnection, adminID: UUID, tokenHash: [UInt8]) throws -> Date {
@@ -121,7 +126,7 @@ enum AdminRepository {
         try connection.query(
             """
             WITH live AS (
-                SELECT s.id AS session_id, s.last_seen_at, \(unsafeRaw: adminColumns)
+                SELECT s.id AS session_id, \(adminColumns)
                 FROM admin_sessions s JOIN admins a ON a.id = s.admin_id
                 WHERE s.token_hash = \(tokenHash) AND s.expires_at > now()
                   AND s.last_seen_at > now() - make_interval(secs => \(AdminSessionLifetime.idleSeconds))
@@ -129,7 +134,7 @@ enum AdminRepository {
                 UPDATE admin_sessions SET last_seen_at = now()
                 WHERE id = (SELECT session_id FROM live) AND last_seen_at < now() - make_interval(secs => \(AdminSessionLifetime.touchSeconds))
             )
-            SELECT a.id, a.email, a.created_at FROM live a
+            SELECT id, email, created_at FROM live
             """
         ).first.map(decodeAdmin)
     }
@@ -177,33 +182,35 @@ enum AdminRepository {
         }
         return try rows.map { row in
             AuditEntry(
-                id: try row.decode(Int64.self, at: 0), at: try row.decode(Date.self, at: 1), adminEmail: try row.decode(String.self, at: 2),
-                action: try row.decode(String.self, at: 3), targetUserID: try row.decode(UUID?.self, at: 4),
-                ipAddress: try row.decode(String?.self, at: 5))
+                id: try row.decode(Int64.self, column: "id"), at: try row.decode(Date.self, column: "at"),
+                adminEmail: try row.decode(String.self, column: "admin_email"), action: try row.decode(String.self, column: "action"),
+                targetUserID: try row.decode(UUID?.self, column: "target_user_id"), ipAddress: try row.decode(String?.self, column: "ip_address"))
         }
     }
 
     /// The admin's view of users: the user columns, then disabled, sessions, images, last sign-in,
     /// and the exact creation time for the cursor.
-    static let viewColumns = """
-        \(UserRepository.columns), u.disabled_at IS NOT NULL,
-        (SELECT count(*) FROM sessions s WHERE s.user_id = u.id),
-        (SELECT count(*) FROM images i WHERE i.user_id = u.id),
-        (SELECT max(s.created_at) FROM sessions s WHERE s.user_id = u.id),
-        (extract(epoch FROM u.created_at) * 1000000)::int8
-        """
+    /// A user (`UserRepository.columns`) and what the admin's view adds.
+    static let viewColumns = UserRepository.columns.followed(
+        by: SQLColumns([
+            "disabled": "u.disabled_at IS NOT NULL",
+            "session_count": "(SELECT count(*) FROM sessions s WHERE s.user_id = u.id)",
+            "image_count": "(SELECT count(*) FROM images i WHERE i.user_id = u.id)",
+            "last_sign_in_at": "(SELECT max(s.created_at) FROM sessions s WHERE s.user_id = u.id)",
+            "created_micros": "(extract(epoch FROM u.created_at) * 1000000)::int8",
+        ]))
 
     static func decodeView(_ row: PostgresRow) throws -> (AdminUserView, Int64) {
-        var columns = PostgresColumns(row)
-        let user = try UserRepository.decode(&columns)
         let view = AdminUserView(
-            user: user, disabled: try columns.next(Bool.self), sessionCount: try columns.next(Int.self),
-            imageCount: try columns.next(Int.self), lastSignInAt: try columns.next(Date?.self))
-        return (view, try columns.next(Int64.self))
+            user: try UserRepository.decode(row), disabled: try row.decode(Bool.self, "disabled", of: viewColumns),
+            sessionCount: try row.decode(Int.self, "session_count", of: viewColumns),
+            imageCount: try row.decode(Int.self, "image_count", of: viewColumns),
+            lastSignInAt: try row.decode(Date?.self, "last_sign_in_at", of: viewColumns))
+        return (view, try row.decode(Int64.self, "created_micros", of: viewColumns))
     }
 
     static func view(_ connection: PostgresConnection, id: UUID) throws -> AdminUserView? {
-        try connection.query("SELECT \(unsafeRaw: viewColumns) FROM users u WHERE u.id = \(id)").first.map { try decodeView($0).0 }
+        try connection.query("SELECT \(UserRepository.columns), \(viewColumns) FROM users u WHERE u.id = \(id)").first.map { try decodeView($0).0 }
     }
 
     /// Newest first. `containment` is a JSON object every matching user's data contains.
@@ -213,7 +220,7 @@ enum AdminRepository {
         // One statement: absent filters are NULL parameters and drop out.
         try connection.query(
             """
-            SELECT \(unsafeRaw: viewColumns) FROM users u
+            SELECT \(UserRepository.columns), \(viewColumns) FROM users u
             WHERE (\(emailContains)::text IS NULL OR u.email_normalized LIKE '%' || \(emailContains.map(likeEscaped)) || '%')
               AND (\(containment)::jsonb IS NULL OR u.data @> \(containment)::jsonb)
               AND (\(cursor?.microseconds)::int8 IS NULL
@@ -253,16 +260,15 @@ enum AdminRepository {
     static func dashboard(_ connection: PostgresConnection, days: Int) throws -> Dashboard {
         let totals = try connection.query(
             """
-            SELECT (SELECT count(*) FROM users), (SELECT count(*) FROM users WHERE disabled_at IS NOT NULL),
-                   (SELECT count(*) FROM sessions WHERE expires_at > now()), (SELECT count(*) FROM images)
+            SELECT (SELECT count(*) FROM users) AS users, (SELECT count(*) FROM users WHERE disabled_at IS NOT NULL) AS disabled_users,
+                   (SELECT count(*) FROM sessions WHERE expires_at > now()) AS active_sessions, (SELECT count(*) FROM images) AS images
             """)[0]
         let series = try connection.query(
             """
             WITH days AS (
                 SELECT generate_series((now() AT TIME ZONE 'UTC')::date - (\(days)::int - 1), (now() AT TIME ZONE 'UTC')::date, interval '1 day')::date AS day
             ), since AS (SELECT (min(day)::timestamp AT TIME ZONE 'UTC') AS at FROM days)
-            SELECT to_char(d.day, 'YYYY-MM-DD'),
-                   coalesce(u.n, 0), coalesce(s.n, 0)
+            SELECT to_char(d.day, 'YYYY-MM-DD') AS date, coalesce(u.n, 0) AS sign_ups, coalesce(s.n, 0) AS sign_ins
             FROM days d
             LEFT JOIN (SELECT (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n FROM users
                        WHERE created_at >= (SELECT at FROM since) GROUP BY 1) u ON u.day = d.day
@@ -271,11 +277,12 @@ enum AdminRepository {
             ORDER BY d.day
             """)
         return Dashboard(
-            users: try totals.decode(Int.self, at: 0), disabledUsers: try totals.decode(Int.self, at: 1),
-            activeSessions: try totals.decode(Int.self, at: 2), images: try totals.decode(Int.self, at: 3),
+            users: try totals.decode(Int.self, column: "users"), disabledUsers: try totals.decode(Int.self, column: "disabled_users"),
+            activeSessions: try totals.decode(Int.self, column: "active_sessions"), images: try totals.decode(Int.self, column: "images"),
             days: try series.map { row in
                 Dashboard.Day(
-                    date: try row.decode(String.self, at: 0), signUps: try row.decode(Int.self, at: 1), signIns: try row.decode(Int.self, at: 2))
+                    date: try row.decode(String.self, column: "date"), signUps: try row.decode(Int.self, column: "sign_ups"),
+                    signIns: try row.decode(Int.self, column: "sign_ins"))
             })
     }
 }

@@ -7,8 +7,8 @@ enum FieldTypeRepository {
     static func all(_ connection: PostgresConnection) throws -> [String: FieldType] {
         var types: [String: FieldType] = [:]
         for row in try connection.query("SELECT name, type FROM field_types") {
-            if let type = FieldType(rawValue: try row.decode(String.self, at: 1)) {
-                types[try row.decode(String.self, at: 0)] = type
+            if let type = FieldType(rawValue: try row.decode(String.self, column: "type")) {
+                types[try row.decode(String.self, column: "name")] = type
             }
         }
         return types
@@ -35,15 +35,15 @@ enum FieldTypeRepository {
                 SELECT \(name), \(type.rawValue), \(pinned) WHERE (SELECT count(*) FROM field_types) < \(Int64(min(maxNames, Int(Int32.max))))
                 ON CONFLICT (name) DO NOTHING RETURNING type
             )
-            SELECT type, true FROM inserted UNION ALL SELECT type, false FROM field_types WHERE name = \(name) LIMIT 1
+            SELECT type, true AS inserted FROM inserted UNION ALL SELECT type, false FROM field_types WHERE name = \(name) LIMIT 1
             """)
-        if let row = rows.first, let stored = FieldType(rawValue: try row.decode(String.self, at: 0)) {
-            return (stored, try row.decode(Bool.self, at: 1))
+        if let row = rows.first, let stored = FieldType(rawValue: try row.decode(String.self, column: "type")) {
+            return (stored, try row.decode(Bool.self, column: "inserted"))
         }
         // The competing insert was not yet visible to this statement's snapshot, or the cap held: read again.
         let again = try connection.query("SELECT type FROM field_types WHERE name = \(name)")
         guard let row = again.first else { return nil }
-        guard let stored = FieldType(rawValue: try row.decode(String.self, at: 0)) else {
+        guard let stored = FieldType(rawValue: try row.decode(String.self, column: "type")) else {
             throw PostgresError(code: .decodingFailed, columnName: "type", context: "unknown field type")
         }
         return (stored, false)
@@ -59,15 +59,15 @@ enum FieldTypeRepository {
     }
 
     static func decodeDefinition(_ row: PostgresRow) throws -> FieldDefinition? {
-        guard let type = FieldType(rawValue: try row.decode(String.self, at: 1)) else { return nil }
+        guard let type = FieldType(rawValue: try row.decode(String.self, column: "type")) else { return nil }
         return FieldDefinition(
-            name: try row.decode(String.self, at: 0), type: type, pinned: try row.decode(Bool.self, at: 2),
-            createdAt: try row.decode(Date.self, at: 3))
+            name: try row.decode(String.self, column: "name"), type: type, pinned: try row.decode(Bool.self, column: "pinned"),
+            createdAt: try row.decode(Date.self, column: "created_at"))
     }
 
     /// The users holding a value for the field, locked until the caller's transaction ends.
     static func holders(_ connection: PostgresConnection, of name: String) throws -> [User] {
-        try connection.query("SELECT \(unsafeRaw: UserRepository.columns) FROM users u WHERE u.data ? \(name) FOR UPDATE").map(UserRepository.decode)
+        try connection.query("SELECT \(UserRepository.columns) FROM users u WHERE u.data ? \(name) FOR UPDATE").map { try UserRepository.decode($0) }
     }
 
     /// Sets the type and pins it, creating the name if it is new; the field as it is now.

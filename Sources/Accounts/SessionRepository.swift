@@ -4,16 +4,13 @@ import Postgres
 /// The SQL of sessions; tokens appear only as their SHA-256.
 enum SessionRepository {
 
-    /// Reads a session's six columns: id, user id, created, last seen, expiry, user agent.
-    static func decode(_ columns: inout PostgresColumns) throws -> Session {
-        Session(
-            id: try columns.next(), userID: try columns.next(), createdAt: try columns.next(), lastSeenAt: try columns.next(),
-            expiresAt: try columns.next(), userAgent: try columns.next())
-    }
-
+    /// Reads a session selected as `id, user_id, created_at, last_seen_at, expires_at, user_agent`
+    /// (`expires_at` the earlier of its absolute end and its idle end), by those names.
     static func decode(_ row: PostgresRow) throws -> Session {
-        var columns = PostgresColumns(row)
-        return try decode(&columns)
+        Session(
+            id: try row.decode(UUID.self, column: "id"), userID: try row.decode(UUID.self, column: "user_id"),
+            createdAt: try row.decode(Date.self, column: "created_at"), lastSeenAt: try row.decode(Date.self, column: "last_seen_at"),
+            expiresAt: try row.decode(Date.self, column: "expires_at"), userAgent: try row.decode(String?.self, column: "user_agent"))
     }
 
     static func insert(
@@ -25,7 +22,7 @@ enum SessionRepository {
             INSERT INTO sessions AS s (user_id, token_hash, expires_at, user_agent)
             VALUES (\(userID), \(tokenHash), now() + make_interval(secs => \(lifetime.absoluteSeconds)), \(userAgent))
             RETURNING s.id, s.user_id, s.created_at, s.last_seen_at,
-                LEAST(s.expires_at, s.last_seen_at + make_interval(secs => \(lifetime.idleSeconds))), s.user_agent
+                LEAST(s.expires_at, s.last_seen_at + make_interval(secs => \(lifetime.idleSeconds))) AS expires_at, s.user_agent
             """)
         return try decode(rows[0])
     }
@@ -38,13 +35,20 @@ enum SessionRepository {
         /// `$1` and `$2`; the token hash is appended as `$3`.
         let lifetimeBinds: PostgresBindings
 
+        /// The session's columns (`$1` is the idle timeout), then the user's, then whether the
+        /// session is due to be marked as seen (`$2`).
+        static let sessionColumns = SQLColumns([
+            "session_id": "s.id", "session_user_id": "s.user_id", "session_created_at": "s.created_at",
+            "session_last_seen_at": "s.last_seen_at", "session_expires_at": "LEAST(s.expires_at, s.last_seen_at + make_interval(secs => $1))",
+            "session_user_agent": "s.user_agent",
+        ])
+        static let userColumns = sessionColumns.followed(by: UserRepository.columns)
+        static let staleColumn = userColumns.followed(by: SQLColumns(["is_stale": "s.last_seen_at < now() - make_interval(secs => $2)"]))
+
         init(lifetime: SessionLifetime) {
             statement = PostgresStatement(
                 unsafeSQL: """
-                    SELECT s.id, s.user_id, s.created_at, s.last_seen_at,
-                        LEAST(s.expires_at, s.last_seen_at + make_interval(secs => $1)), s.user_agent,
-                        \(UserRepository.columns),
-                        s.last_seen_at < now() - make_interval(secs => $2)
+                    SELECT \(Lookup.sessionColumns.sql), \(Lookup.userColumns.sql), \(Lookup.staleColumn.sql)
                     FROM sessions s JOIN users u ON u.id = s.user_id
                     WHERE s.token_hash = $3 AND s.expires_at > now()
                       AND s.last_seen_at > now() - make_interval(secs => $1)
@@ -61,19 +65,21 @@ enum SessionRepository {
             var binds = lifetimeBinds
             binds.append(tokenHash)
             return PreparedQuery(statement, binds) { columns in
-                let session: Session?
-                let sessionID: UUID
-                if withSession {
-                    session = try SessionRepository.decode(&columns)
-                    sessionID = session!.id
-                } else {
-                    session = nil
-                    sessionID = try columns.next()
-                    columns.skip(5)
-                }
+                let row = columns.row
+                let session = Lookup.sessionColumns
                 return Row(
-                    sessionID: sessionID, session: session, user: try UserRepository.decode(&columns),
-                    isStale: try columns.next())
+                    sessionID: try row.decode(UUID.self, "session_id", of: session),
+                    session: withSession
+                        ? Session(
+                            id: try row.decode(UUID.self, "session_id", of: session),
+                            userID: try row.decode(UUID.self, "session_user_id", of: session),
+                            createdAt: try row.decode(Date.self, "session_created_at", of: session),
+                            lastSeenAt: try row.decode(Date.self, "session_last_seen_at", of: session),
+                            expiresAt: try row.decode(Date.self, "session_expires_at", of: session),
+                            userAgent: try row.decode(String?.self, "session_user_agent", of: session))
+                        : nil,
+                    user: try UserRepository.decode(row, Lookup.userColumns),
+                    isStale: try row.decode(Bool.self, "is_stale", of: Lookup.staleColumn))
             }
         }
 
@@ -91,7 +97,7 @@ enum SessionRepository {
         try connection.query(
             """
             SELECT s.id, s.user_id, s.created_at, s.last_seen_at,
-                LEAST(s.expires_at, s.last_seen_at + make_interval(secs => \(lifetime.idleSeconds))), s.user_agent
+                LEAST(s.expires_at, s.last_seen_at + make_interval(secs => \(lifetime.idleSeconds))) AS expires_at, s.user_agent
             FROM sessions s
             WHERE s.user_id = \(userID) AND s.expires_at > now()
               AND s.last_seen_at > now() - make_interval(secs => \(lifetime.idleSeconds))

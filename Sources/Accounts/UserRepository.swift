@@ -4,21 +4,18 @@ import Postgres
 
 /// The SQL of users; every value is a bound parameter.
 enum UserRepository {
-    static let columns = """
-        u.id, u.email, u.firstname, u.lastname, u.email_verified, u.created_at, u.updated_at, u.data::text, u.version, \
-        CASE WHEN u.pending_email_expires_at > now() THEN u.pending_email END
-        """
+    /// What a user row is selected and read by.
+    static let columns = SQLColumns([
+        "id": "u.id", "email": "u.email", "firstname": "u.firstname", "lastname": "u.lastname",
+        "email_verified": "u.email_verified", "created_at": "u.created_at", "updated_at": "u.updated_at",
+        "data": "u.data::text", "version": "u.version",
+        "pending_email": "CASE WHEN u.pending_email_expires_at > now() THEN u.pending_email END",
+    ])
 
-    /// Reads the ten `columns`, in their order.
-    static func decode(_ columns: inout PostgresColumns) throws -> User {
-        let id = try columns.next(UUID.self)
-        let email = try columns.next(String.self)
-        let firstname = try columns.next(String.self)
-        let lastname = try columns.next(String.self)
-        let emailVerified = try columns.next(Bool.self)
-        let createdAt = try columns.next(Date.self)
-        let updatedAt = try columns.next(Date.self)
-        let dataText = try columns.next(String.self)
+    /// Reads a user selected by `columns` (`UserRepository.columns`, or where it follows another
+    /// list in the row).
+    static func decode(_ row: PostgresRow, _ columns: SQLColumns = columns) throws -> User {
+        let dataText = try row.decode(String.self, "data", of: columns)
         let data: JSONObject
         do {
             // Doubles are stored as plain decimals (see `storageText`), up to ~330 characters long.
@@ -28,14 +25,12 @@ enum UserRepository {
             throw PostgresError(code: .decodingFailed, columnName: "data", context: "stored data is not a JSON object")
         }
         return User(
-            id: id, email: email, firstname: firstname, lastname: lastname, emailVerified: emailVerified,
-            createdAt: createdAt, updatedAt: updatedAt, data: data, version: try columns.next(Int64.self),
-            pendingEmail: try columns.next(String?.self))
-    }
-
-    static func decode(_ row: PostgresRow) throws -> User {
-        var columns = PostgresColumns(row)
-        return try decode(&columns)
+            id: try row.decode(UUID.self, "id", of: columns), email: try row.decode(String.self, "email", of: columns),
+            firstname: try row.decode(String.self, "firstname", of: columns), lastname: try row.decode(String.self, "lastname", of: columns),
+            emailVerified: try row.decode(Bool.self, "email_verified", of: columns),
+            createdAt: try row.decode(Date.self, "created_at", of: columns), updatedAt: try row.decode(Date.self, "updated_at", of: columns),
+            data: data, version: try row.decode(Int64.self, "version", of: columns),
+            pendingEmail: try row.decode(String?.self, "pending_email", of: columns))
     }
 
     static func insert(
@@ -46,20 +41,20 @@ enum UserRepository {
             """
             INSERT INTO users AS u (email, email_normalized, password_hash, firstname, lastname, data)
             VALUES (\(email.value), \(email.normalized), \(passwordHash), \(firstname), \(lastname), \(PostgresJSON(data.storageText))::jsonb)
-            RETURNING \(unsafeRaw: columns)
+            RETURNING \(columns)
             """)
         return try decode(rows[0])
     }
 
     static func find(_ connection: PostgresConnection, id: UUID, forUpdate: Bool = false) throws -> User? {
-        let rows = try connection.query("SELECT \(unsafeRaw: columns) FROM users u WHERE u.id = \(id) \(unsafeRaw: forUpdate ? "FOR UPDATE" : "")")
+        let rows = try connection.query("SELECT \(columns) FROM users u WHERE u.id = \(id) \(unsafeRaw: forUpdate ? "FOR UPDATE" : "")")
         return try rows.first.map { try decode($0) }
     }
 
     /// The id and password hash of the user with this login email.
     static func credentials(_ connection: PostgresConnection, email: EmailAddress) throws -> (id: UUID, passwordHash: String)? {
         let rows = try connection.query("SELECT id, password_hash FROM users WHERE email_normalized = \(email.normalized)")
-        return try rows.first.map { (try $0.decode(UUID.self, at: 0), try $0.decode(String.self, at: 1)) }
+        return try rows.first.map { (try $0.decode(UUID.self, column: "id"), try $0.decode(String.self, column: "password_hash")) }
     }
 
     /// Whether a user has this login email.
@@ -73,7 +68,7 @@ enum UserRepository {
     static func find(_ connection: PostgresConnection, id: UUID, passwordHash hash: String, forUpdate: Bool) throws -> User? {
         let rows = try connection.query(
             """
-            SELECT \(unsafeRaw: columns) FROM users u WHERE u.id = \(id) AND u.password_hash = \(hash)
+            SELECT \(columns) FROM users u WHERE u.id = \(id) AND u.password_hash = \(hash)
             \(unsafeRaw: forUpdate ? "FOR NO KEY UPDATE" : "FOR SHARE")
             """)
         return try rows.first.map { try decode($0) }
@@ -105,7 +100,7 @@ enum UserRepository {
         if let expectedVersion { binds.append(expectedVersion) } else { binds.appendNull(type: .int8) }
         binds.append(emailMayChange)
         binds.append(cancelsPendingEmail || emailMayChange)
-        return PreparedQuery(replaceStatement, binds, decode: decode)
+        return PreparedQuery(replaceStatement, binds) { try decode($0.row) }
     }
 
     private static let replaceStatement = PostgresStatement(
@@ -116,7 +111,7 @@ enum UserRepository {
                 pending_email = CASE WHEN $9 THEN NULL ELSE u.pending_email END,
                 pending_email_expires_at = CASE WHEN $9 THEN NULL ELSE u.pending_email_expires_at END
             WHERE u.id = $1 AND ($7::bigint IS NULL OR u.version = $7) AND ($8::boolean OR u.email_normalized = $3)
-            RETURNING \(columns)
+            RETURNING \(columns.sql)
             """)
 
     /// Marks the user's address verified if it is still `emailNormalized`; nil when it is not.
@@ -125,7 +120,7 @@ enum UserRepository {
             """
             UPDATE users AS u SET email_verified = true, version = u.version + 1, updated_at = now()
             WHERE u.id = \(id) AND u.email_normalized = \(emailNormalized)
-            RETURNING \(unsafeRaw: columns)
+            RETURNING \(columns)
             """)
         return try rows.first.map { try decode($0) }
     }
@@ -138,7 +133,7 @@ enum UserRepository {
                 pending_email_expires_at = now() + make_interval(secs => \(lifetimeSeconds)),
                 version = u.version + 1, updated_at = now()
             WHERE u.id = \(id)
-            RETURNING \(unsafeRaw: columns)
+            RETURNING \(columns)
             """)
         return try decode(rows[0])
     }
@@ -152,7 +147,7 @@ enum UserRepository {
             UPDATE users AS u SET email = \(email.value), email_normalized = \(email.normalized), email_verified = true,
                 pending_email = NULL, pending_email_expires_at = NULL, version = u.version + 1, updated_at = now()
             WHERE u.id = \(id) AND u.pending_email = \(email.value) AND u.pending_email_expires_at > now()
-            RETURNING \(unsafeRaw: columns)
+            RETURNING \(columns)
             """)
         return try rows.first.map { try decode($0) }
     }
@@ -165,7 +160,7 @@ enum UserRepository {
             UPDATE users AS u SET email = \(email.value), email_normalized = \(email.normalized), email_verified = true,
                 pending_email = NULL, pending_email_expires_at = NULL, version = u.version + 1, updated_at = now()
             WHERE u.id = \(id)
-            RETURNING \(unsafeRaw: columns)
+            RETURNING \(columns)
             """)
         return try rows.first.map { try decode($0) }
     }

@@ -1,3 +1,4 @@
+import LoopInterface
 import CLinux
 import Glibc
 import HTTP

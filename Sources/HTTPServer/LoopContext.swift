@@ -1,24 +1,8 @@
-/// A descriptor an event loop watches for a handler's own I/O (a pipelined database connection,
-/// say); every callback runs on the loop's thread.
-public protocol LoopSource: AnyObject {
-    /// The descriptor; it must stay open while the source is watched.
-    var fileDescriptor: Int32 { get }
-    /// Whether the loop should wait for the descriptor to be writable as well as readable;
-    /// read after every callback.
-    var wantsWrite: Bool { get }
-    /// The descriptor is readable, hung up or failed.
-    func readable()
-    /// The descriptor is writable.
-    func writable()
-    /// Once per loop wake-up, after its events and tasks: the place to send what was batched.
-    func wakeUpEnded()
-    /// The loop is ending: release what the source holds. It is no longer watched.
-    func loopEnded()
-}
+import LoopInterface
 
 /// The event loop a request arrived on, as an asynchronous handler sees it. `execute` may be
 /// called from any thread; everything else only on the loop's own thread.
-public struct LoopContext: @unchecked Sendable {
+public struct LoopContext: LoopScheduler, @unchecked Sendable {
     let loop: EventLoop
 
     /// The loop's number, from 0.

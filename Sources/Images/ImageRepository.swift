@@ -4,23 +4,28 @@ import Cryptography
 
 /// The SQL of images; every value a bound parameter.
 enum ImageRepository {
-    static let columns = """
-        i.id, i.user_id, i.content_type, i.byte_size, i.sha256, i.width, i.height, i.storage,
-        (extract(epoch FROM i.created_at) * 1000000)::int8, i.blurhash, i.dominant_color, i.thumbnail_error
-        """
+    /// What an image row is selected and read by.
+    static let columns = SQLColumns([
+        "id": "i.id", "user_id": "i.user_id", "content_type": "i.content_type", "byte_size": "i.byte_size", "sha256": "i.sha256",
+        "width": "i.width", "height": "i.height", "storage": "i.storage",
+        "created_micros": "(extract(epoch FROM i.created_at) * 1000000)::int8", "blurhash": "i.blurhash",
+        "dominant_color": "i.dominant_color", "thumbnail_error": "i.thumbnail_error",
+    ])
 
     static func decode(_ row: PostgresRow) throws -> StoredImage {
-        let contentType = try row.decode(String.self, at: 2)
-        let storage = try row.decode(String.self, at: 7)
+        let contentType = try row.decode(String.self, "content_type", of: columns)
+        let storage = try row.decode(String.self, "storage", of: columns)
         guard let format = ImageFormat(mimeType: contentType), let place = ImageStorage(rawValue: storage) else {
             throw PostgresError(code: .decodingFailed, context: "image row with content type \(contentType), storage \(storage)")
         }
         return StoredImage(
-            id: try row.decode(UUID.self, at: 0), userID: try row.decode(UUID.self, at: 1), format: format,
-            byteSize: try row.decode(Int.self, at: 3), sha256: try row.decode([UInt8].self, at: 4),
-            width: try row.decode(Int.self, at: 5), height: try row.decode(Int.self, at: 6),
-            storage: place, createdAtMicroseconds: try row.decode(Int64.self, at: 8), blurhash: try row.decode(String?.self, at: 9),
-            dominantColor: try row.decode(String?.self, at: 10), thumbnailError: try row.decode(String?.self, at: 11))
+            id: try row.decode(UUID.self, "id", of: columns), userID: try row.decode(UUID.self, "user_id", of: columns), format: format,
+            byteSize: try row.decode(Int.self, "byte_size", of: columns), sha256: try row.decode([UInt8].self, "sha256", of: columns),
+            width: try row.decode(Int.self, "width", of: columns), height: try row.decode(Int.self, "height", of: columns),
+            storage: place, createdAtMicroseconds: try row.decode(Int64.self, "created_micros", of: columns),
+            blurhash: try row.decode(String?.self, "blurhash", of: columns),
+            dominantColor: try row.decode(String?.self, "dominant_color", of: columns),
+            thumbnailError: try row.decode(String?.self, "thumbnail_error", of: columns))
     }
 
     static func insert(
@@ -32,7 +37,7 @@ enum ImageRepository {
             INSERT INTO images AS i (id, user_id, content_type, byte_size, sha256, width, height, storage)
             VALUES (\(id), \(userID), \(info.format.mimeType), \(byteSize), \(sha256), \(info.width), \(info.height),
                     \(storage.rawValue))
-            RETURNING \(unsafeRaw: columns)
+            RETURNING \(columns)
             """)
         return try decode(rows[0])
     }
@@ -69,20 +74,20 @@ enum ImageRepository {
     }
 
     static func find(_ connection: PostgresConnection, id: UUID, userID: UUID) throws -> StoredImage? {
-        try connection.query("SELECT \(unsafeRaw: columns) FROM images i WHERE i.id = \(id) AND i.user_id = \(userID)")
+        try connection.query("SELECT \(columns) FROM images i WHERE i.id = \(id) AND i.user_id = \(userID)")
             .first.map(decode)
     }
 
     /// Any user's image: for a URL whose signature already proved it was handed out.
     static func find(_ connection: PostgresConnection, id: UUID) throws -> StoredImage? {
-        try connection.query("SELECT \(unsafeRaw: columns) FROM images i WHERE i.id = \(id)").first.map(decode)
+        try connection.query("SELECT \(columns) FROM images i WHERE i.id = \(id)").first.map(decode)
     }
 
     /// Locks the row for a move between storages; nil if the image is gone or no longer in `storage`.
     static func lockForMove(_ connection: PostgresConnection, id: UUID, storage: ImageStorage) throws -> StoredImage? {
         try connection.query(
             """
-            SELECT \(unsafeRaw: columns) FROM images i WHERE i.id = \(id) AND i.storage = \(storage.rawValue) FOR UPDATE
+            SELECT \(columns) FROM images i WHERE i.id = \(id) AND i.storage = \(storage.rawValue) FOR UPDATE
             """
         ).first.map(decode)
     }
@@ -106,13 +111,13 @@ enum ImageRepository {
     static func pageQuery(userID: UUID, order: ImageOrder, after cursor: KeysetCursor?, limit: Int) -> PostgresQuery {
         switch (order, cursor) {
         case (.oldest, nil):
-            "SELECT \(unsafeRaw: columns) FROM images i WHERE i.user_id = \(userID) ORDER BY i.created_at, i.id LIMIT \(limit)"
+            "SELECT \(columns) FROM images i WHERE i.user_id = \(userID) ORDER BY i.created_at, i.id LIMIT \(limit)"
         case (.newest, nil):
-            "SELECT \(unsafeRaw: columns) FROM images i WHERE i.user_id = \(userID) ORDER BY i.created_at DESC, i.id DESC LIMIT \(limit)"
+            "SELECT \(columns) FROM images i WHERE i.user_id = \(userID) ORDER BY i.created_at DESC, i.id DESC LIMIT \(limit)"
         // Microseconds are added as an integer interval: exact, unlike a float epoch.
         case (.oldest, let cursor?):
             """
-            SELECT \(unsafeRaw: columns) FROM images i
+            SELECT \(columns) FROM images i
             WHERE i.user_id = \(userID)
               AND (i.created_at, i.id) > ('epoch'::timestamptz + \(cursor.microseconds) * interval '1 microsecond', \(cursor.id))
             ORDER BY i.created_at, i.id
@@ -120,7 +125,7 @@ enum ImageRepository {
             """
         case (.newest, let cursor?):
             """
-            SELECT \(unsafeRaw: columns) FROM images i
+            SELECT \(columns) FROM images i
             WHERE i.user_id = \(userID)
               AND (i.created_at, i.id) < ('epoch'::timestamptz + \(cursor.microseconds) * interval '1 microsecond', \(cursor.id))
             ORDER BY i.created_at DESC, i.id DESC
@@ -138,7 +143,9 @@ enum ImageRepository {
     /// Deletes every image of a user; the ids of those kept as files.
     static func deleteAll(_ connection: PostgresConnection, userID: UUID) throws -> [UUID] {
         try connection.query("DELETE FROM images WHERE user_id = \(userID) RETURNING id, storage")
-            .compactMap { row in try row.decode(String.self, at: 1) == ImageStorage.filesystem.rawValue ? try row.decode(UUID.self, at: 0) : nil }
+            .compactMap { row in
+                try row.decode(String.self, column: "storage") == ImageStorage.filesystem.rawValue ? try row.decode(UUID.self, column: "id") : nil
+            }
     }
 
     static func markMoved(_ connection: PostgresConnection, id: UUID, to storage: ImageStorage) throws {
@@ -190,9 +197,10 @@ enum ImageRepository {
     /// Images and their bytes per storage, for `/metrics`.
     static func totals(_ connection: PostgresConnection) throws -> [ImageStorage: (count: Int, bytes: Int)] {
         var totals: [ImageStorage: (count: Int, bytes: Int)] = [:]
-        for row in try connection.query("SELECT storage, count(*), coalesce(sum(byte_size), 0)::int8 FROM images GROUP BY storage") {
-            if let storage = ImageStorage(rawValue: try row.decode(String.self, at: 0)) {
-                totals[storage] = (try row.decode(Int.self, at: 1), try row.decode(Int.self, at: 2))
+        let rows = try connection.query("SELECT storage, count(*) AS count, coalesce(sum(byte_size), 0)::int8 AS bytes FROM images GROUP BY storage")
+        for row in rows {
+            if let storage = ImageStorage(rawValue: try row.decode(String.self, column: "storage")) {
+                totals[storage] = (try row.decode(Int.self, column: "count"), try row.decode(Int.self, column: "bytes"))
             }
         }
         return totals

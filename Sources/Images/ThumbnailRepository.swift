@@ -20,8 +20,8 @@ enum ThumbnailRepository {
             """
         ).first.map { row in
             ThumbnailRow(
-                spec: spec, byteSize: try row.decode(Int.self, at: 0), sha256: try row.decode([UInt8].self, at: 1),
-                bytes: try row.decode([UInt8]?.self, at: 2))
+                spec: spec, byteSize: try row.decode(Int.self, column: "byte_size"), sha256: try row.decode([UInt8].self, column: "sha256"),
+                bytes: try row.decode([UInt8]?.self, column: "bytes"))
         }
     }
 
@@ -29,10 +29,11 @@ enum ThumbnailRepository {
     static func all(_ connection: PostgresConnection, id: UUID) throws -> [ThumbnailRow] {
         try connection.query("SELECT size, content_type, byte_size, sha256, bytes FROM image_thumbnails WHERE image_id = \(id)")
             .compactMap { row in
-                guard let format = ThumbnailFormat(mimeType: try row.decode(String.self, at: 1)) else { return nil }
+                guard let format = ThumbnailFormat(mimeType: try row.decode(String.self, column: "content_type")) else { return nil }
                 return ThumbnailRow(
-                    spec: ThumbnailSpec(size: try row.decode(Int.self, at: 0), format: format), byteSize: try row.decode(Int.self, at: 2),
-                    sha256: try row.decode([UInt8].self, at: 3), bytes: try row.decode([UInt8]?.self, at: 4))
+                    spec: ThumbnailSpec(size: try row.decode(Int.self, column: "size"), format: format),
+                    byteSize: try row.decode(Int.self, column: "byte_size"), sha256: try row.decode([UInt8].self, column: "sha256"),
+                    bytes: try row.decode([UInt8]?.self, column: "bytes"))
             }
     }
 
@@ -93,19 +94,17 @@ enum ThumbnailRepository {
     /// The thumbnail file names of filesystem images whose id starts with the byte `prefix`.
     static func filesystemNames(_ connection: PostgresConnection, prefix: UInt8) throws -> Set<String> {
         let low = UUID(uuid: (prefix, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
-        let rows: PostgresRows
-        let select = "SELECT t.image_id, t.size, t.content_type FROM image_thumbnails t JOIN images i ON i.id = t.image_id"
-        if prefix == 0xFF {
-            rows = try connection.query("\(unsafeRaw: select) WHERE t.image_id >= \(low) AND i.storage = 'filesystem'")
-        } else {
-            let high = UUID(uuid: (prefix + 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
-            rows = try connection.query("\(unsafeRaw: select) WHERE t.image_id >= \(low) AND t.image_id < \(high) AND i.storage = 'filesystem'")
-        }
+        let high = UUID(uuid: (prefix, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF))
+        let rows = try connection.query(
+            """
+            SELECT t.image_id, t.size, t.content_type FROM image_thumbnails t JOIN images i ON i.id = t.image_id
+            WHERE t.image_id BETWEEN \(low) AND \(high) AND i.storage = 'filesystem'
+            """)
         return Set(
             try rows.compactMap { row in
-                guard let format = ThumbnailFormat(mimeType: try row.decode(String.self, at: 2)) else { return nil }
+                guard let format = ThumbnailFormat(mimeType: try row.decode(String.self, column: "content_type")) else { return nil }
                 return ImageDirectory.thumbnailName(
-                    of: try row.decode(UUID.self, at: 0), ThumbnailSpec(size: try row.decode(Int.self, at: 1), format: format))
+                    of: try row.decode(UUID.self, column: "image_id"), ThumbnailSpec(size: try row.decode(Int.self, column: "size"), format: format))
             })
     }
 }

@@ -210,8 +210,8 @@ public final class URLSigner: Sendable {
         }
         var loaded = Keys()
         for row in rows {
-            let id = try row.decode(Int32.self, at: 0)
-            loaded.secrets[id] = try row.decode([UInt8].self, at: 1)
+            let id = try row.decode(Int32.self, column: "id")
+            loaded.secrets[id] = try row.decode([UInt8].self, column: "secret")
             loaded.newest = max(loaded.newest, id)
         }
         guard !loaded.secrets.isEmpty else { throw PostgresError(code: .decodingFailed, context: "url_signing_keys is empty") }

@@ -35,16 +35,15 @@ public enum OutboxRepository {
             WHERE id IN (
                 SELECT id FROM mail_outbox WHERE status = 'pending' AND next_attempt_at <= now()
                 ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-            RETURNING id, attempts, created_at, template, recipient, variables::text
+            RETURNING id, attempts, created_at, template, recipient, variables::text AS variables
             """)
         return try rows.map { row in
-            var columns = PostgresColumns(row)
-            let id = try columns.next(Int64.self)
-            let attempts = Int(try columns.next(Int32.self))
-            let createdAt = try columns.next(Date.self)
-            let kindText = try columns.next(String.self)
-            let recipient = try columns.next(String.self)
-            let variablesText = try columns.next(String.self)
+            let id = try row.decode(Int64.self, column: "id")
+            let attempts = Int(try row.decode(Int32.self, column: "attempts"))
+            let createdAt = try row.decode(Date.self, column: "created_at")
+            let kindText = try row.decode(String.self, column: "template")
+            let recipient = try row.decode(String.self, column: "recipient")
+            let variablesText = try row.decode(String.self, column: "variables")
             var variables: [String: String] = [:]
             if let object = try JSONParser.parse(variablesText).objectValue {
                 for (name, value) in object { if let text = value.stringValue { variables[name] = text } }

@@ -55,11 +55,6 @@ public struct PostgresColumns {
         defer { index += 1 }
         return try row.decodeColumn(index, as: Value.self)
     }
-
-    /// Passes over `count` columns without decoding them.
-    public mutating func skip(_ count: Int) {
-        index += Int32(count)
-    }
 }
 
 extension PostgresConnection {

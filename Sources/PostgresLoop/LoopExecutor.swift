@@ -1,5 +1,4 @@
-import HTTP
-import HTTPServer
+import LoopInterface
 import Postgres
 
 /// The executor of a request answered on its event loop: reads go out on the loop's pipelined
@@ -11,7 +10,13 @@ import Postgres
 public struct LoopExecutor: QueryExecutor {
     let pipelines: Pipelines
     let pool: PostgresPool
-    let loop: LoopContext
+    let loop: any LoopScheduler
+
+    public init(pipelines: Pipelines, pool: PostgresPool, loop: any LoopScheduler) {
+        self.pipelines = pipelines
+        self.pool = pool
+        self.loop = loop
+    }
 
     public func read<Row>(_ query: PreparedQuery<Row>, _ completion: @escaping (Result<[Row], any Error>) -> Void) {
         let decoded = LoopExecutor.decoding(query, completion)
@@ -46,8 +51,8 @@ public struct LoopExecutor: QueryExecutor {
     }
 
     /// Runs `work` on a pooled connection on the worker pool and hands its result to `completion`
-    /// on this loop; `503 overloaded` at once when the worker pool's queue is full, as for any
-    /// request the workers cannot take.
+    /// on this loop; `WorkersBusy` at once when the worker pool's queue is full (the API answers
+    /// it `503 overloaded`, as any request the workers cannot take).
     private func offload<Value>(
         _ work: @escaping (PostgresConnection) throws -> Value, _ completion: @escaping (Result<Value, any Error>) -> Void
     ) {
@@ -61,7 +66,7 @@ public struct LoopExecutor: QueryExecutor {
             let result = LoopHandoff<Value>.Outcome(result: Result { try pool.withConnection(handoff.work) })
             loop.execute { handoff.completion(result.result) }
         }
-        if !queued { completion(.failure(Problem.serviceUnavailable())) }
+        if !queued { completion(.failure(WorkersBusy())) }
     }
 }
 
@@ -79,59 +84,8 @@ private struct LoopHandoff<Value>: @unchecked Sendable {
 @available(*, unavailable, message: "an executor belongs to its request's event loop")
 extension LoopExecutor: Sendable {}
 
-/// A handler whose statements run through a `QueryExecutor`, written once for both ways they may
-/// run. It answers exactly once through `respond`, now or from a completion; an error thrown by
-/// the answer's closure is mapped to its problem response like a blocking handler's.
-public typealias DatabaseHandler =
-    @Sendable (
-        Request, RequestContext, any QueryExecutor,
-        _ respond: @escaping (() throws -> Response) -> Void
-    ) -> Void
-
-/// How the routes of `DatabaseHandler`s run: on the event loops through `pipelines` when set (a
-/// body too large to parse on a loop goes to the worker pool before the handler starts), or on
-/// the worker pool alone.
-public struct DatabaseRouting: Sendable {
-    public let pool: PostgresPool
-    public let pipelines: Pipelines?
-
-    public init(pool: PostgresPool, pipelines: Pipelines?) {
-        self.pool = pool
-        self.pipelines = pipelines
-    }
-
-    /// The blocking handler of `handler`, for the worker pool: with a `PooledExecutor` every
-    /// completion, and so the answer, comes before it returns.
-    func blocking(_ handler: @escaping DatabaseHandler) -> Router.Handler {
-        { [pool] request, context in
-            var answer: Result<Response, any Error>?
-            handler(request, context, PooledExecutor(pool)) { body in answer = Result { try body() } }
-            guard let answer else { throw PostgresError(code: .invalidUsage, context: "the handler did not answer") }
-            return try answer.get()
-        }
-    }
-
-    /// The largest body parsed on an event loop; larger ones are parsed on the workers.
-    static let largestLoopBody = 64 * 1024
-
-    /// The event-loop handler of `handler`, nil without pipelines.
-    func asynchronous(_ handler: @escaping DatabaseHandler) -> Router.AsynchronousHandler? {
-        guard let pipelines else { return nil }
-        return { [pool] request, context, responder in
-            guard request.body.count <= DatabaseRouting.largestLoopBody else { return pipelines.statistics.fallBack(responder) }
-            handler(request, context, LoopExecutor(pipelines: pipelines, pool: pool, loop: responder.loop)) { responder.respond($0) }
-        }
-    }
-}
-
-extension Router {
-    /// A route whose handler runs its statements through a `QueryExecutor`: see `DatabaseRouting`.
-    public mutating func add(
-        _ method: HTTPMethod, _ pattern: String, policy: RoutePolicy = .open, admission: Admission? = nil,
-        on database: DatabaseRouting, _ handler: @escaping DatabaseHandler
-    ) {
-        add(
-            method, pattern, policy: policy, admission: admission, database.blocking(handler),
-            asynchronous: database.asynchronous(handler))
-    }
+/// The worker pool's queue was full: a statement or transaction of a request answered on an event
+/// loop could not be handed to it.
+public struct WorkersBusy: Error, Sendable {
+    public init() {}
 }

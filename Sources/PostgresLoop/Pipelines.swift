@@ -1,4 +1,4 @@
-import HTTPServer
+import LoopInterface
 import StructuredLogging
 import Postgres
 import Synchronization
@@ -35,12 +35,6 @@ public struct Pipelines: Sendable {
         public let offloaded = Atomic<Int>(0)
         /// Pipelines open now.
         public let open = Atomic<Int>(0)
-
-        /// Counts a fallback and hands `responder`'s request to the worker pool.
-        func fallBack(_ responder: Responder) {
-            fallbacks.add(1, ordering: .relaxed)
-            responder.fallBack()
-        }
     }
 
     public init(configuration: PostgresConfiguration, logger: Logger) {
@@ -55,7 +49,7 @@ public struct Pipelines: Sendable {
     /// pipeline (which starts opening one, after a back-off once one failed), or when the
     /// statement fails otherwise, `notRun` is called instead: a read is safe to run again.
     func read(
-        _ statement: PostgresStatement, _ binds: PostgresBindings, on loop: LoopContext, notRun: @escaping () -> Void,
+        _ statement: PostgresStatement, _ binds: PostgresBindings, on loop: any LoopScheduler, notRun: @escaping () -> Void,
         _ answer: @escaping (Result<PostgresRows, PostgresError>) -> Void
     ) {
         guard let pipeline = database(loop).pipeline() else { return notRun() }
@@ -82,7 +76,7 @@ public struct Pipelines: Sendable {
     /// not run at all (no pipeline open, or its batch rolled back by another statement), `notRun`
     /// is called instead. `lockOrder` names the row the statement locks.
     func write(
-        _ statement: PostgresStatement, _ binds: PostgresBindings, lockOrder: String, on loop: LoopContext,
+        _ statement: PostgresStatement, _ binds: PostgresBindings, lockOrder: String, on loop: any LoopScheduler,
         notRun: @escaping () -> Void, _ answer: @escaping (Result<PostgresRows, PostgresError>) -> Void
     ) {
         let database = database(loop)
@@ -99,14 +93,14 @@ public struct Pipelines: Sendable {
             })
     }
 
-    private func database(_ loop: LoopContext) -> LoopDatabase {
+    private func database(_ loop: any LoopScheduler) -> LoopDatabase {
         loop.local { LoopDatabase(configuration: configuration, logger: logger, loop: loop, statistics: statistics) }
     }
 }
 
 /// One event loop's pipelined connection and its life: closed, opening, open, and closed again
 /// when it breaks. Used on its loop's thread only; the opening thread hands its result over with
-/// `LoopContext.execute`.
+/// `LoopScheduler.execute`.
 final class LoopDatabase: LoopSource, @unchecked Sendable {
     private enum State {
         case closed(retryAt: UInt64)
@@ -141,14 +135,14 @@ final class LoopDatabase: LoopSource, @unchecked Sendable {
     private var retryNanoseconds = LoopDatabase.firstRetryNanoseconds
     private let configuration: PostgresConfiguration
     private let logger: Logger
-    private let loop: LoopContext
+    private let loop: any LoopScheduler
     private let statistics: Pipelines.Statistics
     private var state = State.closed(retryAt: 0)
     private var writes: [Write] = []
     /// Set when the loop ends, read by an opening thread that finishes afterwards.
     private let ended = Atomic<Bool>(false)
 
-    init(configuration: PostgresConfiguration, logger: Logger, loop: LoopContext, statistics: Pipelines.Statistics) {
+    init(configuration: PostgresConfiguration, logger: Logger, loop: any LoopScheduler, statistics: Pipelines.Statistics) {
         self.configuration = configuration
         self.logger = logger
         self.loop = loop

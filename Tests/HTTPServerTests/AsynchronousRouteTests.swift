@@ -1,3 +1,4 @@
+import LoopInterface
 import Foundation
 import Glibc
 import HTTP

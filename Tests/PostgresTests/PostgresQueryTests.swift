@@ -19,6 +19,24 @@ import Testing
         #expect(query.binds.count == 0)
     }
 
+    /// A declared select list goes into the query as `expression AS name`, and its columns are read
+    /// by name, also when it follows another list in the row.
+    @Test func declaredColumnsAreSelectedAndReadByName() throws {
+        let first = SQLColumns(["id": "t.id", "label": "upper(t.label)"])
+        let second = first.followed(by: SQLColumns(["doubled": "t.id * 2", "note": "NULL::text"]))
+        let query: PostgresQuery = "SELECT \(first), \(second) FROM (VALUES (7, 'seven')) AS t (id, label) WHERE t.id = \(7)"
+        #expect(query.sql.hasPrefix("SELECT t.id AS id, upper(t.label) AS label, t.id * 2 AS doubled, NULL::text AS note FROM"))
+        #expect(query.binds.count == 1)
+        let row = try TestDatabase.pool().query(query)[0]
+        #expect(try row.decode(Int.self, "id", of: first) == 7)
+        #expect(try row.decode(String.self, "label", of: first) == "SEVEN")
+        #expect(try row.decode(Int.self, "doubled", of: second) == 14)
+        #expect(try row.decode(String?.self, "note", of: second) == nil)
+        // A row without the declared list's columns is an error, not another column's value.
+        let short = try TestDatabase.pool().query("SELECT \(first) FROM (VALUES (7, 'seven')) AS t (id, label)")[0]
+        #expect(throws: PostgresError.self) { try short.decode(Int.self, "doubled", of: second) }
+    }
+
     @Test func injectionAttemptsAreStoredVerbatim() throws {
         let pool = try TestDatabase.pool()
         let table = TestDatabase.uniqueName("injection")
