@@ -8,8 +8,8 @@ struct AccountsController: Sendable {
     let accounts: AccountService
 
     func register(in routes: inout RouteTable) {
-        routes.open(.post, "/users", throttles: [.perAddress, .perEmail], hashesPasswords: true, use: register)
-        routes.open(.post, "/users/signin", throttles: [.perAddress, .perEmail, .perEmailAndAddress], hashesPasswords: true, use: signIn)
+        routes.open(.post, "/users", throttles: [.perAddress, .perEmail], hashing: .bulk, use: register)
+        routes.open(.post, "/users/signin", throttles: [.perAddress, .perEmail, .perEmailAndAddress], hashing: .interactive, use: signIn)
         routes.user(.post, "/users/signout", use: signOut)
         routes.user(.get, "/users/me/sessions", use: sessions)
         routes.user(.delete, "/users/me/sessions/{id}", use: revokeSession)

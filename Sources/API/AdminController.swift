@@ -19,8 +19,8 @@ struct AdminController: Sendable {
     let imageResponses: ImagesController
 
     func register(in routes: inout RouteTable) {
-        routes.open(.post, "/admin/signin", throttles: [.perAddress, .perEmail, .perEmailAndAddress], hashesPasswords: true, use: signIn)
-        routes.open(.post, "/admin/setup", .linkToken, hashesPasswords: true, use: setup)
+        routes.open(.post, "/admin/signin", throttles: [.perAddress, .perEmail, .perEmailAndAddress], hashing: .interactive, use: signIn)
+        routes.open(.post, "/admin/setup", .linkToken, hashing: .interactive, use: setup)
         routes.admin(.post, "/admin/signout", audit: .change, use: signOut)
         // A read of a user's data is an entry of the audit log, named here; a change audits
         // itself, in its own transaction.

@@ -20,8 +20,8 @@ struct ProfileController: Sendable {
         // A change of address is throttled per user and per target address.
         routes.user(.put, "/users/me", throttles: [.perUser, .perEmail], on: database, use: replace)
         routes.user(.patch, "/users/me", throttles: [.perUser, .perEmail], on: database, use: patch)
-        routes.user(.delete, "/users/me", throttles: [.perUser], hashesPasswords: true, use: deleteAccount)
-        routes.user(.post, "/users/me/password", throttles: [.perUser], hashesPasswords: true, use: changePassword)
+        routes.user(.delete, "/users/me", throttles: [.perUser], hashing: .interactive, use: deleteAccount)
+        routes.user(.post, "/users/me/password", throttles: [.perUser], hashing: .interactive, use: changePassword)
         routes.user(.get, "/users/schema", use: schema)
     }
 

@@ -10,7 +10,7 @@ struct RecoveryController: Sendable {
     func register(in routes: inout RouteTable) {
         routes.open(.post, "/users/password-reset", throttles: [.perAddress, .perEmail], use: requestReset)
         routes.open(
-            .post, "/users/password-reset/confirm", .linkToken, throttles: [.perAddress, .perEmail], hashesPasswords: true,
+            .post, "/users/password-reset/confirm", .linkToken, throttles: [.perAddress, .perEmail], hashing: .interactive,
             use: confirmReset)
         routes.open(.post, "/users/verify-email", .linkToken, use: verify)
         routes.open(.post, "/users/email-change/undo", .linkToken, use: undoEmailChange)

@@ -59,7 +59,7 @@ public enum RouteListing {
                 [
                     entry.method, entry.path, entry.policy.authentication.rawValue, bytes(entry.bodyLimit),
                     entry.policy.throttles.isEmpty ? "-" : entry.policy.throttles.sorted().map(\.rawValue).joined(separator: ","),
-                    entry.policy.hashesPasswords ? "password" : "-", entry.policy.audit.description,
+                    entry.policy.hashing?.rawValue ?? "-", entry.policy.audit.description,
                 ]
             }
         let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
@@ -70,7 +70,7 @@ public enum RouteListing {
         }.joined(separator: "\n")
     }
 
-    /// `[{"method", "path", "authentication", "bodyLimit", "throttles", "hashesPasswords", "audit", "auditAction"}]`.
+    /// `[{"method", "path", "authentication", "bodyLimit", "throttles", "hashing", "audit", "auditAction"}]`.
     public static func json(_ entries: [Entry]) -> String {
         var writer = JSONWriter(capacity: 16 * 1024)
         writer.beginArray()
@@ -84,7 +84,8 @@ public enum RouteListing {
             writer.beginArray()
             for throttle in entry.policy.throttles.sorted() { writer.string(throttle.rawValue) }
             writer.endArray()
-            writer.key("hashesPasswords"); writer.bool(entry.policy.hashesPasswords)
+            writer.key("hashing")
+            if let hashing = entry.policy.hashing { writer.string(hashing.rawValue) } else { writer.null() }
             writer.key("audit")
             switch entry.policy.audit {
             case .none: writer.null()

@@ -36,8 +36,8 @@ struct SignedIn {
 /// applied here, by construction, not in the handler: the method that adds a route fixes its
 /// authentication, which runs before the handler (and, for a body over the admission threshold,
 /// from the head, before the body is read); a route's read audit is written after its answer is
-/// made. Throttles and password hashing are declared with the route and applied by the service it
-/// calls (their keys need the body); `RouteTableTests` holds the two together.
+/// made. Throttles and the hashing lane are declared with the route and applied by the service it
+/// calls (the throttles' keys need the body); `RouteTableTests` holds the two together.
 struct RouteTable {
     private(set) var router = Router()
     let accounts: AccountService
@@ -60,11 +60,11 @@ struct RouteTable {
     /// (`authentication` says which; the handler checks the URL or the token).
     mutating func open(
         _ method: HTTPMethod, _ pattern: String, _ authentication: RoutePolicy.Authentication = .none,
-        throttles: Set<RoutePolicy.Throttle> = [], hashesPasswords: Bool = false, execution: Router.Execution = .blocking,
+        throttles: Set<RoutePolicy.Throttle> = [], hashing: RoutePolicy.Hashing? = nil, execution: Router.Execution = .blocking,
         bodyLimit: Router.BodyLimit? = nil, asynchronous: Router.AsynchronousHandler? = nil, use handler: @escaping OpenHandler
     ) {
         precondition(![.user, .admin].contains(authentication), "\(method) \(pattern): a session's routes are added by user(…) or admin(…)")
-        let policy = RoutePolicy(authentication, throttles: throttles, hashesPasswords: hashesPasswords)
+        let policy = RoutePolicy(authentication, throttles: throttles, hashing: hashing)
         router.add(
             method, pattern, policy: policy, execution: execution, bodyLimit: bodyLimit,
             { [authenticator] request, context in
@@ -74,10 +74,10 @@ struct RouteTable {
 
     /// A route of a signed-in user: the session is checked before the handler runs.
     mutating func user(
-        _ method: HTTPMethod, _ pattern: String, throttles: Set<RoutePolicy.Throttle> = [], hashesPasswords: Bool = false,
+        _ method: HTTPMethod, _ pattern: String, throttles: Set<RoutePolicy.Throttle> = [], hashing: RoutePolicy.Hashing? = nil,
         bodyLimit: Router.BodyLimit? = nil, use handler: @escaping UserHandler
     ) {
-        let policy = RoutePolicy(.user, throttles: throttles, hashesPasswords: hashesPasswords)
+        let policy = RoutePolicy(.user, throttles: throttles, hashing: hashing)
         router.add(
             method, pattern, policy: policy, bodyLimit: bodyLimit, admission: userAdmission,
             { [accounts, authenticator] request, context in

@@ -44,6 +44,13 @@ enum SessionRepository {
         ])
         static let userColumns = sessionColumns.followed(by: UserRepository.columns)
         static let staleColumn = userColumns.followed(by: SQLColumns(["is_stale": "s.last_seen_at < now() - make_interval(secs => $2)"]))
+        /// Found once: the lookup runs on every authenticated request.
+        private enum Column {
+            static let id = sessionColumns.column("session_id"), userID = sessionColumns.column("session_user_id")
+            static let createdAt = sessionColumns.column("session_created_at"), lastSeenAt = sessionColumns.column("session_last_seen_at")
+            static let expiresAt = sessionColumns.column("session_expires_at"), userAgent = sessionColumns.column("session_user_agent")
+            static let isStale = staleColumn.column("is_stale")
+        }
 
         init(lifetime: SessionLifetime) {
             statement = PostgresStatement(
@@ -68,18 +75,18 @@ enum SessionRepository {
                 let row = columns.row
                 let session = Lookup.sessionColumns
                 return Row(
-                    sessionID: try row.decode(UUID.self, "session_id", of: session),
+                    sessionID: try row.decode(UUID.self, Column.id, of: session),
                     session: withSession
                         ? Session(
-                            id: try row.decode(UUID.self, "session_id", of: session),
-                            userID: try row.decode(UUID.self, "session_user_id", of: session),
-                            createdAt: try row.decode(Date.self, "session_created_at", of: session),
-                            lastSeenAt: try row.decode(Date.self, "session_last_seen_at", of: session),
-                            expiresAt: try row.decode(Date.self, "session_expires_at", of: session),
-                            userAgent: try row.decode(String?.self, "session_user_agent", of: session))
+                            id: try row.decode(UUID.self, Column.id, of: session),
+                            userID: try row.decode(UUID.self, Column.userID, of: session),
+                            createdAt: try row.decode(Date.self, Column.createdAt, of: session),
+                            lastSeenAt: try row.decode(Date.self, Column.lastSeenAt, of: session),
+                            expiresAt: try row.decode(Date.self, Column.expiresAt, of: session),
+                            userAgent: try row.decode(String?.self, Column.userAgent, of: session))
                         : nil,
                     user: try UserRepository.decode(row, Lookup.userColumns),
-                    isStale: try row.decode(Bool.self, "is_stale", of: Lookup.staleColumn))
+                    isStale: try row.decode(Bool.self, Column.isStale, of: Lookup.staleColumn))
             }
         }
 

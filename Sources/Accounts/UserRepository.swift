@@ -12,10 +12,18 @@ enum UserRepository {
         "pending_email": "CASE WHEN u.pending_email_expires_at > now() THEN u.pending_email END",
     ])
 
+    /// The columns of `columns`, found once: a user is read on every authenticated request.
+    private enum Column {
+        static let id = columns.column("id"), email = columns.column("email"), firstname = columns.column("firstname")
+        static let lastname = columns.column("lastname"), emailVerified = columns.column("email_verified")
+        static let createdAt = columns.column("created_at"), updatedAt = columns.column("updated_at"), data = columns.column("data")
+        static let version = columns.column("version"), pendingEmail = columns.column("pending_email")
+    }
+
     /// Reads a user selected by `columns` (`UserRepository.columns`, or where it follows another
     /// list in the row).
     static func decode(_ row: PostgresRow, _ columns: SQLColumns = columns) throws -> User {
-        let dataText = try row.decode(String.self, "data", of: columns)
+        let dataText = try row.decode(String.self, Column.data, of: columns)
         let data: JSONObject
         do {
             // Doubles are stored as plain decimals (see `storageText`), up to ~330 characters long.
@@ -25,12 +33,14 @@ enum UserRepository {
             throw PostgresError(code: .decodingFailed, columnName: "data", context: "stored data is not a JSON object")
         }
         return User(
-            id: try row.decode(UUID.self, "id", of: columns), email: try row.decode(String.self, "email", of: columns),
-            firstname: try row.decode(String.self, "firstname", of: columns), lastname: try row.decode(String.self, "lastname", of: columns),
-            emailVerified: try row.decode(Bool.self, "email_verified", of: columns),
-            createdAt: try row.decode(Date.self, "created_at", of: columns), updatedAt: try row.decode(Date.self, "updated_at", of: columns),
-            data: data, version: try row.decode(Int64.self, "version", of: columns),
-            pendingEmail: try row.decode(String?.self, "pending_email", of: columns))
+            id: try row.decode(UUID.self, Column.id, of: columns), email: try row.decode(String.self, Column.email, of: columns),
+            firstname: try row.decode(String.self, Column.firstname, of: columns),
+            lastname: try row.decode(String.self, Column.lastname, of: columns),
+            emailVerified: try row.decode(Bool.self, Column.emailVerified, of: columns),
+            createdAt: try row.decode(Date.self, Column.createdAt, of: columns),
+            updatedAt: try row.decode(Date.self, Column.updatedAt, of: columns), data: data,
+            version: try row.decode(Int64.self, Column.version, of: columns),
+            pendingEmail: try row.decode(String?.self, Column.pendingEmail, of: columns))
     }
 
     static func insert(

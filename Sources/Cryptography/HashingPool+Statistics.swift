@@ -13,6 +13,8 @@ extension HashingPool {
         public let rejected: UInt64
         /// Jobs finished since the pool started.
         public let completed: UInt64
+        /// Of those, the bulk lane's (the rest are interactive).
+        public let completedBulk: UInt64
         /// Jobs dropped unstarted because their client went away, since the pool started.
         public let abandoned: UInt64
     }

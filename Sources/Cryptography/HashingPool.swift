@@ -56,6 +56,7 @@ public final class HashingPool: @unchecked Sendable {
     private var busyBulk = 0
     private var rejected: UInt64 = 0
     private var completed: UInt64 = 0
+    private var completedBulk: UInt64 = 0
     private var abandoned: UInt64 = 0
     private var stopping = false
     private var threads: [OSThread] = []
@@ -123,7 +124,7 @@ public final class HashingPool: @unchecked Sendable {
         lock.withLock {
             Statistics(
                 workers: workerCount, queueCapacity: queueCapacity, queued: interactive.count + bulk.count,
-                busy: busy, rejected: rejected, completed: completed, abandoned: abandoned)
+                busy: busy, rejected: rejected, completed: completed, completedBulk: completedBulk, abandoned: abandoned)
         }
     }
 
@@ -196,7 +197,10 @@ public final class HashingPool: @unchecked Sendable {
             job.work()
             lock.lock()
             busy -= 1
-            if job.lane == .bulk { busyBulk -= 1 }
+            if job.lane == .bulk {
+                busyBulk -= 1
+                completedBulk += 1
+            }
             completed += 1
             lock.unlock()
             job.finished()

@@ -1,6 +1,6 @@
 /// What a route must have, declared with it as data: who may call it, the throttles it counts
-/// against, whether it hashes a password, and what it writes to the audit log. The server's
-/// layers above read it to apply the policies (`exosphere routes` prints it); the router only
+/// against, the hashing lane its password work takes, and what it writes to the audit log. The
+/// server's layers above read it to apply the policies (`exosphere routes` prints it); the router only
 /// keeps it with the route.
 public struct RoutePolicy: Sendable, Equatable {
     /// Who may call the route.
@@ -34,10 +34,19 @@ public struct RoutePolicy: Sendable, Equatable {
         }
     }
 
+    /// The hashing pool's lane a route's password work takes.
+    public enum Hashing: String, Sendable, CaseIterable {
+        /// Someone waits for it (a sign-in, a password change): served first.
+        case interactive
+        /// New accounts: queued behind interactive work, so that a wave of registrations cannot
+        /// delay sign-ins.
+        case bulk
+    }
+
     /// What the route writes to the administrators' audit log.
     public enum Audit: Sendable, Equatable {
         case none
-        /// A read of personal data: an entry under this action, written once the answer is made
+        /// A read: an entry under this action, written once the answer is made
         /// (the request fails if it cannot be written).
         case read(String)
         /// A change: the service writes its entry (named by what changed) in the change's own
@@ -57,16 +66,17 @@ public struct RoutePolicy: Sendable, Equatable {
     public var authentication: Authentication
     /// Counted per these, before any password is hashed.
     public var throttles: Set<Throttle>
-    /// Whether the route verifies or hashes a password on the hashing pool.
-    public var hashesPasswords: Bool
+    /// The lane of the hashing pool the route verifies or hashes a password on, nil when it
+    /// hashes none.
+    public var hashing: Hashing?
     public var audit: Audit
 
     public init(
-        _ authentication: Authentication, throttles: Set<Throttle> = [], hashesPasswords: Bool = false, audit: Audit = .none
+        _ authentication: Authentication, throttles: Set<Throttle> = [], hashing: Hashing? = nil, audit: Audit = .none
     ) {
         self.authentication = authentication
         self.throttles = throttles
-        self.hashesPasswords = hashesPasswords
+        self.hashing = hashing
         self.audit = audit
     }
 

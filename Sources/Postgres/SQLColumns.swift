@@ -50,6 +50,20 @@ public struct SQLColumns: Sendable, CustomStringConvertible {
         return SQLColumns(names: next.names, expressions: next.expressions, offset: offset + count)
     }
 
+    /// One declared column, found once (a `static let` beside the list): reading it through a list
+    /// costs an addition, not a search by name.
+    public struct Column: Sendable {
+        public let name: String
+        /// Its place in its list.
+        let position: Int32
+    }
+
+    /// The column declared as `name`; a name not declared is a programming error.
+    public func column(_ name: String) -> Column {
+        guard let index = indexes[name] else { preconditionFailure("no column \(name) in \(names)") }
+        return Column(name: name, position: Int32(index - offset))
+    }
+
     /// The column index of `name` in the row; a name not declared is a programming error.
     @inline(__always)
     func index(of name: String) -> Int32 {
@@ -62,9 +76,20 @@ extension PostgresRow {
     /// Decodes the column declared as `name` in `columns`.
     @inline(__always)
     public func decode<Value: PostgresDecodable>(_: Value.Type, _ name: String, of columns: SQLColumns) throws -> Value {
-        let index = columns.index(of: name)
+        try decode(Value.self, at: columns.index(of: name), named: name)
+    }
+
+    /// Decodes `column` of `columns` (a list it was found in, or that list where it follows another).
+    @inline(__always)
+    public func decode<Value: PostgresDecodable>(_: Value.Type, _ column: SQLColumns.Column, of columns: SQLColumns) throws -> Value {
+        assert(columns.names[Int(column.position)] == column.name, "\(column.name) is not a column of \(columns.names)")
+        return try decode(Value.self, at: Int32(columns.offset) + column.position, named: column.name)
+    }
+
+    @inline(__always)
+    private func decode<Value: PostgresDecodable>(_: Value.Type, at index: Int32, named name: String) throws -> Value {
         guard index < Int32(columnCount) else {
-            throw PostgresError(code: .decodingFailed, columnName: name, context: "the row has \(columnCount) columns, not \(columns.names)")
+            throw PostgresError(code: .decodingFailed, columnName: name, context: "the row has \(columnCount) columns, fewer than its declaration")
         }
         // Tests run debug builds: a statement whose select list is not its declaration (an
         // alias, an order) is caught there.

@@ -47,7 +47,7 @@ struct RouteTableTests {
             #expect(line["bodyLimit"]?.int64Value == Int64(entry.bodyLimit), "\(entry.path)")
             let throttles: [JSONValue] = line["throttles"]?.arrayValue ?? []
             #expect(Set(throttles.compactMap(\.stringValue)) == Set(entry.policy.throttles.map(\.rawValue)), "\(entry.path)")
-            #expect(line["hashesPasswords"]?.boolValue == entry.policy.hashesPasswords, "\(entry.path)")
+            #expect(line["hashing"]?.stringValue == entry.policy.hashing?.rawValue, "\(entry.path)")
             #expect(line["auditAction"]?.stringValue == { if case .read(let action) = entry.policy.audit { action } else { nil } }())
         }
         let text = try run(binary.path, ["routes"]).split(separator: "\n")
@@ -103,7 +103,7 @@ struct RouteTableTests {
     /// A route that checks a password for a caller not yet signed in counts the guesses per client
     /// address and per email; a sign-in also per email from one address (the owner rule).
     @Test func routesThatCheckPasswordsForStrangersCountPerAddressAndPerEmail() {
-        let strangers = entries.filter { $0.policy.authentication == .none && $0.policy.hashesPasswords }
+        let strangers = entries.filter { $0.policy.authentication == .none && $0.policy.hashing != nil }
         #expect(Set(strangers.map(\.path)).isSuperset(of: ["/users/signin", "/admin/signin", "/users"]))
         for entry in strangers {
             #expect(entry.policy.throttles.isSuperset(of: [.perAddress, .perEmail]), "\(entry.method) \(entry.path)")
@@ -111,14 +111,16 @@ struct RouteTableTests {
                 #expect(entry.policy.throttles.contains(.perEmailAndAddress), "\(entry.method) \(entry.path)")
             }
         }
-        for entry in entries where entry.policy.authentication == .user && entry.policy.hashesPasswords {
+        for entry in entries where entry.policy.authentication == .user && entry.policy.hashing != nil {
             #expect(entry.policy.throttles.contains(.perUser), "\(entry.method) \(entry.path)")
         }
     }
 
-    /// The throttles a route declares are the ones it counts: each throttled route is called once,
-    /// as a client would (a wrong password where one is checked), on a server of its own, and the
-    /// counters it moved (`auth_throttles`, by the scope in their keys) must be its declaration.
+    /// The throttles a route declares are the ones it counts, and its hashing lane the one it
+    /// hashes on: each throttled route is called once, as a client would (a wrong password where
+    /// one is checked), on a server of its own, and the counters it moved (`auth_throttles`, by the
+    /// scope in their keys; the hashing pool's jobs by lane) must be its declaration. The reset
+    /// confirmation is called with a dead token, which is refused before any hashing.
     @Test func everyThrottledRouteCountsWhatItDeclares() throws {
         let server = try TestServer("throttle_scopes")
         defer { server.shutdown() }
@@ -161,10 +163,21 @@ struct RouteTableTests {
             let route = "\(entry.method) \(entry.path)"
             guard let call = calls[route] else { continue }
             let before = try counters()
+            let hashedBefore = server.app.hashing.statistics
             var headers = [("Content-Type", "application/json")]
             if let token = call.token { headers.append(("Authorization", "Bearer \(token)")) }
             let reply = try server.send(entry.method, entry.path, headers: headers, body: call.body.isEmpty ? nil : Array(call.body.utf8))
             #expect(reply.status != 429 && reply.status < 500, "\(route): \(reply.status) \(reply.text.prefix(200))")
+            // The hashing lane it declares is the one its password work took (a job is counted
+            // before its request is answered).
+            let hashed = server.app.hashing.statistics
+            let bulk = hashed.completedBulk - hashedBefore.completedBulk
+            let interactive = hashed.completed - hashedBefore.completed - bulk
+            switch route == "POST /users/password-reset/confirm" ? nil : entry.policy.hashing {
+            case .interactive?: #expect(interactive >= 1 && bulk == 0, "\(route): \(interactive) interactive, \(bulk) bulk jobs")
+            case .bulk?: #expect(bulk >= 1 && interactive == 0, "\(route): \(interactive) interactive, \(bulk) bulk jobs")
+            case nil: #expect(interactive == 0 && bulk == 0, "\(route): \(interactive) interactive, \(bulk) bulk jobs")
+            }
             let moved = try counters().filter { before[$0.key] != $0.value }.map(\.key)
             let scopes = Set(moved.compactMap(scope))
             #expect(moved.allSatisfy { scope(of: $0) != nil }, "\(route) moved a counter of no known scope: \(moved)")
