@@ -71,8 +71,7 @@ enum SessionRepository {
         func query(tokenHash: [UInt8], withSession: Bool) -> PreparedQuery<Row> {
             var binds = lifetimeBinds
             binds.append(tokenHash)
-            return PreparedQuery(statement, binds) { columns in
-                let row = columns.row
+            return PreparedQuery(statement, binds) { row in
                 let session = Lookup.sessionColumns
                 return Row(
                     sessionID: try row.decode(UUID.self, Column.id, of: session),

@@ -110,7 +110,7 @@ enum UserRepository {
         if let expectedVersion { binds.append(expectedVersion) } else { binds.appendNull(type: .int8) }
         binds.append(emailMayChange)
         binds.append(cancelsPendingEmail || emailMayChange)
-        return PreparedQuery(replaceStatement, binds) { try decode($0.row) }
+        return PreparedQuery(replaceStatement, binds) { try decode($0) }
     }
 
     private static let replaceStatement = PostgresStatement(

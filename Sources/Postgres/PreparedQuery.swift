@@ -6,17 +6,17 @@
 ///     static func find(_ id: UUID) -> PreparedQuery<(UUID, String)> {
 ///         var binds = PostgresBindings()
 ///         binds.append(id)
-///         return PreparedQuery(byID, binds) { try ($0.next(), $0.next()) }
+///         return PreparedQuery(byID, binds) { try ($0.decode(UUID.self, column: "id"), $0.decode(String.self, column: "name")) }
 ///     }
 public struct PreparedQuery<Row>: Sendable {
     public let statement: PostgresStatement
     public let binds: PostgresBindings
-    /// Reads one row, column after column.
-    public let decode: @Sendable (inout PostgresColumns) throws -> Row
+    /// Reads one row (by its columns' names: `SQLColumns`, or `decode(_:column:)`).
+    public let decode: @Sendable (PostgresRow) throws -> Row
 
     public init(
         _ statement: PostgresStatement, _ binds: PostgresBindings,
-        decode: @escaping @Sendable (inout PostgresColumns) throws -> Row
+        decode: @escaping @Sendable (PostgresRow) throws -> Row
     ) {
         self.statement = statement
         self.binds = binds
@@ -27,33 +27,8 @@ public struct PreparedQuery<Row>: Sendable {
     public func rows(_ result: PostgresRows) throws -> [Row] {
         var decoded: [Row] = []
         decoded.reserveCapacity(result.count)
-        for row in result {
-            var columns = PostgresColumns(row)
-            decoded.append(try decode(&columns))
-        }
+        for row in result { decoded.append(try decode(row)) }
         return decoded
-    }
-}
-
-/// The columns of a row read in order, so that a decoder composed of others (a session row that
-/// carries its user) needs no column offsets.
-public struct PostgresColumns {
-    public let row: PostgresRow
-    /// The index of the next column to read.
-    public private(set) var index: Int32 = 0
-
-    public init(_ row: PostgresRow) {
-        self.row = row
-    }
-
-    /// Decodes the next column.
-    @inline(__always)
-    public mutating func next<Value: PostgresDecodable>(_: Value.Type = Value.self) throws -> Value {
-        guard index < Int32(row.columnCount) else {
-            throw PostgresError(code: .decodingFailed, context: "asked for more columns than the row's \(row.columnCount)")
-        }
-        defer { index += 1 }
-        return try row.decodeColumn(index, as: Value.self)
     }
 }
 
