@@ -279,13 +279,7 @@ struct AdminController: Sendable {
 
     @Sendable func auditLog(_ call: Call, _ admin: Admin) throws -> Response {
         let query = QueryParameters(call.request.query)
-        var limit = 50
-        if let text = query["limit"] {
-            guard let value = Int(text), (1...100).contains(value) else {
-                throw PageParameters.invalidLimit
-            }
-            limit = value
-        }
+        let limit = try PageParameters.limit(query)
         var before: Int64?
         if let text = query["after"] {
             guard let value = Int64(text), value > 0 else {

@@ -5,22 +5,25 @@ import Images
 
 /// `?limit=…&after=…` of a keyset-paged list: `limit` 1–100 (default 50), `after` a previous page's `next`.
 struct PageParameters {
-    var limit = 50
+    var limit: Int
     var cursor: KeysetCursor?
 
     /// `422 invalid_limit` or `422 invalid_cursor` (an `after` that is not one of our cursors).
     init(_ request: Request) throws {
         let query = QueryParameters(request.query)
-        if let text = query["limit"] {
-            guard let value = Int(text), (1...100).contains(value) else {
-                throw PageParameters.invalidLimit
-            }
-            limit = value
-        }
+        limit = try PageParameters.limit(query)
         if let text = query["after"] {
             guard let parsed = KeysetCursor(text: text) else { throw PageParameters.invalidCursor }
             cursor = parsed
         }
+    }
+
+    /// `?limit=`, 1–100, 50 when absent; `422 invalid_limit` otherwise. Also for lists whose
+    /// cursor is not a `KeysetCursor` (the audit log's).
+    static func limit(_ query: QueryParameters) throws -> Int {
+        guard let text = query["limit"] else { return 50 }
+        guard let value = Int(text), (1...100).contains(value) else { throw PageParameters.invalidLimit }
+        return value
     }
 
     static let invalidCursor = Problem(

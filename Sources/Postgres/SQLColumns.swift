@@ -9,7 +9,7 @@ public struct SQLColumns: Sendable, CustomStringConvertible {
     /// The names, in the order of the select list.
     public let names: [String]
     let expressions: [String]
-    private let indexes: [String: Int]
+    private let positions: [String: Int32]
     /// Where this list starts in the row (non-zero for the later lists of a composition).
     let offset: Int
 
@@ -25,7 +25,7 @@ public struct SQLColumns: Sendable, CustomStringConvertible {
         self.names = names
         self.expressions = expressions
         self.offset = offset
-        indexes = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0 + offset) })
+        positions = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, Int32($0)) })
     }
 
     private static func isIdentifier(_ name: String) -> Bool {
@@ -60,15 +60,8 @@ public struct SQLColumns: Sendable, CustomStringConvertible {
 
     /// The column declared as `name`; a name not declared is a programming error.
     public func column(_ name: String) -> Column {
-        guard let index = indexes[name] else { preconditionFailure("no column \(name) in \(names)") }
-        return Column(name: name, position: Int32(index - offset))
-    }
-
-    /// The column index of `name` in the row; a name not declared is a programming error.
-    @inline(__always)
-    func index(of name: String) -> Int32 {
-        guard let index = indexes[name] else { preconditionFailure("no column \(name) in \(names)") }
-        return Int32(index)
+        guard let position = positions[name] else { preconditionFailure("no column \(name) in \(names)") }
+        return Column(name: name, position: position)
     }
 }
 
@@ -76,7 +69,7 @@ extension PostgresRow {
     /// Decodes the column declared as `name` in `columns`.
     @inline(__always)
     public func decode<Value: PostgresDecodable>(_: Value.Type, _ name: String, of columns: SQLColumns) throws -> Value {
-        try decode(Value.self, at: columns.index(of: name), named: name)
+        try decode(Value.self, columns.column(name), of: columns)
     }
 
     /// Decodes `column` of `columns` (a list it was found in, or that list where it follows another).
