@@ -95,12 +95,14 @@ public final class Application: Sendable {
                 trustedProxies: configuration.trustedProxies, pipelines: pipelines, mail: sender.statistics,
                 appLinks: configuration.appLinks, servesMetrics: configuration.metricsListen == nil, liveEvents: liveEvents),
             logger: logger, metrics: metrics)
-        let (pool, hashingPool, statistics, imageService, liveEvents) = (database.pool, hashing, accounts.statistics, images, liveEvents)
+        let (pool, hashingPool, statistics, imageService, liveEvents, sessionCache) = (
+            database.pool, hashing, accounts.statistics, images, liveEvents, accounts.sessionCache
+        )
         metricsServer = configuration.metricsListen.map { listen in
             var router = Router()
             MetricsController(
                 http: metrics, database: pool, hashing: hashingPool, accounts: statistics, images: imageService,
-                pipelines: pipelines?.statistics, mail: sender.statistics, liveEvents: liveEvents
+                pipelines: pipelines?.statistics, mail: sender.statistics, liveEvents: liveEvents, sessionCache: sessionCache
             ).register(in: &router)
             var serverConfiguration = ServerConfiguration()
             serverConfiguration.host = listen.host
@@ -176,7 +178,7 @@ public final class Application: Sendable {
         if servesMetrics {
             MetricsController(
                 http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics, images: images,
-                pipelines: pipelines?.statistics, mail: mail, liveEvents: liveEvents
+                pipelines: pipelines?.statistics, mail: mail, liveEvents: liveEvents, sessionCache: accounts.sessionCache
             ).register(in: &routes)
         }
         return routes.router

@@ -26,6 +26,8 @@ struct MetricsController {
     let mail: OutboxSender.Statistics?
     /// Nil behind a pooler in transaction mode (no live events) and where a route table is built without one.
     var liveEvents: LiveEventHub? = nil
+    /// This instance's cache of sessions and users; nil where a route table is built without one.
+    var sessionCache: SessionCache? = nil
 
     /// On the API's listener. Blocking: it takes the pools' locks and reads /proc.
     func register(in routes: inout RouteTable) {
@@ -52,6 +54,7 @@ struct MetricsController {
         if let images { writeImages(images, into: &text) }
         if let mail { writeMail(mail, into: &text) }
         if let liveEvents { writeLiveEvents(liveEvents.statistics, into: &text) }
+        if let sessionCache, sessionCache.isEnabled { writeSessionCache(sessionCache, into: &text) }
         if let thumbnails = images?.thumbnailer?.statistics { writeThumbnails(thumbnails, into: &text) }
         text.family("exosphere_build_info", type: .gauge, help: "Always 1; the labels describe the running build.")
         text.sample("exosphere_build_info", ["version": Application.version], 1)
@@ -212,6 +215,44 @@ struct MetricsController {
             events.listening ? 1 : 0)
         text.metric(
             "exosphere_event_listener_connects_total", type: .counter, help: "Times the LISTEN connection was opened.", events.listenerConnects)
+    }
+
+    private func writeSessionCache(_ cache: SessionCache, into text: inout PrometheusText) {
+        let statistics = cache.statistics
+        text.family(
+            "exosphere_session_cache_lookups_total", type: .counter,
+            help: "Authentications answered from the session cache (hit) or by the database (miss: not cached, or the cache not fresh).")
+        text.sample("exosphere_session_cache_lookups_total", ["outcome": "hit"], statistics.hits.load(ordering: .relaxed))
+        text.sample("exosphere_session_cache_lookups_total", ["outcome": "miss"], statistics.misses.load(ordering: .relaxed))
+        text.metric(
+            "exosphere_session_cache_evictions_total", type: .counter, help: "Entries dropped to make room (least recently used first).",
+            statistics.evictions.load(ordering: .relaxed))
+        text.metric(
+            "exosphere_session_cache_invalidations_total", type: .counter,
+            help: "Users whose entries were dropped because a change to them committed (here or on another instance).",
+            statistics.invalidations.load(ordering: .relaxed))
+        text.metric(
+            "exosphere_session_cache_flushes_total", type: .counter,
+            help: "Times the whole cache was emptied: its feed reconnected, read late, or found another database server.",
+            statistics.flushes.load(ordering: .relaxed))
+        text.metric(
+            "exosphere_session_cache_refused_fills_total", type: .counter,
+            help: "Database reads not kept because their user changed while they ran.", statistics.refusedFills.load(ordering: .relaxed))
+        let usage = cache.usage
+        text.metric("exosphere_session_cache_entries", type: .gauge, help: "Sessions in the cache.", usage.entries)
+        text.metric(
+            "exosphere_session_cache_bytes", type: .gauge, help: "Estimated bytes the entries take (bounded by --session-cache-mb).",
+            usage.bytes)
+        text.metric(
+            "exosphere_session_cache_fresh", type: .gauge,
+            help: "1 while the cache serves (its feed read every change less than the staleness bound ago); 0: every request reads the database.",
+            cache.isFresh() ? 1 : 0)
+        text.metric(
+            "exosphere_session_cache_feed_connects_total", type: .counter, help: "Times the cache's feed opened its database connection.",
+            statistics.feedConnects.load(ordering: .relaxed))
+        text.metric(
+            "exosphere_session_cache_feed_reads_total", type: .counter, help: "Reads of committed changes the feed applied.",
+            statistics.feedReads.load(ordering: .relaxed))
     }
 
     private func writeMail(_ mail: OutboxSender.Statistics, into text: inout PrometheusText) {

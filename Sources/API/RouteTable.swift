@@ -38,6 +38,11 @@ struct SignedIn {
 /// from the head, before the body is read); a route's read audit is written after its answer is
 /// made. Throttles and the hashing lane are declared with the route and applied by the service it
 /// calls (the throttles' keys need the body); `RouteTableTests` holds the two together.
+///
+/// A route that can write (any method but `GET` and `HEAD`) keeps this instance's session cache
+/// true before its answer goes out: a user's route drops the user's entries; any other waits until
+/// the cache has applied every change committed before (`AccountService.catchUpWithTheDatabase`),
+/// as it cannot know whom it changed. Whatever the handler did, and whether it failed or not.
 struct RouteTable {
     private(set) var router = Router()
     let accounts: AccountService
@@ -64,11 +69,17 @@ struct RouteTable {
         bodyLimit: Router.BodyLimit? = nil, asynchronous: Router.AsynchronousHandler? = nil, use handler: @escaping OpenHandler
     ) {
         precondition(![.user, .admin].contains(authentication), "\(method) \(pattern): a session's routes are added by user(…) or admin(…)")
+        precondition(asynchronous == nil || !Self.writes(method), "\(method) \(pattern): an asynchronous route only reads")
+        if case .inline = execution {
+            precondition(!Self.writes(method), "\(method) \(pattern): a route that writes waits for the cache, never on a loop")
+        }
         let policy = RoutePolicy(authentication, throttles: throttles, hashing: hashing)
+        let writes = Self.writes(method)
         router.add(
             method, pattern, policy: policy, execution: execution, bodyLimit: bodyLimit,
-            { [authenticator] request, context in
-                try handler(Call(request: request, context: context, authenticator: authenticator, byAdministrator: false))
+            { [accounts, authenticator] request, context in
+                defer { if writes { accounts.catchUpWithTheDatabase() } }
+                return try handler(Call(request: request, context: context, authenticator: authenticator, byAdministrator: false))
             }, asynchronous: asynchronous)
     }
 
@@ -78,10 +89,12 @@ struct RouteTable {
         bodyLimit: Router.BodyLimit? = nil, use handler: @escaping UserHandler
     ) {
         let policy = RoutePolicy(.user, throttles: throttles, hashing: hashing)
+        let writes = Self.writes(method)
         router.add(
             method, pattern, policy: policy, bodyLimit: bodyLimit, admission: userAdmission,
             { [accounts, authenticator] request, context in
                 let (session, user) = try accounts.authenticate(token: try Authenticator.token(request.headers))
+                defer { if writes { accounts.changed(userID: user.id) } }
                 return try handler(
                     Call(request: request, context: context, authenticator: authenticator, byAdministrator: false),
                     SignedIn(session: session, user: user))
@@ -95,12 +108,18 @@ struct RouteTable {
         use handler: @escaping UserDatabaseHandler
     ) {
         let policy = RoutePolicy(.user, throttles: throttles)
+        let writes = Self.writes(method)
         router.add(method, pattern, policy: policy, admission: userAdmission, on: database) {
             [accounts, authenticator] request, context, executor, respond in
             let call = Call(request: request, context: context, authenticator: authenticator, byAdministrator: false)
             do {
                 accounts.authenticate(token: try Authenticator.token(request.headers), withSession: false, on: executor) { found in
                     switch found {
+                    case .success(let found) where writes:
+                        handler(call, found.user, executor) { answer in
+                            accounts.changed(userID: found.user.id)
+                            respond(answer)
+                        }
                     case .success(let found): handler(call, found.user, executor, respond)
                     case .failure(let error): respond { throw error }
                     }
@@ -119,9 +138,11 @@ struct RouteTable {
         case .read(let action): policy = RoutePolicy(.admin, audit: .read(action.text))
         case .change: policy = RoutePolicy(.admin, audit: .change)
         }
+        let writes = Self.writes(method)
         router.add(
             method, pattern, policy: policy, admission: adminAdmission,
             { [accounts, authenticator] request, context in
+                defer { if writes { accounts.catchUpWithTheDatabase() } }
                 let admin = try accounts.authenticateAdmin(token: try Authenticator.token(request.headers))
                 let call = Call(request: request, context: context, authenticator: authenticator, byAdministrator: true)
                 let response = try handler(call, admin)
@@ -132,6 +153,9 @@ struct RouteTable {
                 return response
             })
     }
+
+    /// Whether a route of `method` may change something (and so the session cache).
+    static func writes(_ method: HTTPMethod) -> Bool { method != .get && method != .head }
 
     /// What an admin route writes to the audit log.
     enum AdminAudit {

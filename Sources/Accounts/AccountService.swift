@@ -57,6 +57,14 @@ public final class AccountService: Sendable {
         public var fieldTypeRefreshSeconds: Double = 1
         public var passwordPolicy = PasswordPolicy()
         public var fieldLimits = CustomFieldLimits()
+        /// The bytes the cache of sessions and their users may take (`SessionCache`); 0 turns it
+        /// off, and every authenticated request reads the database.
+        public var sessionCacheBytes = 32 << 20
+        /// How old a change committed elsewhere may be while the cache still serves: the bound of
+        /// the window in which another instance's revocation is not yet seen here.
+        public var sessionCacheStaleness: Duration = .milliseconds(80)
+        /// How often the cache's feed reads the changes (well under the staleness bound).
+        public var sessionCachePollInterval: Duration = .milliseconds(20)
 
         /// The longest window of any throttle: rows older than that count for nothing.
         public var longestThrottleWindowSeconds: Double {
@@ -90,6 +98,10 @@ public final class AccountService: Sendable {
     /// Hashing places held per client address (`hashingPlacesPerAddress`).
     let hashingShares = Mutex<[String: Int]>([:])
     private let sessionLookup: SessionRepository.Lookup
+    /// Sessions and users read before the database (`SessionCache`), and what keeps it fresh;
+    /// the feed is nil when the cache is off.
+    public let sessionCache: SessionCache
+    private let invalidationFeed: InvalidationFeed?
     let hasher: PasswordHasher
     private let hashing: HashingPool
     let logger: Logger
@@ -116,6 +128,18 @@ public final class AccountService: Sendable {
             activityRetentionSeconds: configuration.activityRetentionSeconds,
             intervalSeconds: configuration.housekeepingIntervalSeconds, logger: logger)
         self.sessionLookup = SessionRepository.Lookup(lifetime: configuration.lifetime)
+        sessionCache = SessionCache(
+            capacityBytes: configuration.sessionCacheBytes, staleness: configuration.sessionCacheStaleness,
+            refreshAfterSeconds: configuration.lifetime.refreshAfterSeconds)
+        if sessionCache.isEnabled {
+            var feed = InvalidationFeed.Configuration()
+            feed.pollInterval = configuration.sessionCachePollInterval
+            invalidationFeed = InvalidationFeed(
+                cache: sessionCache, connection: pool.configuration, configuration: feed, logger: logger.with("component", "session-cache"))
+            invalidationFeed?.start()
+        } else {
+            invalidationFeed = nil
+        }
         resetResolver = PeriodicThread(
             name: "reset-requests", intervalNanoseconds: UInt64(max(0.01, configuration.resetResolveIntervalSeconds) * 1e9))
         schemaRefresher = PeriodicThread(
@@ -143,6 +167,7 @@ public final class AccountService: Sendable {
         housekeeping.shutdown()
         toucher.shutdown()
         laterActivityQueue.shutdown()
+        invalidationFeed?.shutdown()
     }
 
     // MARK: - Accounts and sessions
@@ -375,22 +400,56 @@ public final class AccountService: Sendable {
         try PooledExecutor(pool).wait { authenticate(token: token, withSession: false, on: $0, $1) }.user
     }
 
-    /// The live session (when `withSession`) and user of a bearer token, or `invalid_token`: one
-    /// read, whichever executor runs it. A session last seen over a minute ago is noted for the
-    /// background writer.
+    /// The live session (when `withSession`) and user of a bearer token, or `invalid_token`: from
+    /// the session cache when it has it and is fresh, else one read, whichever executor runs it
+    /// (kept in the cache). A session last seen over a minute ago is noted for the background writer.
     public func authenticate(
         token: String, withSession: Bool, on executor: some QueryExecutor,
         _ completion: @escaping (Result<(session: Session?, user: User), any Error>) -> Void
     ) {
         guard SessionToken.isWellFormed(token) else { return completion(.failure(AccountsError.invalidToken)) }
-        executor.read(sessionLookup.query(tokenHash: SessionToken.hash(of: token), withSession: withSession)) { [toucher] result in
+        let tokenHash = SessionToken.hash(of: token)
+        guard sessionCache.isEnabled else {
+            executor.read(sessionLookup.query(tokenHash: tokenHash, withSession: withSession)) { [toucher] result in
+                completion(
+                    result.flatMap { rows in
+                        guard let row = rows.first else { return .failure(AccountsError.invalidToken) }
+                        if row.isStale { toucher.note(row.sessionID) }
+                        return .success((row.session, row.user))
+                    })
+            }
+            return
+        }
+        if let hit = sessionCache.lookup(tokenHash, now: Date(), monotonicNow: monotonicNanoseconds()) {
+            if hit.touch { toucher.note(hit.session.id) }
+            return completion(.success((hit.session, hit.user)))
+        }
+        let ticket = sessionCache.ticket()
+        executor.read(sessionLookup.query(tokenHash: tokenHash, withSession: true)) { [toucher, sessionCache, configuration] result in
             completion(
                 result.flatMap { rows in
-                    guard let row = rows.first else { return .failure(AccountsError.invalidToken) }
+                    guard let row = rows.first, let session = row.session else { return .failure(AccountsError.invalidToken) }
+                    let refresh = configuration.lifetime.refreshAfterSeconds
                     if row.isStale { toucher.note(row.sessionID) }
-                    return .success((row.session, row.user))
+                    sessionCache.fill(
+                        ticket: ticket, tokenHash: tokenHash, session: session, user: row.user,
+                        touchDue: row.isStale ? Date().addingTimeInterval(refresh) : session.lastSeenAt.addingTimeInterval(refresh))
+                    return .success((session, row.user))
                 })
         }
+    }
+
+    /// After this instance changed `userID` (a user's own write): their cached sessions and
+    /// profile go at once, before the change is acknowledged.
+    public func changed(userID: UUID) {
+        sessionCache.invalidate(users: CollectionOfOne(userID))
+    }
+
+    /// After a change this instance cannot attribute to one user (an administrator's, a mailed
+    /// link's, a sign-in's), or one made outside it: returns once the cache has applied every
+    /// change committed before the call, or serves nothing (`InvalidationFeed.catchUp`).
+    public func catchUpWithTheDatabase() {
+        invalidationFeed?.catchUp()
     }
 
     /// Which sessions `signOut` ends.

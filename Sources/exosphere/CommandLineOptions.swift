@@ -229,6 +229,13 @@ extension Configuration {
             config.accounts.maxSessionsPerUser = try integer(value, "--max-sessions-per-user", 1...100_000)
         },
         Option(
+            flag: "--session-cache-mb", environment: "EXOSPHERE_SESSION_CACHE_MB", placeholder: "MB",
+            help: "memory for sessions and profiles read without the database (revocation still immediate); 0 turns it off",
+            defaultValue: { String($0.accounts.sessionCacheBytes >> 20) }
+        ) { config, value throws(ConfigurationError) in
+            config.accounts.sessionCacheBytes = try integer(value, "--session-cache-mb", 0...65_536) << 20
+        },
+        Option(
             flag: "--field-name-limit", environment: "EXOSPHERE_FIELD_NAME_LIMIT", placeholder: "N",
             help: "custom field names the deployment may have (beyond it 422 field_limit_reached)",
             defaultValue: { String($0.accounts.fieldLimits.maxFieldNames) }

@@ -13,7 +13,10 @@ import Testing
 /// - every request is answered within 2 s, with a `2xx` or a `503` that has `Retry-After` (a
 ///   sign-in or a registration within 2 s plus 3 s for its password hash: see `DrillLog.Kind`);
 /// - writes are acknowledged again within 1 s of the replica's promotion;
-/// - no acknowledged write is lost: the new primary has every one.
+/// - no acknowledged write is lost: the new primary has every one;
+/// - a session signed out on one instance is never answered by the other's session cache more than
+///   100 ms later (the cache's feed loses its connection with the leader and starts again on the
+///   new one).
 ///
 /// Once straight to PostgreSQL (a multi-host connection string with
 /// `target_session_attrs=read-write`), and once through pgbouncer in each mode that works, which
@@ -66,6 +69,7 @@ struct FailoverTests {
         defer { deployment.stop() }
         // haproxy's frontend that retries only connections that failed.
         let port = deployment.proxy.port
+        let (portA, portB) = (deployment.portA, deployment.portB)
 
         // The load's accounts: four writers, two readers (of writers' profiles), one that signs in.
         var accounts: [(email: String, password: String, token: String)] = []
@@ -85,6 +89,9 @@ struct FailoverTests {
         let replica = 1 - leader
         let replicaPort = pair.postgresPorts[replica]
         let killed = Mutex<ContinuousClock.Instant?>(nil)
+        /// When each sign-out checked on the other instance was answered, and the 200s the other
+        /// instance gave that token to requests sent more than 100 ms after.
+        let revocations = Mutex<(checked: [ContinuousClock.Instant], late: [String])>(([], []))
 
         try onThreads(9) { index in
             if index == 8 {
@@ -132,6 +139,27 @@ struct FailoverTests {
                     reply = Result {
                         try send(port, "POST", "/users/signin", json: #"{"email": "\#(account.email)", "password": "\#(account.password)"}"#)
                     }
+                    if case .success(let answer) = reply, answer.status == 200, let token = answer.json["accessToken"]?.stringValue {
+                        // The session cache across the failover: A has the session, B ends it,
+                        // and A must not answer with it past the bound (503s meanwhile are fine).
+                        _ = Result { try send(portA, "GET", "/users/me", token: token) }
+                        if case .success(let out) = Result(catching: { try send(portB, "POST", "/users/signout", token: token) }), out.status == 204 {
+                            let revoked = ContinuousClock.now
+                            let deadline = revoked + .seconds(2)
+                            var status = 200
+                            while status != 401, ContinuousClock.now < deadline {
+                                let sent = ContinuousClock.now
+                                guard case .success(let read) = Result(catching: { try send(portA, "GET", "/users/me", token: token) }) else {
+                                    continue
+                                }
+                                status = read.status
+                                if status == 200, sent - revoked > .milliseconds(100) {
+                                    revocations.withLock { $0.late.append("a 200 sent \(sent - revoked) after the sign-out") }
+                                }
+                            }
+                            revocations.withLock { $0.checked.append(revoked) }
+                        }
+                    }
                 }
                 log.record(kind: kind, start: start, end: .now, reply: reply)
                 // A client's pace, not a flood: at most one request each 20 ms per thread, whatever the
@@ -171,6 +199,12 @@ struct FailoverTests {
             lateRefusals.isEmpty,
             "\(path): writes refused over 1 s after the promotion: \(lateRefusals.prefix(5).map(\.description)); haproxy: \(pair.proxyEvents())")
 
+        // No session served past the bound after its sign-out on the other instance, before and
+        // after the failover.
+        let (checked, late) = revocations.withLock { $0 }
+        #expect(late.isEmpty, "\(path): \(late.count) late answers with a signed-out token: \(late.prefix(5))")
+        #expect(checked.contains { $0 < killedAt } && checked.contains { $0 > promoted }, "\(path): sign-outs checked \(checked.count)")
+
         // No acknowledged write lost: the new primary has every one.
         let connection = try PostgresConnection(connectionString: pair.connectionString(node: replica))
         defer { connection.close() }
@@ -185,7 +219,7 @@ struct FailoverTests {
         let found = try connection.query("SELECT count(*) FROM users WHERE email = ANY(string_to_array(\(list), ' '))")[0].decode(Int.self, at: 0)
         #expect(found == emails.count, "\(path): \(emails.count) registrations acknowledged, \(found) on the new primary")
         print(
-            "failover drill (\(path)): writes back \(back - promoted) after the promotion; \(summary); haproxy: \(pair.proxyEvents()); pgbouncer: \(Self.closings(bouncer?.log ?? ""))"
+            "failover drill (\(path)): writes back \(back - promoted) after the promotion; \(checked.count) sign-outs checked on the other instance; \(summary); haproxy: \(pair.proxyEvents()); pgbouncer: \(Self.closings(bouncer?.log ?? ""))"
         )
     }
 

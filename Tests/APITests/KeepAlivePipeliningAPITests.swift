@@ -81,6 +81,8 @@ struct KeepAlivePipeliningAPITests {
         let server = try TestServer("keepalive_\(pipelining ? "loops" : "pool")") { configuration in
             configuration.server.eventLoops = Self.eventLoops
             configuration.databasePipelining = pipelining
+            // Every read goes to the database, through the pipelines or the pool: no session cache.
+            configuration.accounts.sessionCacheBytes = 0
         }
         var stopped = false
         defer { if !stopped { server.shutdown() } }

@@ -7,7 +7,8 @@ import TestSupport
 import Testing
 
 /// Two `exosphere serve` processes on one PostgreSQL, with haproxy in front: whatever one instance
-/// did (sessions, password changes, throttle counters), the other knows at once, and losing one
+/// did (sessions, password changes, throttle counters), the other knows (a revoked token within the
+/// session cache's bound, 100 ms, `SessionCacheAPITests`; the rest at once), and losing one
 /// instance costs only the requests it had in flight. Each test gets its own database of the
 /// test cluster, its own two instances and its own haproxy.
 @Suite(.serialized) struct MultiInstanceTests {
@@ -45,10 +46,11 @@ import Testing
         #expect(listed.count == 2, "A lists the sessions of both instances: \(sessions.text)")
         #expect(listed.filter { $0["current"]?.boolValue == true }.count == 1)
 
-        // Signing out on A ends the session on B at once.
+        // Signing out on A ends the session there at once, and on B within the bound.
         #expect(try call(a, "POST", "/users/signout", token: second, json: "{}").status == 204)
-        let after = try call(b, "GET", "/users/me", token: second)
-        #expect(after.status == 401, "a session signed out on A still works on B: \(after.status)")
+        let signedOut = ContinuousClock.now
+        #expect(try call(a, "GET", "/users/me", token: second).status == 401, "a session signed out on A still works on A")
+        try expectRefused(b, second, after: signedOut, "a session signed out on A")
         #expect(try call(b, "GET", "/users/me", token: first).status == 200, "the other session is untouched")
     }
 
@@ -66,7 +68,7 @@ import Testing
         let signedIn = try call(a, "POST", "/users/signin", json: credentials(email, oldPassword))
         try #require(signedIn.status == 200, "sign-in through A: \(signedIn.status) \(signedIn.text)")
         let other = try #require(signedIn.json["accessToken"]?.stringValue)
-        // B has seen both tokens work, so a cache there (there must be none) would be warm.
+        // B has seen both tokens work: its session cache is warm.
         #expect(try call(b, "GET", "/users/me", token: first).status == 200)
         #expect(try call(b, "GET", "/users/me", token: other).status == 200)
 
@@ -77,11 +79,12 @@ import Testing
         #expect(changed.json["revokedSessions"] == 1)
         let replacement = try #require(changed.json["accessToken"]?.stringValue)
 
-        // Immediately, with no pause: B reads sessions from the database on every request.
-        let revoked = try call(b, "GET", "/users/me", token: other)
-        #expect(revoked.status == 401, "the other session still works on B after a password change on A: \(revoked.status)")
-        #expect(revoked.code == "invalid_token")
-        #expect(try call(b, "GET", "/users/me", token: first).status == 401, "the replaced session still works on B")
+        // At once on A; on B within the session cache's bound.
+        let changedAt = ContinuousClock.now
+        #expect(try call(a, "GET", "/users/me", token: other).status == 401, "the other session still works on A")
+        try expectRefused(b, other, after: changedAt, "the other session, after a password change on A")
+        try expectRefused(b, first, after: changedAt, "the replaced session")
+        #expect(try call(b, "GET", "/users/me", token: other).code == "invalid_token")
         #expect(try call(b, "GET", "/users/me", token: replacement).status == 200, "the new session does not work on B")
         #expect(try call(b, "POST", "/users/signin", json: credentials(email, oldPassword)).status == 401, "the old password on B")
         #expect(try call(b, "POST", "/users/signin", json: credentials(email, newPassword)).status == 200, "the new password on B")
@@ -483,6 +486,24 @@ private func call(
     if json != nil { headers.append(("Content-Type", "application/json")) }
     if let forwardedFor { headers.append(("X-Forwarded-For", forwardedFor)) }
     return try HTTPClient.send(port: port, method: method, target: target, headers: headers, body: json.map { Array($0.utf8) })
+}
+
+/// `GET /users/me` with `token` on `port` until refused (2 s at most): refused, and no request sent
+/// more than the session cache's bound (100 ms) after `revoked` was answered 200.
+private func expectRefused(
+    _ port: Int, _ token: String, after revoked: ContinuousClock.Instant, _ what: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+    let deadline = ContinuousClock.now + .seconds(2)
+    var late = 0
+    var status = 200
+    while status == 200, ContinuousClock.now < deadline {
+        let sent = ContinuousClock.now
+        status = try call(port, "GET", "/users/me", token: token).status
+        if status == 200, sent - revoked > .milliseconds(100) { late += 1 }
+    }
+    #expect(status == 401, "\(what) still works after 2 s", sourceLocation: sourceLocation)
+    #expect(late == 0, "\(what) worked \(late) times more than 100 ms after", sourceLocation: sourceLocation)
 }
 
 private func milliseconds(_ duration: Duration) -> Int64 {

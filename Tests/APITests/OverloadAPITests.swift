@@ -96,6 +96,8 @@ extension OverloadAPITests {
     @Suite(
         .liveServer("overload_workers") { configuration in
             configuration.server.eventLoops = 1
+            // Reads that go to the database on the loop's pipeline: no session cache.
+            configuration.accounts.sessionCacheBytes = 0
             configuration.server.workerThreads = 2
             configuration.server.workerQueueLimit = 2
             configuration.hashingThreads = 1
@@ -274,8 +276,8 @@ extension OverloadAPITests {
 // MARK: - The database pool
 
 extension OverloadAPITests {
-    /// One pooled connection and a short wait for it; everything on the workers (pipelining off),
-    /// so that every request needs the pool. A statement may wait for a lock for a long time
+    /// One pooled connection and a short wait for it; everything on the workers (pipelining off)
+    /// and no session cache, so that every request needs the pool. A statement may wait for a lock for a long time
     /// (the response timeout is not what is tested here).
     @Suite(
         .liveServer("overload_dbpool") { configuration in
@@ -283,6 +285,8 @@ extension OverloadAPITests {
             configuration.databasePoolSize = 1
             configuration.databaseAcquireTimeout = .milliseconds(500)
             configuration.databaseResponseTimeout = .seconds(120)
+            // Reads need the pool too: no session cache.
+            configuration.accounts.sessionCacheBytes = 0
         }, .serialized)
     struct DatabasePoolTimeout {
         let server: TestServer

@@ -7,7 +7,12 @@ import Testing
 
 /// `PUT` and `PATCH /users/me` on the event loops: the writes of one wake-up are committed together, each
 /// reported only once committed; a failing one sends the others of its batch to the workers.
-@Suite(.liveServer("pipelinedwrites", { $0.server.eventLoops = 2 }), .serialized)
+// Reads through the pipelines, so no session cache (its hits skip them).
+@Suite(
+    .liveServer("pipelinedwrites") {
+        $0.server.eventLoops = 2
+        $0.accounts.sessionCacheBytes = 0
+    }, .serialized)
 struct PipelinedWritesTests {
     /// As the trait above configures.
     static let eventLoops = 2

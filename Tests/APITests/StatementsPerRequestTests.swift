@@ -30,7 +30,8 @@ struct StatementsPerRequestTests {
     @Test(arguments: ["PUT", "PATCH"])
     func anEmailChangeOnTheLoopLooksUpItsSessionOnce(_ method: String) throws {
         let cluster = try Self.cluster.get()
-        let server = try TestServer("statements_\(method.lowercased())", cluster: cluster)
+        // The lookup is what is counted: no session cache.
+        let server = try TestServer("statements_\(method.lowercased())", cluster: cluster) { $0.accounts.sessionCacheBytes = 0 }
         defer { server.shutdown() }
         let account = try server.register()
         try server.openPipelines(eventLoops: 1, token: account.token)
@@ -49,5 +50,33 @@ struct StatementsPerRequestTests {
         // The lookup ran on the pipeline, the transaction on the workers, the request itself on the loop.
         #expect(ran.sent >= 1 && ran.offloaded == 1 && ran.fallbacks == 0, "\(ran)")
         #expect(try Self.sessionLookups(connection) == 1)
+    }
+
+    /// With the session cache (the default), a read whose session is cached runs no statement: a
+    /// read looks its session up only when the cache missed it (`exosphere_session_cache_lookups_total`),
+    /// and a write of the user drops it, so the next read looks it up again.
+    @Test func aCachedSessionIsReadWithoutAStatement() throws {
+        let cluster = try Self.cluster.get()
+        let server = try TestServer("statements_cache", cluster: cluster)
+        defer { server.shutdown() }
+        let account = try server.register()
+        let connection = try PostgresConnection(configuration: try PostgresConfiguration(connectionString: server.databaseURL))
+        defer { connection.close() }
+        try connection.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        func misses() throws -> Int { try #require(try server.metric(#"exosphere_session_cache_lookups_total{outcome="miss"}"#)) }
+        func hits() throws -> Int { try #require(try server.metric(#"exosphere_session_cache_lookups_total{outcome="hit"}"#)) }
+
+        for round in 0..<2 {
+            _ = try connection.query("SELECT pg_stat_statements_reset()")
+            let (missesBefore, hitsBefore) = (try misses(), try hits())
+            for _ in 0..<20 { #expect(try server.me(account.token).status == 200) }
+            let (missed, hit) = (try misses() - missesBefore, try hits() - hitsBefore)
+            #expect(missed + hit == 20)
+            // The first read of the round missed (a new session, then a session the write dropped);
+            // later ones miss only while the cache is not fresh (a loaded machine).
+            #expect(missed >= 1 && hit >= 1, "round \(round): \(hit) hits, \(missed) misses")
+            #expect(try Self.sessionLookups(connection) == Int64(missed), "round \(round): one lookup per miss, none per hit")
+            #expect(try server.call("PATCH", "/users/me", token: account.token, json: #"{"firstname": "R\#(round)"}"#).status == 200)
+        }
     }
 }

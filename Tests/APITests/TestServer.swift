@@ -226,10 +226,14 @@ final class TestServer: Sendable {
 
     // MARK: - Database
 
-    /// Runs `body` on a new connection to this suite's database.
+    /// Runs `body` on a new connection to this suite's database; returns once the server's
+    /// session cache has applied what `body` committed, as an instance does after its own writes.
     func withDatabase<R>(_ body: (PostgresConnection) throws -> R) throws -> R {
         let connection = try PostgresConnection(configuration: try PostgresConfiguration(connectionString: databaseURL))
-        defer { connection.close() }
+        defer {
+            connection.close()
+            app.accounts.catchUpWithTheDatabase()
+        }
         return try body(connection)
     }
 

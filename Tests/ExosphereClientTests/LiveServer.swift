@@ -217,10 +217,14 @@ final class LiveServer: Sendable {
         return URL(string: String(message[start..<range.upperBound]) + token)
     }
 
-    /// Runs `body` on a new connection to this server's database.
+    /// Runs `body` on a new connection to this server's database; returns once the server's
+    /// session cache (when it runs) has applied what `body` committed.
     func withDatabase<R>(_ body: (PostgresConnection) throws -> R) throws -> R {
         let connection = try PostgresConnection(connectionString: databaseURL)
-        defer { connection.close() }
+        defer {
+            connection.close()
+            running.withLock { $0 }?.accounts.catchUpWithTheDatabase()
+        }
         return try body(connection)
     }
 }
