@@ -9,7 +9,7 @@
 #   5. successful sign-ins per second of 8 connections retrying at once beside 10 clients that
 #      give up, against 2 polite clients (bench/signin_retry.py);
 #   and the server's resident memory throughout.
-# Usage: [EXOSPHERE_BIN=path] [BENCH_CGROUP=off] bench/accounts.sh [seconds=10]      Needs: wrk, pgbench, psql (postgresql), python3.
+# Usage: [EXOSPHERE_BIN=path] [BENCH_CGROUP=off] [SERVER_FLAGS="--session-cache-mb 0"] bench/accounts.sh [seconds=10]      Needs: wrk, pgbench, psql (postgresql), python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-10}
@@ -34,7 +34,8 @@ enter_bench_cgroup
 chmod 755 "$DIR"
 
 # Eight database connections, like pgbench's eight clients (the default is 2 × cores).
-"$BIN" serve --port "$PORT" --data-dir "$DIR/pg" --db-pool-size 8 --access-log off --log-format logfmt > "$DIR/exosphere.log" 2>&1 &
+# shellcheck disable=SC2086
+"$BIN" serve --port "$PORT" --data-dir "$DIR/pg" --db-pool-size 8 --access-log off --log-format logfmt ${SERVER_FLAGS:-} > "$DIR/exosphere.log" 2>&1 &
 EXO_PID=$!
 for _ in $(seq 300); do curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
 CONN=$(sed -n 's/.*postgres.connection="\([^"]*\)".*/\1/p' "$DIR/exosphere.log" | head -1)
@@ -153,3 +154,4 @@ echo "sign-ins of retrying clients against polite ones: $(head -1 "$DIR/retry.tx
 echo "  $(tail -1 "$DIR/retry.txt")"
 echo "hashing pool since start: ${HASHING:-(no figures)}"
 echo "exosphere RSS: median $((RSS_MEDIAN / 1024)) MiB, max $((RSS_MAX / 1024)) MiB"
+cp "$DIR/rss.txt" /tmp/last-accounts-rss.txt 2>/dev/null || true

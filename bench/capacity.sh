@@ -10,6 +10,7 @@
 #   EXOSPHERE_BIN=path: use that binary instead of building (scripts/build-release.sh) here.
 #   STORAGE=database|filesystem: where the image is kept (default database).
 #   USERS=200: users whose tokens the profile requests rotate over.
+#   SERVER_FLAGS="...": more flags for the instance (e.g. "--session-cache-mb 0": every read to PostgreSQL).
 # Needs: wrk, curl, psql, python3, vips (libvips-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +32,8 @@ exosphere_binary "$DIR"
 enter_bench_cgroup
 echo "scheduling: $BENCH_SCHEDULING"
 chmod 755 "$DIR"
-start_managed_server --image-storage "$STORAGE" --image-dir "$DIR/images" --registration-address-limit 0
+# shellcheck disable=SC2086
+start_managed_server --image-storage "$STORAGE" --image-dir "$DIR/images" --registration-address-limit 0 ${SERVER_FLAGS:-}
 API="http://127.0.0.1:$PORT"
 json() { python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 rest_rss=$(awk '$1 == "VmRSS:" {print $2}' "/proc/$PID/status")
