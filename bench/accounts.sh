@@ -154,4 +154,3 @@ echo "sign-ins of retrying clients against polite ones: $(head -1 "$DIR/retry.tx
 echo "  $(tail -1 "$DIR/retry.txt")"
 echo "hashing pool since start: ${HASHING:-(no figures)}"
 echo "exosphere RSS: median $((RSS_MEDIAN / 1024)) MiB, max $((RSS_MAX / 1024)) MiB"
-cp "$DIR/rss.txt" /tmp/last-accounts-rss.txt 2>/dev/null || true

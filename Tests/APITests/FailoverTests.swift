@@ -46,12 +46,13 @@ struct FailoverTests {
             // Failover settings: a client waits at most 1 s for a server connection, and a failed
             // server login is tried again after 0.1 s, not the default 15 s. In session mode each
             // client connection holds a server connection: two instances hold 2 × (4 pool + 4 event
-            // loops + 1 background + 1 listening for live events) at most, so 20. With 8 the ones left over waited in pgbouncer's queue until
+            // loops + 1 background + 1 listening for live events + 1 reading changes for the session
+            // cache) at most, so 22. With 8 the ones left over waited in pgbouncer's queue until
             // `query_wait_timeout` closed them (39 closings in one run), and a write was refused
             // 1.1 s after the promotion in CI.
             bouncer = try TestPgBouncer(
                 direct: "host=127.0.0.1 port=\(pair.primaryPort) user=postgres dbname=postgres", mode: mode,
-                poolSize: path == .pgbouncerSession ? 20 : 8,
+                poolSize: path == .pgbouncerSession ? 22 : 8,
                 settings: ["query_wait_timeout = 1", "server_login_retry = 0.1", "server_connect_timeout = 1"])
             databaseURL = bouncer!.url
             pooler = mode
@@ -80,6 +81,29 @@ struct FailoverTests {
             accounts.append((email, password, try #require(reply.json["accessToken"]?.stringValue)))
         }
         let fixed = accounts
+        // Sessions of one more account, made in SQL (a sign-in each would hash), for the thread
+        // that signs them out on one instance and reads with them on the other.
+        let revoker = try send(
+            port, "POST", "/users",
+            json: #"{"email": "failover-revoker-\#(UInt32.random(in: 0...UInt32.max))@example.com", "password": "pw-revoker-long-enough"}"#)
+        try #require(revoker.status == 201, "\(path): register: \(revoker.status) \(revoker.text)")
+        let revokerText = try #require(revoker.json["user"]?["id"]?.stringValue)
+        let revokerID = try #require(UUID(uuidString: revokerText))
+        let tokens = try { () throws -> [String] in
+            let connection = try PostgresConnection(connectionString: pair.connectionString(node: try pair.leader()))
+            defer { connection.close() }
+            let salt = String(UInt64.random(in: 0...UInt64.max))
+            return try connection.query(
+                """
+                WITH t AS (
+                    SELECT rtrim(translate(encode(sha256(convert_to(\(salt) || i, 'UTF8')), 'base64'), '+/', '-_'), '=') AS token
+                    FROM generate_series(1, 90) i)
+                INSERT INTO sessions (user_id, token_hash, expires_at)
+                SELECT \(revokerID), sha256(convert_to(token, 'UTF8')), now() + interval '1 day' FROM t
+                RETURNING (SELECT token FROM t WHERE sha256(convert_to(t.token, 'UTF8')) = sessions.token_hash)
+                """
+            ).map { try $0.decode(String.self, at: 0) }
+        }()
 
         let log = DrillLog()
         let promotedAt = Mutex<ContinuousClock.Instant?>(nil)
@@ -89,11 +113,58 @@ struct FailoverTests {
         let replica = 1 - leader
         let replicaPort = pair.postgresPorts[replica]
         let killed = Mutex<ContinuousClock.Instant?>(nil)
-        /// When each sign-out checked on the other instance was answered, and the 200s the other
-        /// instance gave that token to requests sent more than 100 ms after.
-        let revocations = Mutex<(checked: [ContinuousClock.Instant], late: [String])>(([], []))
+        /// When each sign-out checked on the other instance was answered, and what went wrong: a
+        /// 200 the other instance gave that token to a request sent more than 100 ms after, or a
+        /// sign-out refused.
+        let revocations = Mutex<(checked: [ContinuousClock.Instant], wrong: [String])>(([], []))
 
-        try onThreads(9) { index in
+        try onThreads(10) { index in
+            if index == 9 {
+                // The session cache across the failover: A has the session, B ends it, and A
+                // must not answer with it past the bound (503s meanwhile are fine).
+                // A token is used until its sign-out is answered (not in the outage).
+                var next = 0
+                var retried = false
+                while next < tokens.count, !stop.load(ordering: .relaxed) {
+                    let token = tokens[next]
+                    let start = ContinuousClock.now
+                    defer {
+                        let paced = start + .milliseconds(50) - ContinuousClock.now
+                        if paced > .zero { usleep(UInt32(paced.components.attoseconds / 1_000_000_000_000)) }
+                    }
+                    _ = Result { try send(portA, "GET", "/users/me", token: token) }
+                    guard case .success(let out) = Result(catching: { try send(portB, "POST", "/users/signout", token: token) }),
+                        out.status < 500
+                    else {
+                        retried = true
+                        continue
+                    }
+                    next += 1
+                    guard out.status == 204 else {
+                        // A sign-out whose answer was lost in the crash (a 503) may have committed:
+                        // tried again, it is a 401. Any other refusal is wrong.
+                        if !(out.status == 401 && retried) { revocations.withLock { $0.wrong.append("a sign-out answered \(out.status)") } }
+                        retried = false
+                        continue
+                    }
+                    retried = false
+                    let revoked = ContinuousClock.now
+                    let deadline = revoked + .seconds(2)
+                    var status = 200
+                    while status != 401, ContinuousClock.now < deadline {
+                        let sent = ContinuousClock.now
+                        guard case .success(let read) = Result(catching: { try send(portA, "GET", "/users/me", token: token) }) else {
+                            continue
+                        }
+                        status = read.status
+                        if status == 200, sent - revoked > .milliseconds(100) {
+                            revocations.withLock { $0.wrong.append("a 200 sent \(sent - revoked) after the sign-out") }
+                        }
+                    }
+                    revocations.withLock { $0.checked.append(revoked) }
+                }
+                return
+            }
             if index == 8 {
                 // The drill: two seconds of load, the kill, then the promotion watched from outside.
                 usleep(2_000_000)
@@ -139,27 +210,6 @@ struct FailoverTests {
                     reply = Result {
                         try send(port, "POST", "/users/signin", json: #"{"email": "\#(account.email)", "password": "\#(account.password)"}"#)
                     }
-                    if case .success(let answer) = reply, answer.status == 200, let token = answer.json["accessToken"]?.stringValue {
-                        // The session cache across the failover: A has the session, B ends it,
-                        // and A must not answer with it past the bound (503s meanwhile are fine).
-                        _ = Result { try send(portA, "GET", "/users/me", token: token) }
-                        if case .success(let out) = Result(catching: { try send(portB, "POST", "/users/signout", token: token) }), out.status == 204 {
-                            let revoked = ContinuousClock.now
-                            let deadline = revoked + .seconds(2)
-                            var status = 200
-                            while status != 401, ContinuousClock.now < deadline {
-                                let sent = ContinuousClock.now
-                                guard case .success(let read) = Result(catching: { try send(portA, "GET", "/users/me", token: token) }) else {
-                                    continue
-                                }
-                                status = read.status
-                                if status == 200, sent - revoked > .milliseconds(100) {
-                                    revocations.withLock { $0.late.append("a 200 sent \(sent - revoked) after the sign-out") }
-                                }
-                            }
-                            revocations.withLock { $0.checked.append(revoked) }
-                        }
-                    }
                 }
                 log.record(kind: kind, start: start, end: .now, reply: reply)
                 // A client's pace, not a flood: at most one request each 20 ms per thread, whatever the
@@ -201,9 +251,12 @@ struct FailoverTests {
 
         // No session served past the bound after its sign-out on the other instance, before and
         // after the failover.
-        let (checked, late) = revocations.withLock { $0 }
-        #expect(late.isEmpty, "\(path): \(late.count) late answers with a signed-out token: \(late.prefix(5))")
-        #expect(checked.contains { $0 < killedAt } && checked.contains { $0 > promoted }, "\(path): sign-outs checked \(checked.count)")
+        let (checked, wrong) = revocations.withLock { $0 }
+        #expect(wrong.isEmpty, "\(path): \(wrong.count) wrong answers around sign-outs: \(wrong.prefix(5))")
+        let (checkedBefore, checkedAfter) = (checked.filter { $0 < killedAt }.count, checked.filter { $0 > promoted }.count)
+        #expect(
+            checkedBefore > 0 && checkedAfter > 0, "\(path): sign-outs checked: \(checkedBefore) before the kill, \(checkedAfter) after the promotion"
+        )
 
         // No acknowledged write lost: the new primary has every one.
         let connection = try PostgresConnection(connectionString: pair.connectionString(node: replica))
@@ -219,7 +272,7 @@ struct FailoverTests {
         let found = try connection.query("SELECT count(*) FROM users WHERE email = ANY(string_to_array(\(list), ' '))")[0].decode(Int.self, at: 0)
         #expect(found == emails.count, "\(path): \(emails.count) registrations acknowledged, \(found) on the new primary")
         print(
-            "failover drill (\(path)): writes back \(back - promoted) after the promotion; \(checked.count) sign-outs checked on the other instance; \(summary); haproxy: \(pair.proxyEvents()); pgbouncer: \(Self.closings(bouncer?.log ?? ""))"
+            "failover drill (\(path)): writes back \(back - promoted) after the promotion; sign-outs checked on the other instance: \(checkedBefore) before the kill, \(checkedAfter) after the promotion; \(summary); haproxy: \(pair.proxyEvents()); pgbouncer: \(Self.closings(bouncer?.log ?? ""))"
         )
     }
 
