@@ -26,6 +26,7 @@ public enum RouteListing {
         var configuration = configuration
         configuration.databaseURL = "host=/nonexistent port=1 dbname=exosphere_routes"
         configuration.databasePooler = .none
+        configuration.accounts.sessionCacheBytes = 0  // no cache, so no connection reading changes
         let database = try Database.start(configuration, logger: .silent, migrate: false)
         let hashing = HashingPool(workers: 1)
         let accounts = AccountService(

@@ -277,8 +277,11 @@ enum Exosphere {
                 parameters: configuration.passwordHashing, allowWeakParameters: !configuration.passwordHashing.isAtLeastOWASP)
             let hashing = HashingPool(workers: 1, queueCapacity: 4)
             defer { hashing.shutdown() }
+            // A command serves no request: no session cache (its triggers still tell the instances).
+            var accountsConfiguration = configuration.accounts
+            accountsConfiguration.sessionCacheBytes = 0
             let accounts = AccountService(
-                pool: database.pool, hasher: hasher, hashing: hashing, configuration: configuration.accounts, logger: logger)
+                pool: database.pool, hasher: hasher, hashing: hashing, configuration: accountsConfiguration, logger: logger)
             defer { accounts.shutdown() }
             let audit = { (what: AuditAction) in try AccountService.auditCommand(what, by: operatorName(), on: database.pool) }
             switch action {
