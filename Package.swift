@@ -47,6 +47,8 @@ let package = Package(
         .target(name: "PostgresCluster", dependencies: ["Postgres", "CLibPQ", "Files"]),
         // Password hashing (scrypt) on a bounded pool, session tokens, digests, constant-time comparison.
         .target(name: "Cryptography", dependencies: ["COpenSSL", "Threads"]),
+        // OpenID Connect ID tokens (Sign in with Apple, Google): key sets and checked tokens.
+        .target(name: "IdentityTokens", dependencies: ["Cryptography", "JSON"]),
         // The event loops' pipelined database connections and the executor handlers use on them.
         .target(name: "PostgresLoop", dependencies: ["Postgres", "LoopInterface", "StructuredLogging", "Threads"]),
         // Mail transport: RFC 5322/MIME messages, an SMTP client (TLS through OpenSSL), the dev mailbox.
@@ -105,6 +107,7 @@ let package = Package(
         .testTarget(name: "MailTests", dependencies: ["Mail", "Files", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Files", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "COpenSSL", "Threads", "TestSupport"]),
+        .testTarget(name: "IdentityTokensTests", dependencies: ["IdentityTokens", "Cryptography", "JSON", "TestSupport"]),
         // What several test targets share: image builders, embedded real images, a seeded generator,
         // a real SMTP server (aiosmtpd) and a throwaway certificate authority.
         .target(name: "TestSupport", dependencies: ["Files"], path: "Tests/TestSupport", exclude: ["smtp_server.py"]),
