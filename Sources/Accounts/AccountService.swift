@@ -409,32 +409,26 @@ public final class AccountService: Sendable {
     ) {
         guard SessionToken.isWellFormed(token) else { return completion(.failure(AccountsError.invalidToken)) }
         let tokenHash = SessionToken.hash(of: token)
-        guard sessionCache.isEnabled else {
-            executor.read(sessionLookup.query(tokenHash: tokenHash, withSession: withSession)) { [toucher] result in
-                completion(
-                    result.flatMap { rows in
-                        guard let row = rows.first else { return .failure(AccountsError.invalidToken) }
-                        if row.isStale { toucher.note(row.sessionID) }
-                        return .success((row.session, row.user))
-                    })
-            }
-            return
-        }
-        if let hit = sessionCache.lookup(tokenHash, now: Date(), monotonicNow: monotonicNanoseconds()) {
+        let cached = sessionCache.isEnabled
+        if cached, let hit = sessionCache.lookup(tokenHash, now: Date(), monotonicNow: monotonicNanoseconds()) {
             if hit.touch { toucher.note(hit.session.id) }
             return completion(.success((hit.session, hit.user)))
         }
-        let ticket = sessionCache.ticket()
-        executor.read(sessionLookup.query(tokenHash: tokenHash, withSession: true)) { [toucher, sessionCache, configuration] result in
+        // A read for the cache takes the whole session, and a ticket before it goes out.
+        let ticket = cached ? sessionCache.ticket() : 0
+        let query = sessionLookup.query(tokenHash: tokenHash, withSession: withSession || cached)
+        executor.read(query) { [toucher, sessionCache, configuration] result in
             completion(
                 result.flatMap { rows in
-                    guard let row = rows.first, let session = row.session else { return .failure(AccountsError.invalidToken) }
-                    let refresh = configuration.lifetime.refreshAfterSeconds
+                    guard let row = rows.first else { return .failure(AccountsError.invalidToken) }
                     if row.isStale { toucher.note(row.sessionID) }
-                    sessionCache.fill(
-                        ticket: ticket, tokenHash: tokenHash, session: session, user: row.user,
-                        touchDue: row.isStale ? Date().addingTimeInterval(refresh) : session.lastSeenAt.addingTimeInterval(refresh))
-                    return .success((session, row.user))
+                    if cached, let session = row.session {
+                        let refresh = configuration.lifetime.refreshAfterSeconds
+                        sessionCache.fill(
+                            ticket: ticket, tokenHash: tokenHash, session: session, user: row.user,
+                            touchDue: row.isStale ? Date().addingTimeInterval(refresh) : session.lastSeenAt.addingTimeInterval(refresh))
+                    }
+                    return .success((row.session, row.user))
                 })
         }
     }

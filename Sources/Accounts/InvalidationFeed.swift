@@ -85,9 +85,6 @@ final class InvalidationFeed: @unchecked Sendable {
         }
     }
 
-    /// Whether the connection is up and its reads are being applied.
-    var isConnected: Bool { lock.withLock { state.appliedSentAt != 0 } }
-
     // MARK: - The thread
 
     /// Where the reads have got to on the current connection.

@@ -128,10 +128,8 @@ struct FailoverTests {
                 while next < tokens.count, !stop.load(ordering: .relaxed) {
                     let token = tokens[next]
                     let start = ContinuousClock.now
-                    defer {
-                        let paced = start + .milliseconds(50) - ContinuousClock.now
-                        if paced > .zero { usleep(UInt32(paced.components.attoseconds / 1_000_000_000_000)) }
-                    }
+                    // A client's pace (below): one round each 50 ms at most.
+                    defer { pace(since: start, every: .milliseconds(50)) }
                     _ = Result { try send(portA, "GET", "/users/me", token: token) }
                     guard case .success(let out) = Result(catching: { try send(portB, "POST", "/users/signout", token: token) }),
                         out.status < 500
@@ -217,8 +215,7 @@ struct FailoverTests {
                 // (A pause after each answer let the outage's fast 503s come at about 1,000 a second,
                 // and on two cores a registration in flight at the kill took over haproxy's 5 s: a 504
                 // in CI, its hashing starved, most likely.)
-                let paced = start + .milliseconds(20) - ContinuousClock.now
-                if paced > .zero { usleep(UInt32(paced.components.attoseconds / 1_000_000_000_000)) }
+                pace(since: start, every: .milliseconds(20))
             }
         }
 
@@ -356,6 +353,12 @@ final class DrillLog: Sendable {
             after: [\(counts(samples.filter { $0.start >= promotedAt }))]; slowest answer \(slowest)
             """
     }
+}
+
+/// Paces a load thread (it waits for nothing): returns once `interval` has passed since `start`.
+private func pace(since start: ContinuousClock.Instant, every interval: Duration) {
+    let left = start + interval - ContinuousClock.now
+    if left > .zero { usleep(UInt32(left.components.attoseconds / 1_000_000_000_000)) }
 }
 
 /// One request on a new connection, with a 5 s limit for the whole exchange.

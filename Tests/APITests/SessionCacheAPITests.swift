@@ -19,11 +19,20 @@ struct SessionCacheAPITests {
     /// The contract's bound; the servers serve at most `staleness` (80 ms) old.
     static let bound: Duration = .milliseconds(100)
 
-    static func pair(_ name: String) throws -> (TestServer, TestServer) {
+    /// Two instances of one database; `shutdown()` stops both.
+    struct Pair {
+        let a: TestServer
+        let b: TestServer
+        func shutdown() {
+            b.shutdown()
+            a.shutdown()
+        }
+    }
+
+    static func pair(_ name: String) throws -> Pair {
         let a = try TestServer("cache_\(name)_a") { $0.thumbnails.helpers = 0 }
         do {
-            let b = try TestServer("cache_\(name)_b", sharingDatabaseWith: a) { $0.thumbnails.helpers = 0 }
-            return (a, b)
+            return Pair(a: a, b: try TestServer("cache_\(name)_b", sharingDatabaseWith: a) { $0.thumbnails.helpers = 0 })
         } catch {
             a.shutdown()
             throw error
@@ -78,11 +87,9 @@ struct SessionCacheAPITests {
     }
 
     @Test func aSignOutOnOneInstanceIsRefusedThereAtOnceAndOnTheOtherWithinTheBound() throws {
-        let (a, b) = try Self.pair("signout")
-        defer {
-            b.shutdown()
-            a.shutdown()
-        }
+        let pair = try Self.pair("signout")
+        defer { pair.shutdown() }
+        let (a, b) = (pair.a, pair.b)
         let account = try a.register()
         let hitsBefore = try #require(try b.metric("exosphere_session_cache_lookups_total{outcome=\"hit\"}"))
         var windows: [Duration] = []
@@ -111,11 +118,9 @@ struct SessionCacheAPITests {
     }
 
     @Test func passwordChangesRacingReadsOnTheOtherInstance() throws {
-        let (a, b) = try Self.pair("password")
-        defer {
-            b.shutdown()
-            a.shutdown()
-        }
+        let pair = try Self.pair("password")
+        defer { pair.shutdown() }
+        let (a, b) = (pair.a, pair.b)
         var account = try a.register()
         var windows: [Duration] = []
         for round in 0..<200 {
@@ -165,11 +170,9 @@ struct SessionCacheAPITests {
     }
 
     @Test func aProfileWriteIsReadAtOnceWhereItWasMadeAndWithinTheBoundElsewhere() throws {
-        let (a, b) = try Self.pair("profile")
-        defer {
-            b.shutdown()
-            a.shutdown()
-        }
+        let pair = try Self.pair("profile")
+        defer { pair.shutdown() }
+        let (a, b) = (pair.a, pair.b)
         let account = try a.register()
         var windows: [Duration] = []
         for round in 0..<200 {
@@ -202,11 +205,9 @@ struct SessionCacheAPITests {
     }
 
     @Test func anAdministratorsRevocationIsRefusedThereAtOnceAndElsewhereWithinTheBound() throws {
-        let (a, b) = try Self.pair("admin")
-        defer {
-            b.shutdown()
-            a.shutdown()
-        }
+        let pair = try Self.pair("admin")
+        defer { pair.shutdown() }
+        let (a, b) = (pair.a, pair.b)
         let admin = try AdminAPITests.rootAdmin(a)
         let account = try a.register()
         for round in 0..<50 {

@@ -24,15 +24,6 @@ import Testing
         func file(_ name: String) throws -> [UInt8] {
             try [UInt8](#require(FileManager.default.contents(atPath: directory + "/" + name)))
         }
-        func hex(_ text: String) -> [UInt8] {
-            var bytes: [UInt8] = []
-            var digits = Array(text.utf8)
-            if digits.count % 2 == 1 { digits.insert(UInt8(ascii: "0"), at: 0) }
-            for index in stride(from: 0, to: digits.count, by: 2) {
-                bytes.append(UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16)!)
-            }
-            return bytes
-        }
         let openssl = "/usr/bin/openssl"
         try Array("an ID token's header.payload".utf8).withUnsafeBytes {
             try Data($0).write(to: URL(fileURLWithPath: directory + "/message"))
@@ -45,27 +36,12 @@ import Testing
         _ = try run(openssl, ["dgst", "-sha256", "-sign", "ec.pem", "-out", "ec.sig", "message"], in: directory)
         func modulus(_ key: String) throws -> [UInt8] {
             let line = try run(openssl, ["rsa", "-in", key, "-noout", "-modulus"], in: directory)
-            return hex(line.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "Modulus=", with: ""))
+            return try SigningKeys.bytes(hex: line.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "Modulus=", with: ""))
         }
         // The last 65 bytes of a P-256 SubjectPublicKeyInfo are its uncompressed point.
         return Material(
             rsaModulus: try modulus("rsa.pem"), ecPoint: Array(try file("ec.der").suffix(65)), message: try file("message"),
             rsaSignature: try file("rsa.sig"), ecSignature: try file("ec.sig"), weakRSAModulus: try modulus("weak.pem"))
-    }
-
-    /// r ‖ s of 32 bytes each from a DER ECDSA-Sig-Value (SEQUENCE of two INTEGERs), as JWS has it.
-    static func raw(_ der: [UInt8]) throws -> [UInt8] {
-        try #require(der.count > 8 && der[0] == 0x30 && der[2] == 0x02)
-        var index = 2
-        var parts: [[UInt8]] = []
-        for _ in 0..<2 {
-            try #require(der[index] == 0x02)
-            let length = Int(der[index + 1])
-            let integer = Array(der[(index + 2)..<(index + 2 + length)].drop { $0 == 0 })
-            parts.append([UInt8](repeating: 0, count: 32 - integer.count) + integer)
-            index += 2 + length
-        }
-        return parts[0] + parts[1]
     }
 
     static let exponent: [UInt8] = [0x01, 0x00, 0x01]
@@ -104,7 +80,7 @@ import Testing
         let (x, y) = (Array(material.ecPoint[1...32]), Array(material.ecPoint[33...64]))
         let key = try #require(PublicKey.p256(x: x, y: y))
         #expect(key.algorithm == .es256)
-        let raw = try Self.raw(material.ecSignature)
+        let raw = try SigningKeys.rawP256Signature(der: material.ecSignature)
         #expect(key.verifies(raw, of: material.message))
         #expect(key.verifies(material.ecSignature, of: material.message, encoding: .der))
         // Each form only as what it is.

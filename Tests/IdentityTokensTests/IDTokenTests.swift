@@ -29,7 +29,8 @@ import Testing
         _ = try run(openssl, ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "ec.pem"], in: directory)
         _ = try run(openssl, ["pkey", "-in", "ec.pem", "-pubout", "-outform", "DER", "-out", "ec.der"], in: directory)
         let modulusLine = try run(openssl, ["rsa", "-in", "rsa.pem", "-noout", "-modulus"], in: directory)
-        let modulus = hex(modulusLine.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "Modulus=", with: ""))
+        let modulusHex = modulusLine.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "Modulus=", with: "")
+        let modulus = try SigningKeys.bytes(hex: modulusHex)
         let point = Array(try #require(FileManager.default.contents(atPath: directory + "/ec.der")).suffix(65))
         let (n, e) = (Base64URL.encode(modulus), Base64URL.encode([1, 0, 1]))
         let (x, y) = (Base64URL.encode(Array(point[1...32])), Base64URL.encode(Array(point[33...64])))
@@ -45,12 +46,6 @@ import Testing
         return Keys(directory: directory, set: try JSONWebKeySet(json: Array(json.utf8)), json: json)
     }
 
-    static func hex(_ text: String) -> [UInt8] {
-        var digits = Array(text.utf8)
-        if digits.count % 2 == 1 { digits.insert(UInt8(ascii: "0"), at: 0) }
-        return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
-    }
-
     /// A compact JWS of `claims` with `header`, signed by the key in `keyFile` (ES256 signatures
     /// turned from OpenSSL's DER into JWS's r ‖ s).
     static func token(header: String, claims: String, keyFile: String) throws -> String {
@@ -60,22 +55,8 @@ import Testing
         try Data(input.utf8).write(to: URL(fileURLWithPath: keys.directory + "/" + name))
         _ = try run("/usr/bin/openssl", ["dgst", "-sha256", "-sign", keyFile, "-out", name + ".sig", name], in: keys.directory)
         var signature = [UInt8](try #require(FileManager.default.contents(atPath: keys.directory + "/" + name + ".sig")))
-        if keyFile == "ec.pem" { signature = try raw(signature) }
+        if keyFile == "ec.pem" { signature = try SigningKeys.rawP256Signature(der: signature) }
         return input + "." + Base64URL.encode(signature)
-    }
-
-    static func raw(_ der: [UInt8]) throws -> [UInt8] {
-        try #require(der.count > 8 && der[0] == 0x30)
-        var index = 2
-        var parts: [[UInt8]] = []
-        for _ in 0..<2 {
-            try #require(der[index] == 0x02)
-            let length = Int(der[index + 1])
-            let integer = Array(der[(index + 2)..<(index + 2 + length)].drop { $0 == 0 })
-            parts.append([UInt8](repeating: 0, count: 32 - integer.count) + integer)
-            index += 2 + length
-        }
-        return parts[0] + parts[1]
     }
 
     static func claims(
