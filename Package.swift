@@ -51,8 +51,11 @@ let package = Package(
         .target(name: "IdentityTokens", dependencies: ["Cryptography", "JSON"]),
         // The event loops' pipelined database connections and the executor handlers use on them.
         .target(name: "PostgresLoop", dependencies: ["Postgres", "LoopInterface", "StructuredLogging", "Threads"]),
-        // Mail transport: RFC 5322/MIME messages, an SMTP client (TLS through OpenSSL), the dev mailbox.
-        .target(name: "Mail", dependencies: ["CivilTime", "COpenSSL", "CLinux", "Files"]),
+        // Connections this process opens: TCP with deadlines, the TLS client (OpenSSL, certificates
+        // and names verified), and a one-shot HTTP GET (a sign-in provider's key set).
+        .target(name: "Outbound", dependencies: ["COpenSSL", "CLinux"]),
+        // Mail transport: RFC 5322/MIME messages, an SMTP client (over Outbound's TLS), the dev mailbox.
+        .target(name: "Mail", dependencies: ["CivilTime", "COpenSSL", "Files", "Outbound"]),
         // The transactional mail outbox: its SQL, the templates, and the sender every instance runs.
         .target(name: "Outbox", dependencies: ["Mail", "Postgres", "JSON", "StructuredLogging", "Threads", "Files"]),
         // Thumbnails seen from the server: the helper processes' pool, the frames to and from them,
@@ -79,6 +82,7 @@ let package = Package(
             dependencies: [
                 "HTTPServer", "HTTP", "JSON", "StructuredLogging", "Postgres", "Cryptography", "Accounts", "Images", "Threads", "Files", "CLinux",
                 "LoopInterface", "Migrations", "PostgresLoop", "PostgresCluster", "Mail", "Outbox", "Thumbnails", "Zip", "LiveEvents",
+                "IdentityTokens", "Outbound",
             ],
             // Resources/ (the console, the pages, the OpenAPI document) is compiled in as string
             // literals by the EmbedFiles build plugin: see EmbeddedResources.
@@ -108,9 +112,11 @@ let package = Package(
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Files", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "COpenSSL", "Threads", "TestSupport"]),
         .testTarget(name: "IdentityTokensTests", dependencies: ["IdentityTokens", "Cryptography", "JSON", "TestSupport"]),
+        // The one-shot GET's answers read from bytes, and its URLs.
+        .testTarget(name: "OutboundTests", dependencies: ["Outbound"]),
         // What several test targets share: image builders, embedded real images, a seeded generator,
         // a real SMTP server (aiosmtpd) and a throwaway certificate authority.
-        .target(name: "TestSupport", dependencies: ["Files"], path: "Tests/TestSupport", exclude: ["smtp_server.py"]),
+        .target(name: "TestSupport", dependencies: ["Files"], path: "Tests/TestSupport", exclude: ["smtp_server.py", "key_server.py"]),
         // The account rules against a real PostgreSQL, without HTTP.
         .testTarget(
             name: "AccountsTests",
@@ -123,6 +129,7 @@ let package = Package(
             dependencies: [
                 "API", "Accounts", "Cryptography", "Files", "HTTP", "HTTPServer", "Images", "JSON", "Mail",
                 "Migrations", "Postgres", "PostgresCluster", "SocketClient", "StructuredLogging", "TestSupport", "Thumbnails",
+                "IdentityTokens",
             ]),
         // The command line: parsing, usage, the health check.
         .testTarget(

@@ -14,11 +14,13 @@ extension AccountsError: HTTPResponseError {
             status = .unauthorized
             headers.add(name: "WWW-Authenticate", value: code == .invalidToken ? #"Bearer error="invalid_token""# : "Bearer")
         case .invalidPassword, .accountDisabled: status = .forbidden
-        case .adminExists, .schemaConflict: status = .conflict
+        case .adminExists, .schemaConflict, .accountExists, .identityTaken, .lastSignInMethod: status = .conflict
+        // Signing in; linking while signed in names the field instead (422).
+        case .invalidIDToken where fields.isEmpty: status = .unauthorized
         case .notFound: status = .notFound
         case .preconditionFailed: status = .preconditionFailed
         case .tooManyAttempts: status = .tooManyRequests
-        case .overloaded, .cancelled: status = .serviceUnavailable
+        case .overloaded, .cancelled, .providerUnavailable: status = .serviceUnavailable
         default: status = .unprocessableContent
         }
         if let retryAfterSeconds { headers.add(name: "Retry-After", value: String(retryAfterSeconds)) }

@@ -31,6 +31,8 @@ public final class Application: Sendable {
     public let mail: OutboxSender
     /// The open event streams and what feeds them; nil behind a pooler in transaction mode.
     public let liveEvents: LiveEventHub?
+    /// Sign in with Apple and Google: the providers that are on, with their key sets.
+    let identityProviders: IdentityProviders
     public let server: Server
     /// `/metrics` on its own listener (`Configuration.metricsListen`), or nil.
     public let metricsServer: Server?
@@ -78,6 +80,7 @@ public final class Application: Sendable {
                 source: DatabaseEventSource(accounts: accounts, images: images, signer: signer, listener: listener),
                 configuration: configuration.liveEvents, logger: logger.with("component", "events"))
         }
+        identityProviders = IdentityProviders(configuration.identityProviders)
         // The metrics exist before the server so that the route serving them can be in its table.
         let metrics = HTTPMetrics()
         // pgbouncer 1.18 in transaction mode may lend the server connection to another client at
@@ -96,7 +99,8 @@ public final class Application: Sendable {
             router: Application.routes(
                 database: database, accounts: accounts, images: images, signer: signer, hashing: hashing, metrics: metrics,
                 trustedProxies: configuration.trustedProxies, pipelines: pipelines, mail: sender.statistics,
-                appLinks: configuration.appLinks, servesMetrics: configuration.metricsListen == nil, liveEvents: liveEvents),
+                appLinks: configuration.appLinks, servesMetrics: configuration.metricsListen == nil, liveEvents: liveEvents,
+                identityProviders: identityProviders),
             logger: logger, metrics: metrics)
         let (pool, hashingPool, statistics, imageService, liveEvents, sessionCache) = (
             database.pool, hashing, accounts.statistics, images, liveEvents, accounts.sessionCache
@@ -162,11 +166,13 @@ public final class Application: Sendable {
         database: Database, accounts: AccountService, images: ImageService, signer: URLSigner, hashing: HashingPool? = nil,
         metrics: HTTPMetrics = HTTPMetrics(), trustedProxies: Set<String> = [],
         pipelines: Pipelines? = nil, mail: OutboxSender.Statistics? = nil, appLinks: AppLinks = AppLinks(),
-        servesMetrics: Bool = true, liveEvents: LiveEventHub? = nil
+        servesMetrics: Bool = true, liveEvents: LiveEventHub? = nil,
+        identityProviders: IdentityProviders = IdentityProviders(IdentityProviderConfiguration())
     ) -> Router {
         var routes = RouteTable(accounts: accounts, authenticator: Authenticator(trustedProxies: trustedProxies))
         HealthController(database: database).register(in: &routes)
         AccountsController(accounts: accounts).register(in: &routes)
+        IdentitiesController(accounts: accounts, providers: identityProviders).register(in: &routes)
         ProfileController(
             accounts: accounts, images: images, database: DatabaseRouting(pool: database.pool, pipelines: pipelines)
         ).register(in: &routes)

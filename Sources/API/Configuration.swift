@@ -72,6 +72,8 @@ public struct Configuration: Sendable {
     public var mailTemplatesDirectory: String?
     /// The apps that open mailed links themselves (`/.well-known/…`).
     public var appLinks = AppLinks()
+    /// Sign in with Apple and Google: accepted client ids and where the providers' keys are.
+    public var identityProviders = IdentityProviderConfiguration()
 
     public init() {}
 

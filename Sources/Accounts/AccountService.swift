@@ -284,7 +284,7 @@ public final class AccountService: Sendable {
         let verdict: PasswordHasher.VerificationResult
         do {
             verdict = try onHashingPool(.interactive, origin) { [hasher, logger] in
-                guard let credentials, !tooLong else {
+                guard let credentials, !tooLong, credentials.passwordHash != UserRepository.noPassword else {
                     try hasher.dummyVerify(password: tooLong ? "" : password)
                     return .invalid
                 }

@@ -43,6 +43,17 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         case adminExists = "admin_exists"
         /// Pinning a field's type that values stored for the field do not have.
         case schemaConflict = "schema_conflict"
+        /// An Apple or Google ID token that is malformed, badly signed, for another app, expired,
+        /// of another nonce, or without an address.
+        case invalidIDToken = "invalid_id_token"
+        /// A provider's first sign-in found an account holding its address that it may not link.
+        case accountExists = "account_exists"
+        /// The provider's identity is linked to another account.
+        case identityTaken = "identity_taken"
+        /// Removing the account's only way to sign in.
+        case lastSignInMethod = "last_sign_in_method"
+        /// The provider's keys were never fetched: a token cannot be checked.
+        case providerUnavailable = "provider_unavailable"
     }
 
     /// One offending field, named by its JSON path (`data.height`).

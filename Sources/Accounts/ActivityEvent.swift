@@ -17,6 +17,9 @@ public struct ActivityEvent: Sendable, Equatable {
         case lockedOut = "locked_out"
         /// The user downloaded everything the account holds (`GET /users/me/export`).
         case dataExported = "data_exported"
+        /// Sign in with Apple or Google was linked to the account, or unlinked from it.
+        case identityLinked = "identity_linked"
+        case identityUnlinked = "identity_unlinked"
     }
 
     public let id: UUID

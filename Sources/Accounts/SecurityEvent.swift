@@ -22,6 +22,8 @@ struct SecurityEvent {
         case emailChanged = "email_changed"
         case emailChangeUndone = "email_change_undone"
         case dataExported = "data_exported"
+        case identityLinked = "identity_linked"
+        case identityUnlinked = "identity_unlinked"
     }
 
     /// How the attempt ended.

@@ -61,6 +61,14 @@ enum UserRepository {
         return try rows.first.map { try decode($0) }
     }
 
+    /// The `password_hash` of an account without a password (made by a provider's sign-in): no
+    /// PHC string, so no password verifies against it.
+    static let noPassword = "!"
+
+    static func find(_ connection: PostgresConnection, email: EmailAddress) throws -> User? {
+        try connection.query("SELECT \(columns) FROM users u WHERE u.email_normalized = \(email.normalized)").first.map { try decode($0) }
+    }
+
     /// The id and password hash of the user with this login email.
     static func credentials(_ connection: PostgresConnection, email: EmailAddress) throws -> (id: UUID, passwordHash: String)? {
         let rows = try connection.query("SELECT id, password_hash FROM users WHERE email_normalized = \(email.normalized)")

@@ -130,6 +130,40 @@ enum BuiltInTemplates {
                 <p>A copy of everything your {{appName}} account (<strong>{{email}}</strong>) holds, its profile, sessions, activity and images, was just downloaded.</p>
                 <p>If this was you, there is nothing to do. If it was not, someone else is signed in to your account: change your password at once, which signs every other device out.</p>
                 """)),
+        .signInMethodAdded: .init(
+            subject: "A new way to sign in to {{appName}}",
+            text: """
+                Hi {{name}},
+
+                {{method}} was just added to your {{appName}} account ({{email}}): it can now be
+                used to sign in.
+
+                If this was you, there is nothing to do. If it was not, someone else has access to
+                your account: remove it from your account's settings and change your password.
+                """,
+            html: page(
+                """
+                <p>Hi {{name}},</p>
+                <p><strong>{{method}}</strong> was just added to your {{appName}} account (<strong>{{email}}</strong>): it can now be used to sign in.</p>
+                <p>If this was you, there is nothing to do. If it was not, someone else has access to your account: remove it from your account's settings and change your password.</p>
+                """)),
+        .signInMethodRemoved: .init(
+            subject: "A way to sign in to {{appName}} was removed",
+            text: """
+                Hi {{name}},
+
+                {{method}} was just removed from your {{appName}} account ({{email}}): it no
+                longer signs you in.
+
+                If this was not you, someone else has access to your account: change your password
+                at once, which signs every other device out.
+                """,
+            html: page(
+                """
+                <p>Hi {{name}},</p>
+                <p><strong>{{method}}</strong> was just removed from your {{appName}} account (<strong>{{email}}</strong>): it no longer signs you in.</p>
+                <p>If this was not you, someone else has access to your account: change your password at once, which signs every other device out.</p>
+                """)),
     ]
 
     /// A whole HTML document around a body: inline styles only, since mail clients drop style sheets.

@@ -28,8 +28,8 @@ public struct MailTemplates: Sendable {
         public var html: String
     }
 
-    /// The placeholders a template may use.
-    public static let placeholders: Set<String> = ["appName", "name", "email", "newEmail", "link"]
+    /// The placeholders a template may use (`method`: the way to sign in a notice is about).
+    public static let placeholders: Set<String> = ["appName", "name", "email", "newEmail", "link", "method"]
 
     public private(set) var templates: [MailKind: Template]
 

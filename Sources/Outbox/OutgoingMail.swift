@@ -33,6 +33,10 @@ public enum MailKind: String, Sendable, CaseIterable {
     case emailChangeApplied = "email_change_applied"
     /// A notice that everything the account holds was downloaded (`GET /users/me/export`).
     case dataExported = "data_exported"
+    /// A notice that a new way to sign in (`method`: Sign in with Apple, a passkey) was added to the account.
+    case signInMethodAdded = "sign_in_method_added"
+    /// A notice that a way to sign in (`method`) was removed from the account.
+    case signInMethodRemoved = "sign_in_method_removed"
 
     /// The page a link of this mail opens, when it carries a token.
     var linkPath: String? {
@@ -40,7 +44,7 @@ public enum MailKind: String, Sendable, CaseIterable {
         case .verifyEmail, .confirmEmailChange: "/verify-email"
         case .passwordReset: "/reset-password"
         case .emailChangeApplied: "/undo-email-change"
-        case .passwordChanged, .emailChanged, .dataExported: nil
+        case .passwordChanged, .emailChanged, .dataExported, .signInMethodAdded, .signInMethodRemoved: nil
         }
     }
 }

@@ -516,6 +516,18 @@ extension Configuration {
             }
             config.appLinks.androidCertificateFingerprints = prints
         },
+        identityClientIDs(.apple, "--apple-client-ids", "EXOSPHERE_APPLE_CLIENT_IDS", "the app's bundle ids and Services ids"),
+        identityClientIDs(.google, "--google-client-ids", "EXOSPHERE_GOOGLE_CLIENT_IDS", "the app's OAuth client ids"),
+        identityKeySetURL(.apple, "--apple-jwks-url", "EXOSPHERE_APPLE_JWKS_URL"),
+        identityKeySetURL(.google, "--google-jwks-url", "EXOSPHERE_GOOGLE_JWKS_URL"),
+        Option(
+            flag: "--identity-ca-file", environment: "EXOSPHERE_IDENTITY_CA_FILE", placeholder: "FILE",
+            help: "PEM certificates to trust for the providers' key sets instead of the system's", defaultValue: { _ in "(the system's)" }
+        ) { config, value throws(ConfigurationError) in
+            guard !value.isEmpty else { throw ConfigurationError("--identity-ca-file/EXOSPHERE_IDENTITY_CA_FILE must not be empty") }
+            config.identityProviders.apple.caFile = value
+            config.identityProviders.google.caFile = value
+        },
         Option(
             flag: "--log-level", environment: "LOG_LEVEL", placeholder: "LEVEL",
             help: "trace, debug, info, notice, warning, error or critical", defaultValue: { $0.logLevel.description }
@@ -595,6 +607,35 @@ extension Configuration {
     private static func splitFlag(_ argument: String) -> (String, String?) {
         guard argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") else { return (argument, nil) }
         return (String(argument[..<equals]), String(argument[argument.index(after: equals)...]))
+    }
+
+    /// `--apple-client-ids`, `--google-client-ids`: the audiences a provider's tokens must name; none turns it off.
+    private static func identityClientIDs(_ provider: IdentityProvider, _ flag: String, _ environment: String, _ what: String) -> Option {
+        Option(
+            flag: flag, environment: environment, placeholder: "IDS",
+            help: "\(what), comma-separated: turns \(provider.displayName) on (POST /users/signin/\(provider.rawValue))",
+            defaultValue: {
+                $0.identityProviders[provider].clientIDs.isEmpty ? "(none: off)" : $0.identityProviders[provider].clientIDs.joined(separator: ",")
+            }
+        ) { config, value throws(ConfigurationError) in
+            let ids = value.split(separator: ",").map { String($0.filter { $0 != " " }) }.filter { !$0.isEmpty }
+            guard !ids.isEmpty, ids.allSatisfy({ $0.utf8.count <= 255 && $0.utf8.allSatisfy { (0x21...0x7E).contains($0) } }) else {
+                throw ConfigurationError("\(flag)/\(environment): expected client ids separated by commas, got '\(shown(value))'")
+            }
+            config.identityProviders[provider].clientIDs = ids
+        }
+    }
+
+    private static func identityKeySetURL(_ provider: IdentityProvider, _ flag: String, _ environment: String) -> Option {
+        Option(
+            flag: flag, environment: environment, placeholder: "URL",
+            help: "where \(provider.displayName)'s signing keys (JWKS) are fetched", defaultValue: { $0.identityProviders[provider].keySetURL }
+        ) { config, value throws(ConfigurationError) in
+            if let problem = IdentityProviderConfiguration.problem(keySetURL: value) {
+                throw ConfigurationError("\(flag)/\(environment): \(problem)")
+            }
+            config.identityProviders[provider].keySetURL = value
+        }
     }
 
     private static func integer(_ value: String, _ name: String, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {

@@ -122,7 +122,14 @@ struct RouteTableTests {
     /// scope in their keys; the hashing pool's jobs by lane) must be its declaration. The reset
     /// confirmation is called with a dead token, which is refused before any hashing.
     @Test func everyThrottledRouteCountsWhatItDeclares() throws {
-        let server = try TestServer("throttle_scopes")
+        let provider = try TestIdentityProvider()
+        try provider.serve(["key-1"])
+        let server = try TestServer("throttle_scopes") { configuration in
+            configuration.identityProviders.apple.clientIDs = ["com.example.app"]
+            configuration.identityProviders.apple.keySetURL = provider.keySetURL
+            configuration.identityProviders.google.clientIDs = ["client.apps.googleusercontent.com"]
+            configuration.identityProviders.google.keySetURL = provider.keySetURL
+        }
         defer { server.shutdown() }
         let entries = RouteListing.entries(server.app.server.router, defaultBodyLimit: 1 << 20)
         let user = try server.register()
@@ -138,6 +145,9 @@ struct RouteTableTests {
             "POST /users/me/verify-email": (user.token, ""),
             "GET /users/me/export": (user.token, ""),
             "PATCH /users/me": (user.token, #"{"email": "scopes-patch-\#(UUID().uuidString)@example.com"}"#),
+            "POST /users/signin/apple": (nil, #"{"idToken": "not.a.token"}"#),
+            "POST /users/signin/google": (nil, #"{"idToken": "not.a.token"}"#),
+            "POST /users/me/identities": (user.token, #"{"provider": "google", "idToken": "not.a.token"}"#),
             "PUT /users/me": (user.token, #"{"email": "scopes-put-\#(UUID().uuidString)@example.com", "firstname": "A", "lastname": "B"}"#),
         ]
         let throttled = entries.filter { !$0.policy.throttles.isEmpty }.map { "\($0.method) \($0.path)" }

@@ -3,7 +3,7 @@ import Glibc
 
 /// A TCP connection in non-blocking mode, where every wait is a `poll` bounded by a deadline, so
 /// a silent or slow server can never hold a caller past it. The one place this module makes
-/// socket system calls: `EINTR` is retried, `EAGAIN` waits, other errors become `SMTPError`s.
+/// socket system calls: `EINTR` is retried, `EAGAIN` waits, other errors become `OutboundError`s.
 final class TCPSocket {
     private var descriptor: Int32
     /// "host:port", for error details.
@@ -17,7 +17,7 @@ final class TCPSocket {
     deinit { close() }
 
     /// Connects to the first address of `host` that answers, trying each in turn.
-    static func connect(host: String, port: Int, deadline: ContinuousClock.Instant) throws(SMTPError) -> TCPSocket {
+    static func connect(host: String, port: Int, deadline: ContinuousClock.Instant) throws(OutboundError) -> TCPSocket {
         let peer = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
@@ -26,19 +26,19 @@ final class TCPSocket {
         var list: UnsafeMutablePointer<addrinfo>?
         // getaddrinfo cannot be given a deadline; the resolver's own timeouts bound it.
         let status = getaddrinfo(host, String(port), &hints, &list)
-        guard status == 0 else { throw SMTPError(.connectFailed, "cannot resolve \(host): \(String(cString: gai_strerror(status)))") }
+        guard status == 0 else { throw OutboundError(.connectFailed, "cannot resolve \(host): \(String(cString: gai_strerror(status)))") }
         defer { freeaddrinfo(list) }
-        var failure = SMTPError(.connectFailed, "no address for \(host)")
+        var failure = OutboundError(.connectFailed, "no address for \(host)")
         var entry = list
         while let address = entry {
             entry = address.pointee.ai_next
             let descriptor = socket(address.pointee.ai_family, address.pointee.ai_socktype | clinux_sock_nonblock_cloexec(), 0)
             guard descriptor >= 0 else {
-                failure = SMTPError(.connectFailed, "socket: \(describe(errno))")
+                failure = OutboundError(.connectFailed, "socket: \(describe(errno))")
                 continue
             }
             let candidate = TCPSocket(descriptor: descriptor, peer: peer)
-            do throws(SMTPError) {
+            do throws(OutboundError) {
                 try candidate.connect(to: address.pointee.ai_addr, length: address.pointee.ai_addrlen, deadline: deadline)
                 var one: Int32 = 1
                 // Commands and replies alternate; a command must not wait for a delayed ACK.
@@ -53,22 +53,22 @@ final class TCPSocket {
         throw failure
     }
 
-    private func connect(to address: UnsafeMutablePointer<sockaddr>, length: socklen_t, deadline: ContinuousClock.Instant) throws(SMTPError) {
+    private func connect(to address: UnsafeMutablePointer<sockaddr>, length: socklen_t, deadline: ContinuousClock.Instant) throws(OutboundError) {
         // A non-blocking connect that was interrupted goes on in the background, like EINPROGRESS.
         if Glibc.connect(descriptor, address, length) != 0 {
-            guard errno == EINPROGRESS || errno == EINTR else { throw SMTPError(.connectFailed, "connect to \(peer): \(Self.describe(errno))") }
+            guard errno == EINPROGRESS || errno == EINTR else { throw OutboundError(.connectFailed, "connect to \(peer): \(Self.describe(errno))") }
             try wait(for: Int16(POLLOUT), until: deadline, "connecting to \(peer)")
             var error: Int32 = 0
             var size = socklen_t(MemoryLayout<Int32>.size)
             guard getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &error, &size) == 0 else {
-                throw SMTPError(.connectFailed, "connect to \(peer): \(Self.describe(errno))")
+                throw OutboundError(.connectFailed, "connect to \(peer): \(Self.describe(errno))")
             }
-            guard error == 0 else { throw SMTPError(.connectFailed, "connect to \(peer): \(Self.describe(error))") }
+            guard error == 0 else { throw OutboundError(.connectFailed, "connect to \(peer): \(Self.describe(error))") }
         }
     }
 
     /// Sends all of `bytes` before `deadline`.
-    func send(_ bytes: some Collection<UInt8>, deadline: ContinuousClock.Instant) throws(SMTPError) {
+    func send(_ bytes: some Collection<UInt8>, deadline: ContinuousClock.Instant) throws(OutboundError) {
         let bytes = Array(bytes)
         var offset = 0
         while offset < bytes.count {
@@ -79,13 +79,13 @@ final class TCPSocket {
             } else if errno == EAGAIN || errno == EWOULDBLOCK {
                 try wait(for: Int16(POLLOUT), until: deadline, "sending to \(peer)")
             } else if errno != EINTR {
-                throw SMTPError(.connectionClosed, "send to \(peer): \(Self.describe(errno))")
+                throw OutboundError(.connectionClosed, "send to \(peer): \(Self.describe(errno))")
             }
         }
     }
 
     /// The next bytes from the server, at most `limit`; empty when it has closed its side.
-    func receive(limit: Int = 16_384, deadline: ContinuousClock.Instant) throws(SMTPError) -> [UInt8] {
+    func receive(limit: Int = 16_384, deadline: ContinuousClock.Instant) throws(OutboundError) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: limit)
         while true {
             let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
@@ -93,7 +93,7 @@ final class TCPSocket {
             if errno == EAGAIN || errno == EWOULDBLOCK {
                 try wait(for: Int16(POLLIN), until: deadline, "waiting for \(peer)")
             } else if errno != EINTR {
-                throw SMTPError(.connectionClosed, "receive from \(peer): \(Self.describe(errno))")
+                throw OutboundError(.connectionClosed, "receive from \(peer): \(Self.describe(errno))")
             }
         }
     }
@@ -107,17 +107,17 @@ final class TCPSocket {
 
     /// Returns once the socket is ready for `events` (or has an error for the next call to
     /// report); throws `timeout` when `deadline` passes first.
-    private func wait(for events: Int16, until deadline: ContinuousClock.Instant, _ operation: String) throws(SMTPError) {
+    private func wait(for events: Int16, until deadline: ContinuousClock.Instant, _ operation: String) throws(OutboundError) {
         while true {
             let left = deadline - .now
-            guard left > .zero else { throw SMTPError(.timeout, "\(operation) timed out") }
+            guard left > .zero else { throw OutboundError(.timeout, "\(operation) timed out") }
             let (seconds, attoseconds) = left.components
             // Rounded up: a wait of 0 ms would spin until the deadline.
             let milliseconds = min(seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1, Int64(Int32.max))
             var entry = pollfd(fd: descriptor, events: events, revents: 0)
             let ready = poll(&entry, 1, Int32(milliseconds))
             if ready > 0 { return }
-            if ready < 0, errno != EINTR { throw SMTPError(.connectionClosed, "poll: \(Self.describe(errno))") }
+            if ready < 0, errno != EINTR { throw OutboundError(.connectionClosed, "poll: \(Self.describe(errno))") }
         }
     }
 

@@ -14,12 +14,12 @@ final class TLSSession {
 
     /// A session that will verify the certificate names `host`: a DNS name (also sent as SNI)
     /// or an IP address, which must be in the certificate's subjectAltName.
-    init(context: TLSContext, host: String) throws(SMTPError) {
+    init(context: TLSContext, host: String) throws(OutboundError) {
         self.host = host
-        guard let ssl = SSL_new(context.pointer) else { throw SMTPError(.tlsFailed, "SSL_new: \(OpenSSLErrorQueue.drain())") }
+        guard let ssl = SSL_new(context.pointer) else { throw OutboundError(.tlsFailed, "SSL_new: \(OpenSSLErrorQueue.drain())") }
         guard let incoming = BIO_new(BIO_s_mem()), let outgoing = BIO_new(BIO_s_mem()) else {
             SSL_free(ssl)
-            throw SMTPError(.tlsFailed, "BIO_new: \(OpenSSLErrorQueue.drain())")
+            throw OutboundError(.tlsFailed, "BIO_new: \(OpenSSLErrorQueue.drain())")
         }
         // The session owns both buffers from here on; SSL_free frees them.
         SSL_set_bio(ssl, incoming, outgoing)
@@ -33,12 +33,12 @@ final class TLSSession {
         } else {
             named = copenssl_SSL_set_tlsext_host_name(ssl, host) == 1 && SSL_set1_host(ssl, host) == 1
         }
-        guard named else { throw SMTPError(.tlsFailed, "cannot verify the name \(host): \(OpenSSLErrorQueue.drain())") }
+        guard named else { throw OutboundError(.tlsFailed, "cannot verify the name \(host): \(OpenSSLErrorQueue.drain())") }
     }
 
     deinit { SSL_free(ssl) }
 
-    func handshake(over socket: TCPSocket, deadline: ContinuousClock.Instant) throws(SMTPError) {
+    func handshake(over socket: TCPSocket, deadline: ContinuousClock.Instant) throws(OutboundError) {
         while true {
             let result = SSL_do_handshake(ssl)
             if result == 1 { return try flush(to: socket, deadline: deadline) }
@@ -50,24 +50,24 @@ final class TLSSession {
             }
             try flush(to: socket, deadline: deadline)
             guard try feed(from: socket, deadline: deadline) else {
-                throw SMTPError(.tlsFailed, "\(socket.peer) closed the connection during the TLS handshake")
+                throw OutboundError(.tlsFailed, "\(socket.peer) closed the connection during the TLS handshake")
             }
         }
     }
 
-    func write(_ bytes: [UInt8], over socket: TCPSocket, deadline: ContinuousClock.Instant) throws(SMTPError) {
+    func write(_ bytes: [UInt8], over socket: TCPSocket, deadline: ContinuousClock.Instant) throws(OutboundError) {
         var offset = 0
         while offset < bytes.count {
             let length = min(bytes.count - offset, 16_384)
             let written = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress! + offset, Int32(length)) }
-            guard written > 0 else { throw SMTPError(.tlsFailed, "TLS write to \(socket.peer): \(OpenSSLErrorQueue.drain())") }
+            guard written > 0 else { throw OutboundError(.tlsFailed, "TLS write to \(socket.peer): \(OpenSSLErrorQueue.drain())") }
             offset += Int(written)
             try flush(to: socket, deadline: deadline)
         }
     }
 
     /// The next plaintext bytes; empty when the server has closed the connection.
-    func read(over socket: TCPSocket, deadline: ContinuousClock.Instant) throws(SMTPError) -> [UInt8] {
+    func read(over socket: TCPSocket, deadline: ContinuousClock.Instant) throws(OutboundError) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: 16_384)
         while true {
             let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
@@ -80,7 +80,7 @@ final class TLSSession {
             case SSL_ERROR_ZERO_RETURN:
                 return []
             default:
-                throw SMTPError(.tlsFailed, "TLS read from \(socket.peer): \(OpenSSLErrorQueue.drain())")
+                throw OutboundError(.tlsFailed, "TLS read from \(socket.peer): \(OpenSSLErrorQueue.drain())")
             }
         }
     }
@@ -93,7 +93,7 @@ final class TLSSession {
     }
 
     /// Sends what OpenSSL has written into `outgoing`.
-    private func flush(to socket: TCPSocket, deadline: ContinuousClock.Instant) throws(SMTPError) {
+    private func flush(to socket: TCPSocket, deadline: ContinuousClock.Instant) throws(OutboundError) {
         var chunk = [UInt8](repeating: 0, count: 16_384)
         while BIO_ctrl_pending(outgoing) > 0 {
             let count = chunk.withUnsafeMutableBytes { BIO_read(outgoing, $0.baseAddress, Int32($0.count)) }
@@ -103,7 +103,7 @@ final class TLSSession {
     }
 
     /// Hands OpenSSL the next bytes from the network; false when the server closed the connection.
-    private func feed(from socket: TCPSocket, deadline: ContinuousClock.Instant) throws(SMTPError) -> Bool {
+    private func feed(from socket: TCPSocket, deadline: ContinuousClock.Instant) throws(OutboundError) -> Bool {
         let bytes = try socket.receive(deadline: deadline)
         guard !bytes.isEmpty else { return false }
         // A memory BIO grows to take everything.
@@ -112,14 +112,14 @@ final class TLSSession {
     }
 
     /// certificateRejected when verification failed (untrusted, expired, another name), else tlsFailed.
-    private func handshakeFailure() -> SMTPError {
+    private func handshakeFailure() -> OutboundError {
         let verification = SSL_get_verify_result(ssl)
         let reason = OpenSSLErrorQueue.drain()
         guard verification == X509_V_OK else {
             let why = String(cString: X509_verify_cert_error_string(verification))
-            return SMTPError(.certificateRejected, "the certificate of \(host) was refused: \(why)")
+            return OutboundError(.certificateRejected, "the certificate of \(host) was refused: \(why)")
         }
-        return SMTPError(.tlsFailed, "TLS handshake with \(host) failed: \(reason)")
+        return OutboundError(.tlsFailed, "TLS handshake with \(host) failed: \(reason)")
     }
 
     private static func isIPAddress(_ host: String) -> Bool {

@@ -1,0 +1,91 @@
+import Accounts
+import FoundationEssentials
+import HTTP
+import HTTPServer
+import JSON
+
+/// Sign in with Apple and Google (`POST /users/signin/apple|google`), and a user's linked
+/// identities: list, link while signed in, unlink.
+struct IdentitiesController: Sendable {
+    let accounts: AccountService
+    let providers: IdentityProviders
+
+    func register(in routes: inout RouteTable) {
+        for provider in IdentityProvider.allCases {
+            routes.open(.post, "/users/signin/" + provider.rawValue, throttles: [.perAddress]) { call in try signIn(call, provider) }
+        }
+        routes.user(.get, "/users/me/identities", use: list)
+        routes.user(.post, "/users/me/identities", throttles: [.perUser], use: link)
+        routes.user(.delete, "/users/me/identities/{id}", use: unlink)
+    }
+
+    /// `{"idToken": "…", "nonce": "…"?}`: a provider that is off is `404`, before anything is counted.
+    func signIn(_ call: Call, _ provider: IdentityProvider) throws -> Response {
+        guard providers.isOn(provider) else { throw AccountsError(.notFound, "\(provider.displayName) is not configured.") }
+        let body = RequestBody(object: try JSONBody.object(call.request))
+        try body.checkKeys(allowed: ["idToken", "nonce"])
+        let (idToken, nonce) = (try body.string("idToken", required: true)!, try body.string("nonce"))
+        let issued = try accounts.signIn(with: provider, origin: call.origin) {
+            try providers.verify(provider, idToken: idToken, nonce: nonce)
+        }
+        var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    @Sendable func list(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+        let (identities, hasPassword) = try accounts.identities(of: signedIn.user.id)
+        var response = JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("identities")
+            writer.beginArray()
+            for identity in identities { Self.write(identity, into: &writer) }
+            writer.endArray()
+            writer.key("hasPassword"); writer.bool(hasPassword)
+            writer.endObject()
+        }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    /// `{"provider": "apple"|"google", "idToken": "…", "nonce": "…"?}` → `201` the identity (`200`
+    /// when it was linked to this user already).
+    @Sendable func link(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+        let body = RequestBody(object: try JSONBody.object(call.request))
+        try body.checkKeys(allowed: ["provider", "idToken", "nonce"])
+        let providerText = try body.string("provider", required: true)!
+        guard let provider = IdentityProvider(rawValue: providerText), providers.isOn(provider) else {
+            throw AccountsError.field("provider", .invalidValue, "expected a configured provider: apple or google")
+        }
+        let (idToken, nonce) = (try body.string("idToken", required: true)!, try body.string("nonce"))
+        let (linked, isNew) = try accounts.linkIdentity(userID: signedIn.user.id, origin: call.origin) {
+            do {
+                return try providers.verify(provider, idToken: idToken, nonce: nonce)
+            } catch let error as AccountsError where error.code == .invalidIDToken {
+                // Not a 401: the session is good, and a client that hears 401 signs its user out.
+                throw AccountsError.field("idToken", .invalidIDToken, error.detail)
+            }
+        }
+        var response = JSONBody.response(isNew ? .created : .ok) { Self.write(linked, into: &$0) }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    @Sendable func unlink(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+        guard let text = call.parameter("id"), let id = UUID(uuidString: text) else { throw AccountsError(.notFound, "No such identity.") }
+        try accounts.unlinkIdentity(id: id, userID: signedIn.user.id, origin: call.origin)
+        return Response(status: .noContent)
+    }
+
+    static func write(_ identity: LinkedIdentity, into writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("id"); writer.string(identity.id.lowercasedText)
+        writer.key("provider"); writer.string(identity.provider.rawValue)
+        writer.key("email")
+        if let email = identity.email { writer.string(email) } else { writer.null() }
+        writer.key("createdAt"); writer.string(UserJSON.timestamp(identity.createdAt))
+        writer.key("lastUsedAt")
+        if let used = identity.lastUsedAt { writer.string(UserJSON.timestamp(used)) } else { writer.null() }
+        writer.endObject()
+    }
+}

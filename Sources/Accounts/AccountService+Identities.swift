@@ -1,0 +1,202 @@
+import Cryptography
+import FoundationEssentials
+import Outbox
+import Postgres
+
+/// Sign in with Apple and Google: accounts found by the provider's subject, made on the first
+/// sign-in, linked to an existing account only when both sides vouch for the address.
+extension AccountService {
+    /// `POST /users/signin/{provider}`: `verify` checks the ID token (the caller's `KeySetCache`)
+    /// once the client address's attempt is counted, so a flood of forged tokens is throttled like
+    /// wrong passwords; a success gives the attempt back.
+    ///
+    /// The identity's account signs in. Without one, an account holding the token's address is
+    /// linked when the provider verified the address and so did the account (`409
+    /// account_exists` otherwise: its owner signs in and links from there); else a new account is
+    /// made, without a password, its address verified when the provider says so. Two first sign-ins
+    /// racing end in one account: the loser's transaction finds the winner's identity on its retry.
+    public func signIn(
+        with provider: IdentityProvider, origin: RequestOrigin, verifying verify: () throws -> ProviderIdentity
+    ) throws -> IssuedSession {
+        let throttle = [(key: "idtoken:address:" + origin.throttleAddress, rule: configuration.signInPerAddress)]
+        if let wait = try pool.withConnection({ try ThrottleRepository.acquire($0, throttle) }) {
+            statistics.signInThrottled.add(1, ordering: .relaxed)
+            SecurityEvent.log(logger, .lockedOut, outcome: .refused, userID: nil, origin: origin, detail: "\(provider.rawValue) sign-in throttled")
+            throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
+        }
+        let identity: ProviderIdentity
+        do {
+            identity = try verify()
+        } catch let error as AccountsError where error.code == .invalidIDToken {
+            statistics.signInFailures.add(1, ordering: .relaxed)
+            SecurityEvent.log(logger, .signInFailed, outcome: .failure, userID: nil, origin: origin, detail: "\(provider.rawValue): \(error.detail)")
+            throw error
+        } catch {
+            // The provider's keys are out of reach: the token was never judged.
+            giveBack(throttle.map(\.key))
+            throw error
+        }
+        let token = try SessionToken.generate()
+        let (issued, outcome) = try retryingOnce { () throws -> (IssuedSession, SignInOutcome) in
+            try pool.withTransaction { connection in try signIn(connection, identity, tokenHash: token.hash, tokenText: token.text, origin: origin) }
+        }
+        giveBack(throttle.map(\.key))
+        if outcome != .existing { mailQueued() }
+        let detail = "\(provider.rawValue)" + (outcome == .created ? ", account created" : outcome == .linked ? ", identity linked" : "")
+        SecurityEvent.log(
+            logger, outcome == .created ? .registered : .signedIn, outcome: .success, userID: issued.user.id, origin: origin, detail: detail)
+        return issued
+    }
+
+    private enum SignInOutcome { case existing, linked, created }
+
+    private func signIn(
+        _ connection: PostgresConnection, _ identity: ProviderIdentity, tokenHash: [UInt8], tokenText: String, origin: RequestOrigin
+    ) throws -> (IssuedSession, SignInOutcome) {
+        func issue(_ user: User) throws -> IssuedSession {
+            if try AdminRepository.isDisabled(connection, id: user.id) {
+                throw AccountsError(.accountDisabled, "An administrator disabled this account.")
+            }
+            let session = try openSession(connection, userID: user.id, tokenHash: tokenHash, userAgent: origin.userAgent)
+            try ActivityRepository.record(connection, userID: user.id, .signedIn, origin: origin)
+            return IssuedSession(accessToken: tokenText, session: session, user: user)
+        }
+        if let userID = try IdentityRepository.use(connection, provider: identity.provider, subject: identity.subject),
+            let user = try UserRepository.find(connection, id: userID)
+        {
+            return (try issue(user), .existing)
+        }
+        guard let email = identity.email.flatMap(EmailAddress.init) else {
+            throw AccountsError(.invalidIDToken, "The ID token carries no usable email address.")
+        }
+        if let existing = try UserRepository.find(connection, email: email) {
+            guard identity.emailVerified, existing.emailVerified else {
+                throw AccountsError(
+                    .accountExists,
+                    "An account with this email address exists. Sign in to it, then link \(identity.provider.displayName) from its settings.")
+            }
+            try link(connection, identity, to: existing, origin: origin)
+            return (try issue(existing), .linked)
+        }
+        var user = try UserRepository.insert(
+            connection, email: email, passwordHash: UserRepository.noPassword, firstname: identity.givenName ?? "",
+            lastname: identity.familyName ?? "", data: [:])
+        if identity.emailVerified, let verified = try UserRepository.markVerified(connection, id: user.id, emailNormalized: email.normalized) {
+            user = verified
+        }
+        guard try IdentityRepository.insert(connection, userID: user.id, identity, used: true) != nil else { throw RaceLost() }
+        if !user.emailVerified { try queueVerification(connection, user: user) }
+        return (try issue(user), .created)
+    }
+
+    /// `POST /users/me/identities/{provider}`: links the identity `verify` returns to the signed-in
+    /// user (the same identity again changes nothing); `409 identity_taken` when another account has it.
+    public func linkIdentity(
+        userID: UUID, origin: RequestOrigin, verifying verify: () throws -> ProviderIdentity
+    ) throws -> (identity: LinkedIdentity, isNew: Bool) {
+        let throttle = [(key: "idtoken:user:" + userID.lowercasedText, rule: configuration.signInPerAddress)]
+        if let wait = try pool.withConnection({ try ThrottleRepository.acquire($0, throttle) }) {
+            throw AccountsError(.tooManyAttempts, "Too many failed attempts; try again later.", retryAfterSeconds: wait)
+        }
+        let identity: ProviderIdentity
+        do {
+            identity = try verify()
+        } catch let error as AccountsError where error.code == .invalidIDToken {
+            SecurityEvent.log(logger, .identityLinked, outcome: .failure, userID: userID, origin: origin, detail: error.detail)
+            throw error
+        } catch {
+            giveBack(throttle.map(\.key))
+            throw error
+        }
+        let (linked, isNew) = try retryingOnce { () throws -> (LinkedIdentity, Bool) in
+            try pool.withTransaction { connection in
+                if let (owner, found) = try IdentityRepository.find(connection, provider: identity.provider, subject: identity.subject) {
+                    guard owner == userID else {
+                        throw AccountsError(.identityTaken, "This \(identity.provider.displayName) account is linked to another account.")
+                    }
+                    return (found, false)
+                }
+                guard let user = try UserRepository.find(connection, id: userID) else { throw AccountsError.invalidToken }
+                return (try link(connection, identity, to: user, origin: origin), true)
+            }
+        }
+        giveBack(throttle.map(\.key))
+        if isNew {
+            mailQueued()
+            SecurityEvent.log(logger, .identityLinked, outcome: .success, userID: userID, origin: origin, detail: identity.provider.rawValue)
+        }
+        return (linked, isNew)
+    }
+
+    /// The user's linked identities, and whether the account has a password.
+    public func identities(of userID: UUID) throws -> (identities: [LinkedIdentity], hasPassword: Bool) {
+        try pool.withConnection { connection in
+            (
+                try IdentityRepository.list(connection, userID: userID),
+                try UserRepository.passwordHash(connection, id: userID).map { $0 != UserRepository.noPassword } ?? false
+            )
+        }
+    }
+
+    /// `DELETE /users/me/identities/{id}` (and the console's): never the last way in. An account
+    /// without a password keeps its last identity (`409 last_sign_in_method`); the user's row is
+    /// locked first, so two removals at once cannot both see another one left.
+    public func unlinkIdentity(id: UUID, userID: UUID, origin: RequestOrigin) throws {
+        let removed = try pool.withTransaction { connection -> LinkedIdentity in
+            guard let hash = try UserRepository.passwordHash(connection, id: userID, forUpdate: true) else {
+                throw AccountsError(.notFound, "No such identity.")
+            }
+            let identities = try IdentityRepository.list(connection, userID: userID)
+            guard identities.contains(where: { $0.id == id }) else { throw AccountsError(.notFound, "No such identity.") }
+            if hash == UserRepository.noPassword && identities.count <= 1 {
+                throw AccountsError(
+                    .lastSignInMethod, "This is the account's only way to sign in: set a password (reset it by mail) or link another first.")
+            }
+            guard let removed = try IdentityRepository.delete(connection, id: id, userID: userID) else {
+                throw AccountsError(.notFound, "No such identity.")
+            }
+            if let user = try UserRepository.find(connection, id: userID) {
+                try ActivityRepository.record(connection, userID: userID, .identityUnlinked, origin: origin)
+                try OutboxRepository.enqueue(
+                    connection,
+                    OutgoingMail(
+                        .signInMethodRemoved, to: user.email,
+                        ["firstname": user.firstname, "email": user.email, "method": removed.provider.displayName]))
+            }
+            return removed
+        }
+        mailQueued()
+        SecurityEvent.log(logger, .identityUnlinked, outcome: .success, userID: userID, origin: origin, detail: removed.provider.rawValue)
+    }
+
+    /// Links and tells the account's address: a new way into the account is news its owner must hear.
+    @discardableResult
+    private func link(_ connection: PostgresConnection, _ identity: ProviderIdentity, to user: User, origin: RequestOrigin) throws -> LinkedIdentity {
+        guard let linked = try IdentityRepository.insert(connection, userID: user.id, identity, used: false) else { throw RaceLost() }
+        try ActivityRepository.record(connection, userID: user.id, .identityLinked, origin: origin)
+        try OutboxRepository.enqueue(
+            connection,
+            OutgoingMail(
+                .signInMethodAdded, to: user.email, ["firstname": user.firstname, "email": user.email, "method": identity.provider.displayName]))
+        return linked
+    }
+
+    /// Another request linked the identity, or took the address, between this one's read and its
+    /// write (a unique index said so): the whole transaction runs once more and sees it.
+    private struct RaceLost: Error {}
+
+    private func retryingOnce<T>(_ body: () throws -> T) throws -> T {
+        func again() throws -> T {
+            do { return try body() } catch is RaceLost {
+                throw AccountsError(.overloaded, "Too many changes of this account at once; try again.", retryAfterSeconds: 1)
+            }
+        }
+        do {
+            return try body()
+        } catch is RaceLost {
+            return try again()
+        } catch let error as PostgresError where error.sqlState == .uniqueViolation {
+            return try again()
+        }
+    }
+}

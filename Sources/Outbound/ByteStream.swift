@@ -1,0 +1,46 @@
+/// A byte stream to a server: a TCP connection, encrypted once `startTLS` has run, where each
+/// connect, read and write must finish within `timeout`. It knows nothing of the protocol spoken
+/// over it (SMTP, HTTP).
+public final class ByteStream {
+    private let socket: TCPSocket
+    private var tls: TLSSession?
+    private let host: String
+    public var timeout: Duration
+
+    public var isEncrypted: Bool { tls != nil }
+
+    public init(host: String, port: Int, timeout: Duration) throws(OutboundError) {
+        self.host = host
+        self.timeout = timeout
+        socket = try TCPSocket.connect(host: host, port: port, deadline: .now + timeout)
+    }
+
+    /// The TLS handshake, with the certificate verified for the host we connected to, against
+    /// the system's trust store or `caFile`; the caller must have drained all plaintext the
+    /// server sent before.
+    public func startTLS(caFile: String?) throws(OutboundError) {
+        precondition(tls == nil, "TLS started twice")
+        let session = try TLSSession(context: TLSContext(caFile: caFile), host: host)
+        try session.handshake(over: socket, deadline: .now + timeout)
+        tls = session
+    }
+
+    public func write(_ bytes: [UInt8]) throws(OutboundError) {
+        let deadline = ContinuousClock.now + timeout
+        if let tls { try tls.write(bytes, over: socket, deadline: deadline) } else { try socket.send(bytes, deadline: deadline) }
+    }
+
+    /// The next bytes from the server; empty when it has closed the connection.
+    public func read() throws(OutboundError) -> [UInt8] {
+        let deadline = ContinuousClock.now + timeout
+        if let tls { return try tls.read(over: socket, deadline: deadline) }
+        return try socket.receive(deadline: deadline)
+    }
+
+    /// Ends TLS politely when there is time (`grace`), then closes the socket.
+    public func close(grace: Duration) {
+        tls?.shutdown(over: socket, deadline: .now + min(grace, timeout))
+        tls = nil
+        socket.close()
+    }
+}
