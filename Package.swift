@@ -49,6 +49,9 @@ let package = Package(
         .target(name: "Cryptography", dependencies: ["COpenSSL", "Threads"]),
         // OpenID Connect ID tokens (Sign in with Apple, Google): key sets and checked tokens.
         .target(name: "IdentityTokens", dependencies: ["Cryptography", "JSON"]),
+        // Passkeys (WebAuthn Level 3) for a relying party: CBOR, COSE keys, authenticator and client
+        // data, the registration's attestation (none, packed) and the sign-in's assertion.
+        .target(name: "WebAuthn", dependencies: ["Cryptography", "JSON"]),
         // The event loops' pipelined database connections and the executor handlers use on them.
         .target(name: "PostgresLoop", dependencies: ["Postgres", "LoopInterface", "StructuredLogging", "Threads"]),
         // Connections this process opens: TCP with deadlines, the TLS client (OpenSSL, certificates
@@ -66,7 +69,8 @@ let package = Package(
         // Users' images: format inspection (pure), the two storages, thumbnails, their SQL and files.
         .target(name: "Images", dependencies: ["Postgres", "Cryptography", "Files", "StructuredLogging", "Threads", "Thumbnails", "Zip"]),
         // Users, custom fields, sessions, throttles, recovery tokens, activity: rules and their SQL.
-        .target(name: "Accounts", dependencies: ["CivilTime", "Postgres", "Cryptography", "JSON", "Outbox", "StructuredLogging", "Threads"]),
+        .target(
+            name: "Accounts", dependencies: ["CivilTime", "Postgres", "Cryptography", "JSON", "Outbox", "StructuredLogging", "Threads", "WebAuthn"]),
         // Text files compiled in at build time as string literals (Plugins/EmbedFiles): the SQL of
         // migrations/, and the API's Resources/.
         .executableTarget(name: "embed-files"),
@@ -82,7 +86,7 @@ let package = Package(
             dependencies: [
                 "HTTPServer", "HTTP", "JSON", "StructuredLogging", "Postgres", "Cryptography", "Accounts", "Images", "Threads", "Files", "CLinux",
                 "LoopInterface", "Migrations", "PostgresLoop", "PostgresCluster", "Mail", "Outbox", "Thumbnails", "Zip", "LiveEvents",
-                "IdentityTokens", "Outbound",
+                "IdentityTokens", "Outbound", "WebAuthn",
             ],
             // Resources/ (the console, the pages, the OpenAPI document) is compiled in as string
             // literals by the EmbedFiles build plugin: see EmbeddedResources.

@@ -33,6 +33,8 @@ public final class Application: Sendable {
     public let liveEvents: LiveEventHub?
     /// Sign in with Apple and Google: the providers that are on, with their key sets.
     let identityProviders: IdentityProviders
+    /// The RP id and origins of passkeys, resolved once the port is bound.
+    let relyingParty = RelyingPartySource()
     public let server: Server
     /// `/metrics` on its own listener (`Configuration.metricsListen`), or nil.
     public let metricsServer: Server?
@@ -100,7 +102,7 @@ public final class Application: Sendable {
                 database: database, accounts: accounts, images: images, signer: signer, hashing: hashing, metrics: metrics,
                 trustedProxies: configuration.trustedProxies, pipelines: pipelines, mail: sender.statistics,
                 appLinks: configuration.appLinks, servesMetrics: configuration.metricsListen == nil, liveEvents: liveEvents,
-                identityProviders: identityProviders),
+                identityProviders: identityProviders, relyingParty: relyingParty),
             logger: logger, metrics: metrics)
         let (pool, hashingPool, statistics, imageService, liveEvents, sessionCache) = (
             database.pool, hashing, accounts.statistics, images, liveEvents, accounts.sessionCache
@@ -137,6 +139,7 @@ public final class Application: Sendable {
                     ])
             }
             try server.start()
+            relyingParty.resolve(configuration, port: server.port)
             do {
                 try metricsServer?.start()
             } catch {
@@ -167,12 +170,14 @@ public final class Application: Sendable {
         metrics: HTTPMetrics = HTTPMetrics(), trustedProxies: Set<String> = [],
         pipelines: Pipelines? = nil, mail: OutboxSender.Statistics? = nil, appLinks: AppLinks = AppLinks(),
         servesMetrics: Bool = true, liveEvents: LiveEventHub? = nil,
-        identityProviders: IdentityProviders = IdentityProviders(IdentityProviderConfiguration())
+        identityProviders: IdentityProviders = IdentityProviders(IdentityProviderConfiguration()),
+        relyingParty: RelyingPartySource = RelyingPartySource()
     ) -> Router {
         var routes = RouteTable(accounts: accounts, authenticator: Authenticator(trustedProxies: trustedProxies))
         HealthController(database: database).register(in: &routes)
         AccountsController(accounts: accounts).register(in: &routes)
         IdentitiesController(accounts: accounts, providers: identityProviders).register(in: &routes)
+        PasskeysController(accounts: accounts, party: relyingParty).register(in: &routes)
         ProfileController(
             accounts: accounts, images: images, database: DatabaseRouting(pool: database.pool, pipelines: pipelines)
         ).register(in: &routes)

@@ -74,6 +74,8 @@ public struct Configuration: Sendable {
     public var appLinks = AppLinks()
     /// Sign in with Apple and Google: accepted client ids and where the providers' keys are.
     public var identityProviders = IdentityProviderConfiguration()
+    /// Passkeys: the RP id and the origins they are for (default: the public URL's).
+    public var webAuthn = WebAuthnConfiguration()
 
     public init() {}
 

@@ -97,6 +97,10 @@ public struct AppLinks: Sendable, Equatable {
         applinks["details"] = .array([.object(detail)])
         var root = JSONObject()
         root["applinks"] = .object(applinks)
+        // The same apps may use this server's passkeys (the RP id is this host).
+        var webcredentials = JSONObject()
+        webcredentials["apps"] = ids
+        root["webcredentials"] = .object(webcredentials)
         return .object(root)
     }
 
@@ -107,7 +111,10 @@ public struct AppLinks: Sendable, Equatable {
         target["package_name"] = .string(androidPackage)
         target["sha256_cert_fingerprints"] = .array(androidCertificateFingerprints.map { .string($0) })
         var statement = JSONObject()
-        statement["relation"] = .array([.string("delegate_permission/common.handle_all_urls")])
+        // Mailed links, and this server's passkeys (and passwords) in the app.
+        statement["relation"] = .array([
+            .string("delegate_permission/common.handle_all_urls"), .string("delegate_permission/common.get_login_creds"),
+        ])
         statement["target"] = .object(target)
         return .array([.object(statement)])
     }

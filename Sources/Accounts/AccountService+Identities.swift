@@ -139,30 +139,22 @@ extension AccountService {
     }
 
     /// `DELETE /users/me/identities/{id}` (and the console's): never the last way in. An account
-    /// without a password keeps its last identity (`409 last_sign_in_method`); the user's row is
-    /// locked first, so two removals at once cannot both see another one left.
+    /// without a password or a passkey keeps its last identity (`409 last_sign_in_method`); the
+    /// user's row is locked first, so two removals at once cannot both see another one left.
     public func unlinkIdentity(id: UUID, userID: UUID, origin: RequestOrigin) throws {
         let removed = try pool.withTransaction { connection -> LinkedIdentity in
-            guard let hash = try UserRepository.passwordHash(connection, id: userID, forUpdate: true) else {
-                throw AccountsError(.notFound, "No such identity.")
-            }
-            let identities = try IdentityRepository.list(connection, userID: userID)
-            guard identities.contains(where: { $0.id == id }) else { throw AccountsError(.notFound, "No such identity.") }
-            if hash == UserRepository.noPassword && identities.count <= 1 {
-                throw AccountsError(
-                    .lastSignInMethod, "This is the account's only way to sign in: set a password (reset it by mail) or link another first.")
-            }
+            let ways = try waysIn(connection, userID: userID)
+            guard ways.identities.contains(where: { $0.id == id }) else { throw AccountsError(.notFound, "No such identity.") }
+            guard ways.count > 1 else { throw Self.lastWayIn }
             guard let removed = try IdentityRepository.delete(connection, id: id, userID: userID) else {
                 throw AccountsError(.notFound, "No such identity.")
             }
-            if let user = try UserRepository.find(connection, id: userID) {
-                try ActivityRepository.record(connection, userID: userID, .identityUnlinked, origin: origin)
-                try OutboxRepository.enqueue(
-                    connection,
-                    OutgoingMail(
-                        .signInMethodRemoved, to: user.email,
-                        ["firstname": user.firstname, "email": user.email, "method": removed.provider.displayName]))
-            }
+            try ActivityRepository.record(connection, userID: userID, .identityUnlinked, origin: origin)
+            try OutboxRepository.enqueue(
+                connection,
+                OutgoingMail(
+                    .signInMethodRemoved, to: ways.user.email,
+                    ["firstname": ways.user.firstname, "email": ways.user.email, "method": removed.provider.displayName]))
             return removed
         }
         mailQueued()

@@ -54,6 +54,8 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         case lastSignInMethod = "last_sign_in_method"
         /// The provider's keys were never fetched: a token cannot be checked.
         case providerUnavailable = "provider_unavailable"
+        /// A passkey registration that failed its checks (challenge, origin, RP id, flags, attestation).
+        case invalidPasskey = "invalid_passkey"
     }
 
     /// One offending field, named by its JSON path (`data.height`).

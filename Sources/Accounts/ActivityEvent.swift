@@ -20,6 +20,9 @@ public struct ActivityEvent: Sendable, Equatable {
         /// Sign in with Apple or Google was linked to the account, or unlinked from it.
         case identityLinked = "identity_linked"
         case identityUnlinked = "identity_unlinked"
+        /// A passkey was registered, or deleted.
+        case passkeyAdded = "passkey_added"
+        case passkeyRemoved = "passkey_removed"
     }
 
     public let id: UUID

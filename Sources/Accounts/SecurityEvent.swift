@@ -24,6 +24,8 @@ struct SecurityEvent {
         case dataExported = "data_exported"
         case identityLinked = "identity_linked"
         case identityUnlinked = "identity_unlinked"
+        case passkeyAdded = "passkey_added"
+        case passkeyRemoved = "passkey_removed"
     }
 
     /// How the attempt ended.

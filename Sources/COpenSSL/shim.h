@@ -15,6 +15,7 @@
 #include <openssl/core_names.h>
 #include <openssl/ecdsa.h>
 #include <openssl/bn.h>
+#include <string.h>
 
 // OpenSSL macros that Swift cannot import (they expand to SSL_ctrl / SSL_CTX_ctrl calls).
 static inline long copenssl_SSL_CTX_set_min_proto_version(SSL_CTX *context, int version) {
@@ -68,6 +69,26 @@ static inline EVP_PKEY *copenssl_public_key_p256(const unsigned char *point, siz
     OSSL_PARAM_BLD_free(builder);
     EVP_PKEY_CTX_free(context);
     return key;
+}
+
+// The public key of a DER X.509 certificate (a passkey's attestation certificate); NULL when it
+// is not one. The caller frees the key.
+static inline EVP_PKEY *copenssl_certificate_public_key(const unsigned char *der, size_t length, int *is_ec) {
+    const unsigned char *cursor = der;
+    X509 *certificate = d2i_X509(NULL, &cursor, (long)length);
+    if (!certificate) return NULL;
+    EVP_PKEY *key = X509_get_pubkey(certificate);  // a new reference
+    X509_free(certificate);
+    if (key) *is_ec = EVP_PKEY_get_base_id(key) == EVP_PKEY_EC;
+    return key;
+}
+
+// Whether an EC key is on P-256.
+static inline int copenssl_key_is_p256(EVP_PKEY *key) {
+    char name[64] = {0};
+    size_t length = 0;
+    if (EVP_PKEY_get_utf8_string_param(key, OSSL_PKEY_PARAM_GROUP_NAME, name, sizeof name, &length) != 1) return 0;
+    return strcmp(name, "prime256v1") == 0 || strcmp(name, "P-256") == 0;
 }
 
 // The DER ECDSA-Sig-Value of a fixed-size r || s signature (JWS ES256, 2 × 32 bytes); its length

@@ -47,6 +47,20 @@ public final class PublicKey: @unchecked Sendable {
         return PublicKey(algorithm: .es256, key: key)
     }
 
+    /// The key of a DER X.509 certificate (a passkey's attestation certificate; the certificate
+    /// itself is not judged): P-256 or RSA of 2,048 bits or more; nil for anything else.
+    public static func certified(der: [UInt8]) -> PublicKey? {
+        defer { ERR_clear_error() }
+        var isEC: Int32 = 0
+        guard der.count <= 16_384, let key = copenssl_certificate_public_key(der, der.count, &isEC) else { return nil }
+        let fits = isEC == 1 ? copenssl_key_is_p256(key) == 1 : EVP_PKEY_get_bits(key) >= 2_048 && EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA
+        guard fits else {
+            EVP_PKEY_free(key)
+            return nil
+        }
+        return PublicKey(algorithm: isEC == 1 ? .es256 : .rs256, key: key)
+    }
+
     /// Whether `signature` is this key's over `message` (SHA-256). Never throws: anything
     /// malformed is a signature that does not verify.
     public func verifies(_ signature: [UInt8], of message: [UInt8], encoding: SignatureEncoding = .raw) -> Bool {

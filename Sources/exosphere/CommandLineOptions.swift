@@ -521,6 +521,33 @@ extension Configuration {
         identityKeySetURL(.apple, "--apple-jwks-url", "EXOSPHERE_APPLE_JWKS_URL"),
         identityKeySetURL(.google, "--google-jwks-url", "EXOSPHERE_GOOGLE_JWKS_URL"),
         Option(
+            flag: "--webauthn-rp-id", environment: "EXOSPHERE_WEBAUTHN_RP_ID", placeholder: "DOMAIN",
+            help: "the domain passkeys are made for (default: the public URL's host)", defaultValue: { $0.webAuthn.rpID ?? "(the public URL's host)" }
+        ) { config, value throws(ConfigurationError) in
+            let labels = value.split(separator: ".", omittingEmptySubsequences: false)
+            guard !value.isEmpty, value.utf8.count <= 253, value == value.lowercased(),
+                labels.allSatisfy({ !$0.isEmpty && $0.count <= 63 && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" } })
+            else { throw ConfigurationError("--webauthn-rp-id/EXOSPHERE_WEBAUTHN_RP_ID: expected a lowercase domain name, got '\(shown(value))'") }
+            config.webAuthn.rpID = value
+        },
+        Option(
+            flag: "--webauthn-origins", environment: "EXOSPHERE_WEBAUTHN_ORIGINS", placeholder: "ORIGINS",
+            help:
+                "where passkey ceremonies may come from, comma-separated: https://host[:port], android:apk-key-hash:… (default: the public URL's origin)",
+            defaultValue: { $0.webAuthn.origins.isEmpty ? "(the public URL's origin)" : $0.webAuthn.origins.joined(separator: ",") }
+        ) { config, value throws(ConfigurationError) in
+            let origins = value.split(separator: ",").map { String($0.filter { $0 != " " }) }.filter { !$0.isEmpty }
+            let wellFormed = origins.allSatisfy { origin in
+                origin.hasPrefix("android:apk-key-hash:")
+                    || ((origin.hasPrefix("https://") || origin.hasPrefix("http://")) && !origin.dropFirst(8).contains("/"))
+            }
+            guard !origins.isEmpty, wellFormed else {
+                throw ConfigurationError(
+                    "--webauthn-origins/EXOSPHERE_WEBAUTHN_ORIGINS: expected origins (scheme://host[:port], no path), got '\(shown(value))'")
+            }
+            config.webAuthn.origins = origins
+        },
+        Option(
             flag: "--identity-ca-file", environment: "EXOSPHERE_IDENTITY_CA_FILE", placeholder: "FILE",
             help: "PEM certificates to trust for the providers' key sets instead of the system's", defaultValue: { _ in "(the system's)" }
         ) { config, value throws(ConfigurationError) in

@@ -709,8 +709,11 @@ struct RecoveryAPITests {
             details.first?["components"]?.arrayValue?.compactMap { $0["/"]?.stringValue } == [
                 "/reset-password", "/verify-email", "/undo-email-change",
             ])
+        // Passkeys of this server in the app (the associated domain's webcredentials).
+        #expect(apple.json["webcredentials"]?["apps"] == .array(["ABCDE12345.com.example.health"]))
         let android = try server.call("GET", "/.well-known/assetlinks.json")
         #expect(android.status == 200)
         #expect(android.json[0]?["target"]?["package_name"] == "com.example.health")
+        #expect(android.json[0]?["relation"]?.arrayValue?.contains("delegate_permission/common.get_login_creds") == true)
     }
 }

@@ -148,6 +148,11 @@ struct RouteTableTests {
             "POST /users/signin/apple": (nil, #"{"idToken": "not.a.token"}"#),
             "POST /users/signin/google": (nil, #"{"idToken": "not.a.token"}"#),
             "POST /users/me/identities": (user.token, #"{"provider": "google", "idToken": "not.a.token"}"#),
+            "POST /users/signin/passkey/options": (nil, ""),
+            "POST /users/signin/passkey": (
+                nil,
+                #"{"type": "public-key", "id": "AAAAAAAAAAAAAAAAAAAAAA", "rawId": "AAAAAAAAAAAAAAAAAAAAAA", "response": {"clientDataJSON": "e30", "authenticatorData": "AAAA", "signature": "AAAA"}}"#
+            ),
             "PUT /users/me": (user.token, #"{"email": "scopes-put-\#(UUID().uuidString)@example.com", "firstname": "A", "lastname": "B"}"#),
         ]
         let throttled = entries.filter { !$0.policy.throttles.isEmpty }.map { "\($0.method) \($0.path)" }

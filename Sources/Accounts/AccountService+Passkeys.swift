@@ -1,0 +1,204 @@
+import Cryptography
+import FoundationEssentials
+import Outbox
+import Postgres
+import WebAuthn
+
+/// Passkeys: a signed-in user registers them; anyone signs in with one (discoverable, the user
+/// verified, the challenge single use, the counter checked). The WebAuthn checks are the
+/// `WebAuthn` module's; the challenges, the credentials and the session are here.
+extension AccountService {
+    /// How long a challenge may be answered.
+    static let challengeSeconds = 300.0
+
+    /// `POST /users/me/passkeys/registration/options`: a new challenge for the user, and their
+    /// passkeys (for `excludeCredentials`).
+    public func passkeyRegistrationChallenge(userID: UUID) throws -> (challenge: [UInt8], existing: [Passkey]) {
+        let challenge = try SecureRandom.bytes(count: 32)
+        let existing = try pool.withConnection { connection in
+            try PasskeyRepository.insertChallenge(
+                connection, hash: SHA256.hash(challenge), purpose: .registration, userID: userID, lifetimeSeconds: Self.challengeSeconds)
+            return try PasskeyRepository.list(connection, userID: userID)
+        }
+        return (challenge, existing)
+    }
+
+    /// `POST /users/me/passkeys/registration`: the response's challenge must be one this user was
+    /// given (used up here, whatever follows), its origin and RP id `party`'s, the user verified,
+    /// the attestation `none` or a `packed` one that verifies. `422 invalid_passkey` otherwise.
+    public func registerPasskey(_ registration: PasskeyRegistration, userID: UUID, party: RelyingParty, origin: RequestOrigin) throws -> Passkey {
+        func refuse(_ reason: String) -> AccountsError {
+            SecurityEvent.log(logger, .passkeyAdded, outcome: .failure, userID: userID, origin: origin, detail: reason)
+            return AccountsError(.invalidPasskey, "The passkey was not registered: \(reason).")
+        }
+        let name = Self.trimmed(registration.name ?? "")
+        guard name.count <= 64 else { throw AccountsError.field("name", .invalidValue, "at most 64 characters") }
+        let credential: NewCredential
+        do {
+            let clientData = try ClientData(json: registration.clientDataJSON)
+            try party.check(clientData, .create)
+            let live = try pool.withConnection {
+                try PasskeyRepository.consumeChallenge($0, hash: SHA256.hash(clientData.challenge), purpose: .registration, userID: userID)
+            }
+            guard live else { throw WebAuthnFailure("the challenge is unknown, used, expired or another user's") }
+            credential = try NewCredential(attestationObject: registration.attestationObject, clientData: clientData, for: party)
+            guard credential.id == registration.credentialID else { throw WebAuthnFailure("the credential id is not the attested one") }
+        } catch let failure as WebAuthnFailure {
+            throw refuse(failure.description)
+        }
+        let transports = registration.transports.filter { $0.utf8.count <= 32 && $0.allSatisfy { $0.isLetter || $0 == "-" } }.prefix(8)
+        let passkey = try pool.withTransaction { connection -> Passkey in
+            guard let user = try UserRepository.find(connection, id: userID) else { throw AccountsError.invalidToken }
+            guard
+                let passkey = try PasskeyRepository.insert(
+                    connection, userID: userID, credentialID: credential.id, publicKey: credential.publicKey, signCount: credential.signCount,
+                    name: name.isEmpty ? "Passkey" : name, aaguid: credential.aaguid, transports: Array(transports),
+                    backupEligible: credential.backupEligible, backedUp: credential.backedUp)
+            else { throw refuse("this credential is registered already") }
+            try ActivityRepository.record(connection, userID: userID, .passkeyAdded, origin: origin)
+            try OutboxRepository.enqueue(
+                connection,
+                OutgoingMail(
+                    .signInMethodAdded, to: user.email,
+                    ["firstname": user.firstname, "email": user.email, "method": "A passkey (\(passkey.name))"]))
+            return passkey
+        }
+        mailQueued()
+        SecurityEvent.log(logger, .passkeyAdded, outcome: .success, userID: userID, origin: origin, detail: credential.format)
+        return passkey
+    }
+
+    public func passkeys(of userID: UUID) throws -> [Passkey] {
+        try pool.withConnection { try PasskeyRepository.list($0, userID: userID) }
+    }
+
+    public func renamePasskey(id: UUID, userID: UUID, name: String) throws -> Passkey {
+        let name = Self.trimmed(name)
+        guard (1...64).contains(name.count) else { throw AccountsError.field("name", .invalidValue, "1 to 64 characters") }
+        guard let renamed = try pool.withConnection({ try PasskeyRepository.rename($0, id: id, userID: userID, name: name) }) else {
+            throw AccountsError(.notFound, "No such passkey.")
+        }
+        return renamed
+    }
+
+    /// `DELETE /users/me/passkeys/{id}`: never the account's last way in (no password, no linked
+    /// identity and no other passkey: `409 last_sign_in_method`).
+    public func deletePasskey(id: UUID, userID: UUID, origin: RequestOrigin) throws {
+        let removed = try pool.withTransaction { connection -> Passkey in
+            let ways = try waysIn(connection, userID: userID)
+            guard ways.passkeys.contains(where: { $0.id == id }) else { throw AccountsError(.notFound, "No such passkey.") }
+            guard ways.count > 1 else { throw Self.lastWayIn }
+            guard let removed = try PasskeyRepository.delete(connection, id: id, userID: userID) else {
+                throw AccountsError(.notFound, "No such passkey.")
+            }
+            try ActivityRepository.record(connection, userID: userID, .passkeyRemoved, origin: origin)
+            try OutboxRepository.enqueue(
+                connection,
+                OutgoingMail(
+                    .signInMethodRemoved, to: ways.user.email,
+                    ["firstname": ways.user.firstname, "email": ways.user.email, "method": "A passkey (\(removed.name))"]))
+            return removed
+        }
+        mailQueued()
+        SecurityEvent.log(logger, .passkeyRemoved, outcome: .success, userID: userID, origin: origin, detail: removed.id.lowercasedText)
+    }
+
+    static let lastWayIn = AccountsError(
+        .lastSignInMethod, "This is the account's last way to sign in: set a password (reset it by mail) or add another first.")
+
+    /// The user's ways to sign in, with the user's row locked (two removals at once cannot both
+    /// see another one left).
+    func waysIn(_ connection: PostgresConnection, userID: UUID) throws -> (user: User, count: Int, identities: [LinkedIdentity], passkeys: [Passkey])
+    {
+        guard let user = try UserRepository.find(connection, id: userID, forUpdate: true),
+            let hash = try UserRepository.passwordHash(connection, id: userID)
+        else { throw AccountsError.invalidToken }
+        let identities = try IdentityRepository.list(connection, userID: userID)
+        let passkeys = try PasskeyRepository.list(connection, userID: userID)
+        return (user, (hash == UserRepository.noPassword ? 0 : 1) + identities.count + passkeys.count, identities, passkeys)
+    }
+
+    /// `POST /users/signin/passkey/options`: a challenge for whoever asks, counted per client address.
+    public func passkeySignInChallenge(origin: RequestOrigin) throws -> [UInt8] {
+        let throttle = [(key: "passkey-challenge:address:" + origin.throttleAddress, rule: configuration.signInPerAddress)]
+        let challenge = try SecureRandom.bytes(count: 32)
+        let wait = try pool.withConnection { connection -> Int? in
+            if let wait = try ThrottleRepository.acquire(connection, throttle) { return wait }
+            try PasskeyRepository.insertChallenge(
+                connection, hash: SHA256.hash(challenge), purpose: .authentication, userID: nil, lifetimeSeconds: Self.challengeSeconds)
+            return nil
+        }
+        if let wait { throw AccountsError(.tooManyAttempts, "Too many passkey sign-ins; try again later.", retryAfterSeconds: wait) }
+        return challenge
+    }
+
+    /// `POST /users/signin/passkey`: a discoverable credential's assertion. Every refusal is the
+    /// same `401 invalid_credentials` (its reason goes to the security log); failures count per
+    /// client address like wrong passwords, and a success gives its attempt back.
+    public func signIn(with assertion: PasskeyAssertion, party: RelyingParty, origin: RequestOrigin) throws -> IssuedSession {
+        let throttle = [(key: "passkey:address:" + origin.throttleAddress, rule: configuration.signInPerAddress)]
+        if let wait = try pool.withConnection({ try ThrottleRepository.acquire($0, throttle) }) {
+            statistics.signInThrottled.add(1, ordering: .relaxed)
+            throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
+        }
+        var userID: UUID?
+        func refuse(_ reason: String) -> AccountsError {
+            statistics.signInFailures.add(1, ordering: .relaxed)
+            SecurityEvent.log(logger, .signInFailed, outcome: .failure, userID: userID, origin: origin, detail: "passkey: \(reason)")
+            if let userID { recordActivityLater(.signInFailed, userID: userID, origin: origin) }
+            return AccountsError(.invalidCredentials, "The passkey was not accepted.")
+        }
+        let token = try SessionToken.generate()
+        let issued: IssuedSession
+        do {
+            let clientData = try ClientData(json: assertion.clientDataJSON)
+            try party.check(clientData, .get)
+            let (live, stored) = try pool.withConnection { connection in
+                (
+                    try PasskeyRepository.consumeChallenge(
+                        connection, hash: SHA256.hash(clientData.challenge), purpose: .authentication, userID: nil),
+                    try PasskeyRepository.credential(connection, id: assertion.credentialID)
+                )
+            }
+            guard let stored else { throw WebAuthnFailure("an unknown credential") }
+            userID = stored.userID
+            guard live else { throw WebAuthnFailure("the challenge is unknown, used or expired") }
+            if let handle = assertion.userHandle, !ConstantTime.equals(handle, Self.userHandle(stored.userID)) {
+                throw WebAuthnFailure("the user handle is not the credential's user")
+            }
+            let checked = try Assertion(
+                authenticatorData: assertion.authenticatorData, signature: assertion.signature, clientData: clientData,
+                storedKey: stored.publicKey, storedCount: stored.signCount, for: party)
+            let session = try pool.withTransaction { connection -> IssuedSession? in
+                guard
+                    try PasskeyRepository.use(
+                        connection, id: stored.id, from: stored.signCount, to: checked.data.signCount, backedUp: checked.data.backedUp)
+                else { return nil }
+                guard let user = try UserRepository.find(connection, id: stored.userID) else { return nil }
+                if try AdminRepository.isDisabled(connection, id: user.id) {
+                    throw AccountsError(.accountDisabled, "An administrator disabled this account.")
+                }
+                let session = try openSession(connection, userID: user.id, tokenHash: token.hash, userAgent: origin.userAgent)
+                try ActivityRepository.record(connection, userID: user.id, .signedIn, origin: origin)
+                return IssuedSession(accessToken: token.text, session: session, user: user)
+            }
+            guard let session else { throw WebAuthnFailure("another sign-in used the counter first") }
+            issued = session
+        } catch let failure as WebAuthnFailure {
+            throw refuse(failure.description)
+        }
+        giveBack(throttle.map(\.key))
+        SecurityEvent.log(logger, .signedIn, outcome: .success, userID: issued.user.id, origin: origin, detail: "passkey")
+        return issued
+    }
+
+    /// A name without white space around it; one line.
+    static func trimmed(_ text: String) -> String {
+        String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed()).filter { !$0.isNewline }
+    }
+
+    /// The WebAuthn user handle of a user: the 16 bytes of their id (opaque, no personal data).
+    public static func userHandle(_ userID: UUID) -> [UInt8] {
+        withUnsafeBytes(of: userID.uuid) { Array($0) }
+    }
+}

@@ -1,0 +1,128 @@
+import API
+import Foundation
+import JSON
+import Postgres
+import TestSupport
+import Testing
+
+/// Passkeys: end to end in headless Chromium with its virtual authenticator
+/// (`Tests/Browser/passkeys.py`), then what the server holds and the management routes.
+@Suite(.serialized)
+struct PasskeysAPITests {
+    /// A server whose RP id is `localhost` and whose origin is `http://localhost:PORT`, the port
+    /// chosen before it starts (WebAuthn takes no IP address as an RP id).
+    static func server(_ name: String) throws -> (TestServer, Int) {
+        let port = try ExosphereProcessTests.freePort()
+        let server = try TestServer(name) { configuration in
+            configuration.server.port = port
+            configuration.publicURL = "http://localhost:\(port)"
+        }
+        return (server, port)
+    }
+
+    static func finish(_ server: TestServer, sourceLocation: SourceLocation = #_sourceLocation) {
+        server.shutdown()
+        let problems = server.leaks()
+        #expect(problems.isEmpty, "\(problems)", sourceLocation: sourceLocation)
+        if problems.isEmpty { unlink(server.logPath) }
+    }
+
+    /// The browser registers a passkey and signs in with it; every refusal the script tries is
+    /// refused (another origin, replays, a counter gone back, no user verification). Then the
+    /// database holds one credential of the user, its counter moved, and the passkey is listed,
+    /// renamed, and deleted only while another way in is left.
+    @Test func aRealBrowserRegistersAndSignsInWithAPasskey() throws {
+        let (server, port) = try Self.server("passkeys_browser")
+        defer { Self.finish(server) }
+        let account = try server.register(extra: #", "firstname": "Ayu""#)
+        let screenshots = TestServer.repositoryRoot + "/artifacts/screenshots/passkeys"
+        try FileManager.default.createDirectory(atPath: screenshots, withIntermediateDirectories: true)
+        let output = try run(
+            "/usr/bin/python3",
+            [
+                TestServer.repositoryRoot + "/Tests/Browser/passkeys.py", "--url", "http://localhost:\(port)", "--token", account.token,
+                "--expect-email", account.email, "--screenshots", screenshots,
+            ])
+        #expect(output.contains("OK: passkeys behave"), "\(output)")
+
+        let rows = try server.withDatabase { connection in
+            try connection.query("SELECT sign_count::int8, name FROM passkeys WHERE user_id = \(account.id)::uuid").map {
+                (try $0.decode(Int64.self, at: 0), try $0.decode(String.self, at: 1))
+            }
+        }
+        #expect(rows.count == 1)
+        #expect(rows.first?.1 == "Headless laptop")
+        #expect((rows.first?.0 ?? 0) >= 3, "three sign-ins moved the counter: \(rows)")
+        // Used up: all but the one of the registration from another origin, refused before its challenge was looked at.
+        let challengesLeft = try server.withDatabase {
+            try $0.query("SELECT count(*)::int8 FROM webauthn_challenges WHERE purpose = 'registration'")[0].decode(Int.self, at: 0)
+        }
+        #expect(challengesLeft == 1)
+
+        let listed = try server.call("GET", "/users/me/passkeys", token: account.token)
+        #expect(listed.status == 200)
+        let passkey = try #require(listed.json["passkeys"]?[0]?["id"]?.stringValue)
+        #expect(listed.json["passkeys"]?[0]?["lastUsedAt"]?.stringValue != nil)
+        let renamed = try server.call("PATCH", "/users/me/passkeys/\(passkey)", token: account.token, json: #"{"name": " Work phone "}"#)
+        #expect(renamed.status == 200 && renamed.json["name"]?.stringValue == "Work phone", "\(renamed.text)")
+        #expect(try server.call("PATCH", "/users/me/passkeys/\(passkey)", token: account.token, json: #"{"name": ""}"#).status == 422)
+        // Another user sees none of it.
+        let other = try server.register()
+        #expect(try server.call("DELETE", "/users/me/passkeys/\(passkey)", token: other.token).status == 404)
+        #expect(try server.call("GET", "/users/me/passkeys", token: other.token).json["passkeys"]?.arrayValue?.count == 0)
+        // Without a password, the only passkey is the last way in.
+        try server.withDatabase { _ = try $0.query("UPDATE users SET password_hash = '!' WHERE id = \(account.id)::uuid") }
+        let refused = try server.call("DELETE", "/users/me/passkeys/\(passkey)", token: account.token)
+        #expect(refused.status == 409 && refused.code == "last_sign_in_method", "\(refused.text)")
+        try server.withDatabase { _ = try $0.query("UPDATE users SET password_hash = 'x' WHERE id = \(account.id)::uuid") }
+        #expect(try server.call("DELETE", "/users/me/passkeys/\(passkey)", token: account.token).status == 204)
+        #expect(FileManager.default.fileExists(atPath: screenshots + "/passkeys.png"))
+    }
+
+    /// What is not a WebAuthn response is a clear `4xx` before any check; the options have the
+    /// shapes the browsers parse; a sign-in with an unknown credential is `401`.
+    @Test func optionsAndMalformedResponses() throws {
+        let (server, port) = try Self.server("passkeys_shapes")
+        defer { Self.finish(server) }
+        let account = try server.register()
+        let creation = try server.call("POST", "/users/me/passkeys/registration/options", token: account.token)
+        #expect(creation.status == 200)
+        #expect(creation.json["rp"]?["id"]?.stringValue == "localhost")
+        #expect(creation.json["user"]?["name"]?.stringValue == account.email)
+        #expect(creation.json["authenticatorSelection"]?["residentKey"]?.stringValue == "required")
+        #expect(creation.json["authenticatorSelection"]?["userVerification"]?.stringValue == "required")
+        #expect(creation.json["pubKeyCredParams"]?.arrayValue?.compactMap { $0["alg"]?.int64Value } == [-7, -257])
+        #expect(creation.json["challenge"]?.stringValue?.count == 43)
+        #expect(try server.call("POST", "/users/me/passkeys/registration/options").status == 401)
+        let request = try server.call("POST", "/users/signin/passkey/options")
+        #expect(request.status == 200)
+        #expect(request.json["rpId"]?.stringValue == "localhost" && request.json["userVerification"]?.stringValue == "required")
+        #expect(request.json["allowCredentials"]?.arrayValue?.isEmpty == true)
+        let clientData = Data(#"{"type":"webauthn.get","challenge":"AAAA","origin":"http://localhost:\#(port)"}"#.utf8).base64EncodedString()
+            .replacingOccurrences(of: "=", with: "")
+        let malformed: [(String, Int)] = [
+            (#"{}"#, 422),
+            (#"{"type": "public-key", "id": "AAAA", "rawId": "AAAA"}"#, 422),
+            (#"{"type": "password", "id": "AAAA", "rawId": "AAAA", "response": {}}"#, 422),
+            (#"{"type": "public-key", "id": "AAAA", "rawId": "BBBB", "response": {}}"#, 422),
+            (#"{"type": "public-key", "id": "AAAA", "rawId": "AAAA", "response": {"clientDataJSON": "!!"}}"#, 422),
+            (#"{"type": "public-key", "id": "AAAA", "rawId": "AAAA", "response": {}, "extra": 1}"#, 422),
+        ]
+        for (body, status) in malformed {
+            let reply = try server.call("POST", "/users/signin/passkey", json: body)
+            #expect(reply.status == status, "\(body): \(reply.status) \(reply.text)")
+        }
+        let unknown = try server.call(
+            "POST", "/users/signin/passkey",
+            json:
+                #"{"type": "public-key", "id": "AAAAAAAAAAAAAAAAAAAAAA", "rawId": "AAAAAAAAAAAAAAAAAAAAAA", "response": {"clientDataJSON": "\#(clientData)", "authenticatorData": "AAAA", "signature": "AAAA"}}"#
+        )
+        #expect(unknown.status == 401 && unknown.code == "invalid_credentials", "\(unknown.text)")
+        let registration = try server.call(
+            "POST", "/users/me/passkeys/registration", token: account.token,
+            json:
+                #"{"type": "public-key", "id": "AAAA", "rawId": "AAAA", "response": {"clientDataJSON": "\#(clientData)", "attestationObject": "oA"}}"#
+        )
+        #expect(registration.status == 422 && registration.code == "invalid_passkey", "\(registration.text)")
+    }
+}
