@@ -82,6 +82,18 @@ public struct ExosphereError: Error, Sendable, CustomStringConvertible, CustomDe
         // The client's own codes (with `status` nil).
         /// The request needs a signed-in user and there is none.
         public static let notSignedIn: Code = "not_signed_in"
+        /// `401` (signing in) or `422` (linking): an Apple or Google ID token the server refused.
+        public static let invalidIDToken: Code = "invalid_id_token"
+        /// `409`: an account holds the provider's address; sign in to it and link the provider.
+        public static let accountExists: Code = "account_exists"
+        /// `409`: the Apple or Google identity is linked to another account.
+        public static let identityTaken: Code = "identity_taken"
+        /// `409`: removing the account's last way to sign in.
+        public static let lastSignInMethod: Code = "last_sign_in_method"
+        /// `503`: the server could not fetch the provider's keys yet.
+        public static let providerUnavailable: Code = "provider_unavailable"
+        /// `422`: a passkey registration the server refused (expired challenge, another RP id, …).
+        public static let invalidPasskey: Code = "invalid_passkey"
         /// The server could not be reached, or the connection broke (`underlyingError` says how).
         public static let networkError: Code = "network_error"
         /// The server's answer is not what the API promises.

@@ -1,0 +1,58 @@
+import API
+import ExosphereClient
+import Foundation
+import TestSupport
+import Testing
+
+/// Sign in with Google, identities, and the passkey calls' shapes through the client, against a
+/// server whose Google keys come from a real key set server.
+@Suite(.serialized)
+struct SignInMethodsTests {
+    static let client = "client-tests.apps.googleusercontent.com"
+
+    @Test func googleSignInIdentitiesAndPasskeyOptions() async throws {
+        let provider = try TestIdentityProvider()
+        try provider.serve(["key-1"])
+        let url = provider.keySetURL
+        let server = try LiveServer("signin_methods") { configuration in
+            configuration.identityProviders.google.clientIDs = [Self.client]
+            configuration.identityProviders.google.keySetURL = url
+        }
+        defer { server.stop() }
+        let email = server.uniqueEmail("google")
+        let claims = TestSigningKeys.claims(
+            issuer: "https://accounts.google.com", audience: Self.client, subject: "client-g-1",
+            extra: ["email": "\"\(email)\"", "email_verified": "true", "given_name": "\"Ayu\""])
+        let token = try TestSigningKeys.shared().token(claims)
+        let client = try server.client()
+        let user = try await client.signIn(withGoogle: token)
+        #expect(user.email == email && user.emailVerified && user.firstname == "Ayu")
+        #expect(client.isSignedIn)
+        let (identities, hasPassword) = try await client.identities()
+        #expect(identities.map(\.provider) == [.google] && !hasPassword)
+        let last = await exosphereError { try await client.unlinkIdentity(identities[0]) }
+        #expect(last?.status == 409 && last?.code == .lastSignInMethod)
+        let apple = await exosphereError { try await client.signIn(withApple: token) }
+        #expect(apple?.status == 404, "Apple is off on this server")
+        let forged = await exosphereError { try await server.client().signIn(withGoogle: token + "x") }
+        #expect(forged?.status == 401 && forged?.code == .invalidIDToken)
+
+        let creation = try await client.passkeyRegistrationOptions()
+        #expect(creation.relyingPartyIdentifier == "localhost" || creation.relyingPartyIdentifier == "127.0.0.1")
+        #expect(creation.challenge.count == 32 && creation.userID.count == 16 && creation.userName == email)
+        #expect(creation.excludedCredentialIDs.isEmpty)
+        let refused = await exosphereError {
+            try await client.registerPasskey(
+                PasskeyRegistration(credentialID: Data(count: 16), rawClientDataJSON: Data("{}".utf8), rawAttestationObject: Data([0xA0])))
+        }
+        #expect(refused?.status == 422 && refused?.code == .invalidPasskey)
+        #expect(try await client.passkeys().isEmpty)
+        let request = try await server.client().passkeySignInOptions()
+        #expect(request.challenge.count == 32 && request.relyingPartyIdentifier == creation.relyingPartyIdentifier)
+        let assertion = PasskeyAssertion(
+            credentialID: Data(count: 16), rawClientDataJSON: Data("{}".utf8), rawAuthenticatorData: Data(count: 37), signature: Data(count: 8),
+            userID: nil)
+        let signIn = await exosphereError { try await server.client().signIn(withPasskey: assertion) }
+        #expect(signIn?.status == 401 && signIn?.code == .invalidCredentials)
+    }
+}
