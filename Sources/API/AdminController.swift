@@ -36,6 +36,9 @@ struct AdminController: Sendable {
         routes.admin(.get, "/admin/users/{id}/images/{iid}", audit: .read(.userImageRead), use: userImage)
         routes.admin(.get, "/admin/users/{id}/images/{iid}/thumbnail", audit: .read(.userImageRead), use: userThumbnail)
         routes.admin(.get, "/admin/users/{id}/activity", audit: .read(.userActivityRead), use: activity)
+        routes.admin(.get, "/admin/users/{id}/sign-in-methods", audit: .read(.userSignInMethodsRead), use: signInMethods)
+        routes.admin(.delete, "/admin/users/{id}/passkeys/{passkeyID}", audit: .change, use: removePasskey)
+        routes.admin(.delete, "/admin/users/{id}/identities/{identityID}", audit: .change, use: unlinkIdentity)
         routes.admin(.get, "/admin/schema", audit: .read(.schemaRead), use: schema)
         routes.admin(.put, "/admin/schema/{field}", audit: .change, use: pinField)
         routes.admin(.get, "/admin/stats", audit: .read(.statsRead), use: stats)
@@ -166,6 +169,37 @@ struct AdminController: Sendable {
             sessionID = parsed
         }
         try accounts.adminRevokeSessions(of: id, sessionID: sessionID, by: admin, origin: call.origin)
+        return Response(status: .noContent)
+    }
+
+    /// `{"hasPassword", "identities": [...], "passkeys": [...]}`: how the user signs in.
+    @Sendable func signInMethods(_ call: Call, _ admin: Admin) throws -> Response {
+        let (hasPassword, identities, passkeys) = try accounts.signInMethods(of: try AdminController.userID(call))
+        return JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("hasPassword"); writer.bool(hasPassword)
+            writer.key("identities")
+            writer.beginArray()
+            for identity in identities { IdentitiesController.write(identity, into: &writer) }
+            writer.endArray()
+            writer.key("passkeys")
+            writer.beginArray()
+            for passkey in passkeys { PasskeysController.write(passkey, into: &writer) }
+            writer.endArray()
+            writer.endObject()
+        }
+    }
+
+    /// `204`; the last way in too (the user gets in again by a password reset).
+    @Sendable func removePasskey(_ call: Call, _ admin: Admin) throws -> Response {
+        guard let text = call.parameter("passkeyID"), let id = UUID(uuidString: text) else { throw AccountsError(.notFound, "No such passkey.") }
+        try accounts.deletePasskey(id: id, userID: try AdminController.userID(call), origin: call.origin, by: admin)
+        return Response(status: .noContent)
+    }
+
+    @Sendable func unlinkIdentity(_ call: Call, _ admin: Admin) throws -> Response {
+        guard let text = call.parameter("identityID"), let id = UUID(uuidString: text) else { throw AccountsError(.notFound, "No such identity.") }
+        try accounts.unlinkIdentity(id: id, userID: try AdminController.userID(call), origin: call.origin, by: admin)
         return Response(status: .noContent)
     }
 

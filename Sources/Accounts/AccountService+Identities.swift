@@ -138,14 +138,18 @@ extension AccountService {
         }
     }
 
-    /// `DELETE /users/me/identities/{id}` (and the console's): never the last way in. An account
-    /// without a password or a passkey keeps its last identity (`409 last_sign_in_method`); the
-    /// user's row is locked first, so two removals at once cannot both see another one left.
-    public func unlinkIdentity(id: UUID, userID: UUID, origin: RequestOrigin) throws {
+    /// `DELETE /users/me/identities/{id}`: never the last way in. An account without a password
+    /// or a passkey keeps its last identity (`409 last_sign_in_method`); the user's row is locked
+    /// first, so two removals at once cannot both see another one left. An administrator (`by`,
+    /// the console) may unlink the last one; the user gets in again by a password reset.
+    public func unlinkIdentity(id: UUID, userID: UUID, origin: RequestOrigin, by admin: Admin? = nil) throws {
         let removed = try pool.withTransaction { connection -> LinkedIdentity in
             let ways = try waysIn(connection, userID: userID)
             guard ways.identities.contains(where: { $0.id == id }) else { throw AccountsError(.notFound, "No such identity.") }
-            guard ways.count > 1 else { throw Self.lastWayIn }
+            guard ways.count > 1 || admin != nil else { throw Self.lastWayIn }
+            if let admin {
+                try AdminRepository.audit(connection, admin: admin, action: .userIdentityUnlink, target: userID, address: origin.address)
+            }
             guard let removed = try IdentityRepository.delete(connection, id: id, userID: userID) else {
                 throw AccountsError(.notFound, "No such identity.")
             }

@@ -72,6 +72,19 @@ extension AccountService {
         try pool.withConnection { try PasskeyRepository.list($0, userID: userID) }
     }
 
+    /// The user's ways to sign in: whether they have a password, their identities and passkeys.
+    public func signInMethods(of userID: UUID) throws -> (hasPassword: Bool, identities: [LinkedIdentity], passkeys: [Passkey]) {
+        try pool.withConnection { connection in
+            guard let hash = try UserRepository.passwordHash(connection, id: userID) else {
+                throw AccountsError(.notFound, "There is no user with this id.")
+            }
+            return (
+                hash != UserRepository.noPassword, try IdentityRepository.list(connection, userID: userID),
+                try PasskeyRepository.list(connection, userID: userID)
+            )
+        }
+    }
+
     public func renamePasskey(id: UUID, userID: UUID, name: String) throws -> Passkey {
         let name = Self.trimmed(name)
         guard (1...64).contains(name.count) else { throw AccountsError.field("name", .invalidValue, "1 to 64 characters") }
@@ -82,12 +95,16 @@ extension AccountService {
     }
 
     /// `DELETE /users/me/passkeys/{id}`: never the account's last way in (no password, no linked
-    /// identity and no other passkey: `409 last_sign_in_method`).
-    public func deletePasskey(id: UUID, userID: UUID, origin: RequestOrigin) throws {
+    /// identity and no other passkey: `409 last_sign_in_method`). An administrator (`by`) may
+    /// remove the last one (a compromised passkey; the user gets in again by a password reset).
+    public func deletePasskey(id: UUID, userID: UUID, origin: RequestOrigin, by admin: Admin? = nil) throws {
         let removed = try pool.withTransaction { connection -> Passkey in
             let ways = try waysIn(connection, userID: userID)
             guard ways.passkeys.contains(where: { $0.id == id }) else { throw AccountsError(.notFound, "No such passkey.") }
-            guard ways.count > 1 else { throw Self.lastWayIn }
+            guard ways.count > 1 || admin != nil else { throw Self.lastWayIn }
+            if let admin {
+                try AdminRepository.audit(connection, admin: admin, action: .userPasskeyRemove, target: userID, address: origin.address)
+            }
             guard let removed = try PasskeyRepository.delete(connection, id: id, userID: userID) else {
                 throw AccountsError(.notFound, "No such passkey.")
             }
@@ -112,7 +129,7 @@ extension AccountService {
     {
         guard let user = try UserRepository.find(connection, id: userID, forUpdate: true),
             let hash = try UserRepository.passwordHash(connection, id: userID)
-        else { throw AccountsError.invalidToken }
+        else { throw AccountsError(.notFound, "There is no user with this id.") }
         let identities = try IdentityRepository.list(connection, userID: userID)
         let passkeys = try PasskeyRepository.list(connection, userID: userID)
         return (user, (hash == UserRepository.noPassword ? 0 : 1) + identities.count + passkeys.count, identities, passkeys)

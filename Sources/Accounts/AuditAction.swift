@@ -7,6 +7,8 @@ public enum AuditAction: Sendable, Equatable, CustomStringConvertible {
     case schemaRead, statsRead, auditRead
     // Changes to a user.
     case userUpdate, userDisable, userEnable, userDelete, userSessionsRevokeAll, userSessionRevoke, userPasswordReset
+    /// A user's passwordless ways in read, a passkey removed, an Apple or Google identity unlinked.
+    case userSignInMethodsRead, userPasskeyRemove, userIdentityUnlink
     /// A custom field's type pinned.
     case schemaPin(field: String, type: FieldType)
     // Administrators' own sessions.
@@ -37,6 +39,9 @@ public enum AuditAction: Sendable, Equatable, CustomStringConvertible {
         case .userSessionsRevokeAll: "user.sessions.revoke_all"
         case .userSessionRevoke: "user.session.revoke"
         case .userPasswordReset: "user.password_reset"
+        case .userSignInMethodsRead: "user.sign_in_methods.read"
+        case .userPasskeyRemove: "user.passkey.remove"
+        case .userIdentityUnlink: "user.identity.unlink"
         case .schemaPin(let field, let type): "schema.pin:\(field):\(type.rawValue)"
         case .adminSetup: "admin.setup"
         case .adminSignIn: "admin.signin"

@@ -510,6 +510,17 @@ struct AdminAPITests {
         let pending = "siti.new@example.com"
         #expect(
             try server.call("PATCH", "/users/me", token: target.token, json: #"{"email": "\#(pending)"}"#).json["pendingEmail"] == .string(pending))
+        // A passkey and an Apple identity, which the user page lists; the browser removes the passkey.
+        try server.withDatabase { connection in
+            _ = try connection.query(
+                """
+                INSERT INTO passkeys (user_id, credential_id, public_key, name, last_used_at)
+                VALUES (\(target.id)::uuid, '\\x101112131415161718191a1b1c1d1e1f'::bytea, '\\xa0'::bytea, 'Work laptop', now())
+                """)
+            _ = try connection.query(
+                "INSERT INTO identities (user_id, provider, subject, email) VALUES (\(target.id)::uuid, 'apple', 'console', 'x@privaterelay.appleid.com')"
+            )
+        }
         let screenshots = TestServer.repositoryRoot + "/artifacts/screenshots/console"
         try FileManager.default.createDirectory(atPath: screenshots, withIntermediateDirectories: true)
         let output = try run(
@@ -529,7 +540,18 @@ struct AdminAPITests {
         #expect(view.json["data"]?["dateOfBirth"] == "1994-05-17")
         #expect(view.json["disabled"] == true)
         #expect(try Self.get(server, target.token, "/users/me").status == 401)
-        for name in ["dashboard.png", "users-filter.png", "user.png", "user-images.png", "user-disabled.png", "schema.png", "audit.png"] {
+        let methods = try Self.get(server, admin, "/admin/users/\(target.id)/sign-in-methods")
+        #expect(methods.json["passkeys"]?.arrayValue?.count == 0 && methods.json["identities"]?.arrayValue?.count == 1)
+        let removals = try server.withDatabase { connection in
+            try connection.query(
+                "SELECT count(*)::int8 FROM admin_audit WHERE action = 'user.passkey.remove' AND target_user_id = \(target.id)::uuid"
+            )[0].decode(Int.self, at: 0)
+        }
+        #expect(removals == 1, "the console's removal is in the audit log")
+        for name in [
+            "dashboard.png", "users-filter.png", "user.png", "user-images.png", "user-sign-in-methods.png", "user-disabled.png", "schema.png",
+            "audit.png",
+        ] {
             #expect(FileManager.default.fileExists(atPath: screenshots + "/" + name), "\(name)")
         }
     }

@@ -223,6 +223,19 @@ struct RouteTableTests {
         let image = try #require(try ImageScenarios.upload(server, user.token, "image/png", RealFiles.png3x2).json["id"]?.stringValue)
         let sessions = try server.call("GET", "/users/me/sessions", token: user.token).json["sessions"]?.arrayValue ?? []
         let other = try #require(sessions.first { $0["current"] == .bool(false) }?["id"]?.stringValue)
+        // A passkey and a linked identity, for the console's removals (nothing is checked on removal).
+        let (passkey, identity) = try server.withDatabase { connection in
+            (
+                try connection.query(
+                    """
+                    INSERT INTO passkeys (user_id, credential_id, public_key, name)
+                    VALUES (\(user.id)::uuid, '\\x000102030405060708090a0b0c0d0e0f'::bytea, '\\xa0'::bytea, 'Audited') RETURNING id::text
+                    """)[0].decode(String.self, at: 0),
+                try connection.query(
+                    "INSERT INTO identities (user_id, provider, subject) VALUES (\(user.id)::uuid, 'apple', 'audited') RETURNING id::text"
+                )[0].decode(String.self, at: 0)
+            )
+        }
         _ = try server.app.accounts.createAdmin(email: "auditor@example.com", password: AdminAPITests.adminPassword)
         let admin = try AdminAPITests.signInAdmin(server, email: "auditor@example.com")
 
@@ -245,6 +258,7 @@ struct RouteTableTests {
             let target =
                 String(parts[1]).replacingOccurrences(of: "{id}", with: user.id).replacingOccurrences(of: "{iid}", with: image)
                 .replacingOccurrences(of: "{sid}", with: other).replacingOccurrences(of: "{field}", with: "nickname")
+                .replacingOccurrences(of: "{passkeyID}", with: passkey).replacingOccurrences(of: "{identityID}", with: identity)
                 + (route.hasSuffix("/thumbnail") ? "?size=128" : "")
             let before = try count()
             let reply = try server.send(

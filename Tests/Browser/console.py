@@ -166,6 +166,19 @@ def run(browser, args):
     browser.driver.set_window_size(*LAPTOP)
     browser.check_console()
 
+    step("the sign-in methods list the user's passkey and Apple identity; the passkey is removed")
+    browser.wait("two sign-in methods", lambda: len(rows(browser, "methods-table")) == 2)
+    methods = " | ".join(rows(browser, "methods-table"))
+    if "Passkey Work laptop" not in methods or "Sign in with Apple" not in methods:
+        raise Failure(f"the sign-in methods do not show the passkey and the identity: {methods}")
+    remove = browser.driver.find_element(By.CSS_SELECTOR, "#methods-table button[aria-label^='Remove Passkey']")
+    browser.driver.execute_script("arguments[0].scrollIntoView()", remove)
+    remove.click()
+    wait_for_message(browser, "The passkey was removed.")
+    browser.wait("one sign-in method left", lambda: len(rows(browser, "methods-table")) == 1)
+    browser.screenshot("user-sign-in-methods.png")
+    browser.check_console()
+
     step("disable the user; their token is refused")
     if user_status(args.url, args.user_token) != 200:
         raise Failure("the user's token should work before the user is disabled")

@@ -389,9 +389,10 @@ function pageUsers(next) {
 
 async function showUser(id) {
   await loadSchema();
-  const [{json: view, response}, sessions, images, activity] = await Promise.all([
+  const [{json: view, response}, sessions, methods, images, activity] = await Promise.all([
     api("GET", `/admin/users/${encodeURIComponent(id)}`),
     api("GET", `/admin/users/${encodeURIComponent(id)}/sessions`),
+    api("GET", `/admin/users/${encodeURIComponent(id)}/sign-in-methods`),
     api("GET", `/admin/users/${encodeURIComponent(id)}/images?order=newest&limit=24`),
     api("GET", `/admin/users/${encodeURIComponent(id)}/activity?limit=20`),
   ]);
@@ -400,6 +401,7 @@ async function showUser(id) {
   document.title = `${view.email} · Exosphere console`;
   renderUser();
   renderSessions(sessions.json.sessions);
+  renderSignInMethods(methods.json);
   renderImages(images.json, false);
   $("activity-table").tBodies[0].replaceChildren(...activity.json.events.map((event) => el("tr", {},
     el("td", {text: when(event.at)}), el("td", {text: event.type.replaceAll("_", " ")}),
@@ -510,6 +512,33 @@ function renderSessions(sessions) {
       el("td", {text: session.userAgent || "—"}), el("td", {text: when(session.expiresAt)}), el("td", {}, revoke));
   }));
   $("sessions-revoke-all").disabled = sessions.length === 0;
+}
+
+// Passkeys and linked identities, each removable (audited). The last one too: the user gets in
+// again by a password reset, which the page says when there is no password.
+function renderSignInMethods(methods) {
+  $("password-state").textContent = methods.hasPassword
+    ? "The user has a password."
+    : "The user has no password: without a passkey or a linked identity, a password reset is their way back in.";
+  const providers = {apple: "Sign in with Apple", google: "Sign in with Google"};
+  const row = (method, label, entry, path, done) => {
+    const remove = el("button", {type: "button", className: "secondary", text: "Remove", "aria-label": `Remove ${method}: ${label}`});
+    remove.addEventListener("click", () => attempt(async () => {
+      await api("DELETE", `/admin/users/${state.user.view.id}/${path}`);
+      say(done, "success");
+      await showUser(state.user.view.id);
+    }));
+    return el("tr", {}, el("td", {text: method}), el("td", {text: label}), el("td", {text: when(entry.createdAt)}),
+      el("td", {text: entry.lastUsedAt ? when(entry.lastUsedAt) : "never"}), el("td", {}, remove));
+  };
+  const rows = [
+    ...methods.passkeys.map((passkey) => row("Passkey", passkey.name + (passkey.backedUp ? " (synced)" : ""), passkey,
+      `passkeys/${passkey.id}`, "The passkey was removed.")),
+    ...methods.identities.map((identity) => row(providers[identity.provider] || identity.provider, identity.email || "—", identity,
+      `identities/${identity.id}`, "The identity was unlinked.")),
+  ];
+  $("methods-table").tBodies[0].replaceChildren(...rows);
+  $("methods-empty").hidden = rows.length > 0;
 }
 
 function renderImages(page, append) {
