@@ -116,6 +116,8 @@ let package = Package(
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Files", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "COpenSSL", "Threads", "TestSupport"]),
         .testTarget(name: "IdentityTokensTests", dependencies: ["IdentityTokens", "Cryptography", "JSON", "TestSupport"]),
+        // CBOR and both WebAuthn ceremonies with a software authenticator (keys from the openssl command).
+        .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", "Cryptography", "TestSupport"]),
         // The one-shot GET's answers read from bytes, and its URLs.
         .testTarget(name: "OutboundTests", dependencies: ["Outbound"]),
         // What several test targets share: image builders, embedded real images, a seeded generator,

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (with AddressSanitizer) straight from the sources and runs each for
 # SECONDS: the request parser (with chunked bodies, multipart bodies and Range headers), the
-# connection state machine fed random events, the JSON parser, and image inspection.
-# Usage: fuzz/run.sh SECONDS [http|connection|json|image ...] (default: all).
+# connection state machine fed random events, the JSON parser, image inspection, and the CBOR
+# decoder of passkeys.
+# Usage: fuzz/run.sh SECONDS [http|connection|json|image|cbor ...] (default: all).
 # Exits non-zero if a fuzzer found a crash; reproducers are left in fuzz/artifacts/.
 #
 # Each target's seeds are in the repository (the http ones below, the others in fuzz/seeds/); a
@@ -11,11 +12,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds="${1:?usage: fuzz/run.sh SECONDS [http|connection|json|image ...]}"
+seconds="${1:?usage: fuzz/run.sh SECONDS [http|connection|json|image|cbor ...]}"
 shift
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(http connection json image)
-mkdir -p fuzz/corpus/http fuzz/corpus/connection fuzz/corpus/json fuzz/corpus/image fuzz/artifacts
+[ ${#targets[@]} -gt 0 ] || targets=(http connection json image cbor)
+mkdir -p fuzz/corpus/http fuzz/corpus/connection fuzz/corpus/json fuzz/corpus/image fuzz/corpus/cbor fuzz/artifacts
 
 build() { # name module sources...
     local name=$1 module=$2
@@ -67,6 +68,7 @@ seed range 'bytes=0-9'
 cp fuzz/seeds/connection/* fuzz/corpus/connection/
 cp fuzz/seeds/json/* fuzz/corpus/json/
 cp fuzz/seeds/images/* fuzz/corpus/image/
+cp fuzz/seeds/cbor/* fuzz/corpus/cbor/
 
 # libFuzzer, not the Swift runtime's backtracer, must handle the crash signal.
 export SWIFT_BACKTRACE=enable=no
@@ -93,6 +95,7 @@ for target in "${targets[@]}"; do
             build image Images "$staged"/*.swift fuzz/ImageFuzzer.swift
             rm -rf "$staged"
             binary=fuzz/image-fuzzer; options=(-max_len=4096) ;;
+        cbor) build cbor WebAuthn Sources/WebAuthn/CBOR.swift fuzz/CBORFuzzer.swift; binary=fuzz/cbor-fuzzer; options=(-max_len=1024) ;;
         *) echo "fuzz/run.sh: unknown target $target" >&2; exit 2 ;;
     esac
     echo "fuzz/run.sh: $target for $seconds s"
