@@ -143,26 +143,7 @@ extension AccountService {
     /// first, so two removals at once cannot both see another one left. An administrator (`by`,
     /// the console) may unlink the last one; the user gets in again by a password reset.
     public func unlinkIdentity(id: UUID, userID: UUID, origin: RequestOrigin, by admin: Admin? = nil) throws {
-        let removed = try pool.withTransaction { connection -> LinkedIdentity in
-            let ways = try waysIn(connection, userID: userID)
-            guard ways.identities.contains(where: { $0.id == id }) else { throw AccountsError(.notFound, "No such identity.") }
-            guard ways.count > 1 || admin != nil else { throw Self.lastWayIn }
-            if let admin {
-                try AdminRepository.audit(connection, admin: admin, action: .userIdentityUnlink, target: userID, address: origin.address)
-            }
-            guard let removed = try IdentityRepository.delete(connection, id: id, userID: userID) else {
-                throw AccountsError(.notFound, "No such identity.")
-            }
-            try ActivityRepository.record(connection, userID: userID, .identityUnlinked, origin: origin)
-            try OutboxRepository.enqueue(
-                connection,
-                OutgoingMail(
-                    .signInMethodRemoved, to: ways.user.email,
-                    ["firstname": ways.user.firstname, "email": ways.user.email, "method": removed.provider.displayName]))
-            return removed
-        }
-        mailQueued()
-        SecurityEvent.log(logger, .identityUnlinked, outcome: .success, userID: userID, origin: origin, detail: removed.provider.rawValue)
+        try removeWayIn(.identity(id), userID: userID, origin: origin, by: admin)
     }
 
     /// Links and tells the account's address: a new way into the account is news its owner must hear.

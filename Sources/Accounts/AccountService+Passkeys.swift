@@ -98,26 +98,56 @@ extension AccountService {
     /// identity and no other passkey: `409 last_sign_in_method`). An administrator (`by`) may
     /// remove the last one (a compromised passkey; the user gets in again by a password reset).
     public func deletePasskey(id: UUID, userID: UUID, origin: RequestOrigin, by admin: Admin? = nil) throws {
-        let removed = try pool.withTransaction { connection -> Passkey in
+        try removeWayIn(.passkey(id), userID: userID, origin: origin, by: admin)
+    }
+
+    /// A way in besides the password.
+    enum WayIn {
+        case identity(UUID)
+        case passkey(UUID)
+    }
+
+    /// Removes a linked identity or a passkey of the user, in one transaction with the user's row
+    /// locked: refused when it is the last way in (unless an administrator does it, audited), then
+    /// the user's activity and a notice to their address.
+    func removeWayIn(_ way: WayIn, userID: UUID, origin: RequestOrigin, by admin: Admin?) throws {
+        let (event, detail) = try pool.withTransaction { connection -> (SecurityEvent.Kind, String) in
             let ways = try waysIn(connection, userID: userID)
-            guard ways.passkeys.contains(where: { $0.id == id }) else { throw AccountsError(.notFound, "No such passkey.") }
+            let notFound: AccountsError
+            switch way {
+            case .identity(let id):
+                notFound = AccountsError(.notFound, "No such identity.")
+                guard ways.identities.contains(where: { $0.id == id }) else { throw notFound }
+            case .passkey(let id):
+                notFound = AccountsError(.notFound, "No such passkey.")
+                guard ways.passkeys.contains(where: { $0.id == id }) else { throw notFound }
+            }
             guard ways.count > 1 || admin != nil else { throw Self.lastWayIn }
+            let (method, detail, activity, action, event): (String, String, ActivityEvent.Kind, AuditAction, SecurityEvent.Kind)
+            switch way {
+            case .identity(let id):
+                guard let removed = try IdentityRepository.delete(connection, id: id, userID: userID) else { throw notFound }
+                (method, detail, activity, action, event) = (
+                    removed.provider.displayName, removed.provider.rawValue, .identityUnlinked, .userIdentityUnlink, .identityUnlinked
+                )
+            case .passkey(let id):
+                guard let removed = try PasskeyRepository.delete(connection, id: id, userID: userID) else { throw notFound }
+                (method, detail, activity, action, event) = (
+                    "A passkey (\(removed.name))", removed.id.lowercasedText, .passkeyRemoved, .userPasskeyRemove, .passkeyRemoved
+                )
+            }
             if let admin {
-                try AdminRepository.audit(connection, admin: admin, action: .userPasskeyRemove, target: userID, address: origin.address)
+                try AdminRepository.audit(connection, admin: admin, action: action, target: userID, address: origin.address)
             }
-            guard let removed = try PasskeyRepository.delete(connection, id: id, userID: userID) else {
-                throw AccountsError(.notFound, "No such passkey.")
-            }
-            try ActivityRepository.record(connection, userID: userID, .passkeyRemoved, origin: origin)
+            try ActivityRepository.record(connection, userID: userID, activity, origin: origin)
             try OutboxRepository.enqueue(
                 connection,
                 OutgoingMail(
-                    .signInMethodRemoved, to: ways.user.email,
-                    ["firstname": ways.user.firstname, "email": ways.user.email, "method": "A passkey (\(removed.name))"]))
-            return removed
+                    .signInMethodRemoved, to: ways.user.email, ["firstname": ways.user.firstname, "email": ways.user.email, "method": method]))
+            return (event, detail)
         }
         mailQueued()
-        SecurityEvent.log(logger, .passkeyRemoved, outcome: .success, userID: userID, origin: origin, detail: removed.id.lowercasedText)
+        SecurityEvent.log(logger, event, outcome: .success, userID: userID, origin: origin, detail: detail)
     }
 
     static let lastWayIn = AccountsError(

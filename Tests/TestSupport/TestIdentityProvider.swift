@@ -34,7 +34,7 @@ public final class TestIdentityProvider: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
-        let line = try Self.readLine(output.fileHandleForReading.fileDescriptor, within: .seconds(30))
+        let line = try TestSMTPServer.readLine(output.fileHandleForReading.fileDescriptor, within: .seconds(30))
         port = line.hasPrefix("port ") ? Int(line.dropFirst(5)) ?? 0 : 0
         guard port > 0 else {
             stop()
@@ -81,21 +81,6 @@ public final class TestIdentityProvider: @unchecked Sendable {
         let path = directory + "/" + name
         try Data(text.utf8).write(to: URL(fileURLWithPath: path + ".new"))
         guard rename(path + ".new", path) == 0 else { throw TestFailure("rename \(path): \(errno)") }
-    }
-
-    private static func readLine(_ descriptor: Int32, within limit: Duration) throws -> String {
-        let deadline = ContinuousClock.now + limit
-        var bytes: [UInt8] = []
-        while !bytes.contains(UInt8(ascii: "\n")), ContinuousClock.now < deadline {
-            var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            guard poll(&entry, 1, 100) >= 0 || errno == EINTR else { throw TestFailure("poll: \(errno)") }
-            guard entry.revents != 0 else { continue }
-            var chunk = [UInt8](repeating: 0, count: 256)
-            let count = read(descriptor, &chunk, chunk.count)
-            if count <= 0 { break }
-            bytes += chunk[..<count]
-        }
-        return String(decoding: bytes.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
     }
 }
 

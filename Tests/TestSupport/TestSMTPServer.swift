@@ -85,8 +85,9 @@ public final class TestSMTPServer: @unchecked Sendable {
         }
     }
 
-    /// One line from `descriptor`, without its newline; what came before the end or the deadline otherwise.
-    private static func readLine(_ descriptor: Int32, within limit: Duration) throws -> String {
+    /// One line from `descriptor`, without its newline; what came before the end or the deadline
+    /// otherwise (a child process's "port N", here and in `TestIdentityProvider`).
+    static func readLine(_ descriptor: Int32, within limit: Duration) throws -> String {
         let deadline = ContinuousClock.now + limit
         var bytes: [UInt8] = []
         while !bytes.contains(UInt8(ascii: "\n")), ContinuousClock.now < deadline {
