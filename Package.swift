@@ -122,7 +122,8 @@ let package = Package(
         .testTarget(name: "OutboundTests", dependencies: ["Outbound"]),
         // What several test targets share: image builders, embedded real images, a seeded generator,
         // a real SMTP server (aiosmtpd) and a throwaway certificate authority.
-        .target(name: "TestSupport", dependencies: ["Files"], path: "Tests/TestSupport", exclude: ["smtp_server.py", "key_server.py"]),
+        .target(
+            name: "TestSupport", dependencies: ["Cryptography", "Files"], path: "Tests/TestSupport", exclude: ["smtp_server.py", "key_server.py"]),
         // The account rules against a real PostgreSQL, without HTTP.
         .testTarget(
             name: "AccountsTests",

@@ -34,3 +34,6 @@ ALTER TABLE security_events ADD CONSTRAINT security_events_type_check CHECK (typ
     'signed_in', 'sign_in_failed', 'signed_out', 'session_revoked', 'password_changed',
     'password_reset_requested', 'password_reset', 'email_changed', 'email_verified', 'locked_out',
     'data_exported', 'identity_linked', 'identity_unlinked', 'passkey_added', 'passkey_removed'));
+
+-- How a sign-in was made (`signed_in` events): password, passkey, apple or google.
+ALTER TABLE security_events ADD COLUMN method text CHECK (method IN ('password', 'passkey', 'apple', 'google'));

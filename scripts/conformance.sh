@@ -292,6 +292,9 @@ def _tolerated_field_error(error, body):
 #   GET /users/me/images: a schema-valid `after` that names no instant the server could have
 #       written is 422 invalid_cursor;
 #   GET /users/me/images/{id}: a Range outside the image is 416.
+# Passkeys, whose bytes no schema can judge: a registration whose client data, challenge or
+#   attestation is not one this server can accept is 422 invalid_passkey; in both ceremonies a
+#   member that is not base64url, or an `id` that is not the `rawId`, is 422 invalid_value.
 # And those of account recovery, which depend on state no schema holds:
 #   POST /users/password-reset/confirm, POST /users/verify-email, POST /users/email-change/undo: a
 #       well-formed token that the server did not mail (or that is used, expired or superseded) is
@@ -312,6 +315,8 @@ _IMAGE_CODES = {
     ("POST", "/users/email-change/undo"): {422: {"invalid_undo_token"}},
     ("GET", "/users/me/activity"): {422: {"invalid_cursor"}},
     ("HEAD", "/users/me/activity"): {422: {"invalid_cursor"}},
+    ("POST", "/users/me/passkeys/registration"): {422: {"invalid_passkey", "invalid_value"}},
+    ("POST", "/users/signin/passkey"): {422: {"invalid_value"}},
 }
 
 

@@ -54,9 +54,11 @@ struct IdentitiesController: Sendable {
         let body = RequestBody(object: try JSONBody.object(call.request))
         try body.checkKeys(allowed: ["provider", "idToken", "nonce"])
         let providerText = try body.string("provider", required: true)!
-        guard let provider = IdentityProvider(rawValue: providerText), providers.isOn(provider) else {
-            throw AccountsError.field("provider", .invalidValue, "expected a configured provider: apple or google")
+        guard let provider = IdentityProvider(rawValue: providerText) else {
+            throw AccountsError.field("provider", .invalidValue, "expected apple or google")
         }
+        // As its sign-in route: a provider that is off is not found here.
+        guard providers.isOn(provider) else { throw AccountsError(.notFound, "\(provider.displayName) is not configured.") }
         let (idToken, nonce) = (try body.string("idToken", required: true)!, try body.string("nonce"))
         let (linked, isNew) = try accounts.linkIdentity(userID: signedIn.user.id, origin: call.origin) {
             do {

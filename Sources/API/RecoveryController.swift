@@ -101,6 +101,10 @@ struct RecoveryController: Sendable {
             if let agent = event.userAgent { writer.string(agent) } else { writer.null() }
             writer.key("by")
             writer.string(event.byAdministrator ? "administrator" : "user")
+            if let method = event.method {
+                writer.key("method")
+                writer.string(method.rawValue)
+            }
             writer.endObject()
         }
         writer.endArray()

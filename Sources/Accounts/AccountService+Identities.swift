@@ -58,7 +58,8 @@ extension AccountService {
                 throw AccountsError(.accountDisabled, "An administrator disabled this account.")
             }
             let session = try openSession(connection, userID: user.id, tokenHash: tokenHash, userAgent: origin.userAgent)
-            try ActivityRepository.record(connection, userID: user.id, .signedIn, origin: origin)
+            try ActivityRepository.record(
+                connection, userID: user.id, .signedIn, origin: origin, method: identity.provider == .apple ? .apple : .google)
             return IssuedSession(accessToken: tokenText, session: session, user: user)
         }
         if let userID = try IdentityRepository.use(connection, provider: identity.provider, subject: identity.subject),

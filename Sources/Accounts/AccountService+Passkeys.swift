@@ -32,7 +32,8 @@ extension AccountService {
             return AccountsError(.invalidPasskey, "The passkey was not registered: \(reason).")
         }
         let name = Self.trimmed(registration.name ?? "")
-        guard name.count <= 64 else { throw AccountsError.field("name", .invalidValue, "at most 64 characters") }
+        // Counted as the database counts (code points), not as Swift's characters.
+        guard name.unicodeScalars.count <= 64 else { throw AccountsError.field("name", .invalidValue, "at most 64 characters") }
         let credential: NewCredential
         do {
             let clientData = try ClientData(json: registration.clientDataJSON)
@@ -87,7 +88,7 @@ extension AccountService {
 
     public func renamePasskey(id: UUID, userID: UUID, name: String) throws -> Passkey {
         let name = Self.trimmed(name)
-        guard (1...64).contains(name.count) else { throw AccountsError.field("name", .invalidValue, "1 to 64 characters") }
+        guard (1...64).contains(name.unicodeScalars.count) else { throw AccountsError.field("name", .invalidValue, "1 to 64 characters") }
         guard let renamed = try pool.withConnection({ try PasskeyRepository.rename($0, id: id, userID: userID, name: name) }) else {
             throw AccountsError(.notFound, "No such passkey.")
         }
@@ -226,7 +227,7 @@ extension AccountService {
                     throw AccountsError(.accountDisabled, "An administrator disabled this account.")
                 }
                 let session = try openSession(connection, userID: user.id, tokenHash: token.hash, userAgent: origin.userAgent)
-                try ActivityRepository.record(connection, userID: user.id, .signedIn, origin: origin)
+                try ActivityRepository.record(connection, userID: user.id, .signedIn, origin: origin, method: .passkey)
                 return IssuedSession(accessToken: token.text, session: session, user: user)
             }
             guard let session else { throw WebAuthnFailure("another sign-in used the counter first") }

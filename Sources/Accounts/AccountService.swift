@@ -331,7 +331,7 @@ public final class AccountService: Sendable {
                 try UserRepository.upgradePasswordHash(connection, id: credentials.id, from: credentials.passwordHash, to: upgraded)
             }
             let session = try openSession(connection, userID: user.id, tokenHash: token.hash, userAgent: origin.userAgent)
-            try ActivityRepository.record(connection, userID: user.id, .signedIn, origin: origin)
+            try ActivityRepository.record(connection, userID: user.id, .signedIn, origin: origin, method: .password)
             return IssuedSession(accessToken: token.text, session: session, user: user)
         }
         // After the commit, not inside it: throttle rows are locked in key order by acquisitions,

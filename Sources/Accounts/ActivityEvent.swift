@@ -25,6 +25,11 @@ public struct ActivityEvent: Sendable, Equatable {
         case passkeyRemoved = "passkey_removed"
     }
 
+    /// How a sign-in was made (`signed_in` events); the raw values are the contract's.
+    public enum Method: String, Sendable, CaseIterable {
+        case password, passkey, apple, google
+    }
+
     public let id: UUID
     public let kind: Kind
     /// When, in microseconds since 1970.
@@ -33,6 +38,8 @@ public struct ActivityEvent: Sendable, Equatable {
     public let userAgent: String?
     /// An administrator's doing (an ended session, an edited profile): no address or device then.
     public let byAdministrator: Bool
+    /// How a sign-in was made; nil for other events (and sign-ins recorded before it was kept).
+    public let method: Method?
 }
 
 /// A page of a user's activity, newest first; `next` continues it.

@@ -6,12 +6,14 @@ import Postgres
 enum ActivityRepository {
     /// Records an event in the caller's transaction (or on its own); an administrator's leaves
     /// no address or device of the operator.
-    static func record(_ connection: PostgresConnection, userID: UUID, _ kind: ActivityEvent.Kind, origin: RequestOrigin?) throws {
+    static func record(
+        _ connection: PostgresConnection, userID: UUID, _ kind: ActivityEvent.Kind, origin: RequestOrigin?, method: ActivityEvent.Method? = nil
+    ) throws {
         let (address, agent, byAdministrator) = shown(origin)
         try connection.execute(
             """
-            INSERT INTO security_events (user_id, type, ip_address, user_agent, by_administrator)
-            VALUES (\(userID), \(kind.rawValue), \(address), \(agent), \(byAdministrator))
+            INSERT INTO security_events (user_id, type, ip_address, user_agent, by_administrator, method)
+            VALUES (\(userID), \(kind.rawValue), \(address), \(agent), \(byAdministrator), \(method?.rawValue))
             """)
     }
 
@@ -46,7 +48,8 @@ enum ActivityRepository {
         if let cursor {
             rows = try connection.query(
                 """
-                SELECT id, type, (extract(epoch FROM at) * 1000000)::bigint AS at_micros, ip_address, user_agent, by_administrator FROM security_events
+                SELECT id, type, (extract(epoch FROM at) * 1000000)::bigint AS at_micros, ip_address, user_agent, by_administrator, method
+                FROM security_events
                 WHERE user_id = \(userID) AND at > now() - make_interval(secs => \(retentionSeconds))
                   AND (at, id) < ('epoch'::timestamptz + \(cursor.microseconds) * interval '1 microsecond', \(cursor.id))
                 ORDER BY at DESC, id DESC LIMIT \(limit)
@@ -54,7 +57,8 @@ enum ActivityRepository {
         } else {
             rows = try connection.query(
                 """
-                SELECT id, type, (extract(epoch FROM at) * 1000000)::bigint AS at_micros, ip_address, user_agent, by_administrator FROM security_events
+                SELECT id, type, (extract(epoch FROM at) * 1000000)::bigint AS at_micros, ip_address, user_agent, by_administrator, method
+                FROM security_events
                 WHERE user_id = \(userID) AND at > now() - make_interval(secs => \(retentionSeconds))
                 ORDER BY at DESC, id DESC LIMIT \(limit)
                 """)
@@ -65,7 +69,8 @@ enum ActivityRepository {
             return ActivityEvent(
                 id: try row.decode(UUID.self, column: "id"), kind: kind, atMicroseconds: try row.decode(Int64.self, column: "at_micros"),
                 ipAddress: try row.decode(String?.self, column: "ip_address"), userAgent: try row.decode(String?.self, column: "user_agent"),
-                byAdministrator: try row.decode(Bool.self, column: "by_administrator"))
+                byAdministrator: try row.decode(Bool.self, column: "by_administrator"),
+                method: try row.decode(String?.self, column: "method").flatMap(ActivityEvent.Method.init))
         }
     }
 

@@ -6,8 +6,8 @@ public struct ActivityEvent: Identifiable, Hashable, Sendable {
     /// What happened. An enum of the types this version knows, plus `unknown` for a type a newer
     /// server adds, so that such an event is still listed.
     public enum EventType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        /// A sign-in with email and password (registration and a password reset open their
-        /// sessions without one).
+        /// A sign-in (`method` says how: password, passkey, Apple, Google); registration and a
+        /// password reset open their sessions without one.
         case signedIn
         /// A sign-in with the account's email and a wrong password.
         case signInFailed
@@ -30,6 +30,10 @@ public struct ActivityEvent: Identifiable, Hashable, Sendable {
         case lockedOut
         /// Everything the account holds was downloaded (`GET /users/me/export`).
         case dataExported
+        /// Sign in with Apple or Google was linked to the account, or unlinked.
+        case identityLinked, identityUnlinked
+        /// A passkey was registered, or deleted.
+        case passkeyAdded, passkeyRemoved
         /// A type this version of the client does not know, as the server wrote it.
         case unknown(String)
 
@@ -47,6 +51,10 @@ public struct ActivityEvent: Identifiable, Hashable, Sendable {
             case "email_verified": self = .emailVerified
             case "locked_out": self = .lockedOut
             case "data_exported": self = .dataExported
+            case "identity_linked": self = .identityLinked
+            case "identity_unlinked": self = .identityUnlinked
+            case "passkey_added": self = .passkeyAdded
+            case "passkey_removed": self = .passkeyRemoved
             default: self = .unknown(rawValue)
             }
         }
@@ -65,6 +73,10 @@ public struct ActivityEvent: Identifiable, Hashable, Sendable {
             case .emailVerified: "email_verified"
             case .lockedOut: "locked_out"
             case .dataExported: "data_exported"
+            case .identityLinked: "identity_linked"
+            case .identityUnlinked: "identity_unlinked"
+            case .passkeyAdded: "passkey_added"
+            case .passkeyRemoved: "passkey_removed"
             case .unknown(let rawValue): rawValue
             }
         }
@@ -96,6 +108,8 @@ public struct ActivityEvent: Identifiable, Hashable, Sendable {
     /// An administrator did it (ended a session, edited the profile): then no address or device
     /// is shown, the operator's being none of the user's business.
     public let byAdministrator: Bool
+    /// How a sign-in was made (`password`, `passkey`, `apple`, `google`); nil for other events.
+    public let method: String?
 
     init(json: JSONValue) throws {
         guard let id = json["id"]?.stringValue, let type = json["type"]?.stringValue,
@@ -109,6 +123,7 @@ public struct ActivityEvent: Identifiable, Hashable, Sendable {
         self.ipAddress = json["ipAddress"]?.stringValue
         self.userAgent = json["userAgent"]?.stringValue
         self.byAdministrator = json["by"]?.stringValue == "administrator"
+        self.method = json["method"]?.stringValue
     }
 }
 

@@ -109,9 +109,9 @@ public struct Router: Sendable {
     public func match(method: HTTPMethod, path: String) -> Match {
         var candidates: [Route] = staticRoutes[path] ?? []
         var parameters: [String: String] = [:]
-        // A literal route wins for its methods; parameterized ones still answer the others
-        // (`DELETE /users/{id}` beside `GET /users/me`).
-        if !candidates.contains(where: { $0.method == method || ($0.method == .get && method == .head) }) {
+        // A literal path belongs to its literal routes alone: `PATCH /users/me/passkeys/registration`
+        // is 405 (`Allow: POST`), not `PATCH /users/me/passkeys/{id}` with the id "registration".
+        if candidates.isEmpty {
             let parts = Router.segments(of: path)
             for route in parameterizedRoutes {
                 if let found = Router.bind(route.segments, to: parts) {

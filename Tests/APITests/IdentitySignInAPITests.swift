@@ -109,6 +109,9 @@ struct IdentitySignInAPITests {
         #expect(again.json["user"]?["id"]?.stringValue == userID)
         #expect(provider.requestCount == 1, "max-age=3600: the key set is fetched once, not per sign-in")
 
+        let events = try server.call("GET", "/users/me/activity", token: token).json["events"]?.arrayValue ?? []
+        #expect(events.filter { $0["type"] == "signed_in" }.compactMap { $0["method"]?.stringValue } == ["google", "google"])
+
         let identities = try server.call("GET", "/users/me/identities", token: token)
         #expect(identities.status == 200)
         #expect(identities.json["identities"]?.arrayValue?.count == 1)
@@ -291,7 +294,7 @@ struct IdentitySignInAPITests {
         #expect(byIdentity.json["user"]?["id"]?.stringValue == other.id)
         let unknownProvider = try server.call(
             "POST", "/users/me/identities", token: other.token, json: #"{"provider": "apple", "idToken": "\#(token)"}"#)
-        #expect(unknownProvider.status == 422, "Apple is off here: \(unknownProvider.text)")
+        #expect(unknownProvider.status == 404, "Apple is off here: \(unknownProvider.text)")
     }
 
     /// Never the last way in: an account without a password keeps its only identity; with two, or

@@ -1,7 +1,9 @@
 import API
+import Cryptography
 import Foundation
 import JSON
 import Postgres
+import Synchronization
 import TestSupport
 import Testing
 
@@ -58,6 +60,13 @@ struct PasskeysAPITests {
             try $0.query("SELECT count(*)::int8 FROM webauthn_challenges WHERE purpose = 'registration'")[0].decode(Int.self, at: 0)
         }
         #expect(challengesLeft == 1)
+
+        // The activity says how each sign-in was made: three by the passkey, then one by password.
+        _ = try server.newSession(account)
+        let events = try server.call("GET", "/users/me/activity", token: account.token).json["events"]?.arrayValue ?? []
+        let methods = events.filter { $0["type"] == "signed_in" }.compactMap { $0["method"]?.stringValue }
+        #expect(methods == ["password", "passkey", "passkey", "passkey"], "\(methods)")
+        #expect(events.filter { $0["type"] == "passkey_added" }.count == 1)
 
         let listed = try server.call("GET", "/users/me/passkeys", token: account.token)
         #expect(listed.status == 200)
@@ -124,5 +133,68 @@ struct PasskeysAPITests {
                 #"{"type": "public-key", "id": "AAAA", "rawId": "AAAA", "response": {"clientDataJSON": "\#(clientData)", "attestationObject": "oA"}}"#
         )
         #expect(registration.status == 422 && registration.code == "invalid_passkey", "\(registration.text)")
+    }
+
+    /// The ceremonies with a software authenticator over the API: a challenge that expired, one
+    /// of another user, a user handle of another user are refused; one assertion posted by eight
+    /// clients at once signs in once (its challenge is used up by the first).
+    @Test func challengesAreSingleUseEvenWhenClientsRace() throws {
+        let (server, port) = try Self.server("passkeys_software")
+        defer { Self.finish(server) }
+        let origin = "http://localhost:\(port)"
+        let key = try SoftwareAuthenticator()
+        let (owner, stranger) = (try server.register(), try server.register())
+        func challenge(_ path: String, _ token: String? = nil) throws -> String {
+            try #require(try server.call("POST", path, token: token).json["challenge"]?.stringValue)
+        }
+        func registration(_ challenge: String, token: String) throws -> Reply {
+            let clientData = SoftwareAuthenticator.clientData("webauthn.create", challenge: challenge, origin: origin)
+            let object = SoftwareAuthenticator.attestationObject(
+                "none", data: key.authenticatorData(rpID: "localhost", flags: 0x45, count: 0, attested: true))
+            let id = TestSigningKeys.base64URL(key.credentialID)
+            return try server.call(
+                "POST", "/users/me/passkeys/registration", token: token,
+                json:
+                    #"{"id": "\#(id)", "rawId": "\#(id)", "type": "public-key", "response": {"clientDataJSON": "\#(TestSigningKeys.base64URL(clientData))", "attestationObject": "\#(TestSigningKeys.base64URL(object))"}}"#
+            )
+        }
+        func assertion(_ challenge: String, count: UInt32, userHandle: [UInt8]) throws -> String {
+            let clientData = SoftwareAuthenticator.clientData("webauthn.get", challenge: challenge, origin: origin)
+            let data = key.authenticatorData(rpID: "localhost", flags: 0x05, count: count, attested: false)
+            let signature = try key.sign(data + SHA256.hash(clientData))
+            let id = TestSigningKeys.base64URL(key.credentialID)
+            return
+                #"{"id": "\#(id)", "rawId": "\#(id)", "type": "public-key", "response": {"clientDataJSON": "\#(TestSigningKeys.base64URL(clientData))", "authenticatorData": "\#(TestSigningKeys.base64URL(data))", "signature": "\#(TestSigningKeys.base64URL(signature))", "userHandle": "\#(TestSigningKeys.base64URL(userHandle))"}}"#
+        }
+        let options = "/users/me/passkeys/registration/options"
+        // Another user's challenge, then an expired one, then a good one.
+        let foreign = try registration(try challenge(options, stranger.token), token: owner.token)
+        #expect(foreign.status == 422 && foreign.code == "invalid_passkey", "\(foreign.text)")
+        let stale = try challenge(options, owner.token)
+        try server.withDatabase { _ = try $0.query("UPDATE webauthn_challenges SET expires_at = now() - interval '1 second'") }
+        #expect(try registration(stale, token: owner.token).status == 422)
+        let registered = try registration(try challenge(options, owner.token), token: owner.token)
+        #expect(registered.status == 201, "\(registered.text)")
+
+        let handle = try #require(UUID(uuidString: owner.id)).uuid
+        let ownerHandle = withUnsafeBytes(of: handle) { Array($0) }
+        let signIn = "/users/signin/passkey/options"
+        let wrongHandle = try server.call(
+            "POST", "/users/signin/passkey", json: try assertion(try challenge(signIn), count: 1, userHandle: [UInt8](repeating: 7, count: 16)))
+        #expect(wrongHandle.status == 401, "\(wrongHandle.text)")
+        let expired = try challenge(signIn)
+        try server.withDatabase { _ = try $0.query("UPDATE webauthn_challenges SET expires_at = now() - interval '1 second'") }
+        #expect(try server.call("POST", "/users/signin/passkey", json: try assertion(expired, count: 1, userHandle: ownerHandle)).status == 401)
+
+        let body = try assertion(try challenge(signIn), count: 1, userHandle: ownerHandle)
+        let statuses = Mutex<[Int]>([])
+        try onThreads(8) { _ in
+            let reply = try server.call("POST", "/users/signin/passkey", json: body)
+            if let token = reply.json["accessToken"]?.stringValue { server.remember(token: token) }
+            statuses.withLock { $0.append(reply.status) }
+        }
+        #expect(statuses.withLock { $0.sorted() } == [200] + Array(repeating: 401, count: 7))
+        let sessions = try server.call("GET", "/users/me/sessions", token: owner.token).json["sessions"]?.arrayValue?.count
+        #expect(sessions == 2, "the registration's session and the one sign-in")
     }
 }

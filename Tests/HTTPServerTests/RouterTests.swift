@@ -129,6 +129,17 @@ private func body(of match: Router.Match) throws -> String? {
         #expect(allowed(r.match(method: .options, path: "/healthz")) == ["GET", "HEAD"])
     }
 
+    /// A literal path is its literal routes' alone, even where a parameterized route of the same
+    /// shape would bind it: the literal's methods are all it allows.
+    @Test func aLiteralPathIsNotAParameter() throws {
+        var r = router()
+        r.add(.post, "/users/me/images/upload", ok("upload"))
+        #expect(try body(of: r.match(method: .post, path: "/users/me/images/upload")) == "upload")
+        #expect(allowed(r.match(method: .get, path: "/users/me/images/upload")) == ["POST"])
+        #expect(allowed(r.match(method: .delete, path: "/users/me/images/upload")) == ["POST"])
+        #expect(try body(of: r.match(method: .get, path: "/users/me/images/other")) == "image")
+    }
+
     @Test func unknownMethodIs501() {
         let r = router()
         guard case .notImplemented = r.match(method: HTTPMethod("BREW"), path: "/healthz") else {

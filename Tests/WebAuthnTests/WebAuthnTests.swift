@@ -41,36 +41,9 @@ import WebAuthn
         #expect(item == .map([(.unsigned(1), .unsigned(2))]) && length == 3)
     }
 
-    // MARK: - A software authenticator
+    // MARK: - A software authenticator (TestSupport)
 
-    struct Authenticator {
-        let directory: String
-        let cose: [UInt8]
-        let credentialID = [UInt8](repeating: 0xC7, count: 16)
-
-        init() throws {
-            directory = try makeTemporaryDirectory("exo-webauthn")
-            try run("/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "ec.pem"], in: directory)
-            try run("/usr/bin/openssl", ["pkey", "-in", "ec.pem", "-pubout", "-outform", "DER", "-out", "ec.der"], in: directory)
-            let point = Array(try #require(FileManager.default.contents(atPath: directory + "/ec.der")).suffix(65))
-            // {1: 2, 3: -7, -1: 1, -2: x, -3: y}
-            cose = [0xA5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21, 0x58, 0x20] + point[1...32] + [0x22, 0x58, 0x20] + point[33...64]
-        }
-
-        /// DER ECDSA over `message` with the key.
-        func sign(_ message: [UInt8]) throws -> [UInt8] {
-            let name = "m-\(UInt64.random(in: 0...UInt64.max))"
-            try Data(message).write(to: URL(fileURLWithPath: directory + "/" + name))
-            try run("/usr/bin/openssl", ["dgst", "-sha256", "-sign", "ec.pem", "-out", name + ".sig", name], in: directory)
-            return [UInt8](try #require(FileManager.default.contents(atPath: directory + "/" + name + ".sig")))
-        }
-
-        func authenticatorData(rpID: String = "example.com", flags: UInt8, count: UInt32, attested: Bool) -> [UInt8] {
-            var data = SHA256.hash(Array(rpID.utf8)) + [flags] + withUnsafeBytes(of: count.bigEndian) { Array($0) }
-            if attested { data += [UInt8](repeating: 0, count: 16) + [0, UInt8(credentialID.count)] + credentialID + cose }
-            return data
-        }
-    }
+    typealias Authenticator = SoftwareAuthenticator
 
     static let party = RelyingParty(id: "example.com", name: "Example", origins: ["https://example.com"])
 
@@ -78,19 +51,15 @@ import WebAuthn
         try ClientData(json: Array(#"{"type":"\#(type)","challenge":"AAECAw","origin":"\#(origin)","crossOrigin":false}"#.utf8))
     }
 
-    /// {"fmt": fmt, "attStmt": statement, "authData": data}.
     static func attestation(_ format: String, statement: [UInt8], data: [UInt8]) -> [UInt8] {
-        var bytes: [UInt8] = [0xA3, 0x63] + Array("fmt".utf8) + [0x60 + UInt8(format.utf8.count)] + Array(format.utf8)
-        bytes += [0x67] + Array("attStmt".utf8) + statement
-        bytes += [0x68] + Array("authData".utf8) + [0x59, UInt8(data.count >> 8), UInt8(data.count & 0xFF)] + data
-        return bytes
+        SoftwareAuthenticator.attestationObject(format, statement: statement, data: data)
     }
 
     @Test func registrationChecksFlagsRPIDAndAttestation() throws {
         let key = try Authenticator()
         let clientData = try Self.clientData("webauthn.create")
         try Self.party.check(clientData, .create)
-        let good = key.authenticatorData(flags: 0x45, count: 0, attested: true)
+        let good = key.authenticatorData(rpID: "example.com", flags: 0x45, count: 0, attested: true)
         let credential = try NewCredential(
             attestationObject: Self.attestation("none", statement: [0xA0], data: good), clientData: clientData, for: Self.party)
         #expect(credential.id == key.credentialID && credential.publicKey == key.cose && credential.format == "none")
@@ -108,13 +77,22 @@ import WebAuthn
         let forgedStatement = [0xA2, 0x63] + Array("alg".utf8) + [0x26, 0x63] + Array("sig".utf8) + [0x58, UInt8(forged.count)] + forged
 
         let refused: [(String, [UInt8])] = [
-            ("no user verification", Self.attestation("none", statement: [0xA0], data: key.authenticatorData(flags: 0x41, count: 0, attested: true))),
-            ("no user presence", Self.attestation("none", statement: [0xA0], data: key.authenticatorData(flags: 0x44, count: 0, attested: true))),
+            (
+                "no user verification",
+                Self.attestation("none", statement: [0xA0], data: key.authenticatorData(rpID: "example.com", flags: 0x41, count: 0, attested: true))
+            ),
+            (
+                "no user presence",
+                Self.attestation("none", statement: [0xA0], data: key.authenticatorData(rpID: "example.com", flags: 0x44, count: 0, attested: true))
+            ),
             (
                 "another RP id",
                 Self.attestation("none", statement: [0xA0], data: key.authenticatorData(rpID: "evil.com", flags: 0x45, count: 0, attested: true))
             ),
-            ("no credential", Self.attestation("none", statement: [0xA0], data: key.authenticatorData(flags: 0x05, count: 0, attested: false))),
+            (
+                "no credential",
+                Self.attestation("none", statement: [0xA0], data: key.authenticatorData(rpID: "example.com", flags: 0x05, count: 0, attested: false))
+            ),
             ("a forged packed signature", Self.attestation("packed", statement: forgedStatement, data: good)),
             ("an unknown format", Self.attestation("tpm", statement: [0xA0], data: good)),
             ("none with a statement", Self.attestation("none", statement: [0xA1, 0x01, 0x02], data: good)),
@@ -130,7 +108,7 @@ import WebAuthn
         let key = try Authenticator()
         let clientData = try Self.clientData("webauthn.get")
         func assertion(count: UInt32, stored: UInt32, flags: UInt8 = 0x05, tamper: Bool = false) throws -> Assertion {
-            let data = key.authenticatorData(flags: flags, count: count, attested: false)
+            let data = key.authenticatorData(rpID: "example.com", flags: flags, count: count, attested: false)
             var signature = try key.sign(data + clientData.hash)
             if tamper { signature[signature.count - 1] ^= 1 }
             return try Assertion(
