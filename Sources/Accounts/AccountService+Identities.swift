@@ -90,7 +90,7 @@ extension AccountService {
         return (try issue(user), .created)
     }
 
-    /// `POST /users/me/identities/{provider}`: links the identity `verify` returns to the signed-in
+    /// `POST /users/me/identities`: links the identity `verify` returns to the signed-in
     /// user (the same identity again changes nothing); `409 identity_taken` when another account has it.
     public func linkIdentity(
         userID: UUID, origin: RequestOrigin, verifying verify: () throws -> ProviderIdentity
