@@ -136,7 +136,7 @@ let package = Package(
             dependencies: [
                 "API", "Accounts", "Cryptography", "Files", "HTTP", "HTTPServer", "Images", "JSON", "Mail",
                 "Migrations", "Postgres", "PostgresCluster", "SocketClient", "StructuredLogging", "TestSupport", "Thumbnails",
-                "IdentityTokens",
+                "IdentityTokens", "Threads",
             ]),
         // The command line: parsing, usage, the health check.
         .testTarget(

@@ -34,7 +34,7 @@ struct IdentitiesController: Sendable {
     }
 
     @Sendable func list(_ call: Call, _ signedIn: SignedIn) throws -> Response {
-        let (identities, hasPassword) = try accounts.identities(of: signedIn.user.id)
+        let (hasPassword, identities, _) = try accounts.signInMethods(of: signedIn.user.id)
         var response = JSONBody.response { writer in
             writer.beginObject()
             writer.key("identities")

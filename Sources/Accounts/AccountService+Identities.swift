@@ -129,16 +129,6 @@ extension AccountService {
         return (linked, isNew)
     }
 
-    /// The user's linked identities, and whether the account has a password.
-    public func identities(of userID: UUID) throws -> (identities: [LinkedIdentity], hasPassword: Bool) {
-        try pool.withConnection { connection in
-            (
-                try IdentityRepository.list(connection, userID: userID),
-                try UserRepository.passwordHash(connection, id: userID).map { $0 != UserRepository.noPassword } ?? false
-            )
-        }
-    }
-
     /// `DELETE /users/me/identities/{id}`: never the last way in. An account without a password
     /// or a passkey keeps its last identity (`409 last_sign_in_method`); the user's row is locked
     /// first, so two removals at once cannot both see another one left. An administrator (`by`,

@@ -5,6 +5,7 @@ import Postgres
 import Synchronization
 import TestSupport
 import Testing
+import Threads
 
 /// The failover drill: two `exosphere serve` processes behind haproxy on a PostgreSQL pair under
 /// Patroni (Debian's `patroni`, a one-member `etcd`), in synchronous mode. Under a mixed load the
@@ -108,7 +109,7 @@ struct FailoverTests {
         let log = DrillLog()
         let promotedAt = Mutex<ContinuousClock.Instant?>(nil)
         let acknowledged = Mutex<(sequences: [Int: Int], emails: [String])>(([:], []))
-        let stop = Atomic<Bool>(false)
+        let stop = DrillStop()
         let leader = try pair.leader()
         let replica = 1 - leader
         let replicaPort = pair.postgresPorts[replica]
@@ -125,11 +126,11 @@ struct FailoverTests {
                 // A token is used until its sign-out is answered (not in the outage).
                 var next = 0
                 var retried = false
-                while next < tokens.count, !stop.load(ordering: .relaxed) {
+                while next < tokens.count, !stop.isStopped {
                     let token = tokens[next]
                     let start = ContinuousClock.now
                     // A client's pace (below): one round each 50 ms at most.
-                    defer { pace(since: start, every: .milliseconds(50)) }
+                    defer { stop.pace(since: start, every: .milliseconds(50)) }
                     _ = Result { try send(portA, "GET", "/users/me", token: token) }
                     guard case .success(let out) = Result(catching: { try send(portB, "POST", "/users/signout", token: token) }),
                         out.status < 500
@@ -177,11 +178,11 @@ struct FailoverTests {
                     usleep(10_000)
                 }
                 usleep(3_000_000)
-                stop.store(true, ordering: .relaxed)
+                stop.stop()
                 return
             }
             var sequence = 0
-            while !stop.load(ordering: .relaxed) {
+            while !stop.isStopped {
                 let kind: DrillLog.Kind
                 let reply: Result<Reply, any Error>
                 let start = ContinuousClock.now
@@ -215,7 +216,7 @@ struct FailoverTests {
                 // (A pause after each answer let the outage's fast 503s come at about 1,000 a second,
                 // and on two cores a registration in flight at the kill took over haproxy's 5 s: a 504
                 // in CI, its hashing starved, most likely.)
-                pace(since: start, every: .milliseconds(20))
+                stop.pace(since: start, every: .milliseconds(20))
             }
         }
 
@@ -355,10 +356,31 @@ final class DrillLog: Sendable {
     }
 }
 
-/// Paces a load thread (it waits for nothing): returns once `interval` has passed since `start`.
-private func pace(since start: ContinuousClock.Instant, every interval: Duration) {
-    let left = start + interval - ContinuousClock.now
-    if left > .zero { usleep(UInt32(left.components.attoseconds / 1_000_000_000_000)) }
+/// The drill's end, told to every load thread at once. A load thread paces its requests by
+/// waiting for it with a deadline: it sends its next one when its interval is over, and stops the
+/// moment the drill does.
+private final class DrillStop: @unchecked Sendable {
+    // @unchecked: `stopped` is read and written under `lock` only.
+    private let lock = ConditionLock()
+    private var stopped = false
+
+    var isStopped: Bool { lock.withLock { stopped } }
+
+    func stop() {
+        lock.withLock { stopped = true }
+        lock.broadcast()
+    }
+
+    /// Returns once `interval` has passed since `start`, or as soon as the drill stops.
+    func pace(since start: ContinuousClock.Instant, every interval: Duration) {
+        let left = start + interval - ContinuousClock.now
+        guard left > .zero else { return }
+        let (seconds, attoseconds) = left.components
+        let deadline = monotonicNanoseconds() + UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+        lock.withLock {
+            while !stopped, lock.wait(untilMonotonicNanoseconds: deadline) {}
+        }
+    }
 }
 
 /// One request on a new connection, with a 5 s limit for the whole exchange.
