@@ -110,7 +110,7 @@ let package = Package(
         .testTarget(
             name: "HTTPServerTests",
             dependencies: ["HTTPServer", "HTTP", "Files", "LoopInterface", "SocketClient", "StructuredLogging", "TestSupport"]),
-        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "PostgresCluster", "TestSupport"]),
         .testTarget(name: "MailTests", dependencies: ["Mail", "Files", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Files", "TestSupport"]),
@@ -119,7 +119,7 @@ let package = Package(
         // CBOR and both WebAuthn ceremonies with a software authenticator (keys from the openssl command).
         .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", "Cryptography", "TestSupport"]),
         // The one-shot GET's answers read from bytes, and its URLs.
-        .testTarget(name: "OutboundTests", dependencies: ["Outbound"]),
+        .testTarget(name: "OutboundTests", dependencies: ["Outbound", "TestSupport"]),
         // What several test targets share: image builders, embedded real images, a seeded generator,
         // a real SMTP server (aiosmtpd) and a throwaway certificate authority.
         .target(
@@ -127,7 +127,7 @@ let package = Package(
         // The account rules against a real PostgreSQL, without HTTP.
         .testTarget(
             name: "AccountsTests",
-            dependencies: ["Accounts", "Cryptography", "JSON", "Migrations", "Postgres", "PostgresCluster", "StructuredLogging"]),
+            dependencies: ["Accounts", "Cryptography", "JSON", "Migrations", "Postgres", "PostgresCluster", "StructuredLogging", "TestSupport"]),
         .testTarget(name: "ImagesTests", dependencies: ["Images", "Thumbnails", "Zip", "TestSupport"]),
         // BlurHash, the frames, and the helper pool against real `exosphere thumbnailer` processes.
         .testTarget(name: "ThumbnailsTests", dependencies: ["Thumbnails", "StructuredLogging", "TestSupport", "Files"]),

@@ -13,7 +13,7 @@ import Testing
 /// The administrators' API: accounts made on the command line, their sign-in and sessions,
 /// authorization on every route, the user search with typed field filters and paging, disabling
 /// (every session ends, on every instance), and the audit log.
-@Suite(.serialized)
+@Suite(.testThreads, .serialized)
 struct AdminAPITests {
     static let adminPassword = "console operator 1"
 
@@ -489,7 +489,7 @@ struct AdminAPITests {
     /// dashboard, search by email and by a custom field, a date edited and saved, the image grid,
     /// a user disabled and their token refused, a refused schema change, the audit log. The
     /// screenshots go to `artifacts/screenshots/console/` (CI keeps them; the README shows one).
-    @Test func theConsoleWorksInARealBrowser() throws {
+    @Test(.drill) func theConsoleWorksInARealBrowser() throws {
         let server = try TestServer("admin_console")
         defer { server.shutdown() }
         _ = try server.app.accounts.createAdmin(email: "operator@example.com", password: Self.adminPassword)

@@ -11,7 +11,7 @@ import Testing
 /// in the user's activity, their doing without their address or device; in the audit log, their
 /// reads of a user's data and their failed sign-ins. And a failed sign-in's answer, which must not
 /// wait for its activity row (equal work for a known and an unknown email).
-@Suite(.serialized)
+@Suite(.testThreads, .serialized)
 struct AdminTraceAPITests {
     static func activity(_ server: TestServer, _ token: String) throws -> [JSONValue] {
         let reply = try server.call("GET", "/users/me/activity?limit=100", token: token)

@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// Routes that need a session check it from the request head before a large body is read.
-@Suite(.liveServer("admission"))
+@Suite(.testThreads, .liveServer("admission"))
 struct AdmissionAPITests {
     let server: TestServer
     init() throws { server = try #require(TestServer.current) }
@@ -60,6 +60,7 @@ struct AdmissionAPITests {
 
 /// Bodies that stall, and requests that dribble, against the real server.
 @Suite(
+    .testThreads,
     .liveServer("bodytimeouts") { configuration in
         configuration.server.bodyStallTimeout = .seconds(1)
         configuration.server.requestTimeout = .seconds(3)
@@ -112,6 +113,7 @@ struct BodyTimeoutAPITests {
 
 /// The server's caps on connections per client address and on request bodies held at once.
 @Suite(
+    .testThreads,
     .liveServer("caps") { configuration in
         configuration.server.maxConnectionsPerAddress = 5
         configuration.server.maxBufferedBodyBytes = 2 << 20

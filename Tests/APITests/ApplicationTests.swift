@@ -19,7 +19,7 @@ func httpGet(port: Int, path: String) throws -> (status: Int, head: String, body
     )
 }
 
-@Suite struct ApplicationTests {
+@Suite(.testThreads) struct ApplicationTests {
     @Test func servesHealthzOnAnEphemeralPortAndShutsDown() throws {
         let server = try TestServer("application") { $0.server.workerThreads = 2 }
         defer { server.shutdown() }

@@ -1,7 +1,8 @@
 @testable import API
+import TestSupport
 import Testing
 
-@Suite struct ClientAddressTests {
+@Suite(.testThreads) struct ClientAddressTests {
     let proxy: Set<String> = ["10.0.0.1"]
 
     @Test func anUntrustedPeerIsTheClientWhateverItForwards() {

@@ -6,7 +6,7 @@ import Testing
 
 /// Custom profile fields: type inference from the first write, type checks, names and limits.
 /// Field types are deployment-wide, so every test uses its own field names.
-@Suite(.liveServer("fields"), .serialized)
+@Suite(.testThreads, .liveServer("fields"), .serialized)
 struct CustomFieldsAPITests {
     let server: TestServer
     let account: TestServer.Account

@@ -10,7 +10,7 @@ import Testing
 /// as in a partition or a stalled failover): every request that needs it is answered `503`
 /// within the response timeout, on the event loops' pipelines and on the worker pool alike, and
 /// service resumes by itself once it answers again (`SIGCONT`).
-@Suite(.serialized) struct DatabaseFreezeTests {
+@Suite(.testThreads, .drill, .serialized) struct DatabaseFreezeTests {
     @Test(arguments: [true, false])
     func aFrozenDatabaseIsAnswered503WithinTheTimeoutAndServiceResumes(pipelining: Bool) throws {
         let cluster = try LocalCluster.startTemporary()

@@ -5,7 +5,7 @@ import Testing
 
 /// `exosphere serve` under an open-file limit that clients can exhaust: started through
 /// `prlimit`, with more connections opened than the limit allows.
-@Suite(.serialized) struct DescriptorExhaustionTests {
+@Suite(.testThreads, .drill, .serialized) struct DescriptorExhaustionTests {
     /// Starts `exosphere serve` with the open-file limit `soft:hard` on the test cluster.
     static func serve(_ name: String, nofile: String, loops: Int = 2, extra: [String]) throws -> ExosphereProcessTests.Child {
         let binary = try #require(ExosphereProcessTests.executable(), "the exosphere binary was not found next to the tests")

@@ -7,7 +7,7 @@ import Testing
 
 /// A change of address (`../shared/API.md`, "Changing the email address"), end to end through a
 /// real SMTP server: pending until the new mailbox proves itself, undone from the old one.
-@Suite(.serialized)
+@Suite(.testThreads, .serialized)
 struct EmailChangeAPITests {
     typealias Mails = RecoveryAPITests
 

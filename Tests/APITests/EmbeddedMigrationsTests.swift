@@ -1,11 +1,12 @@
 import Files
 import Migrations
 import Postgres
+import TestSupport
 import Testing
 
 /// The migrations compiled into the binary are the repository's `migrations/`, byte for byte:
 /// a database migrated by one is never refused by the other (checksums match).
-@Suite struct EmbeddedMigrationsTests {
+@Suite(.testThreads) struct EmbeddedMigrationsTests {
     @Test func theBuiltInMigrationsAreTheDirectorysFiles() throws {
         let directory = try Migrator(directory: TestServer.repositoryRoot + "/migrations")
         let embedded = try Migrator(files: EmbeddedMigrations.files)

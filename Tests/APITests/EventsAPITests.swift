@@ -9,7 +9,7 @@ import Testing
 /// `GET /users/me/events` (`../shared/API.md`, "Live changes") on real servers and a real
 /// PostgreSQL: what a change sends, in what order, what a resumed stream gets, and how a stream
 /// ends.
-@Suite(.serialized)
+@Suite(.testThreads, .serialized)
 struct EventsAPITests {
     static func server(_ name: String, sharingDatabaseWith sibling: TestServer? = nil) throws -> TestServer {
         try TestServer("events_\(name)", sharingDatabaseWith: sibling) { configuration in

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// The built `exosphere` binary as a subprocess: real flags, a real socket, a real SIGTERM.
-@Suite struct ExosphereProcessTests {
+@Suite(.testThreads, .drill) struct ExosphereProcessTests {
     /// The executable built next to the test bundle.
     static func executable() -> URL? { TestImages.exosphereExecutable().map { URL(fileURLWithPath: $0) } }
 

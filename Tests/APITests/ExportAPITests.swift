@@ -8,7 +8,7 @@ import Testing
 
 /// `GET /users/me/export` (`../shared/API.md`, "Data export"), read back with Python's `zipfile`:
 /// every original byte for byte, from either storage, and `user.json` whole.
-@Suite(.serialized)
+@Suite(.testThreads, .serialized)
 struct ExportAPITests {
     /// What Python's `zipfile` makes of an archive: its entry names, `testzip()` (the first entry
     /// whose CRC is wrong, or None), each entry's SHA-256, and `user.json` parsed.

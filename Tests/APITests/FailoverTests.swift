@@ -22,7 +22,7 @@ import Threads
 /// Once straight to PostgreSQL (a multi-host connection string with
 /// `target_session_attrs=read-write`), and once through pgbouncer in each mode that works, which
 /// reaches the leader through haproxy's Patroni health check.
-@Suite(.serialized)
+@Suite(.testThreads, .drill, .serialized)
 struct FailoverTests {
     enum Path: String, CaseIterable, Sendable {
         case direct

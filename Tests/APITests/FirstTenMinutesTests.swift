@@ -9,7 +9,7 @@ import Testing
 
 /// An operator's first ten minutes with the zero-configuration server: `exosphere serve` on its
 /// managed PostgreSQL, the commands beside it, and the first administrator made in the browser.
-@Suite struct FirstTenMinutesTests {
+@Suite(.testThreads) struct FirstTenMinutesTests {
     typealias Child = ExosphereProcessTests.Child
     static let password = "first operator 1"
 
@@ -94,7 +94,7 @@ import Testing
     /// Like PocketBase: the link `serve` prints opens the console's setup form in a real headless
     /// Chromium (`Tests/Browser/console_setup.py`); the first administrator is created and signed
     /// in, the token leaves the address bar, and the same link then fails with the API's detail.
-    @Test func theFirstAdministratorIsCreatedFromTheSetupLinkInARealBrowser() throws {
+    @Test(.drill) func theFirstAdministratorIsCreatedFromTheSetupLinkInARealBrowser() throws {
         let serve = try ExosphereProcessTests.serve()
         let link = try Self.setupLink(of: serve)
         let screenshots = TestServer.repositoryRoot + "/artifacts/screenshots/console-setup"

@@ -9,7 +9,7 @@ import Testing
 /// Routes that verify a password for a caller not yet signed in (`../shared/API.md`, "Sign-in
 /// routes, signed URLs, uploads"): a flood from one address is refused first, and never starves
 /// anyone else; reset confirmations are throttled per address as sign-ins are.
-@Suite(.serialized)
+@Suite(.testThreads, .serialized)
 struct FloodIsolationAPITests {
     static let adminPassword = "a long admin passphrase"
 

@@ -22,6 +22,7 @@ func tally(_ statuses: [Int]) -> [Int: Int] {
 
 /// Sign-ins that race a password change or an account deletion.
 @Suite(
+    .testThreads,
     .liveServer("races") { configuration in
         configuration.passwordHashing = overlappingCost
         configuration.hashingThreads = 4
@@ -125,6 +126,7 @@ struct SignInRaceTests {
 
 /// Guesses fired at once: the throttles count each attempt before its hash.
 @Suite(
+    .testThreads,
     .liveServer("guesses") { configuration in
         configuration.passwordHashing = overlappingCost
         configuration.hashingThreads = 2
@@ -264,6 +266,7 @@ struct ParallelGuessingTests {
 
 /// Work for clients that have gone, and registrations that flood the hashing pool.
 @Suite(
+    .testThreads,
     .liveServer("floods") { configuration in
         configuration.passwordHashing = .owaspCompact
         configuration.hashingThreads = 1
@@ -364,6 +367,7 @@ struct FloodTests {
 // MARK: - Registration
 
 @Suite(
+    .testThreads,
     .liveServer("registration") { configuration in
         configuration.trustedProxies = ["127.0.0.1"]
         configuration.accounts.registrationsPerAddress = ThrottleRule(limit: 3, windowSeconds: 3600)
@@ -410,6 +414,7 @@ struct RegistrationThrottleTests {
 // MARK: - Custom fields under hostile bodies
 
 @Suite(
+    .testThreads,
     .liveServer("fieldlimits") { configuration in
         configuration.accounts.fieldLimits.maxFieldNames = 70
     }, .serialized)
@@ -483,6 +488,7 @@ struct FieldLimitTests {
 
 /// A deployment whose schema is locked to its field configuration.
 @Suite(
+    .testThreads,
     .liveServer("lockedschema") { configuration in
         let path = "/tmp/exo-locked-schema-\(getpid()).json"
         let text = #"{"fields": {"height": "double", "isMarried": "boolean"}}"#
@@ -516,6 +522,7 @@ struct LockedSchemaTests {
 // MARK: - Sessions cap, housekeeping, security events
 
 @Suite(
+    .testThreads,
     .liveServer("housekeeping") { configuration in
         configuration.accounts.maxSessionsPerUser = 3
     }, .serialized)

@@ -11,7 +11,7 @@ import Testing
 /// Sign in with Apple and Google end to end: a real key set server (over TLS with the test CA, or
 /// plain http on loopback), tokens signed with keys the `openssl` command made, the server's
 /// answers, and what the database holds after.
-@Suite(.serialized)
+@Suite(.testThreads, .serialized)
 struct IdentitySignInAPITests {
     static let googleClient = "1234-test.apps.googleusercontent.com"
     static let appleClient = "com.example.exosphere"

@@ -10,7 +10,7 @@ import Testing
 /// The image list's plans at 100,000 images of one user (and others' beside them): both orders,
 /// first page and later ones, are read from `images_user_created` in index order, the newest
 /// first by scanning it backwards. No sort: a page costs its own rows, wherever it is.
-@Suite struct ImageListPlanTests {
+@Suite(.testThreads) struct ImageListPlanTests {
     @Test func bothOrdersArePagedFromTheIndexWithoutASort() throws {
         let server = try TestServer("image_plans")
         defer { server.shutdown() }

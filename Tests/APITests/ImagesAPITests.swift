@@ -443,6 +443,7 @@ enum ImageScenarios {
 func same(_ a: [UInt8], _ b: [UInt8]) -> Bool { a == b }
 
 @Suite(
+    .testThreads,
     .liveServer(
         "images_database",
         {
@@ -469,6 +470,7 @@ struct ImagesDatabaseStorageTests {
 }
 
 @Suite(
+    .testThreads,
     .liveServer(
         "images_filesystem",
         {
@@ -510,7 +512,7 @@ struct ImagesFilesystemStorageTests {
 
 /// `/metrics` counts images at most once per `totalsMaxAgeSeconds`: a scrape of a large deployment
 /// must not read every image row.
-@Suite(.liveServer("image_totals", { $0.images.totalsMaxAgeSeconds = 3_600 }))
+@Suite(.testThreads, .liveServer("image_totals", { $0.images.totalsMaxAgeSeconds = 3_600 }))
 struct ImageTotalsCacheTests {
     let server: TestServer
     init() throws { server = try #require(TestServer.current) }

@@ -11,7 +11,7 @@ import Testing
 
 /// The image storages across process lifetimes: the built binary killed with SIGKILL in the middle
 /// of uploads, and `exosphere images migrate` in both directions, interrupted and resumed.
-@Suite(.serialized) struct ImagesProcessTests {
+@Suite(.testThreads, .drill, .serialized) struct ImagesProcessTests {
     typealias Child = ExosphereProcessTests.Child
 
     /// A database of the test cluster and an image directory of one test.

@@ -1,9 +1,10 @@
 import API
 import JSON
+import TestSupport
 import Testing
 
 /// Hostile and malformed request bodies on every JSON endpoint of the accounts API.
-@Suite(.liveServer("bodies"), .serialized)
+@Suite(.testThreads, .liveServer("bodies"), .serialized)
 struct JSONBodyAPITests {
     let server: TestServer
     let account: TestServer.Account

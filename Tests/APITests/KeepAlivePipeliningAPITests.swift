@@ -10,7 +10,7 @@ import Testing
 /// back to back in one write (HTTP/1.1 pipelining) from several threads at once, on a server
 /// with several event loops: every connection gets its answers in order, each with its own
 /// user, each write visible in what follows it; with the database pipelines on and off.
-@Suite(.serialized)
+@Suite(.testThreads, .serialized)
 struct KeepAlivePipeliningAPITests {
     static let eventLoops = 4
     static let connections = 6

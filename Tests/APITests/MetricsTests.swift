@@ -11,7 +11,7 @@ import Cryptography
 import Testing
 
 /// The Prometheus text writer, and `/metrics` as a scraper sees it over a real socket.
-@Suite struct MetricsTests {
+@Suite(.testThreads) struct MetricsTests {
     // MARK: - PrometheusText
 
     @Test func writesFamilyHeaderAndSamples() {
@@ -339,7 +339,7 @@ private struct Scrape {
 }
 
 /// `--metrics-listen`: `/metrics` on the operator's listener only.
-@Suite(.liveServer("metrics_listener", { $0.metricsListen = ("127.0.0.1", 0) }))
+@Suite(.testThreads, .liveServer("metrics_listener", { $0.metricsListen = ("127.0.0.1", 0) }))
 struct MetricsListenerTests {
     let server: TestServer
     init() throws { server = try #require(TestServer.current) }

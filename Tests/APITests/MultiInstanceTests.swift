@@ -11,7 +11,7 @@ import Testing
 /// session cache's bound, 100 ms, `SessionCacheAPITests`; the rest at once), and losing one
 /// instance costs only the requests it had in flight. Each test gets its own database of the
 /// test cluster, its own two instances and its own haproxy.
-@Suite(.serialized) struct MultiInstanceTests {
+@Suite(.testThreads, .drill, .serialized) struct MultiInstanceTests {
     /// The sign-in throttles of both instances: small, so that a few (slow, OWASP-cost) attempts reach them.
     static let emailLimit = 2
     static let addressLimit = 3

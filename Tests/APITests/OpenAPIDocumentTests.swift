@@ -7,12 +7,13 @@ import StructuredLogging
 import Postgres
 import Cryptography
 import Images
+import TestSupport
 import Testing
 import Thumbnails
 
 /// The OpenAPI document: JSON our parser accepts, OpenAPI 3.1, exactly the routes the server
 /// registers, every `$ref` resolvable, and every stable error code under the status that carries it.
-@Suite struct OpenAPIDocumentTests {
+@Suite(.testThreads) struct OpenAPIDocumentTests {
     let document: JSONValue
 
     init() throws {

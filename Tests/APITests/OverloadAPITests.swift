@@ -17,7 +17,7 @@ import Testing
 /// The pressure is held, never timed: the hashing pool by jobs of the test's own that wait for a
 /// `Gate`, the database by a row lock the test holds; every wait for a state is a `waitUntil` on
 /// the server's own figures or on `pg_stat_activity`.
-@Suite(.serialized) enum OverloadAPITests {}
+@Suite(.testThreads, .serialized) enum OverloadAPITests {}
 
 /// A gate the test holds shut; the threads that `wait` at it go on once it opens. Opening it is
 /// idempotent, so a `defer` can open it again whatever happened.

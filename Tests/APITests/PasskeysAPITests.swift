@@ -9,7 +9,7 @@ import Testing
 
 /// Passkeys: end to end in headless Chromium with its virtual authenticator
 /// (`Tests/Browser/passkeys.py`), then what the server holds and the management routes.
-@Suite(.serialized)
+@Suite(.testThreads, .serialized)
 struct PasskeysAPITests {
     /// A server whose RP id is `localhost` and whose origin is `http://localhost:PORT`, the port
     /// chosen before it starts (WebAuthn takes no IP address as an RP id).
@@ -33,7 +33,7 @@ struct PasskeysAPITests {
     /// refused (another origin, replays, a counter gone back, no user verification). Then the
     /// database holds one credential of the user, its counter moved, and the passkey is listed,
     /// renamed, and deleted only while another way in is left.
-    @Test func aRealBrowserRegistersAndSignsInWithAPasskey() throws {
+    @Test(.drill) func aRealBrowserRegistersAndSignsInWithAPasskey() throws {
         let (server, port) = try Self.server("passkeys_browser")
         defer { Self.finish(server) }
         let account = try server.register(extra: #", "firstname": "Ayu""#)

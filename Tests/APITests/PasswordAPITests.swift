@@ -9,7 +9,7 @@ import Synchronization
 import Testing
 
 /// `POST /users/me/password` and `DELETE /users/me`.
-@Suite(.liveServer("password"), .serialized)
+@Suite(.testThreads, .liveServer("password"), .serialized)
 struct PasswordAPITests {
     let server: TestServer
 

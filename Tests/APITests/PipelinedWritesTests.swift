@@ -9,6 +9,7 @@ import Testing
 /// reported only once committed; a failing one sends the others of its batch to the workers.
 // Reads through the pipelines, so no session cache (its hits skip them).
 @Suite(
+    .testThreads,
     .liveServer("pipelinedwrites") {
         $0.server.eventLoops = 2
         $0.accounts.sessionCacheBytes = 0

@@ -93,7 +93,7 @@ func isListening(_ port: Int) -> Bool {
 /// Exosphere behind pgbouncer: session and transaction mode carry a mixed load without one error
 /// (statements, transactions, the event loops' pipelines, migrations, housekeeping), and statement
 /// mode is refused at start with the reason.
-@Suite(.serialized)
+@Suite(.testThreads, .drill, .serialized)
 struct PoolerTests {
     /// 16 clients, each its own user, mixing `GET` and conditional `PATCH /users/me` (pipelined on
     /// the event loops in session mode), sign-ins (transactions) and uploads, through pgbouncer

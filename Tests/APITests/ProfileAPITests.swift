@@ -12,6 +12,7 @@ import Testing
 /// on (the event loops answer these routes) and off (the worker pool does). Each run proves its
 /// mode: on, the pipelined statement counter rises during the test; off, the server has no
 /// pipeline metrics and no pipelined connection.
+@Suite(.testThreads)
 enum ProfileAPITests {
 
     // MARK: - The Mesosfer flow

@@ -11,7 +11,7 @@ import Testing
 
 /// Password reset, email verification, notices and activity, end to end: a real server sending
 /// through a real SMTP server (aiosmtpd) that the test starts, the mails read back from it.
-@Suite(.serialized)
+@Suite(.testThreads, .serialized)
 struct RecoveryAPITests {
     /// A server whose mail goes to `smtp`; `adjust` tunes it further.
     static func server(
@@ -646,7 +646,7 @@ struct RecoveryAPITests {
     /// The two pages in a real headless Chromium (`Tests/Browser/recovery_pages.py`, selenium),
     /// from the links the server mailed: a password reset and a verification. Screenshots of each
     /// page are kept in `artifacts/screenshots/recovery-pages/` (CI keeps them as artifacts).
-    @Test func thePagesFinishTheFlowsInARealBrowser() throws {
+    @Test(.drill) func thePagesFinishTheFlowsInARealBrowser() throws {
         let smtp = try TestSMTPServer()
         // The links must name the server's real origin: its port is chosen before it starts.
         let port = try ExosphereProcessTests.freePort()

@@ -9,7 +9,7 @@ import Testing
 
 /// The route table: one table, three views (the router, `exosphere routes`, the OpenAPI
 /// document), and the policies it declares, proved against the running server route by route.
-@Suite(.liveServer("routetable"))
+@Suite(.testThreads, .liveServer("routetable"))
 struct RouteTableTests {
     let server: TestServer
     init() throws { server = try #require(TestServer.current) }

@@ -1,7 +1,8 @@
 @testable import API
+import TestSupport
 import Testing
 
-@Suite struct SchedulingGroupsTests {
+@Suite(.testThreads) struct SchedulingGroupsTests {
     static let v1Root = "12:pids:/\n4:cpu,cpuacct:/\n1:name=systemd:/\n0::/\n"
     static let v1Service = "4:cpu,cpuacct:/system.slice/exosphere.service\n0::/system.slice/exosphere.service\n"
     static let v1Docker = "4:cpu,cpuacct:/docker/4c9e4a1\n1:name=systemd:/docker/4c9e4a1\n"

@@ -14,7 +14,7 @@ import Testing
 /// every change sent less than `staleness` ago), so these checks cannot pass by luck of timing:
 /// a request sent after the bound that is answered from a cache that missed the change fails them,
 /// however fast or slow the machine.
-@Suite(.serialized)
+@Suite(.testThreads, .drill, .serialized)
 struct SessionCacheAPITests {
     /// The contract's bound; the servers serve at most `staleness` (80 ms) old.
     static let bound: Duration = .milliseconds(100)

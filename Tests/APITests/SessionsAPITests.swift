@@ -4,10 +4,12 @@ import FoundationEssentials
 import Glibc
 import JSON
 import Cryptography
+import TestSupport
 import Testing
 
 /// Sign-out, session lists and revocation, bearer authentication and the sign-in throttle.
 @Suite(
+    .testThreads,
     .liveServer("sessions") { configuration in
         // A small, short throttle so the test can see it lock and unlock.
         configuration.accounts.signInPerEmailAndAddress = ThrottleRule(limit: 3, windowSeconds: 3)
@@ -271,6 +273,7 @@ extension String {
 
 /// Idle timeout and absolute lifetime, with both made short.
 @Suite(
+    .testThreads,
     .liveServer("lifetime") { configuration in
         configuration.accounts.lifetime.idleSeconds = 1.5
         configuration.accounts.lifetime.absoluteSeconds = 4

@@ -9,7 +9,7 @@ import Testing
 
 /// `signedUrl` in image metadata and `GET /images/{id}?exp=…&sig=…`: the bytes without a token,
 /// for exactly the image and the time the server signed, across a key rotation and instances.
-@Suite(.serialized)
+@Suite(.testThreads, .serialized)
 struct SignedURLAPITests {
     static func upload(
         _ server: TestServer, _ account: TestServer.Account, _ bytes: [UInt8] = RealFiles.png3x2, type: String = "image/png"

@@ -6,7 +6,7 @@ import Testing
 
 /// Downloads from the database storage are read chunk by chunk as the client takes them: a
 /// hundred clients that do not read their 10 MiB images must not make the server hold a gigabyte.
-@Suite struct SlowReadersTests {
+@Suite(.testThreads, .drill) struct SlowReadersTests {
     static func residentKiB(_ pid: pid_t) throws -> Int {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
         let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })

@@ -6,7 +6,7 @@ import Testing
 /// What one request costs the database, counted by PostgreSQL itself (`pg_stat_statements`, on a
 /// cluster of this suite's own that loads it): a request answered on an event loop runs its
 /// handler once, whichever way its statements go.
-@Suite(.serialized)
+@Suite(.testThreads, .serialized)
 struct StatementsPerRequestTests {
     static let cluster = Result {
         var options = LocalCluster.Options()

@@ -1,10 +1,11 @@
 @testable import Accounts
 import JSON
+import TestSupport
 import Testing
 
 /// The shortcut that keeps a stored double's text when it is already the shortest form agrees
 /// with the full conversion it skips.
-@Suite struct StoredDoublesTests {
+@Suite(.testThreads) struct StoredDoublesTests {
     @Test func shortcutAgreesWithTheConversion() throws {
         var literals = [
             "170.5", "70.0", "0.0", "-0.0", "0.1", "-2.5", "0.0001", "0.00012", "0.00001", "0.10", "1.50",

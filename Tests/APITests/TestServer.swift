@@ -278,19 +278,22 @@ struct LiveServerTrait: SuiteTrait, TestScoping {
     var isRecursive: Bool { false }
 
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        let server = try TestServer(name, adjust)
-        do {
-            try await TestServer.$current.withValue(server) { try await function() }
-        } catch {
+        // Starting and stopping a server blocks: on a test thread, while a place for a server is held.
+        try await TestThreads.run(holding: TestThreads.serverLimit) {
+            let server = try TestServer(name, adjust)
+            do {
+                try await TestServer.$current.withValue(server) { try await function() }
+            } catch {
+                server.shutdown()
+                throw error
+            }
             server.shutdown()
-            throw error
+            let problems = server.leaks()
+            if !problems.isEmpty {
+                throw TestFailure("suite \(name) (log kept at \(server.logPath)): \(Set(problems).sorted().joined(separator: "; "))")
+            }
+            unlink(server.logPath)
         }
-        server.shutdown()
-        let problems = server.leaks()
-        if !problems.isEmpty {
-            throw TestFailure("suite \(name) (log kept at \(server.logPath)): \(Set(problems).sorted().joined(separator: "; "))")
-        }
-        unlink(server.logPath)
     }
 }
 

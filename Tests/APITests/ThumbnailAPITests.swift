@@ -12,7 +12,7 @@ import Thumbnails
 
 /// Thumbnails end to end: made by helper processes, kept in the image's storage, negotiated by
 /// `Accept`, cached, signed, placeholders, cleanup, the move between storages, hostile files.
-@Suite(.serialized)
+@Suite(.testThreads, .serialized)
 struct ThumbnailAPITests {
     static let upright = TestImages.marked(width: 1200, height: 800)
     /// Stored rotated, with EXIF orientation 6: the thumbnail must come out upright.

@@ -7,7 +7,7 @@ import Testing
 
 /// Per-user upload limits (`../shared/API.md`, "Sign-in routes, signed URLs, uploads"): uploads an
 /// hour and bytes kept, in both storages, sent one by one and all at once.
-@Suite(.serialized)
+@Suite(.testThreads, .serialized)
 struct UploadLimitsAPITests {
     static let imageBytes = 4096
 

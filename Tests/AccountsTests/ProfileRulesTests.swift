@@ -6,11 +6,12 @@ import Migrations
 import Postgres
 import PostgresCluster
 import StructuredLogging
+import TestSupport
 import Testing
 
 /// The account rules through `AccountService` on a real PostgreSQL, without HTTP: typed inputs in,
 /// users and `AccountsError`s out, every statement run by a `PooledExecutor`.
-@Suite struct ProfileRulesTests {
+@Suite(.testThreads) struct ProfileRulesTests {
     let accounts: AccountService
     let executor: PooledExecutor
 

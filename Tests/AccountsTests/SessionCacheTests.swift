@@ -1,11 +1,12 @@
 @testable import Accounts
 import FoundationEssentials
 import JSON
+import TestSupport
 import Testing
 
 /// `SessionCache` alone, without a database or a clock: what it serves, when it serves nothing,
 /// which fills it refuses, and what it evicts. `SessionCacheAPITests` runs it on real instances.
-@Suite struct SessionCacheTests {
+@Suite(.testThreads) struct SessionCacheTests {
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
     /// The monotonic time of the tests' feed reads.
     static let readAt: UInt64 = 1_000_000_000

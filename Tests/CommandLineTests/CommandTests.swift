@@ -1,9 +1,10 @@
 import API
 @testable import exosphere
+import TestSupport
 import Testing
 
 /// `Exosphere.main` as the process runs it: informational commands, usage errors.
-@Suite struct CommandTests {
+@Suite(.testThreads) struct CommandTests {
     @Test(arguments: [["--version"], ["-V"], ["version"], ["--help"], ["-h"], ["help"], ["serve", "--help"], ["serve", "--port", "1", "-h"]])
     func informationalCommandsSucceed(_ arguments: [String]) {
         #expect(Exosphere.main(arguments: arguments, environment: [:]) == 0)
@@ -20,7 +21,7 @@ import Testing
 }
 
 /// Flags and variables of the trust and throttle settings.
-@Suite struct ClientAndLimitFlagsTests {
+@Suite(.testThreads) struct ClientAndLimitFlagsTests {
     @Test func trustedProxiesAreNoneByDefault() throws {
         #expect(try Configuration.parse(arguments: [], environment: [:]).trustedProxies.isEmpty)
         #expect(Configuration.help.contains("EXOSPHERE_TRUSTED_PROXIES, default: (none)"))

@@ -1,6 +1,7 @@
 import API
 @testable import exosphere
 import StructuredLogging
+import TestSupport
 import Testing
 
 /// The configuration error of a parse that must fail, or a recorded issue.
@@ -17,7 +18,7 @@ private func failure(
     }
 }
 
-@Suite struct ConfigurationTests {
+@Suite(.testThreads) struct ConfigurationTests {
     @Test func defaults() throws {
         let configuration = try Configuration.parse(arguments: [], environment: [:])
         #expect(configuration.server.host == "127.0.0.1")

@@ -11,7 +11,7 @@ import Testing
 
 /// `exosphere healthcheck` against real sockets: a closed port, bare servers answering 200 or
 /// 503 or nothing, and a whole `Application`.
-@Suite struct HealthcheckCommandTests {
+@Suite(.testThreads) struct HealthcheckCommandTests {
     /// A bare HTTP server on a free loopback port whose `GET /healthz` answers `status`.
     static func server(status: HTTPStatus, host: String = "127.0.0.1") throws -> Server {
         var router = Router()

@@ -1,12 +1,13 @@
 import API
 import Mail
 import Outbox
+import TestSupport
 import Testing
 
 @testable import exosphere
 
 /// The mail and recovery settings of `exosphere serve`.
-@Suite struct MailConfigurationTests {
+@Suite(.testThreads) struct MailConfigurationTests {
     @Test func withoutARelayMailGoesToTheDevMailboxWithLinksToThisServer() throws {
         let configuration = try Configuration.parse(arguments: ["--port", "9000"], environment: [:])
         guard case .mailbox(let directory) = configuration.mail.transport else {

@@ -1,7 +1,8 @@
+import TestSupport
 import Testing
 import Cryptography
 
-@Suite struct Base64Tests {
+@Suite(.testThreads) struct Base64Tests {
     /// RFC 4648 §10 vectors, padding removed.
     @Test func rfc4648Vectors() {
         let vectors = [

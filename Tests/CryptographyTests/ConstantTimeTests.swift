@@ -1,7 +1,8 @@
+import TestSupport
 import Testing
 import Cryptography
 
-@Suite struct ConstantTimeTests {
+@Suite(.testThreads) struct ConstantTimeTests {
     @Test func equalAndUnequal() {
         #expect(ConstantTime.equals([1, 2, 3], [1, 2, 3]))
         #expect(!ConstantTime.equals([1, 2, 3], [1, 2, 4]))

@@ -1,7 +1,9 @@
 import Cryptography
+import TestSupport
 import Testing
 
 /// HMAC-SHA-256 against RFC 4231's test vectors.
+@Suite(.testThreads)
 struct HMACTests {
     static func bytes(_ hex: String) -> [UInt8] { Hex.decode(hex)! }
 

@@ -23,7 +23,7 @@ private final class Gate: @unchecked Sendable {
 
 private struct Boom: Error, Equatable {}
 
-@Suite struct HashingPoolTests {
+@Suite(.testThreads) struct HashingPoolTests {
     @Test func runsWorkAndReturnsItsResult() throws {
         let pool = HashingPool(workers: 2)
         #expect(try pool.run { 6 * 7 } == 42)

@@ -1,7 +1,8 @@
+import TestSupport
 import Testing
 import Cryptography
 
-@Suite struct HexTests {
+@Suite(.testThreads) struct HexTests {
     @Test func roundTrip() {
         let bytes: [UInt8] = [0x00, 0x01, 0x7f, 0x80, 0xab, 0xff]
         #expect(Hex.encode(bytes) == "00017f80abff")

@@ -1,7 +1,8 @@
+import TestSupport
 import Testing
 import Cryptography
 
-@Suite struct PBKDF2Tests {
+@Suite(.testThreads) struct PBKDF2Tests {
     /// RFC 7914 §11.
     @Test func rfc7914Vectors() throws {
         let first = try PBKDF2.hmacSHA256(

@@ -1,8 +1,9 @@
 import Glibc
+import TestSupport
 import Testing
 import Cryptography
 
-@Suite struct PasswordHasherTests {
+@Suite(.testThreads) struct PasswordHasherTests {
     let hasher = try! PasswordHasher(parameters: .testing, allowWeakParameters: true)
 
     @Test func phcFormatRoundTrip() throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// `PublicKey` against keys and signatures made by the `openssl` command: what OpenSSL signed
 /// verifies, anything changed does not, and parts that make no acceptable key make none.
-@Suite struct PublicKeyTests {
+@Suite(.testThreads) struct PublicKeyTests {
     /// An RSA 2048 and a P-256 key, a message, and each key's signature of it (`openssl dgst`).
     struct Material {
         let rsaModulus: [UInt8]

@@ -1,7 +1,8 @@
+import TestSupport
 import Testing
 @testable import Cryptography
 
-@Suite struct SHA256Tests {
+@Suite(.testThreads) struct SHA256Tests {
     @Test func knownAnswers() {
         #expect(
             SHA256.hexDigest("abc".utf8)

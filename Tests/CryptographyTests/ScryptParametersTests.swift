@@ -1,7 +1,8 @@
+import TestSupport
 import Testing
 import Cryptography
 
-@Suite struct ScryptParametersTests {
+@Suite(.testThreads) struct ScryptParametersTests {
     @Test func owaspDefaults() {
         let owasp = ScryptParameters.owasp
         #expect((owasp.logN, owasp.r, owasp.p) == (17, 8, 1))

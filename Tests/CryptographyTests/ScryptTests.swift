@@ -1,7 +1,8 @@
+import TestSupport
 import Testing
 @testable import Cryptography
 
-@Suite struct ScryptTests {
+@Suite(.testThreads) struct ScryptTests {
     /// RFC 7914 §12 (the N=2^20 vector is left out: about 1 GiB and several seconds).
     @Test(arguments: [
         (

@@ -1,7 +1,8 @@
+import TestSupport
 import Testing
 import Cryptography
 
-@Suite struct SecureRandomTests {
+@Suite(.testThreads) struct SecureRandomTests {
     @Test func producesRequestedCount() throws {
         #expect(try SecureRandom.bytes(count: 0) == [])
         #expect(try SecureRandom.bytes(count: 1).count == 1)

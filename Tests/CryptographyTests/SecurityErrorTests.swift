@@ -1,8 +1,9 @@
 import COpenSSL
+import TestSupport
 import Testing
 @testable import Cryptography
 
-@Suite struct SecurityErrorTests {
+@Suite(.testThreads) struct SecurityErrorTests {
     @Test func descriptionIsGenericAndDetailOnlyInDebugDescription() {
         let error = SecurityError(.malformedHash, detail: "malformed salt")
         #expect(error.code == .malformedHash)

@@ -1,7 +1,8 @@
+import TestSupport
 import Testing
 import Cryptography
 
-@Suite struct SessionTokenTests {
+@Suite(.testThreads) struct SessionTokenTests {
     @Test func formatAndLength() throws {
         let token = try SessionToken.generate()
         #expect(token.text.utf8.count == 43)

@@ -1,9 +1,10 @@
 import ExosphereClient
 import Foundation
+import TestSupport
 import Testing
 
 /// Registration, sign-in, sign-out, sessions, the password and the account, through the client.
-@Suite(.liveServer("accounts"), .serialized)  // tests count the server's answers in its metrics
+@Suite(.testThreads, .liveServer("accounts"), .serialized)  // tests count the server's answers in its metrics
 struct AccountsTests {
     let server: LiveServer
 

@@ -1,7 +1,9 @@
 import ExosphereClient
 import Foundation
+import TestSupport
 import Testing
 
+@Suite(.testThreads)
 struct CalendarDateTests {
     @Test func parsesAndWritesExactlyYYYYMMDD() throws {
         let date = try #require(CalendarDate("1994-05-17"))

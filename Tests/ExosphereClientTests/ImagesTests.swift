@@ -8,7 +8,7 @@ import TestSupport
 import Testing
 
 /// Images: upload, the list in both orders, downloads through the disk cache, deletion.
-@Suite(.liveServer("images"), .serialized)  // tests count the server's answers in its metrics
+@Suite(.testThreads, .liveServer("images"), .serialized)  // tests count the server's answers in its metrics
 struct ImagesTests {
     let server: LiveServer
 

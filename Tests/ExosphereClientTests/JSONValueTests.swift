@@ -1,5 +1,6 @@
 @testable import ExosphereClient
 import Foundation
+import TestSupport
 import Testing
 
 /// The client's own JSON: number literals keep their kind both ways.
@@ -61,6 +62,7 @@ struct JSONValueTests {
 }
 
 /// RFC 3339 timestamps.
+@Suite(.testThreads)
 struct TimestampTests {
     @Test func readsEveryRFC3339Form() throws {
         let utc = try #require(Timestamp.parse("2026-11-29T17:39:01.123Z"))
@@ -85,6 +87,7 @@ struct TimestampTests {
 }
 
 /// Problem documents become `ExosphereError`s; retries are decided from them.
+@Suite(.testThreads)
 struct ExosphereErrorTests {
     @Test func aProblemDocumentGivesCodeDetailAndFields() {
         let body = Data(
@@ -134,6 +137,7 @@ struct ExosphereErrorTests {
 }
 
 /// The client's state: a refusal of an old token does not end a newer session.
+@Suite(.testThreads)
 struct ClientStateTests {
     @Test func aRefusedOldTokenLeavesANewerSessionAlone() throws {
         let store = InMemorySessionStore()

@@ -2,12 +2,13 @@ import ExosphereClient
 import Foundation
 import Postgres
 import Synchronization
+import TestSupport
 import Testing
 
 /// `Exosphere.liveChanges()` against a real server: changes from another device arrive, a server
 /// restart is bridged with `Last-Event-ID` (nothing missed, nothing repeated), and the end of the
 /// session ends the sequence and signs the client out.
-@Suite(.liveServer("live", { $0.liveEvents.heartbeat = .seconds(1) }))
+@Suite(.testThreads, .liveServer("live", { $0.liveEvents.heartbeat = .seconds(1) }))
 struct LiveChangesTests {
     let server: LiveServer
 

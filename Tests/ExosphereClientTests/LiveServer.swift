@@ -248,14 +248,17 @@ struct LiveServerTrait: SuiteTrait, TestScoping {
     var isRecursive: Bool { false }
 
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        let server = try LiveServer(name, adjust)
-        do {
-            try await LiveServer.$current.withValue(server) { try await function() }
-        } catch {
-            server.finish(keepLog: true)
-            throw error
+        // Starting and stopping a server blocks: on a test thread, while a place for a server is held.
+        try await TestThreads.run(holding: TestThreads.serverLimit) {
+            let server = try LiveServer(name, adjust)
+            do {
+                try await LiveServer.$current.withValue(server) { try await function() }
+            } catch {
+                server.finish(keepLog: true)
+                throw error
+            }
+            server.finish(keepLog: false)
         }
-        server.finish(keepLog: false)
     }
 }
 

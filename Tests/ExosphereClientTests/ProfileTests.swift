@@ -1,10 +1,11 @@
 import ExosphereClient
 import Foundation
+import TestSupport
 import Testing
 
 /// The profile: typed custom fields, fetch with `If-None-Match`, save as a conditional merge
 /// patch, conflicts, the schema.
-@Suite(.liveServer("profile"), .serialized)  // tests count the server's answers in its metrics
+@Suite(.testThreads, .liveServer("profile"), .serialized)  // tests count the server's answers in its metrics
 struct ProfileTests {
     let server: LiveServer
 

@@ -5,7 +5,7 @@ import Testing
 
 /// docs/ios-client.md, "Using Exosphere from an iOS app": its code is ReadmeSamples.swift's, which
 /// compiles with the tests and runs here against a live server.
-@Suite(.liveServer("readme"), .serialized)
+@Suite(.testThreads, .liveServer("readme"), .serialized)
 struct ReadmeTests {
     let server: LiveServer
 

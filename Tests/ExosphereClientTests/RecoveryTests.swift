@@ -1,10 +1,11 @@
 import ExosphereClient
 import Foundation
+import TestSupport
 import Testing
 
 /// Password reset and email verification through the mailed links, and the activity list,
 /// through the client against a live server whose mail is read back from its dev mailbox.
-@Suite(.liveServer("recovery"), .serialized)  // tests count the server's answers in its metrics
+@Suite(.testThreads, .liveServer("recovery"), .serialized)  // tests count the server's answers in its metrics
 struct RecoveryTests {
     let server: LiveServer
 
@@ -202,6 +203,7 @@ struct RecoveryTests {
 }
 
 /// Reading mailed links and event types: no server.
+@Suite(.testThreads)
 struct RecoveryLinkTests {
     @Test func aResetOrVerificationLinkGivesItsToken() throws {
         let token = "q0pM2aVxk7Lr9_ZbWc-3yT8nHf1JdS6uEo4iGpX5vBA"

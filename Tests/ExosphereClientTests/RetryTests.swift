@@ -6,6 +6,7 @@ import Testing
 /// A server at its limit: one hashing thread and no queue, so sign-ins sent together are
 /// refused with `503 overloaded` and `Retry-After: 1`, except the one being hashed.
 @Suite(
+    .testThreads,
     .liveServer("overloaded") { configuration in
         configuration.passwordHashing = .owaspCompact  // a real hash takes long enough for the others to arrive
         configuration.hashingThreads = 1
@@ -69,6 +70,7 @@ struct OverloadRetryTests {
 
 /// Throttles: `429` is retried when `Retry-After` is short, thrown at once when it is long.
 @Suite(
+    .testThreads,
     .liveServer("throttled") { configuration in
         configuration.accounts.signInPerEmailAndAddress.limit = 2
         // Long enough that the attempts fit in it on a loaded machine; the test that waits a lock out
@@ -126,7 +128,7 @@ struct ThrottleRetryTests {
 }
 
 /// A server that accepts connections and never answers.
-@Suite struct TimeoutTests {
+@Suite(.testThreads) struct TimeoutTests {
     @Test func aServerThatDoesNotAnswerFailsAfterTheTimeoutWithoutRetries() async throws {
         let listener = try SilentListener(backlog: 8)
         defer { listener.close() }

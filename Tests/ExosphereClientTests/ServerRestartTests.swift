@@ -1,9 +1,10 @@
 import ExosphereClient
 import Foundation
+import TestSupport
 import Testing
 
 /// The server goes away in the middle of a session and comes back on the same port and database.
-@Suite(.liveServer("restart"))
+@Suite(.testThreads, .liveServer("restart"))
 struct ServerRestartTests {
     let server: LiveServer
 

@@ -1,9 +1,10 @@
 import ExosphereClient
 import Foundation
+import TestSupport
 import Testing
 
 /// Sessions that end on the server: the client signs out and says so.
-@Suite(.liveServer("expiry"))
+@Suite(.testThreads, .liveServer("expiry"))
 struct SessionExpiryTests {
     let server: LiveServer
 

@@ -1,7 +1,9 @@
 import ExosphereClient
 import Foundation
+import TestSupport
 import Testing
 
+@Suite(.testThreads)
 struct SessionStoreTests {
     @Test func theFileStoreKeepsTheSessionForItsOwnerOnly() throws {
         let directory = try temporaryDirectory("file-store")

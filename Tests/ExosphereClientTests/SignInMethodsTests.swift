@@ -6,7 +6,7 @@ import Testing
 
 /// Sign in with Google, identities, and the passkey calls' shapes through the client, against a
 /// server whose Google keys come from a real key set server.
-@Suite(.serialized)
+@Suite(.testThreads, .serialized)
 struct SignInMethodsTests {
     static let client = "client-tests.apps.googleusercontent.com"
 

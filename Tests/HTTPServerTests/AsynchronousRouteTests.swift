@@ -61,7 +61,7 @@ final class PipeSource: LoopSource {
 
 /// Routes answered on the event loop through a `Responder`: at once, later from a watched source,
 /// or by the blocking fallback.
-@Suite(.serialized) struct AsynchronousRouteTests {
+@Suite(.testThreads, .serialized) struct AsynchronousRouteTests {
     static func router() -> Router {
         testRouter { router in
             router.add(

@@ -1,5 +1,6 @@
 import HTTP
 @testable import HTTPServer
+import TestSupport
 import Testing
 
 /// One second of the monotonic clock, in nanoseconds.
@@ -80,7 +81,7 @@ private func get(_ path: String, _ extra: String = "") -> String {
     "GET \(path) HTTP/1.1\r\nHost: example.com\r\n\(extra)\r\n"
 }
 
-@Suite struct ConnectionStateMachineTests {
+@Suite(.testThreads) struct ConnectionStateMachineTests {
     // MARK: - Requests and responses
 
     @Test func simpleGetIsDispatched() {
@@ -659,7 +660,7 @@ private func get(_ path: String, _ extra: String = "") -> String {
 }
 
 /// Admission: a route that must check a request's head before a large body is read.
-@Suite struct ConnectionAdmissionTests {
+@Suite(.testThreads) struct ConnectionAdmissionTests {
     private func admitting(threshold: Int = 100) -> ConnectionStateMachine {
         ConnectionStateMachine(
             configuration: configuration { $0.admissionThreshold = threshold }, now: 0,
@@ -728,7 +729,7 @@ private func get(_ path: String, _ extra: String = "") -> String {
 }
 
 /// Bodies that stall, and requests that take too long in all.
-@Suite struct BodyDeadlineTests {
+@Suite(.testThreads) struct BodyDeadlineTests {
     private func slowBodies(bodyLimit: Int = 1 << 20) -> ConnectionStateMachine {
         ConnectionStateMachine(
             configuration: configuration { server in

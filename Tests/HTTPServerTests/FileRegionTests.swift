@@ -4,6 +4,7 @@ import Glibc
 import HTTP
 @testable import HTTPServer
 import SocketClient
+import TestSupport
 import Testing
 
 /// A temporary file of deterministic bytes, removed with the value's `remove()`.
@@ -70,7 +71,7 @@ private func startFileServer(_ file: TemporaryFile) throws -> Server {
 }
 
 /// File bodies on a real socket: written with `sendfile`, never leaking the descriptor.
-@Suite(.serialized) struct FileRegionTests {
+@Suite(.testThreads, .serialized) struct FileRegionTests {
     @Test func fileIsServedByteIdenticalAndTheConnectionIsReused() throws {
         let file = try TemporaryFile(size: 3 << 20)
         defer { file.remove() }

@@ -5,12 +5,13 @@ import FoundationNetworking
 import Glibc
 import HTTP
 @testable import HTTPServer
+import TestSupport
 import Testing
 
 /// The server on a real socket: 127.0.0.1, an ephemeral port, a raw client that controls every byte.
 ///
 /// Serialized: several tests measure latency or CPU time, and the machine has two cores.
-@Suite(.serialized) struct HTTPServerTests {
+@Suite(.testThreads, .serialized) struct HTTPServerTests {
     // MARK: - Connections
 
     @Test func keepAliveServesTwoRequestsOnOneConnection() throws {

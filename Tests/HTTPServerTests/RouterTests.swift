@@ -1,5 +1,6 @@
 import HTTP
 @testable import HTTPServer
+import TestSupport
 import Testing
 
 private func ok(_ tag: String) -> Router.Handler {
@@ -46,7 +47,7 @@ private func body(of match: Router.Match) throws -> String? {
     return String(decoding: response.body, as: UTF8.self)
 }
 
-@Suite struct RouterTests {
+@Suite(.testThreads) struct RouterTests {
     @Test func staticRoutes() throws {
         let r = router()
         #expect(try body(of: r.match(method: .get, path: "/healthz")) == "health")

@@ -2,7 +2,7 @@ import HTTP
 import TestSupport
 import Testing
 
-@Suite struct ByteRangeTests {
+@Suite(.testThreads) struct ByteRangeTests {
     func partial(_ offset: Int, _ length: Int) -> ByteRange.Evaluation { .partial(ByteRange(offset: offset, length: length)) }
 
     @Test func noHeaderOrAnotherUnitIsFull() {

@@ -1,8 +1,9 @@
 import HTTP
+import TestSupport
 import Testing
 
 /// The decoder on its own; whole requests with chunked bodies are in `RequestCorpus.chunked`.
-@Suite struct ChunkedDecoderTests {
+@Suite(.testThreads) struct ChunkedDecoderTests {
     /// Decodes `input` delivered in pieces ending at `cuts`, as the connection would feed it.
     func decode(
         _ input: String, cuts: [Int] = [], maxBodyBytes: Int = 1 << 20,

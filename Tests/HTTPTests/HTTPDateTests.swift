@@ -1,8 +1,9 @@
 import CivilTime
 @testable import HTTP
+import TestSupport
 import Testing
 
-@Suite struct HTTPDateTests {
+@Suite(.testThreads) struct HTTPDateTests {
     @Test(arguments: [
         (0, "Thu, 01 Jan 1970 00:00:00 GMT"),
         (784_111_777, "Sun, 06 Nov 1994 08:49:37 GMT"),  // RFC 9110 §5.6.7's example

@@ -1,7 +1,8 @@
 import HTTP
+import TestSupport
 import Testing
 
-@Suite struct HTTPHeadersTests {
+@Suite(.testThreads) struct HTTPHeadersTests {
     @Test func emptyHeaders() {
         let headers = HTTPHeaders()
         #expect(headers.isEmpty)

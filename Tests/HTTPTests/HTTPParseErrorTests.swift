@@ -1,8 +1,9 @@
 import HTTP
+import TestSupport
 import Testing
 
 /// The codes are a stable contract with clients and logs: changing one is a breaking change.
-@Suite struct HTTPParseErrorTests {
+@Suite(.testThreads) struct HTTPParseErrorTests {
     @Test func stableCodesAndStatuses() {
         let expected: [(HTTPParseError, String, Int)] = [
             (.invalidRequestLine, "invalid_request_line", 400), (.invalidMethod, "invalid_method", 400),

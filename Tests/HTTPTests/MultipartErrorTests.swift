@@ -1,8 +1,9 @@
 import HTTP
+import TestSupport
 import Testing
 
 /// The codes are a stable contract with clients and logs: changing one is a breaking change.
-@Suite struct MultipartErrorTests {
+@Suite(.testThreads) struct MultipartErrorTests {
     @Test func stableCodesAndStatuses() {
         let expected: [(MultipartError, String, Int)] = [
             (.malformed, "malformed", 400), (.invalidBoundary, "invalid_boundary", 400),

@@ -2,7 +2,7 @@ import HTTP
 import TestSupport
 import Testing
 
-@Suite struct MultipartFormDataTests {
+@Suite(.testThreads) struct MultipartFormDataTests {
     static let curlBoundary = "------------------------d74496d66958873e"
     static let pngBytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52]
 

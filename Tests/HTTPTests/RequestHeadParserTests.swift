@@ -1,9 +1,10 @@
 import HTTP
+import TestSupport
 import Testing
 
 /// The corpus, parsed whole, split in two at every boundary, and fed byte by byte: the outcome
 /// must never depend on how the bytes were segmented.
-@Suite struct RequestHeadParserTests {
+@Suite(.testThreads) struct RequestHeadParserTests {
     @Test func corpusSize() {
         #expect(RequestCorpus.all.count >= 150)
         let names = RequestCorpus.all.map(\.name)

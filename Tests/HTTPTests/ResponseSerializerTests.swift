@@ -1,7 +1,8 @@
 import HTTP
+import TestSupport
 import Testing
 
-@Suite struct ResponseSerializerTests {
+@Suite(.testThreads) struct ResponseSerializerTests {
     let date = HTTPDate.format(secondsSinceEpoch: 784_111_777)
 
     func serialize(

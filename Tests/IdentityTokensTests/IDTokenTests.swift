@@ -7,7 +7,7 @@ import Testing
 
 /// ID tokens signed by the `openssl` command with an RSA 2048 and a P-256 key, checked against a
 /// key set made from those keys' parts: every check of `IDToken.verify` refuses what it must.
-@Suite struct IDTokenTests {
+@Suite(.testThreads) struct IDTokenTests {
     static let issuer = "https://appleid.apple.com"
     static let audience = "com.example.app"
     static let now = Date(timeIntervalSince1970: 1_800_000_000)

@@ -6,7 +6,7 @@ import Testing
 
 /// The key set's cache without a network: a fetch that serves what the test says (or fails), and
 /// the clock the test gives.
-@Suite struct KeySetCacheTests {
+@Suite(.testThreads) struct KeySetCacheTests {
     /// A provider: its served set (nil: unreachable) and how often it was asked.
     final class Provider: Sendable {
         let served = Mutex<String?>(nil)

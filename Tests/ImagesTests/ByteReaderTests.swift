@@ -1,7 +1,8 @@
+import TestSupport
 import Testing
 @testable import Images
 
-@Suite struct ByteReaderTests {
+@Suite(.testThreads) struct ByteReaderTests {
     private func read<T>(_ bytes: [UInt8], _ body: (ByteReader) throws(ImageError) -> T) -> Result<T, ImageError> {
         bytes.withUnsafeBytes { buffer in
             Result { () throws(ImageError) -> T in try body(ByteReader(bytes: buffer, format: .png)) }

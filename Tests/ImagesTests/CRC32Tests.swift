@@ -1,8 +1,9 @@
 import Zip
+import TestSupport
 import Testing
 @testable import Images
 
-@Suite struct CRC32Tests {
+@Suite(.testThreads) struct CRC32Tests {
     @Test func knownValues() {
         #expect(CRC32.checksum([]) == 0)
         #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)

@@ -2,7 +2,7 @@ import TestSupport
 import Testing
 @testable import Images
 
-@Suite struct ISOBoxTests {
+@Suite(.testThreads) struct ISOBoxTests {
     private func box(_ bytes: [UInt8], at offset: Int = 0, parentEnd: UInt64 = .max) -> Result<ISOBox, ImageError> {
         bytes.withUnsafeBytes { buffer in
             Result { () throws(ImageError) -> ISOBox in

@@ -2,7 +2,7 @@ import TestSupport
 import Testing
 @testable import Images
 
-@Suite struct ImageFormatSignatureTests {
+@Suite(.testThreads) struct ImageFormatSignatureTests {
     @Test func sniffsEveryFormat() {
         #expect(ImageFormat.sniff(RealFiles.png3x2) == .png)
         #expect(ImageFormat.sniff(RealFiles.gif3x2) == .gif)

@@ -1,7 +1,8 @@
+import TestSupport
 import Testing
 @testable import Images
 
-@Suite struct ImageFormatTests {
+@Suite(.testThreads) struct ImageFormatTests {
     @Test func mimeTypes() {
         #expect(ImageFormat.allCases.map(\.mimeType) == ["image/jpeg", "image/png", "image/gif", "image/webp", "image/heic"])
         for format in ImageFormat.allCases {

@@ -2,7 +2,7 @@ import TestSupport
 import Testing
 @testable import Images
 
-@Suite struct ImageInspectorGIFTests {
+@Suite(.testThreads) struct ImageInspectorGIFTests {
     private func inspect(_ bytes: [UInt8]) -> Result<ImageInfo, ImageError> {
         ImageInspector.inspect(bytes, declared: .gif)
     }

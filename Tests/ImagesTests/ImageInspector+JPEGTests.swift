@@ -2,7 +2,7 @@ import TestSupport
 import Testing
 @testable import Images
 
-@Suite struct ImageInspectorJPEGTests {
+@Suite(.testThreads) struct ImageInspectorJPEGTests {
     private func inspect(_ bytes: [UInt8]) -> Result<ImageInfo, ImageError> {
         ImageInspector.inspect(bytes, declared: .jpeg)
     }

@@ -2,7 +2,7 @@ import TestSupport
 import Testing
 @testable import Images
 
-@Suite struct ImageInspectorWebPTests {
+@Suite(.testThreads) struct ImageInspectorWebPTests {
     private func inspect(_ bytes: [UInt8]) -> Result<ImageInfo, ImageError> {
         ImageInspector.inspect(bytes, declared: .webp)
     }

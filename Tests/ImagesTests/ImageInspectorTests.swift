@@ -2,7 +2,7 @@ import TestSupport
 import Testing
 @testable import Images
 
-@Suite struct ImageInspectorTests {
+@Suite(.testThreads) struct ImageInspectorTests {
     /// One valid sample per format and variant, with its size.
     static let samples: [(format: ImageFormat, bytes: [UInt8], size: [Int])] = [
         (.png, RealFiles.png3x2, [3, 2]),

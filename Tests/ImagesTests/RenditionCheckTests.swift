@@ -6,6 +6,7 @@ import Thumbnails
 
 /// What the server believes of a helper's rendition: its bytes are an image of the format and
 /// the dimensions it declares (the pool has checked the sizes and signatures before).
+@Suite(.testThreads)
 struct RenditionCheckTests {
     @Test(arguments: [ThumbnailFormat.webp, .jpeg])
     func aRenditionIsBelievedOnlyWhenItsHeaderAgrees(_ format: ThumbnailFormat) throws {

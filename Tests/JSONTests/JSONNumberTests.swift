@@ -1,7 +1,8 @@
+import TestSupport
 import Testing
 @testable import JSON
 
-@Suite struct JSONNumberTests {
+@Suite(.testThreads) struct JSONNumberTests {
     private func number(_ literal: String) throws -> JSONNumber {
         try #require(try JSONParser.parse(literal).numberValue)
     }

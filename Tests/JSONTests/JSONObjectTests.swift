@@ -1,7 +1,8 @@
+import TestSupport
 import Testing
 @testable import JSON
 
-@Suite struct JSONObjectTests {
+@Suite(.testThreads) struct JSONObjectTests {
     @Test func keepsInsertionOrder() {
         var object = JSONObject()
         for key in ["z", "a", "m", "b"] { object[key] = .string(key) }

@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 @testable import JSON
 
@@ -283,7 +284,7 @@ private let rejected: [ParseCase] = [
     ParseCase("depth 33 unclosed", String(repeating: "[", count: 33), .reject("too_deep")),
 ]
 
-@Suite struct JSONParserTests {
+@Suite(.testThreads) struct JSONParserTests {
     @Test(arguments: accepted + rejected)
     func table(_ testCase: ParseCase) {
         switch testCase.outcome {

@@ -1,7 +1,8 @@
+import TestSupport
 import Testing
 @testable import JSON
 
-@Suite struct JSONValueSerializationTests {
+@Suite(.testThreads) struct JSONValueSerializationTests {
     @Test(arguments: [
         "null", "true", "false", "0", "-0", "2", "2.0", "1E400", "-1.5e-7", "\"\"",
         #""\"\\\/\b\f\n\r\t\u0000\u001F\u00e9\uD83D\uDE00""#,

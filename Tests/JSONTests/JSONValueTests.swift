@@ -1,7 +1,8 @@
+import TestSupport
 import Testing
 @testable import JSON
 
-@Suite struct JSONValueTests {
+@Suite(.testThreads) struct JSONValueTests {
     @Test func literals() {
         let value: JSONValue = ["a": 1, "b": [true, nil], "c": 2.5, "d": "x", "e": [:], "f": []]
         guard case .object(let object) = value else {

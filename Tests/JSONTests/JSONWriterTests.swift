@@ -1,7 +1,8 @@
+import TestSupport
 import Testing
 @testable import JSON
 
-@Suite struct JSONWriterTests {
+@Suite(.testThreads) struct JSONWriterTests {
     private func text(_ writer: JSONWriter) -> String {
         String(decoding: writer.bytes, as: UTF8.self)
     }

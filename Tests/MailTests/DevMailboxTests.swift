@@ -5,7 +5,7 @@ import Glibc
 import Mail
 import Testing
 
-@Suite struct DevMailboxTests {
+@Suite(.testThreads) struct DevMailboxTests {
     @Test func writesAReadableMessage() throws {
         let root = try FileSystem.createTemporaryDirectory(prefix: "mail-devbox")
         defer { try? FileManager.default.removeItem(atPath: root) }

@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import Mail
 
-@Suite struct DotStuffingTests {
+@Suite(.testThreads) struct DotStuffingTests {
     private func stuffed(_ text: String) -> String { String(decoding: DotStuffing.encode(Array(text.utf8)), as: UTF8.self) }
 
     @Test func doublesLeadingDots() {

@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import Mail
 
-@Suite struct EncodedWordTests {
+@Suite(.testThreads) struct EncodedWordTests {
     @Test func knowsWhenItIsNeeded() {
         #expect(!EncodedWord.isNeeded(for: "Reset your password"))
         #expect(EncodedWord.isNeeded(for: "Pengaturan ulang — ✓"))

@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import Mail
 
-@Suite struct HeaderFieldTests {
+@Suite(.testThreads) struct HeaderFieldTests {
     private func lines(_ field: String) -> [Substring] {
         #expect(field.hasSuffix("\r\n"))
         // "\r\n" is a single Character.

@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import Mail
 
-@Suite struct MailAddressTests {
+@Suite(.testThreads) struct MailAddressTests {
     @Test func parsesTheForms() {
         #expect(MailAddress(parsing: "ann@example.org") == MailAddress("ann@example.org"))
         #expect(MailAddress(parsing: "  <ann@example.org> ") == MailAddress("ann@example.org"))

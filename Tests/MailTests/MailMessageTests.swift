@@ -4,7 +4,7 @@ import Testing
 
 @testable import Mail
 
-@Suite struct MailMessageTests {
+@Suite(.testThreads) struct MailMessageTests {
     static let date = Date(timeIntervalSince1970: 1_770_109_507)  // 2026-02-03T09:05:07Z
 
     private func text(_ message: MailMessage) -> String { String(decoding: message.rendered(), as: UTF8.self) }

@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import Mail
 
-@Suite struct QuotedPrintableTests {
+@Suite(.testThreads) struct QuotedPrintableTests {
     private func encode(_ text: String) -> String { QuotedPrintable.encode(lines: MIMETextPart.lines(of: text)) }
 
     @Test func leavesPrintableASCIIAlone() {

@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import Mail
 
-@Suite struct SMTPCapabilitiesTests {
+@Suite(.testThreads) struct SMTPCapabilitiesTests {
     @Test func readsKeywordsAndMechanisms() {
         let reply = SMTPReply(code: 250, lines: ["mail.example.org greets you", "SIZE 1000", "8bitmime", "STARTTLS", "AUTH login Plain", "SMTPUTF8"])
         let capabilities = SMTPCapabilities(ehloReply: reply)

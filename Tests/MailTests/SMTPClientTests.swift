@@ -6,7 +6,7 @@ import Testing
 @testable import Mail
 
 /// The client against a real SMTP server (aiosmtpd, `smtp_server.py`) on a loopback port.
-@Suite struct SMTPClientTests {
+@Suite(.testThreads) struct SMTPClientTests {
     static let date = Date(timeIntervalSince1970: 1_770_109_507)
 
     private func message(to recipient: String = "budi@example.org", subject: String = "Reset your password") -> MailMessage {

@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import Mail
 
-@Suite struct SMTPConfigurationTests {
+@Suite(.testThreads) struct SMTPConfigurationTests {
     private func expectInvalid(_ url: String, mentioning word: String, sourceLocation: SourceLocation = #_sourceLocation) {
         let error = #expect(throws: SMTPError.self, sourceLocation: sourceLocation) { try SMTPConfiguration(url: url) }
         #expect(error?.code == .invalidURL, sourceLocation: sourceLocation)

@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import Mail
 
-@Suite struct SMTPReplyParserTests {
+@Suite(.testThreads) struct SMTPReplyParserTests {
     let parser = SMTPReplyParser()
 
     private func parse(_ text: String) -> SMTPReplyParser.Result { parser.parse(Array(text.utf8)) }

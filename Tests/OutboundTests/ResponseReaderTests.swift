@@ -1,9 +1,10 @@
 import Outbound
+import TestSupport
 import Testing
 
 /// The HTTP/1.1 answers a provider's server may give, read from bytes as they arrive, split at
 /// every possible point: by length, by chunks, to the close; and what is refused.
-@Suite struct ResponseReaderTests {
+@Suite(.testThreads) struct ResponseReaderTests {
     /// Reads `bytes` fed in two parts split at `cut`, then the close; the response or the error.
     static func read(_ text: String, cut: Int? = nil, maximumBytes: Int = 1 << 20) -> Result<HTTPGet.Response, OutboundError> {
         let bytes = Array(text.utf8)

@@ -5,6 +5,7 @@ import Testing
 @testable import Outbox
 
 /// The built-in mail templates, their overrides from a directory, and how values fill them.
+@Suite(.testThreads)
 struct MailTemplatesTests {
     let values = [
         "appName": "Aplikasi Sehat", "name": "Ayu <b>", "email": "ayu@example.com", "newEmail": "new@example.com",

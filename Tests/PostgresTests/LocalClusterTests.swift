@@ -1,9 +1,10 @@
 import Foundation
 import Postgres
 import PostgresCluster
+import TestSupport
 import Testing
 
-@Suite struct LocalClusterTests {
+@Suite(.testThreads) struct LocalClusterTests {
     @Test func temporaryClusterIsRemovedOnStop() throws {
         let cluster = try LocalCluster.startTemporary()
         #expect(cluster.isTemporary && cluster.isRunning)

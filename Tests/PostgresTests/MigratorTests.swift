@@ -4,7 +4,7 @@ import Postgres
 import Synchronization
 import Testing
 
-@Suite struct MigratorTests {
+@Suite(.testThreads) struct MigratorTests {
     /// A fresh database (migrations share the fixed `schema_migrations` table) and a directory.
     func makeEnvironment(_ files: [String: String]) throws -> (pool: PostgresPool, directory: String) {
         let name = TestDatabase.uniqueName("migrations")

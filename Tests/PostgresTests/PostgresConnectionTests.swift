@@ -1,7 +1,8 @@
 import Postgres
+import TestSupport
 import Testing
 
-@Suite struct PostgresConnectionTests {
+@Suite(.testThreads) struct PostgresConnectionTests {
     @Test func settingsAppliedOnConnect() throws {
         let connection = try TestDatabase.connection {
             $0.applicationName = "exo-test"; $0.statementTimeout = .milliseconds(1500)

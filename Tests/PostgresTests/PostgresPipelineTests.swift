@@ -1,9 +1,10 @@
 import Glibc
 import Postgres
+import TestSupport
 import Testing
 
 /// `PostgresPipeline` against the real server, driven by `poll` the way an event loop drives it.
-@Suite struct PostgresPipelineTests {
+@Suite(.testThreads) struct PostgresPipelineTests {
     static let echo = PostgresStatement(unsafeSQL: "SELECT $1::int8 * 2, $2::text")
     static let divide = PostgresStatement(unsafeSQL: "SELECT 10 / $1::int8")
     static let backendPID = PostgresStatement(unsafeSQL: "SELECT pg_backend_pid()")

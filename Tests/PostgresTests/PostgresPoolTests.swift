@@ -6,7 +6,7 @@ import PostgresCluster
 import Synchronization
 import Testing
 
-@Suite struct PostgresPoolTests {
+@Suite(.testThreads) struct PostgresPoolTests {
     @Test func exhaustionTimesOutWithPoolTimeout() throws {
         let pool = PostgresPool(
             configuration: try TestDatabase.cluster().configuration(), size: 2,
@@ -190,7 +190,7 @@ import Testing
 /// While the server is failing, borrowers do not queue for it: one at a time (the probe) opens a
 /// connection, every other that finds none idle fails at once, and the first connection that comes
 /// back healthy ends it.
-@Suite struct PostgresPoolFailingServerTests {
+@Suite(.testThreads) struct PostgresPoolFailingServerTests {
     /// A "server" that completes the TCP handshake and then never says a word (a frozen server, or
     /// a pooler holding clients while it has no server): each attempt to connect lasts the whole
     /// connect timeout.

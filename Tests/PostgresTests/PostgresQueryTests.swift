@@ -1,7 +1,8 @@
 import Postgres
+import TestSupport
 import Testing
 
-@Suite struct PostgresQueryTests {
+@Suite(.testThreads) struct PostgresQueryTests {
     @Test func interpolatedValuesBecomeNumberedParameters() {
         let email = "ayu@example.com"
         let limit = 10

@@ -1,7 +1,8 @@
 import Postgres
+import TestSupport
 import Testing
 
-@Suite struct PostgresStatementTests {
+@Suite(.testThreads) struct PostgresStatementTests {
     @Test func preparedOncePerConnectionAndReusedWithNewValues() throws {
         let statement = PostgresStatement(unsafeSQL: "SELECT $1::int8 * 2 AS doubled, $2::text AS label")
         let connection = try TestDatabase.connection()

@@ -5,7 +5,7 @@ import Testing
 
 struct Deliberate: Error {}
 
-@Suite struct PostgresTransactionTests {
+@Suite(.testThreads) struct PostgresTransactionTests {
     @Test func commitsOnReturnAndRollsBackOnThrow() throws {
         let pool = try TestDatabase.pool()
         let table = TestDatabase.uniqueName("tx")

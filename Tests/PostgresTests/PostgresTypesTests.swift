@@ -1,9 +1,10 @@
 import FoundationEssentials
 import Postgres
+import TestSupport
 import Testing
 
 /// Round trips through a typed column and back, so that both encoding and decoding are exercised.
-@Suite struct PostgresTypesTests {
+@Suite(.testThreads) struct PostgresTypesTests {
     func roundTrip<Value: PostgresEncodable & PostgresDecodable & Equatable>(
         _ values: [Value], column type: String, sourceLocation: SourceLocation = #_sourceLocation
     ) throws {

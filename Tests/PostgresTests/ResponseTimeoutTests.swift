@@ -2,12 +2,13 @@ import FoundationEssentials
 import Glibc
 import Postgres
 import PostgresCluster
+import TestSupport
 import Testing
 
 /// A server that stops answering (its processes stopped with `SIGSTOP`) in the middle of a
 /// statement or of a `COPY`: the connection gives up after its response timeout instead of
 /// waiting for as long as the server is frozen.
-@Suite(.serialized) struct ResponseTimeoutTests {
+@Suite(.testThreads, .serialized) struct ResponseTimeoutTests {
     @Test func aStatementAndACopyToAFrozenServerTimeOut() throws {
         let cluster = try LocalCluster.startTemporary()
         defer { cluster.stop() }

@@ -1,8 +1,10 @@
+import TestSupport
 import Testing
 
 @testable import Thumbnails
 
 /// BlurHash against the reference C encoder (blurhash-python 1.2.2 on the same pixels).
+@Suite(.testThreads)
 struct BlurhashTests {
     static func gradient(width: Int = 32, height: Int = 24) -> [UInt8] {
         var pixels: [UInt8] = []

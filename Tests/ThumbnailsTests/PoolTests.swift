@@ -7,7 +7,7 @@ import Thumbnails
 
 /// The helper pool against real `exosphere-thumbnailer` processes and real files: thumbnails,
 /// placeholders, hostile files, helpers that die, and the confinement.
-@Suite(.serialized)
+@Suite(.testThreads, .serialized)
 struct PoolTests {
     static func pool(_ change: (inout ThumbnailerPool.Configuration) -> Void = { _ in }) throws -> ThumbnailerPool {
         var configuration = ThumbnailerPool.Configuration()

@@ -1,9 +1,11 @@
+import TestSupport
 import Testing
 
 @testable import Thumbnails
 
 /// The frames between the server and its helpers: what one side writes the other reads, and a
 /// helper's answer is checked field by field (it is not trusted).
+@Suite(.testThreads)
 struct WireTests {
     let job = ThumbnailJob(
         renditions: [ThumbnailSpec(size: 256, format: .webp), ThumbnailSpec(size: 1024, format: .jpeg)], placeholders: true,

@@ -6,7 +6,7 @@ import WebAuthn
 
 /// CBOR against RFC 8949's examples, and both ceremonies with a software authenticator: a P-256
 /// key the `openssl` command made, its COSE form, authenticator data and signatures built here.
-@Suite struct WebAuthnTests {
+@Suite(.testThreads) struct WebAuthnTests {
     static func hex(_ text: String) throws -> [UInt8] { try SigningKeys.bytes(hex: text) }
 
     @Test func cborDecodesRFC8949Examples() throws {

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The process and cluster drills, one after another, each alone on the machine and within a
+# budget of its own: a Patroni failover, pgbouncer, several instances, descriptor exhaustion,
+# slow readers, a frozen database, the binary's start-up and kills, the session cache across
+# instances, and the pages in a real browser. `swift test` leaves them out (the `.drill` trait);
+# here `EXOSPHERE_DRILLS=1` selects them. Like `swift test`, they start what they need themselves.
+#
+#   scripts/drills.sh              every drill
+#   scripts/drills.sh Pooler       the drills whose name matches
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+# name (a --filter pattern), budget in seconds
+drills=(
+    "APITests.FailoverTests 900"
+    "APITests.PoolerTests 600"
+    "APITests.MultiInstanceTests 600"
+    "APITests.SessionCacheAPITests 400"
+    "APITests.DatabaseFreezeTests 300"
+    "APITests.DescriptorExhaustionTests 300"
+    "APITests.SlowReadersTests 300"
+    "APITests.ExosphereProcessTests 400"
+    "APITests.ImagesProcessTests 400"
+    "AdminAPITests/theConsoleWorksInARealBrowser 300"
+    "FirstTenMinutesTests/theFirstAdministratorIsCreatedFromTheSetupLinkInARealBrowser 300"
+    "PasskeysAPITests/aRealBrowserRegistersAndSignsInWithAPasskey 300"
+    "RecoveryAPITests/thePagesFinishTheFlowsInARealBrowser 300"
+)
+
+swift build --build-tests || exit 1
+
+passed=0
+failed=0
+failures=()
+for drill in "${drills[@]}"; do
+    read -r name budget <<<"$drill"
+    if [ $# -gt 0 ] && [[ "$name" != *"$1"* ]]; then continue; fi
+    echo "=== drill $name (budget ${budget} s)"
+    start=$(date +%s)
+    EXOSPHERE_DRILLS=1 timeout --kill-after=30 "$budget" swift test --skip-build --filter "$name"
+    status=$?
+    elapsed=$(($(date +%s) - start))
+    if [ $status -eq 0 ]; then
+        echo "=== drill $name passed in ${elapsed} s"
+        passed=$((passed + 1))
+    else
+        [ $status -eq 124 ] && echo "=== drill $name ran out of its ${budget} s budget"
+        echo "=== drill $name FAILED (exit $status) after ${elapsed} s"
+        failed=$((failed + 1))
+        failures+=("$name")
+    fi
+done
+
+[ $failed -gt 0 ] && echo "failed drills: ${failures[*]}"
+echo "drills: $passed passed, $failed failed"
+[ $failed -eq 0 ]
