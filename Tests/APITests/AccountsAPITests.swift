@@ -321,24 +321,12 @@ struct AccountsAPITests {
             #expect(other.header("WWW-Authenticate") == wrongPassword.header("WWW-Authenticate"))
             #expect(other.headers.map { $0.name.lowercased() }.sorted() == wrongPassword.headers.map { $0.name.lowercased() }.sorted())
         }
-        // The same work: one scrypt verification each, real or dummy.
+        // The same work: one scrypt verification each, real or dummy. (That the dummy costs what
+        // a real one does is PasswordHasher's, at the hasher's own parameters; the times of the
+        // two sign-ins side by side are bench/signin-enumeration.sh's, not a test's under load.)
         #expect(wrongPasswordWork == 1)
         #expect(unknownWork == 1)
         #expect(malformedWork == 1)
-
-        // And roughly the same time (weak test parameters make hashing cheap, so this is coarse).
-        func median(_ body: () throws -> Void) rethrows -> Duration {
-            var samples: [Duration] = []
-            for _ in 0..<5 {
-                let start = ContinuousClock.now
-                try body()
-                samples.append(ContinuousClock.now - start)
-            }
-            return samples.sorted()[2]
-        }
-        let a = try median { _ = try server.signIn(account.email, wrong) }
-        let b = try median { _ = try server.signIn(server.uniqueEmail("nobody"), wrong) }
-        #expect(a < b * 5 + .milliseconds(20) && b < a * 5 + .milliseconds(20), "\(a) vs \(b)")
     }
 
     @Test func signInNeedsBothFieldsAsStrings() throws {

@@ -192,12 +192,18 @@ struct AccountsTests {
     @Test func authStateChangesEndWithTheClient() async throws {
         var client: Client? = try server.client()
         let changes = client!.authStateChanges()
+        // The watcher says when it has a change, so that the client goes while it waits for the next.
+        let (received, receiving) = AsyncStream<Void>.makeStream()
         let watcher = Task {
             var seen: [AuthStateChange] = []
-            for await change in changes { seen.append(change) }
+            for await change in changes {
+                seen.append(change)
+                receiving.yield()
+            }
             return seen
         }
-        try await Task.sleep(nanoseconds: 50_000_000)
+        var receipts = received.makeAsyncIterator()
+        #expect(await receipts.next() != nil, "the watcher saw no first change")
         client = nil
         #expect(await watcher.value == [.initial(nil)])
     }

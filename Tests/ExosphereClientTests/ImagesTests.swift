@@ -236,9 +236,14 @@ struct ImagesTests {
         }
         let first = try await client.uploadImage(photos[0], contentType: .png)
         let second = try await client.uploadImage(photos[1], contentType: .png)
-        try await Task.sleep(nanoseconds: 20_000_000)
+        // The cache orders its images by their files' modification times, stamped from a clock
+        // that moves in steps of milliseconds: `first` is used, and `third` written, only once a
+        // file written now is stamped later than `second` was.
+        try waitForTheFileClock(toPass: cache.appendingPathComponent(second.id), probing: try temporaryDirectory("clock-probe"))
         _ = try await client.downloadImage(first, cachePolicy: .returnCacheDataElseLoad)  // used: second is now the oldest
-        try await Task.sleep(nanoseconds: 20_000_000)
+        #expect(
+            try modificationTime(cache.appendingPathComponent(first.id)) > modificationTime(cache.appendingPathComponent(second.id)),
+            "reading the cached first image marks it as used after the second")
         let third = try await client.uploadImage(photos[2], contentType: .png)
         let kept = Set(try FileManager.default.contentsOfDirectory(atPath: cache.path).filter { !$0.hasSuffix(".etag") })
         #expect(kept == [first.id, third.id])
@@ -246,6 +251,22 @@ struct ImagesTests {
         client.clearImageCache()
         #expect(!FileManager.default.fileExists(atPath: cache.appendingPathComponent(first.id).path))
         #expect(try await client.downloadImage(second) == photos[1])
+    }
+}
+
+/// A file's modification time.
+private func modificationTime(_ file: URL) throws -> Date {
+    try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.modificationDate] as? Date, "no modification time for \(file.path)")
+}
+
+/// Waits (30 s at most) until a file written now is stamped later than `file` was, writing one
+/// in `directory` to see.
+private func waitForTheFileClock(toPass file: URL, probing directory: URL) throws {
+    let stamp = try modificationTime(file)
+    let probe = directory.appendingPathComponent("probe")
+    try waitUntil(timeout: .seconds(30), pollingEvery: .milliseconds(1), "files to be stamped later than \(file.lastPathComponent)") {
+        try Data([1]).write(to: probe, options: .atomic)
+        return try modificationTime(probe) > stamp
     }
 }
 

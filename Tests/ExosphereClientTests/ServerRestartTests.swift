@@ -10,6 +10,18 @@ struct ServerRestartTests {
 
     init() throws { server = try liveServer() }
 
+    /// Connections that failed while being made, in this network namespace (`AttemptFails` of
+    /// /proc/net/snmp): a connect to a port nobody listens on, refused, is one.
+    static func failedConnects() throws -> Int {
+        let lines = try String(contentsOfFile: "/proc/net/snmp", encoding: .utf8).split(separator: "\n").filter { $0.hasPrefix("Tcp:") }
+        let names = lines.first?.split(separator: " ") ?? []
+        let values = lines.dropFirst().first?.split(separator: " ") ?? []
+        guard let index = names.firstIndex(of: "AttemptFails"), index < values.count, let count = Int(values[index]) else {
+            throw LiveServerError("no Tcp AttemptFails in /proc/net/snmp")
+        }
+        return count
+    }
+
     @Test func aServerRestartedMidUseIsPickedUpWhereItLeftOff() async throws {
         let cache = try temporaryDirectory("restart-cache")
         let (client, email, password) = try await server.signedInClient(firstname: "Ayu") { $0.imageCacheDirectory = cache }
@@ -26,8 +38,12 @@ struct ServerRestartTests {
 
         // A request sent while it restarts is retried until it is back.
         let patient = try server.client { $0.retryPolicy = Client.RetryPolicy(maxRetries: 8, networkRetryDelay: 0.1) }
+        let refusedBefore = try Self.failedConnects()
         let signingIn = Task { try await patient.signIn(email: email, password: password) }
-        try await Task.sleep(nanoseconds: 300_000_000)
+        // Back only once two connections were refused meanwhile: the sign-in's first try and its
+        // first retry. (The count is the network namespace's: another test's refused connections
+        // can end this wait early, and then the sign-in may find the server back at once.)
+        try await waitUntil { try Self.failedConnects() >= refusedBefore + 2 }
         try server.start()
         #expect(try await signingIn.value.id == user.id, "the sign-in reached the restarted server")
 

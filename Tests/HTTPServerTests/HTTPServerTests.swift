@@ -218,61 +218,91 @@ import Testing
     // MARK: - Concurrency and timeouts
 
     @Test func blockingHandlerDoesNotDelayInlineHandler() throws {
-        let server = try startServer()
+        // The blocking handler holds its worker until the test lets it go, and the test lets it go
+        // only once the inline /healthz has been answered: an inline handler that waited behind
+        // the blocking one would never be answered (the client's read gives up after 5 s).
+        let started = Gate()
+        let release = Gate()
+        let server = try startServer(
+            router: testRouter { router in
+                router.get("/held") { _, _ in
+                    started.open()
+                    release.wait(timeout: 30)
+                    return Response(status: .ok, contentType: "text/plain", body: Array("held".utf8))
+                }
+            })
         defer { server.shutdown() }
+        defer { release.open() }  // before the shutdown (defers run last first), also when a check throws
         let slowClient = try RawClient(port: server.port)
         let fastClient = try RawClient(port: server.port)
-        let start = DispatchTime.now()
-        try slowClient.send("GET /slow HTTP/1.1\r\nHost: t\r\n\r\n")
+        try slowClient.send("GET /held HTTP/1.1\r\nHost: t\r\n\r\n")
+        try #require(started.wait(), "the blocking handler did not start")
         let health = try fastClient.request("GET", "/healthz")
-        let fast = elapsed(since: start)
         #expect(health.status == 200)
-        #expect(fast < 0.2, "inline /healthz took \(fast) s behind a 300 ms blocking handler")
-        #expect(try slowClient.readResponse().text == "slow")
-        #expect(elapsed(since: start) >= 0.3)
+        // Answered while the blocking handler still held its request: nothing of that answer yet.
+        var pending = pollfd(fd: slowClient.fd, events: Int16(POLLIN), revents: 0)
+        #expect(slowClient.bufferedCount == 0 && poll(&pending, 1, 0) == 0, "/held was answered before the test let it go")
+        release.open()
+        #expect(try slowClient.readResponse().text == "held")
     }
 
     @Test func slowlorisIsCutOffWhileFastClientIsServed() throws {
-        let server = try startServer { $0.headerTimeout = .seconds(1) }
+        // Two seconds of header timeout: room for the fast client's five requests to be answered
+        // before the slow client is cut, even on a loaded machine.
+        let server = try startServer { $0.headerTimeout = .seconds(2) }
         defer { server.shutdown() }
         let port = server.port
+        let dripping = Gate()
+        let cut = Gate()
         let slow = Background { () -> (status: Int, code: Bool, seconds: Double)? in
-            guard let client = try? RawClient(port: port, timeout: 4) else { return nil }
+            // Opened however the drip ends (an answer, a failed send, every byte sent).
+            defer { cut.open() }
+            guard let client = try? RawClient(port: port, timeout: 5) else { return nil }
             let bytes = Array("GET /hello HTTP/1.1\r\nHost: t\r\nX-Drip: \(String(repeating: "d", count: 100))\r\n\r\n".utf8)
             let start = DispatchTime.now()
             var pollFD = pollfd(fd: client.fd, events: Int16(POLLIN), revents: 0)
-            for byte in bytes {
-                // Stop dripping once the server has answered.
+            for (index, byte) in bytes.enumerated() {
+                // Stop dripping once the server has answered; a byte every 200 ms is the slow client.
                 if poll(&pollFD, 1, 200) > 0 { break }
                 guard (try? client.send([byte])) != nil else { break }
+                if index == 1 { dripping.open() }
             }
+            cut.open()
             guard let response = try? client.readResponse() else { return nil }
             return (response.status, response.text.contains(#""code":"header_timeout""#) && response.closes, elapsed(since: start))
         }
-        // Meanwhile another connection is served promptly, several times.
+        // The slow client's connection is open and its head half sent before the fast one starts.
+        try #require(dripping.wait(timeout: 10), "the slow client did not start dripping")
+        try waitUntil(timeout: .seconds(10), "the server to hold the slow connection") { server.openConnections == 1 }
+        // Meanwhile another connection is served, several times, each answer before the slow
+        // client is cut: a loop that waited on the slow client's head would answer only after.
         let fast = try RawClient(port: server.port)
-        for _ in 0..<5 {
-            let start = DispatchTime.now()
+        for round in 1...5 {
             #expect(try fast.request("GET", "/hello").status == 200)
-            #expect(elapsed(since: start) < 0.2)
-            usleep(150_000)
+            #expect(!cut.opened, "request \(round) of the fast client was answered only after the slow client was cut off")
         }
-        let result = slow.wait(timeout: 6) ?? nil
+        let result = slow.wait(timeout: 10) ?? nil
         #expect(result?.status == 408)
         #expect(result?.code == true)
-        // The deadline is the first byte plus 1 s; timers are checked every 250 ms.
-        #expect((result?.seconds ?? 0) >= 0.9)
-        #expect((result?.seconds ?? 99) < 1.8)
+        // The deadline is the first byte plus 2 s; timers are checked every 250 ms.
+        #expect((result?.seconds ?? 0) >= 1.9)
+        #expect((result?.seconds ?? 99) < 2.8)
     }
 
     @Test func connectionCapAnswers503AndCloses() throws {
-        let server = try startServer { $0.maxConnections = 2 }
+        // No timer of the server's can fire while the test runs: a refusal that waited for one
+        // (the head, the idle connection) would not reach the third client within its 5 s reads.
+        let server = try startServer {
+            $0.maxConnections = 2
+            $0.headerTimeout = .seconds(60)
+            $0.idleTimeout = .seconds(60)
+        }
         defer { server.shutdown() }
         let first = try RawClient(port: server.port)
         let second = try RawClient(port: server.port)
         #expect(try first.request("GET", "/hello").status == 200)
         #expect(try second.request("GET", "/hello").status == 200)
-        let start = DispatchTime.now()
+        // The third client sends nothing: the answer comes at the accept.
         let third = try RawClient(port: server.port)
         let refused = try third.readResponse()
         #expect(refused.status == 503)
@@ -280,7 +310,6 @@ import Testing
         #expect(refused["Retry-After"] == "1")
         #expect(refused.text.contains(#""code":"overloaded""#))
         #expect(third.readsEOF())
-        #expect(elapsed(since: start) < 0.5)
         // The two accepted connections are unaffected.
         #expect(try first.request("GET", "/hello").status == 200)
         #expect(server.openConnections == 2)
@@ -297,7 +326,13 @@ import Testing
         for _ in 0..<20 {
             let refused = try RawClient(port: server.port)
             try refused.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\n\r\n" + String(repeating: "z", count: 2000))
-            usleep(5_000)
+            // Read only once the server is done with the connection (its FIN, or the reset of a
+            // close with the request unread), so that the 503 must have survived it.
+            var ended = pollfd(fd: refused.fd, events: pollReadHangUp, revents: 0)
+            guard poll(&ended, 1, 10_000) == 1, ended.revents & (pollReadHangUp | Int16(POLLHUP) | Int16(POLLERR)) != 0 else {
+                failures.append("the server did not end the refused connection within 10 s (revents \(ended.revents))")
+                continue
+            }
             do {
                 #expect(try refused.readResponse().status == 503)
             } catch {
@@ -490,51 +525,64 @@ import Testing
 
     @Test func gracefulShutdownFinishesInFlightRequest() throws {
         let started = Gate()
+        let release = Gate()
+        // A drain timeout far longer than the test: shutdown must return because the last
+        // request ended, not because the drain gave up.
         let server = try startServer(
             router: testRouter { router in
                 router.get("/work") { _, _ in
                     started.open()
-                    usleep(500_000)
+                    release.wait(timeout: 30)
                     return Response(status: .ok, contentType: "text/plain", body: Array("done".utf8))
                 }
-            })
+            }
+        ) { $0.drainTimeout = .seconds(60) }
+        defer { release.open() }  // a failed check must not leave the handler waiting
         let port = server.port
         let idle = try RawClient(port: port)
         #expect(try idle.request("GET", "/hello").status == 200)
         let busy = try RawClient(port: port)
         try busy.send("GET /work HTTP/1.1\r\nHost: t\r\n\r\n")
-        #expect(started.wait())
+        try #require(started.wait(), "the in-flight handler did not start")
 
-        let start = DispatchTime.now()
-        let shutdown = Background { () -> Double in
+        let shutdown = Background { () -> Bool in
             server.shutdown()
-            return elapsed(since: start)
+            return true
         }
-        // The idle keep-alive connection is closed at once, without a response.
+        // The idle keep-alive connection is closed at once, without a response: while the
+        // in-flight request is still held (a server that closed it only after draining would
+        // leave the read to time out after 5 s).
         #expect(idle.readsEOF())
-        #expect(elapsed(since: start) < 0.4)
+        release.open()
         // The in-flight request still completes, and says the connection ends.
         let response = try busy.readResponse()
         #expect(response.status == 200)
         #expect(response.text == "done")
         #expect(response.closes)
         #expect(busy.readsEOF())
-        let took = shutdown.wait(timeout: 5)
-        #expect(took != nil, "shutdown did not return")
-        #expect((took ?? 99) < 2)
+        #expect(shutdown.wait(timeout: 10) != nil, "shutdown did not return once its last request was answered (drain timeout 60 s)")
         #expect(connectErrno(port: port) == ECONNREFUSED)
     }
 
     @Test func shutdownOfIdleServerReturnsPromptly() throws {
-        let server = try startServer { $0.eventLoops = 2 }
+        // With a drain timeout far longer than the test, returning at all means not draining.
+        let server = try startServer {
+            $0.eventLoops = 2
+            $0.drainTimeout = .seconds(60)
+        }
         let port = server.port
         let client = try RawClient(port: port)
         #expect(try client.request("GET", "/hello").status == 200)
-        let start = DispatchTime.now()
-        server.shutdown()
-        #expect(elapsed(since: start) < 1)
+        let shutdown = Background { () -> Bool in
+            server.shutdown()
+            return true
+        }
+        #expect(shutdown.wait(timeout: 10) != nil, "shutdown of an idle server waited for its drain timeout (60 s)")
         #expect(client.readsEOF())
         #expect(connectErrno(port: port) == ECONNREFUSED)
         server.shutdown()  // a second call is harmless
     }
+
+    /// `POLLRDHUP` (the peer shut down its writing), which Glibc declares only for `_GNU_SOURCE`.
+    private let pollReadHangUp: Int16 = 0x2000
 }
