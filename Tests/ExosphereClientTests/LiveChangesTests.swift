@@ -16,10 +16,9 @@ struct LiveChangesTests {
 
     /// What a sequence delivered, collected by a task of its own. A wait is resumed by the
     /// collecting task the moment what it waits for has come (or by its deadline, which fails it:
-    /// 600 s by default, longer than the whole suite runs, since under it the blocking tests hold
-    /// the cooperative pool's two threads and a new task waits for the tests queued before it: a
-    /// sequence that ends without touching the network once had not ended after 60 s, and with the
-    /// suite of 994 tests not after 180 s).
+    /// 30 s by default). The collecting task runs on the cooperative pool, which no test blocks
+    /// (`.testThreads`): before the tests ran on threads of their own, a sequence that ends without
+    /// touching the network had not ended after 180 s while the blocking tests held the pool.
     final class Collector: Sendable {
         private typealias Condition = @Sendable ([LiveChange], Result<Void, any Error>?) -> Bool
 
@@ -72,13 +71,13 @@ struct LiveChangesTests {
         func cancel() { shared.task.withLock { $0?.cancel() } }
 
         /// Waits until `count` changes came (failing after `timeout`); returns them all.
-        func waitFor(_ count: Int, timeout: Duration = .seconds(600)) async throws -> [LiveChange] {
+        func waitFor(_ count: Int, timeout: Duration = .seconds(30)) async throws -> [LiveChange] {
             try await wait(for: "\(count) changes", timeout: timeout) { changes, _ in changes.count >= count }
             return shared.state.withLock { $0.changes }
         }
 
         /// Waits until the sequence ended (failing after `timeout`); how it ended.
-        func ended(timeout: Duration = .seconds(600)) async throws -> Result<Void, any Error> {
+        func ended(timeout: Duration = .seconds(30)) async throws -> Result<Void, any Error> {
             try await wait(for: "the end of the sequence", timeout: timeout) { _, outcome in outcome != nil }
             return shared.state.withLock { $0.outcome! }
         }
