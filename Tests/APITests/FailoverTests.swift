@@ -165,32 +165,44 @@ struct FailoverTests {
                 return
             }
             if index == 8 {
-                // The drill: two seconds of load, the kill, then the promotion watched from outside.
-                usleep(2_000_000)
+                // The drill: the kill once every kind of load has been answered and sign-outs were
+                // checked on the other instance, then the promotion watched from outside, then the
+                // load goes on until every kind was answered again well after the promotion.
+                defer { stop.stop() }
+                try waitUntil(timeout: .seconds(60), "every kind of load answered before the kill") {
+                    log.answered(since: nil) && revocations.withLock { $0.checked.count >= 3 }
+                }
                 try pair.kill(node: leader)
                 killed.withLock { $0 = .now }
-                let deadline = ContinuousClock.now + .seconds(60)
-                while ContinuousClock.now < deadline {
-                    if (try? PatroniPair.isPrimary(port: replicaPort)) == true {
-                        promotedAt.withLock { $0 = .now }
-                        break
-                    }
-                    usleep(10_000)
+                // (The replica may refuse a connection while Patroni restarts it as the primary.)
+                try waitUntil(timeout: .seconds(60), pollingEvery: .milliseconds(10), "the replica's promotion") {
+                    (try? PatroniPair.isPrimary(port: replicaPort)) == true
                 }
-                usleep(3_000_000)
-                stop.stop()
+                let promoted = ContinuousClock.now
+                promotedAt.withLock { $0 = promoted }
+                // Writes are judged until 1 s after the promotion, and must stay back after it: the
+                // load runs until each kind was answered 2xx for requests sent 2 s after it.
+                try waitUntil(timeout: .seconds(60), "every kind of load answered after the promotion") {
+                    log.answered(since: promoted + .seconds(2)) && revocations.withLock { $0.checked.filter { $0 > promoted }.count >= 3 }
+                }
                 return
             }
             var sequence = 0
+            var sent = 0
             while !stop.isStopped {
                 let kind: DrillLog.Kind
                 let reply: Result<Reply, any Error>
                 let start = ContinuousClock.now
+                // Each request names itself, so that a failure can quote the instances' lines about it.
+                sent += 1
+                let id = "drill-\(index)-\(sent)"
                 switch index {
                 case 0..<4:
                     sequence += 1
                     kind = .write
-                    reply = Result { try send(port, "PATCH", "/users/me", token: fixed[index].token, json: #"{"data": {"seq": \#(sequence)}}"#) }
+                    reply = Result {
+                        try send(port, "PATCH", "/users/me", token: fixed[index].token, json: #"{"data": {"seq": \#(sequence)}}"#, id: id)
+                    }
                     if case .success(let answer) = reply, answer.status == 200 {
                         acknowledged.withLock { $0.sequences[index] = sequence }
                     }
@@ -198,19 +210,21 @@ struct FailoverTests {
                     sequence += 1
                     kind = .register
                     let email = "failover-new-\(sequence)-\(UInt32.random(in: 0...UInt32.max))@example.com"
-                    reply = Result { try send(port, "POST", "/users", json: #"{"email": "\#(email)", "password": "pw-\#(sequence)-long-enough"}"#) }
+                    reply = Result {
+                        try send(port, "POST", "/users", json: #"{"email": "\#(email)", "password": "pw-\#(sequence)-long-enough"}"#, id: id)
+                    }
                     if case .success(let answer) = reply, answer.status == 201 { acknowledged.withLock { $0.emails.append(email) } }
                 case 5, 6:
                     kind = .read
-                    reply = Result { try send(port, "GET", "/users/me", token: fixed[index - 5].token) }
+                    reply = Result { try send(port, "GET", "/users/me", token: fixed[index - 5].token, id: id) }
                 default:
                     kind = .signIn
                     let account = fixed[4]
                     reply = Result {
-                        try send(port, "POST", "/users/signin", json: #"{"email": "\#(account.email)", "password": "\#(account.password)"}"#)
+                        try send(port, "POST", "/users/signin", json: #"{"email": "\#(account.email)", "password": "\#(account.password)"}"#, id: id)
                     }
                 }
-                log.record(kind: kind, start: start, end: .now, reply: reply)
+                log.record(kind: kind, id: id, start: start, end: .now, reply: reply)
                 // A client's pace, not a flood: at most one request each 20 ms per thread, whatever the
                 // answer, so that the machine is not saturated and what is measured is the failover.
                 // (A pause after each answer let the outage's fast 503s come at about 1,000 a second,
@@ -230,11 +244,16 @@ struct FailoverTests {
             guard let status = sample.status, sample.end - sample.start < sample.kind.limit else { return true }
             return !((200..<300).contains(status) || (status == 503 && sample.retryAfter))
         }
+        let instanceLogs = deployment.a.stderr + deployment.b.stderr
         #expect(
             bad.isEmpty,
             """
-            \(path): \(bad.count) requests not answered well: \(bad.prefix(8).map(\.description)); \(summary)
-            the instances' errors: \(Self.errors(in: deployment.a.stderr + deployment.b.stderr))
+            \(path): \(bad.count) requests not answered well; \(summary)
+            \(bad.prefix(8).map { sample in
+                "\(sample) (sent \(sample.start - killedAt) after the kill, \(sample.start - promoted) after the promotion); the instances said: \(Self.lines(about: sample.id, in: instanceLogs))"
+            }.joined(separator: "\n"))
+            the instances' errors: \(Self.errors(in: instanceLogs))
+            haproxy: \(pair.proxyEvents()); pgbouncer: \(Self.closings(bouncer?.log ?? ""))
             """)
         // The kill was felt: writes were refused while no primary was there.
         #expect(samples.contains { $0.kind == .write && $0.status == 503 }, "\(path): no write was refused: \(summary)")
@@ -284,6 +303,13 @@ struct FailoverTests {
         return reasons
     }
 
+    /// An instance's log lines about one request (its access line has the status the server gave
+    /// and the time it took, `duration.ms`): none means the request never reached a handler.
+    static func lines(about id: String, in log: String) -> String {
+        let lines = log.split(separator: "\n").filter { $0.contains("request.id=\(id) ") || $0.hasSuffix("request.id=\(id)") }
+        return lines.isEmpty ? "nothing" : lines.joined(separator: " | ")
+    }
+
     /// The distinct error and warning messages of an instance's log (logfmt), for a failure's message.
     static func errors(in log: String) -> String {
         var seen: [String] = []
@@ -294,7 +320,7 @@ struct FailoverTests {
                 if !seen.contains(message) { seen.append(message) }
             }
         }
-        return seen.prefix(12).joined(separator: "\n")
+        return seen.prefix(20).joined(separator: "\n")
     }
 }
 
@@ -311,6 +337,8 @@ final class DrillLog: Sendable {
 
     struct Sample: Sendable, CustomStringConvertible {
         let kind: Kind
+        /// The request's `X-Request-Id`.
+        let id: String
         let start: ContinuousClock.Instant
         let end: ContinuousClock.Instant
         /// Nil when the request got no answer (the error says why).
@@ -318,20 +346,30 @@ final class DrillLog: Sendable {
         let retryAfter: Bool
         let detail: String
 
-        var description: String { "\(kind) \(status.map(String.init) ?? "no answer") after \(end - start): \(detail)" }
+        var description: String { "\(kind) \(id) \(status.map(String.init) ?? "no answer") after \(end - start): \(detail)" }
     }
 
     let samples = Mutex<[Sample]>([])
 
-    func record(kind: Kind, start: ContinuousClock.Instant, end: ContinuousClock.Instant, reply: Result<Reply, any Error>) {
+    /// Whether every kind of request was answered 2xx at least three times for requests sent after `start`.
+    func answered(since start: ContinuousClock.Instant?) -> Bool {
+        let answered = samples.withLock { samples in
+            samples.filter { sample in
+                (start.map { sample.start >= $0 } ?? true) && sample.status.map { (200..<300).contains($0) } == true
+            }.map(\.kind)
+        }
+        return [Kind.write, .register, .read, .signIn].allSatisfy { kind in answered.filter { $0 == kind }.count >= 3 }
+    }
+
+    func record(kind: Kind, id: String, start: ContinuousClock.Instant, end: ContinuousClock.Instant, reply: Result<Reply, any Error>) {
         let sample: Sample
         switch reply {
         case .success(let answer):
             sample = Sample(
-                kind: kind, start: start, end: end, status: answer.status, retryAfter: answer.header("Retry-After") != nil,
+                kind: kind, id: id, start: start, end: end, status: answer.status, retryAfter: answer.header("Retry-After") != nil,
                 detail: answer.status < 300 ? "" : String(answer.text.prefix(200)))
         case .failure(let error):
-            sample = Sample(kind: kind, start: start, end: end, status: nil, retryAfter: false, detail: "\(error)")
+            sample = Sample(kind: kind, id: id, start: start, end: end, status: nil, retryAfter: false, detail: "\(error)")
         }
         samples.withLock { $0.append(sample) }
     }
@@ -383,9 +421,10 @@ private final class DrillStop: @unchecked Sendable {
     }
 }
 
-/// One request on a new connection, with a 5 s limit for the whole exchange.
-private func send(_ port: Int, _ method: String, _ target: String, token: String? = nil, json: String? = nil) throws -> Reply {
+/// One request on a new connection, with a 5 s limit for the whole exchange; `id` is its `X-Request-Id`.
+private func send(_ port: Int, _ method: String, _ target: String, token: String? = nil, json: String? = nil, id: String? = nil) throws -> Reply {
     var headers: [(String, String)] = []
+    if let id { headers.append(("X-Request-Id", id)) }
     if let token { headers.append(("Authorization", "Bearer \(token)")) }
     if json != nil { headers.append(("Content-Type", "application/json")) }
     return try HTTPClient.send(
