@@ -132,6 +132,13 @@ final class PatroniPair: Sendable {
             try waitUntil(timeout: .seconds(20), "haproxy to reach the primary: \(processes.haproxy?.stderr ?? "")") {
                 (try? isPrimary(port: primaryPort)) == true
             }
+            // haproxy starts with both servers up and marks the standby down only after `fall`
+            // failed checks; until then it sends some connections to the standby, and cuts them
+            // when it marks it down (`on-marked-down shutdown-sessions`): a server starting then
+            // exited on "server conn crashed?" behind pgbouncer. Ready once the standby is down.
+            try waitUntil(timeout: .seconds(20), "haproxy to mark the standby down: \(processes.haproxy?.stderr ?? "")") {
+                pair.proxyEvents().contains { $0.contains("Server primary/node1 is DOWN") }
+            }
             return pair
         } catch {
             stop(processes, directory: directory)
