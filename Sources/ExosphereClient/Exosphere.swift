@@ -121,6 +121,9 @@ public final class Exosphere: Sendable {
         }
     }
 
+    /// How many `authStateChanges()` sequences are listening (for tests: a watcher is subscribed).
+    var authStateSubscriberCount: Int { state.withLock { $0.subscribers.count } }
+
     /// The token of the current session, if any.
     var currentToken: String? { state.withLock { $0.session?.accessToken } }
 

@@ -1,4 +1,4 @@
-import ExosphereClient
+@testable import ExosphereClient
 import Foundation
 import TestSupport
 import Testing
@@ -120,9 +120,10 @@ struct ReadmeTests {
         let tabletSession = await SessionModel(exosphere: tablet)
         let tabletWatching = Task { await tabletSession.watch() }
         defer { tabletWatching.cancel() }
-        // The watcher is listening once it has the stream's first event (the tablet still thinks
-        // it is signed in); only then is the session's end found out, or the watcher could miss it.
-        try await waitUntil { await tabletSession.user != nil }
+        // Only once the watcher is subscribed is the session's end found out, or the watcher would
+        // start after it and see only the signed-out state. (Its `user` says nothing of that: the
+        // model starts with the client's stored user.)
+        try await waitUntil { tablet.authStateSubscriberCount == 1 }
         let refused = await exosphereError { _ = try await tablet.fetchUser() }
         #expect(refused?.status == 401, "the password change ended this session: \(String(describing: refused))")
         try await waitUntil { await tabletSession.message == "Your session has ended. Please sign in again." }
@@ -243,13 +244,12 @@ struct ReadmeTests {
     }
 }
 
-/// Polls `condition` for up to 60 s: under the whole suite, blocking tests can hold the
-/// cooperative pool's threads, and an async test then waits long for its turn.
+/// Polls `condition` every 10 ms for up to 30 s.
 func waitUntil(_ condition: () async throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-    let deadline = Date().addingTimeInterval(60)
+    let deadline = Date().addingTimeInterval(30)
     while Date() < deadline {
         if try await condition() { return }
         try await Task.sleep(nanoseconds: 10_000_000)
     }
-    Issue.record("the condition did not become true within 60 s", sourceLocation: sourceLocation)
+    Issue.record("the condition did not become true within 30 s", sourceLocation: sourceLocation)
 }
