@@ -170,42 +170,36 @@ public struct TestFailure: Error, CustomStringConvertible {
 }
 
 /// Runs a command to its end and returns its standard output; throws with its error output if it fails.
+///
+/// The child writes to files it opens itself (`posix_spawn`'s file actions), never to a pipe of
+/// this process: a pipe's write end would be inherited by any child another test starts at the
+/// same moment (a key server, an SMTP server that lives for the whole suite), and a read to the
+/// end of the pipe would then wait for that child, not for this one.
 @discardableResult
 public func run(_ executable: String, _ arguments: [String], in directory: String? = nil) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    // Read both before waiting: a child blocked on a full pipe would never exit.
-    let errorData = ThreadedRead(errors.fileHandleForReading)
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw TestFailure("\(executable) \(arguments.joined(separator: " ")) failed: \(String(decoding: errorData.wait(), as: UTF8.self))")
+    let scratch = try makeTemporaryDirectory("exo-run")
+    defer { _ = try? FileManager.default.removeItem(atPath: scratch) }
+    let (outputPath, errorPath) = (scratch + "/stdout", scratch + "/stderr")
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    // In `directory`: through the shell, which changes to it and then becomes the command.
+    let command = directory.map { ["/bin/sh", "-c", #"cd "$0" && exec "$@""#, $0, executable] + arguments } ?? [executable] + arguments
+    let argv = command.map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, command[0], &actions, nil, argv, environ)
+    guard spawned == 0 else { throw TestFailure("\(executable): posix_spawn: \(String(cString: strerror(spawned)))") }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+    let output = try String(contentsOfFile: outputPath, encoding: .utf8)
+    // Exited (the low 7 bits are 0) with status 0.
+    guard status & 0x7F == 0 && (status >> 8) & 0xFF == 0 else {
+        let errors = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
+        throw TestFailure("\(executable) \(arguments.joined(separator: " ")) failed (wait status \(status)): \(errors)")
     }
-    return String(decoding: outputData, as: UTF8.self)
-}
-
-/// A pipe read to its end on another thread.
-final class ThreadedRead: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private var data = Data()
-
-    init(_ handle: FileHandle) {
-        Thread.detachNewThread { [self] in
-            data = handle.readDataToEndOfFile()
-            done.signal()
-        }
-    }
-
-    func wait() -> Data {
-        done.wait()
-        return data
-    }
+    return output
 }
