@@ -27,6 +27,8 @@ let package = Package(
         .target(name: "SocketClient"),
         // The proleptic Gregorian calendar: dates to and from days since 1970.
         .target(name: "CivilTime"),
+        // The wall clock that lifetimes, throttle windows and expiries read (tests move it). No dependencies.
+        .target(name: "Time"),
         // HTTP/1.1 messages, parser and serializer: no Foundation, no I/O.
         .target(name: "HTTP", dependencies: ["CivilTime"]),
         // Threads, a condition lock and a bounded thread pool for blocking work.
