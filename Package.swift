@@ -69,10 +69,11 @@ let package = Package(
         // `exosphere-thumbnailer`: the helper process that decodes images with libvips, confined.
         .target(name: "ThumbnailWorker", dependencies: ["CVips", "CLinux", "Thumbnails"]),
         // Users' images: format inspection (pure), the two storages, thumbnails, their SQL and files.
-        .target(name: "Images", dependencies: ["Postgres", "Cryptography", "Files", "StructuredLogging", "Threads", "Thumbnails", "Zip"]),
+        .target(name: "Images", dependencies: ["Postgres", "Cryptography", "Files", "StructuredLogging", "Threads", "Thumbnails", "Time", "Zip"]),
         // Users, custom fields, sessions, throttles, recovery tokens, activity: rules and their SQL.
         .target(
-            name: "Accounts", dependencies: ["CivilTime", "Postgres", "Cryptography", "JSON", "Outbox", "StructuredLogging", "Threads", "WebAuthn"]),
+            name: "Accounts",
+            dependencies: ["CivilTime", "Postgres", "Time", "Cryptography", "JSON", "Outbox", "StructuredLogging", "Threads", "WebAuthn"]),
         // Text files compiled in at build time as string literals (Plugins/EmbedFiles): the SQL of
         // migrations/, and the API's Resources/.
         .executableTarget(name: "embed-files"),
@@ -88,7 +89,7 @@ let package = Package(
             dependencies: [
                 "HTTPServer", "HTTP", "JSON", "StructuredLogging", "Postgres", "Cryptography", "Accounts", "Images", "Threads", "Files", "CLinux",
                 "LoopInterface", "Migrations", "PostgresLoop", "PostgresCluster", "Mail", "Outbox", "Thumbnails", "Zip", "LiveEvents",
-                "IdentityTokens", "Outbound", "WebAuthn",
+                "IdentityTokens", "Outbound", "Time", "WebAuthn",
             ],
             // Resources/ (the console, the pages, the OpenAPI document) is compiled in as string
             // literals by the EmbedFiles build plugin: see EmbeddedResources.
