@@ -139,7 +139,7 @@ let package = Package(
             dependencies: [
                 "API", "Accounts", "Cryptography", "Files", "HTTP", "HTTPServer", "Images", "JSON", "Mail",
                 "Migrations", "Postgres", "PostgresCluster", "SocketClient", "StructuredLogging", "TestSupport", "Thumbnails",
-                "IdentityTokens", "Threads",
+                "IdentityTokens", "Threads", "Time",
             ]),
         // The command line: parsing, usage, the health check.
         .testTarget(
