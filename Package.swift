@@ -150,7 +150,8 @@ let package = Package(
             ]),
         // The client against a real server started in-process on a throwaway PostgreSQL.
         .testTarget(
-            name: "ExosphereClientTests", dependencies: ["ExosphereClient", "API", "Postgres", "PostgresCluster", "StructuredLogging", "TestSupport"]),
+            name: "ExosphereClientTests",
+            dependencies: ["ExosphereClient", "API", "Postgres", "PostgresCluster", "StructuredLogging", "TestSupport", "Time"]),
     ],
     swiftLanguageModes: [.v6]
 )
