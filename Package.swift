@@ -27,6 +27,8 @@ let package = Package(
         .target(name: "SocketClient"),
         // The proleptic Gregorian calendar: dates to and from days since 1970.
         .target(name: "CivilTime"),
+        // The wall clock that lifetimes, throttle windows and expiries read (tests move it). No dependencies.
+        .target(name: "Time"),
         // HTTP/1.1 messages, parser and serializer: no Foundation, no I/O.
         .target(name: "HTTP", dependencies: ["CivilTime"]),
         // Threads, a condition lock and a bounded thread pool for blocking work.
@@ -67,10 +69,11 @@ let package = Package(
         // `exosphere-thumbnailer`: the helper process that decodes images with libvips, confined.
         .target(name: "ThumbnailWorker", dependencies: ["CVips", "CLinux", "Thumbnails"]),
         // Users' images: format inspection (pure), the two storages, thumbnails, their SQL and files.
-        .target(name: "Images", dependencies: ["Postgres", "Cryptography", "Files", "StructuredLogging", "Threads", "Thumbnails", "Zip"]),
+        .target(name: "Images", dependencies: ["Postgres", "Cryptography", "Files", "StructuredLogging", "Threads", "Thumbnails", "Time", "Zip"]),
         // Users, custom fields, sessions, throttles, recovery tokens, activity: rules and their SQL.
         .target(
-            name: "Accounts", dependencies: ["CivilTime", "Postgres", "Cryptography", "JSON", "Outbox", "StructuredLogging", "Threads", "WebAuthn"]),
+            name: "Accounts",
+            dependencies: ["CivilTime", "Postgres", "Time", "Cryptography", "JSON", "Outbox", "StructuredLogging", "Threads", "WebAuthn"]),
         // Text files compiled in at build time as string literals (Plugins/EmbedFiles): the SQL of
         // migrations/, and the API's Resources/.
         .executableTarget(name: "embed-files"),
@@ -86,7 +89,7 @@ let package = Package(
             dependencies: [
                 "HTTPServer", "HTTP", "JSON", "StructuredLogging", "Postgres", "Cryptography", "Accounts", "Images", "Threads", "Files", "CLinux",
                 "LoopInterface", "Migrations", "PostgresLoop", "PostgresCluster", "Mail", "Outbox", "Thumbnails", "Zip", "LiveEvents",
-                "IdentityTokens", "Outbound", "WebAuthn",
+                "IdentityTokens", "Outbound", "Time", "WebAuthn",
             ],
             // Resources/ (the console, the pages, the OpenAPI document) is compiled in as string
             // literals by the EmbedFiles build plugin: see EmbeddedResources.
@@ -136,7 +139,7 @@ let package = Package(
             dependencies: [
                 "API", "Accounts", "Cryptography", "Files", "HTTP", "HTTPServer", "Images", "JSON", "Mail",
                 "Migrations", "Postgres", "PostgresCluster", "SocketClient", "StructuredLogging", "TestSupport", "Thumbnails",
-                "IdentityTokens", "Threads",
+                "IdentityTokens", "Threads", "Time",
             ]),
         // The command line: parsing, usage, the health check.
         .testTarget(
@@ -147,7 +150,8 @@ let package = Package(
             ]),
         // The client against a real server started in-process on a throwaway PostgreSQL.
         .testTarget(
-            name: "ExosphereClientTests", dependencies: ["ExosphereClient", "API", "Postgres", "PostgresCluster", "StructuredLogging", "TestSupport"]),
+            name: "ExosphereClientTests",
+            dependencies: ["ExosphereClient", "API", "Postgres", "PostgresCluster", "StructuredLogging", "TestSupport", "Time"]),
     ],
     swiftLanguageModes: [.v6]
 )

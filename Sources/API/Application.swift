@@ -49,7 +49,7 @@ public final class Application: Sendable {
         let hasher = try PasswordHasher(parameters: configuration.passwordHashing, allowWeakParameters: !configuration.passwordHashing.isAtLeastOWASP)
         let templates = try configuration.mailTemplatesDirectory.map { try MailTemplates.load(overridesIn: $0) } ?? .builtIn
         database = try Database.start(configuration, logger: logger)
-        signer = URLSigner(pool: database.pool, lifetimeSeconds: configuration.signedURLSeconds)
+        signer = URLSigner(pool: database.pool, lifetimeSeconds: configuration.signedURLSeconds, clock: configuration.accounts.clock)
         var mailConfiguration = configuration.mail
         mailConfiguration.publicURL = configuration.resolvedPublicURL
         mailConfiguration.from = configuration.resolvedMailFrom
@@ -59,7 +59,9 @@ public final class Application: Sendable {
         let backgroundPool = database.backgroundPool
         let sender = OutboxSender(
             pool: backgroundPool, configuration: mailConfiguration, templates: templates, logger: logger,
-            mintToken: { try AccountService.mintMailToken(slot: $0, on: backgroundPool) })
+            mintToken: { [clock = configuration.accounts.clock] slot in
+                try AccountService.mintMailToken(slot: slot, on: backgroundPool, clock: clock)
+            })
         mail = sender
         hashing = HashingPool(
             workers: configuration.hashingThreads, queueCapacity: configuration.hashingQueue, priority: configuration.hashingPriority)

@@ -53,11 +53,12 @@ extension AccountService {
     public func issueAdminSetupToken() throws -> String? {
         let token = try SessionToken.generate()
         let issued = try pool.withTransaction { connection -> Bool in
-            try connection.execute("DELETE FROM admin_setup_tokens WHERE expires_at <= now()")
+            let now = clock.now()
+            try connection.execute("DELETE FROM admin_setup_tokens WHERE expires_at <= \(now)")
             return try connection.execute(
                 """
                 INSERT INTO admin_setup_tokens (token_hash, expires_at)
-                SELECT \(token.hash), now() + make_interval(secs => \(Self.adminSetupSeconds))
+                SELECT \(token.hash), \(now) + make_interval(secs => \(Self.adminSetupSeconds))
                 WHERE NOT EXISTS (SELECT 1 FROM admins)
                 """) == 1
         }
@@ -73,7 +74,7 @@ extension AccountService {
         guard SessionToken.isWellFormed(token) else { throw invalid }
         let tokenHash = SessionToken.hash(of: token)
         let isLive = try pool.withConnection { connection in
-            try !connection.query("SELECT 1 FROM admin_setup_tokens WHERE token_hash = \(tokenHash) AND expires_at > now()").isEmpty
+            try !connection.query("SELECT 1 FROM admin_setup_tokens WHERE token_hash = \(tokenHash) AND expires_at > \(clock.now())").isEmpty
         }
         guard isLive else { throw invalid }
         let email = try adminEmail(text)
@@ -84,7 +85,7 @@ extension AccountService {
             // One setup at a time, whichever instance printed its link: the check that there is no
             // administrator and the insert are one step for every other setup.
             try connection.execute("LOCK TABLE admins IN SHARE ROW EXCLUSIVE MODE")
-            guard try connection.execute("DELETE FROM admin_setup_tokens WHERE token_hash = \(tokenHash) AND expires_at > now()") == 1 else {
+            guard try connection.execute("DELETE FROM admin_setup_tokens WHERE token_hash = \(tokenHash) AND expires_at > \(clock.now())") == 1 else {
                 throw invalid
             }
             guard try connection.query("SELECT 1 FROM admins LIMIT 1").isEmpty,
@@ -93,7 +94,7 @@ extension AccountService {
                 throw AccountsError(.adminExists, "There is an administrator already: sign in, or ask one for an account.")
             }
             try connection.execute("DELETE FROM admin_setup_tokens")
-            let expiresAt = try AdminRepository.openSession(connection, adminID: admin.id, tokenHash: session.hash)
+            let expiresAt = try AdminRepository.openSession(connection, adminID: admin.id, tokenHash: session.hash, at: clock.now())
             try AdminRepository.audit(connection, admin: admin, action: .adminSetup, target: nil, address: origin.address)
             return (admin, expiresAt)
         }
@@ -118,7 +119,10 @@ extension AccountService {
             (key: "admin-signin:address:" + origin.throttleAddress, rule: configuration.signInPerAddress),
         ]
         let (wait, credentials) = try pool.withConnection { connection in
-            (try ThrottleRepository.acquire(connection, throttles), try email.flatMap { try AdminRepository.credentials(connection, email: $0) })
+            (
+                try ThrottleRepository.acquire(connection, throttles, at: clock.now()),
+                try email.flatMap { try AdminRepository.credentials(connection, email: $0) }
+            )
         }
         if let wait { throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait) }
         let tooLong = password.utf8.count > configuration.passwordPolicy.maxBytes
@@ -144,7 +148,7 @@ extension AccountService {
         }
         let token = try SessionToken.generate()
         let expiresAt = try pool.withTransaction { connection in
-            let expiresAt = try AdminRepository.openSession(connection, adminID: credentials.admin.id, tokenHash: token.hash)
+            let expiresAt = try AdminRepository.openSession(connection, adminID: credentials.admin.id, tokenHash: token.hash, at: clock.now())
             try AdminRepository.audit(connection, admin: credentials.admin, action: .adminSignIn, target: nil, address: origin.address)
             return expiresAt
         }
@@ -155,7 +159,7 @@ extension AccountService {
     /// The administrator of a live admin session, or `invalid_token` (a user's token included).
     public func authenticateAdmin(token: String) throws -> Admin {
         guard SessionToken.isWellFormed(token),
-            let admin = try pool.withConnection({ try AdminRepository.authenticate($0, tokenHash: SessionToken.hash(of: token)) })
+            let admin = try pool.withConnection({ try AdminRepository.authenticate($0, tokenHash: SessionToken.hash(of: token), at: clock.now()) })
         else { throw AccountsError.invalidToken }
         return admin
     }

@@ -19,7 +19,7 @@ extension AccountService {
         with provider: IdentityProvider, origin: RequestOrigin, verifying verify: () throws -> ProviderIdentity
     ) throws -> IssuedSession {
         let throttle = [(key: "idtoken:address:" + origin.throttleAddress, rule: configuration.signInPerAddress)]
-        if let wait = try pool.withConnection({ try ThrottleRepository.acquire($0, throttle) }) {
+        if let wait = try pool.withConnection({ try ThrottleRepository.acquire($0, throttle, at: clock.now()) }) {
             statistics.signInThrottled.add(1, ordering: .relaxed)
             SecurityEvent.log(logger, .lockedOut, outcome: .refused, userID: nil, origin: origin, detail: "\(provider.rawValue) sign-in throttled")
             throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
@@ -96,7 +96,7 @@ extension AccountService {
         userID: UUID, origin: RequestOrigin, verifying verify: () throws -> ProviderIdentity
     ) throws -> (identity: LinkedIdentity, isNew: Bool) {
         let throttle = [(key: "idtoken:user:" + userID.lowercasedText, rule: configuration.signInPerAddress)]
-        if let wait = try pool.withConnection({ try ThrottleRepository.acquire($0, throttle) }) {
+        if let wait = try pool.withConnection({ try ThrottleRepository.acquire($0, throttle, at: clock.now()) }) {
             throw AccountsError(.tooManyAttempts, "Too many failed attempts; try again later.", retryAfterSeconds: wait)
         }
         let identity: ProviderIdentity

@@ -17,7 +17,8 @@ extension AccountService {
         let challenge = try SecureRandom.bytes(count: 32)
         let existing = try pool.withConnection { connection in
             try PasskeyRepository.insertChallenge(
-                connection, hash: SHA256.hash(challenge), purpose: .registration, userID: userID, lifetimeSeconds: Self.challengeSeconds)
+                connection, hash: SHA256.hash(challenge), purpose: .registration, userID: userID, lifetimeSeconds: Self.challengeSeconds,
+                at: clock.now())
             return try PasskeyRepository.list(connection, userID: userID)
         }
         return (challenge, existing)
@@ -39,7 +40,8 @@ extension AccountService {
             let clientData = try ClientData(json: registration.clientDataJSON)
             try party.check(clientData, .create)
             let live = try pool.withConnection {
-                try PasskeyRepository.consumeChallenge($0, hash: SHA256.hash(clientData.challenge), purpose: .registration, userID: userID)
+                try PasskeyRepository.consumeChallenge(
+                    $0, hash: SHA256.hash(clientData.challenge), purpose: .registration, userID: userID, at: clock.now())
             }
             guard live else { throw WebAuthnFailure("the challenge is unknown, used, expired or another user's") }
             credential = try NewCredential(attestationObject: registration.attestationObject, clientData: clientData, for: party)
@@ -171,9 +173,10 @@ extension AccountService {
         let throttle = [(key: "passkey-challenge:address:" + origin.throttleAddress, rule: configuration.signInPerAddress)]
         let challenge = try SecureRandom.bytes(count: 32)
         let wait = try pool.withConnection { connection -> Int? in
-            if let wait = try ThrottleRepository.acquire(connection, throttle) { return wait }
+            if let wait = try ThrottleRepository.acquire(connection, throttle, at: clock.now()) { return wait }
             try PasskeyRepository.insertChallenge(
-                connection, hash: SHA256.hash(challenge), purpose: .authentication, userID: nil, lifetimeSeconds: Self.challengeSeconds)
+                connection, hash: SHA256.hash(challenge), purpose: .authentication, userID: nil, lifetimeSeconds: Self.challengeSeconds,
+                at: clock.now())
             return nil
         }
         if let wait { throw AccountsError(.tooManyAttempts, "Too many passkey sign-ins; try again later.", retryAfterSeconds: wait) }
@@ -185,7 +188,7 @@ extension AccountService {
     /// client address like wrong passwords, and a success gives its attempt back.
     public func signIn(with assertion: PasskeyAssertion, party: RelyingParty, origin: RequestOrigin) throws -> IssuedSession {
         let throttle = [(key: "passkey:address:" + origin.throttleAddress, rule: configuration.signInPerAddress)]
-        if let wait = try pool.withConnection({ try ThrottleRepository.acquire($0, throttle) }) {
+        if let wait = try pool.withConnection({ try ThrottleRepository.acquire($0, throttle, at: clock.now()) }) {
             statistics.signInThrottled.add(1, ordering: .relaxed)
             throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
         }
@@ -204,7 +207,7 @@ extension AccountService {
             let (live, stored) = try pool.withConnection { connection in
                 (
                     try PasskeyRepository.consumeChallenge(
-                        connection, hash: SHA256.hash(clientData.challenge), purpose: .authentication, userID: nil),
+                        connection, hash: SHA256.hash(clientData.challenge), purpose: .authentication, userID: nil, at: clock.now()),
                     try PasskeyRepository.credential(connection, id: assertion.credentialID)
                 )
             }

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Cryptography
 import Outbox
 import Postgres
+import Time
 
 /// Password reset, email verification, the notices of changes, and the user's activity
 /// (`../shared/API.md`, "Account security and recovery").
@@ -24,7 +25,7 @@ extension AccountService {
                     \(email.normalized), \(configuration.resetTokenSeconds),
                     \(PostgresArray(throttles.map(\.key)))::text[], \(PostgresArray(throttles.map(\.rule.limit)))::integer[],
                     \(PostgresArray(throttles.map(\.rule.windowSeconds)))::double precision[],
-                    \(origin.byAdministrator ? nil : origin.address), \(origin.byAdministrator ? nil : origin.userAgent))
+                    \(origin.byAdministrator ? nil : origin.address), \(origin.byAdministrator ? nil : origin.userAgent), \(clock.now()))
                 """)[0].decode(Int32.self, at: 0)
         }
         if wait > 0 {
@@ -62,11 +63,15 @@ extension AccountService {
         // per email of a live token's user, with the sign-in's defaults; a success gives them back.
         let addressKey = "reset-confirm:address:" + origin.throttleAddress
         let (wait, email) = try pool.withConnection { connection -> (Int?, String?) in
-            if let wait = try ThrottleRepository.acquire(connection, [(addressKey, configuration.signInPerAddress)]) { return (wait, nil) }
-            guard let email = try AccountTokenRepository.liveUserEmail(connection, hash: tokenHash, purpose: .passwordReset) else {
+            if let wait = try ThrottleRepository.acquire(connection, [(addressKey, configuration.signInPerAddress)], at: clock.now()) {
+                return (wait, nil)
+            }
+            guard let email = try AccountTokenRepository.liveUserEmail(connection, hash: tokenHash, purpose: .passwordReset, at: clock.now()) else {
                 return (nil, nil)
             }
-            return (try ThrottleRepository.acquire(connection, [("reset-confirm:email:" + email, configuration.signInPerEmail)]), email)
+            return (
+                try ThrottleRepository.acquire(connection, [("reset-confirm:email:" + email, configuration.signInPerEmail)], at: clock.now()), email
+            )
         }
         if let wait {
             statistics.resetThrottled.add(1, ordering: .relaxed)
@@ -83,7 +88,7 @@ extension AccountService {
         }
         let sessionToken = try SessionToken.generate()
         let issued = try pool.withTransaction { connection in
-            guard let userID = try AccountTokenRepository.consume(connection, hash: tokenHash, purposes: [.passwordReset])?.userID,
+            guard let userID = try AccountTokenRepository.consume(connection, hash: tokenHash, purposes: [.passwordReset], at: clock.now())?.userID,
                 let stored = try UserRepository.find(connection, id: userID, forUpdate: true)
             else { throw invalid }
             // A disabled account is not signed in by a reset either (rolled back: the link works once enabled).
@@ -100,7 +105,8 @@ extension AccountService {
             try ThrottleRepository.clearSignIn(connection, emailID: EmailAddress.normalized(user.email))
             try passwordChanged(connection, user: user, .passwordReset, origin: origin)
             let session = try SessionRepository.insert(
-                connection, userID: userID, tokenHash: sessionToken.hash, userAgent: origin.userAgent, lifetime: configuration.lifetime)
+                connection, userID: userID, tokenHash: sessionToken.hash, userAgent: origin.userAgent, lifetime: configuration.lifetime,
+                at: clock.now())
             return IssuedSession(accessToken: sessionToken.text, session: session, user: user)
         }
         mailQueued()
@@ -120,7 +126,7 @@ extension AccountService {
         let (user, changed) = try pool.withTransaction { connection -> (User, Bool) in
             guard
                 let consumed = try AccountTokenRepository.consume(
-                    connection, hash: SessionToken.hash(of: token), purposes: [.emailVerification, .emailChange]),
+                    connection, hash: SessionToken.hash(of: token), purposes: [.emailVerification, .emailChange], at: clock.now()),
                 let bound = consumed.emailNormalized
             else { throw invalid }
             if consumed.purpose == .emailVerification {
@@ -154,7 +160,8 @@ extension AccountService {
         guard SessionToken.isWellFormed(token) else { throw invalid }
         let user = try pool.withTransaction { connection -> User in
             guard
-                let consumed = try AccountTokenRepository.consume(connection, hash: SessionToken.hash(of: token), purposes: [.emailChangeUndo]),
+                let consumed = try AccountTokenRepository.consume(
+                    connection, hash: SessionToken.hash(of: token), purposes: [.emailChangeUndo], at: clock.now()),
                 let address = consumed.email.flatMap(EmailAddress.init),
                 let stored = try UserRepository.find(connection, id: consumed.userID, forUpdate: true)
             else { throw invalid }
@@ -179,7 +186,7 @@ extension AccountService {
     public func recordExport(of user: User, origin: RequestOrigin) throws {
         try pool.withTransaction { connection in
             let throttle = [(key: "export:user:" + user.id.lowercasedText, rule: configuration.exportsPerUser)]
-            if let wait = try ThrottleRepository.acquire(connection, throttle) {
+            if let wait = try ThrottleRepository.acquire(connection, throttle, at: clock.now()) {
                 throw AccountsError(
                     .tooManyAttempts, "The account's data was exported less than an hour ago; try again later.", retryAfterSeconds: wait)
             }
@@ -196,7 +203,7 @@ extension AccountService {
         guard !user.emailVerified else { throw alreadyVerified }
         let throttle = [(key: "verify:user:" + user.id.lowercasedText, rule: configuration.verificationResends)]
         try pool.withTransaction { connection in
-            if let wait = try ThrottleRepository.acquire(connection, throttle) {
+            if let wait = try ThrottleRepository.acquire(connection, throttle, at: clock.now()) {
                 throw AccountsError(.tooManyAttempts, "Too many verification mails; try again later.", retryAfterSeconds: wait)
             }
             guard let stored = try UserRepository.find(connection, id: user.id, forUpdate: true) else {
@@ -228,7 +235,7 @@ extension AccountService {
         try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.emailVerification])
         let slot = try AccountTokenRepository.insertSlot(
             connection, userID: user.id, purpose: .emailVerification, email: email,
-            lifetimeSeconds: configuration.verificationTokenSeconds)
+            lifetimeSeconds: configuration.verificationTokenSeconds, at: clock.now())
         // No name: the address is not proven yet, so the mail carries no text its requester chose
         // (a name could otherwise make it a message to a stranger's mailbox).
         try OutboxRepository.enqueue(
@@ -238,10 +245,10 @@ extension AccountService {
     /// The token of a queued mail's link, made as the mail is sent: its hash goes into the
     /// mail's slot and is committed before this returns; nil when the slot is gone (the link
     /// was used or voided meanwhile: the mail is not worth sending). A retry makes a new one,
-    /// and the token of the earlier attempt stops working.
-    public static func mintMailToken(slot: Int64, on pool: PostgresPool) throws -> String? {
+    /// and the token of the earlier attempt stops working. The slot must be live at `clock`'s now.
+    public static func mintMailToken(slot: Int64, on pool: PostgresPool, clock: WallClock) throws -> String? {
         let token = try SessionToken.generate()
-        let minted = try pool.withConnection { try AccountTokenRepository.mint($0, slot: slot, hash: token.hash) }
+        let minted = try pool.withConnection { try AccountTokenRepository.mint($0, slot: slot, hash: token.hash, at: clock.now()) }
         return minted ? token.text : nil
     }
 
@@ -264,12 +271,13 @@ extension AccountService {
             (key: "email-change:user:" + user.id.lowercasedText, rule: configuration.emailChangesPerUser),
             (key: "email-change:email:" + email.normalized, rule: configuration.emailChangesPerAddress),
         ]
-        if let wait = try ThrottleRepository.acquire(connection, throttles) {
+        if let wait = try ThrottleRepository.acquire(connection, throttles, at: clock.now()) {
             throw AccountsError(.tooManyAttempts, "Too many changes of address; try again later.", retryAfterSeconds: wait)
         }
         try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.emailChange])
         let slot = try AccountTokenRepository.insertSlot(
-            connection, userID: user.id, purpose: .emailChange, email: email, lifetimeSeconds: configuration.verificationTokenSeconds)
+            connection, userID: user.id, purpose: .emailChange, email: email, lifetimeSeconds: configuration.verificationTokenSeconds,
+            at: clock.now())
         // No name: the address is not proven, so the mail carries no text its requester chose.
         try OutboxRepository.enqueue(
             connection, OutgoingMail(.confirmEmailChange, to: email.value, [OutgoingMail.tokenSlotVariable: String(slot), "email": email.value]))
@@ -284,7 +292,8 @@ extension AccountService {
         try ActivityRepository.record(connection, userID: new.id, .emailChanged, origin: origin)
         guard let oldAddress = EmailAddress(old.email) else { return }
         let slot = try AccountTokenRepository.insertSlot(
-            connection, userID: new.id, purpose: .emailChangeUndo, email: oldAddress, lifetimeSeconds: configuration.emailChangeUndoSeconds)
+            connection, userID: new.id, purpose: .emailChangeUndo, email: oldAddress, lifetimeSeconds: configuration.emailChangeUndoSeconds,
+            at: clock.now())
         try OutboxRepository.enqueue(
             connection,
             OutgoingMail(

@@ -6,6 +6,7 @@ import Cryptography
 import Outbox
 import Synchronization
 import Threads
+import Time
 
 /// The rules of accounts, sessions and profiles; the only place that decides what a request may do.
 ///
@@ -15,6 +16,9 @@ public final class AccountService: Sendable {
     /// Tunables, with the contract's defaults.
     public struct Configuration: Sendable {
         public var lifetime = SessionLifetime()
+        /// What session lifetimes, throttle windows and token expiries are measured by: real time,
+        /// unless a test moves it. Instances sharing a database share it.
+        public var clock = WallClock.system
         /// Failed sign-ins per email from one client address (IPv6: one /64): the hard limit,
         /// which one address can reach without locking the owner out elsewhere.
         public var signInPerEmailAndAddress = ThrottleRule(limit: 10, windowSeconds: 15 * 60)
@@ -105,6 +109,8 @@ public final class AccountService: Sendable {
     let hasher: PasswordHasher
     private let hashing: HashingPool
     let logger: Logger
+    /// `configuration.clock`.
+    var clock: WallClock { configuration.clock }
     /// Called after a commit that queued mail, so that it goes out at once.
     let mailQueued: @Sendable () -> Void
 
@@ -121,12 +127,12 @@ public final class AccountService: Sendable {
         self.configuration = configuration
         self.schema = FieldSchema(limits: configuration.fieldLimits)
         self.logger = logger
-        self.toucher = SessionToucher(pool: pool, lifetime: configuration.lifetime, logger: logger)
+        self.toucher = SessionToucher(pool: pool, lifetime: configuration.lifetime, clock: configuration.clock, logger: logger)
         self.housekeeping = Housekeeping(
             pool: pool, lifetime: configuration.lifetime,
             throttleRetentionSeconds: configuration.longestThrottleWindowSeconds,
             activityRetentionSeconds: configuration.activityRetentionSeconds,
-            intervalSeconds: configuration.housekeepingIntervalSeconds, logger: logger)
+            intervalSeconds: configuration.housekeepingIntervalSeconds, clock: configuration.clock, logger: logger)
         self.sessionLookup = SessionRepository.Lookup(lifetime: configuration.lifetime)
         sessionCache = SessionCache(
             capacityBytes: configuration.sessionCacheBytes, staleness: configuration.sessionCacheStaleness,
@@ -158,6 +164,12 @@ public final class AccountService: Sendable {
                 logger.debug("reading the field types failed", ["error": String(reflecting: error)])
             }
         }
+    }
+
+    /// Writes the session use noted so far now, rather than within the background writer's
+    /// interval: for a test that moves the clock past a use it has just made.
+    public func recordSessionUse() {
+        toucher.flush()
     }
 
     /// Writes pending session use and stops the background writer; call before closing the pool.
@@ -192,7 +204,7 @@ public final class AccountService: Sendable {
         ]
         let wait = try pool.withConnection { connection -> Int? in
             if try UserRepository.exists(connection, email: email) { throw AccountService.emailTaken }
-            return try ThrottleRepository.acquire(connection, throttle)
+            return try ThrottleRepository.acquire(connection, throttle, at: clock.now())
         }
         if let wait {
             statistics.registrationThrottled.add(1, ordering: .relaxed)
@@ -221,7 +233,7 @@ public final class AccountService: Sendable {
             }
             let session = try SessionRepository.insert(
                 connection, userID: user.id, tokenHash: token.hash,
-                userAgent: origin.userAgent, lifetime: configuration.lifetime)
+                userAgent: origin.userAgent, lifetime: configuration.lifetime, at: clock.now())
             try queueVerification(connection, user: user)
             return IssuedSession(accessToken: token.text, session: session, user: user)
         }
@@ -266,7 +278,7 @@ public final class AccountService: Sendable {
         ]
         let (wait, credentials) = try pool.withConnection { connection in
             (
-                try ThrottleRepository.acquire(connection, throttles),
+                try ThrottleRepository.acquire(connection, throttles, at: clock.now()),
                 try email.flatMap { try UserRepository.credentials(connection, email: $0) }
             )
         }
@@ -383,7 +395,7 @@ public final class AccountService: Sendable {
     func openSession(_ connection: PostgresConnection, userID: UUID, tokenHash: [UInt8], userAgent: String?) throws -> Session {
         let session = try SessionRepository.insert(
             connection, userID: userID, tokenHash: tokenHash, userAgent: userAgent,
-            lifetime: configuration.lifetime)
+            lifetime: configuration.lifetime, at: clock.now())
         _ = try SessionRepository.evictOldest(connection, userID: userID, keeping: session.id, keep: configuration.maxSessionsPerUser)
         return session
     }
@@ -410,13 +422,15 @@ public final class AccountService: Sendable {
         guard SessionToken.isWellFormed(token) else { return completion(.failure(AccountsError.invalidToken)) }
         let tokenHash = SessionToken.hash(of: token)
         let cached = sessionCache.isEnabled
-        if cached, let hit = sessionCache.lookup(tokenHash, now: Date(), monotonicNow: monotonicNanoseconds()) {
+        // Ends and touches are wall-clock times (the clock's); the cache's freshness is real time.
+        let now = clock.now()
+        if cached, let hit = sessionCache.lookup(tokenHash, now: now, monotonicNow: monotonicNanoseconds()) {
             if hit.touch { toucher.note(hit.session.id) }
             return completion(.success((hit.session, hit.user)))
         }
         // A read for the cache takes the whole session, and a ticket before it goes out.
         let ticket = cached ? sessionCache.ticket() : 0
-        let query = sessionLookup.query(tokenHash: tokenHash, withSession: withSession || cached)
+        let query = sessionLookup.query(tokenHash: tokenHash, withSession: withSession || cached, at: now)
         executor.read(query) { [toucher, sessionCache, configuration] result in
             completion(
                 result.flatMap { rows in
@@ -426,7 +440,7 @@ public final class AccountService: Sendable {
                         let refresh = configuration.lifetime.refreshAfterSeconds
                         sessionCache.fill(
                             ticket: ticket, tokenHash: tokenHash, session: session, user: row.user,
-                            touchDue: row.isStale ? Date().addingTimeInterval(refresh) : session.lastSeenAt.addingTimeInterval(refresh))
+                            touchDue: row.isStale ? now.addingTimeInterval(refresh) : session.lastSeenAt.addingTimeInterval(refresh))
                     }
                     return .success((row.session, row.user))
                 })
@@ -468,7 +482,7 @@ public final class AccountService: Sendable {
     }
 
     public func sessions(of userID: UUID) throws -> [Session] {
-        try pool.withConnection { try SessionRepository.list($0, userID: userID, lifetime: configuration.lifetime) }
+        try pool.withConnection { try SessionRepository.list($0, userID: userID, lifetime: configuration.lifetime, at: clock.now()) }
     }
 
     /// Ends one of the user's sessions; another user's session is `not_found`, like an unknown one.
@@ -512,7 +526,7 @@ public final class AccountService: Sendable {
             }
             let replacement = try SessionRepository.insert(
                 connection, userID: session.userID, tokenHash: token.hash,
-                userAgent: origin.userAgent, lifetime: configuration.lifetime)
+                userAgent: origin.userAgent, lifetime: configuration.lifetime, at: clock.now())
             guard let user = try UserRepository.find(connection, id: session.userID) else {
                 throw AccountsError(.invalidToken, "The user no longer exists.")
             }
@@ -550,7 +564,7 @@ public final class AccountService: Sendable {
     /// attempt is counted by `verifyCurrentPassword`, once the body is known to be worth checking).
     public func checkPasswordLock(userID: UUID, origin: RequestOrigin) throws {
         let locked = try pool.withConnection {
-            try ThrottleRepository.lockedFor($0, key: passwordKey(userID), rule: configuration.passwordChecks)
+            try ThrottleRepository.lockedFor($0, key: passwordKey(userID), rule: configuration.passwordChecks, at: clock.now())
         }
         if let locked { throw passwordsLocked(userID: userID, origin: origin, retryAfter: locked) }
     }
@@ -568,7 +582,7 @@ public final class AccountService: Sendable {
     private func verifyCurrentPassword(_ password: String, userID: UUID, origin: RequestOrigin) throws -> String {
         let throttle = [(key: passwordKey(userID), rule: configuration.passwordChecks)]
         let (wait, stored) = try pool.withConnection { connection in
-            (try ThrottleRepository.acquire(connection, throttle), try UserRepository.passwordHash(connection, id: userID))
+            (try ThrottleRepository.acquire(connection, throttle, at: clock.now()), try UserRepository.passwordHash(connection, id: userID))
         }
         if let wait { throw passwordsLocked(userID: userID, origin: origin, retryAfter: wait) }
         guard let stored else { throw AccountsError(.invalidToken, "The user no longer exists.") }

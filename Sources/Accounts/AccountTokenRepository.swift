@@ -27,14 +27,15 @@ enum AccountTokenRepository {
 
     /// Makes the slot of a token to be mailed and returns its id, for the mail's `tokenSlot`;
     /// `email` binds the token to the address it is sent to (verification, a change, an undo).
+    /// It is made at `now` (`created_at` too, which the reset resolver compares with its requests').
     static func insertSlot(
-        _ connection: PostgresConnection, userID: UUID, purpose: Purpose, email: EmailAddress? = nil, lifetimeSeconds: Double
+        _ connection: PostgresConnection, userID: UUID, purpose: Purpose, email: EmailAddress? = nil, lifetimeSeconds: Double, at now: Date
     ) throws -> Int64 {
         try connection.query(
             """
-            INSERT INTO account_tokens (token_hash, user_id, purpose, email_normalized, email, expires_at)
+            INSERT INTO account_tokens (token_hash, user_id, purpose, email_normalized, email, created_at, expires_at)
             VALUES (NULL, \(userID), \(purpose.rawValue), \(email?.normalized), \(email?.value),
-                    now() + make_interval(secs => \(lifetimeSeconds)))
+                    \(now), \(now) + make_interval(secs => \(lifetimeSeconds)))
             RETURNING id
             """)[0].decode(Int64.self, at: 0)
     }
@@ -42,28 +43,28 @@ enum AccountTokenRepository {
     /// Stores the hash of a new token in a slot still live (replacing the one of an earlier
     /// attempt at its mail); false when the slot is gone (used, voided by a newer request or a
     /// password change, or expired): its mail would carry a dead link.
-    static func mint(_ connection: PostgresConnection, slot: Int64, hash: [UInt8]) throws -> Bool {
-        try connection.execute("UPDATE account_tokens SET token_hash = \(hash) WHERE id = \(slot) AND expires_at > now()") == 1
+    static func mint(_ connection: PostgresConnection, slot: Int64, hash: [UInt8], at now: Date) throws -> Bool {
+        try connection.execute("UPDATE account_tokens SET token_hash = \(hash) WHERE id = \(slot) AND expires_at > \(now)") == 1
     }
 
     /// The login email of a live token's user (a read: the token stays usable), so that a dead
     /// token is refused before any hashing; nil when it is not live.
-    static func liveUserEmail(_ connection: PostgresConnection, hash: [UInt8], purpose: Purpose) throws -> String? {
+    static func liveUserEmail(_ connection: PostgresConnection, hash: [UInt8], purpose: Purpose, at now: Date) throws -> String? {
         try connection.query(
             """
             SELECT u.email_normalized FROM account_tokens t JOIN users u ON u.id = t.user_id
-            WHERE t.token_hash = \(hash) AND t.purpose = \(purpose.rawValue) AND t.expires_at > now()
+            WHERE t.token_hash = \(hash) AND t.purpose = \(purpose.rawValue) AND t.expires_at > \(now)
             """
         ).first.map { try $0.decode(String.self, at: 0) }
     }
 
     /// Uses a live token of one of `purposes` up: deletes it and returns what it was for. Of two
     /// requests racing with one token, only one gets a row.
-    static func consume(_ connection: PostgresConnection, hash: [UInt8], purposes: [Purpose]) throws -> Consumed? {
+    static func consume(_ connection: PostgresConnection, hash: [UInt8], purposes: [Purpose], at now: Date) throws -> Consumed? {
         let rows = try connection.query(
             """
             DELETE FROM account_tokens
-            WHERE token_hash = \(hash) AND purpose = ANY (\(PostgresArray(purposes.map(\.rawValue)))::text[]) AND expires_at > now()
+            WHERE token_hash = \(hash) AND purpose = ANY (\(PostgresArray(purposes.map(\.rawValue)))::text[]) AND expires_at > \(now)
             RETURNING id, user_id, purpose, email_normalized, email
             """)
         return try rows.first.map { row in
@@ -102,12 +103,12 @@ enum AccountTokenRepository {
         Int(try connection.query("SELECT exo_resolve_password_resets(\(limit)::integer)")[0].decode(Int32.self, at: 0))
     }
 
-    /// Deletes up to `limit` expired tokens; returns how many.
-    static func purgeExpired(_ connection: PostgresConnection, limit: Int) throws -> Int {
+    /// Deletes up to `limit` tokens expired at `now`; returns how many.
+    static func purgeExpired(_ connection: PostgresConnection, limit: Int, at now: Date) throws -> Int {
         try connection.execute(
             """
             DELETE FROM account_tokens WHERE id IN (
-                SELECT id FROM account_tokens WHERE expires_at < now() LIMIT \(limit))
+                SELECT id FROM account_tokens WHERE expires_at < \(now) LIMIT \(limit))
             """)
     }
 }

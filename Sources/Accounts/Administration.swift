@@ -110,29 +110,30 @@ enum AdminRepository {
         ).first.map { (try decodeAdmin($0), try $0.decode(String.self, "password_hash", of: passwordHashColumn)) }
     }
 
-    static func openSession(_ connection: PostgresConnection, adminID: UUID, tokenHash: [UInt8]) throws -> Date {
+    /// Opens a session at `now` (its times are the clock's: they are compared with it); returns its end.
+    static func openSession(_ connection: PostgresConnection, adminID: UUID, tokenHash: [UInt8], at now: Date) throws -> Date {
         try connection.query(
             """
-            INSERT INTO admin_sessions (admin_id, token_hash, expires_at)
-            VALUES (\(adminID), \(tokenHash), now() + make_interval(secs => \(AdminSessionLifetime.absoluteSeconds)))
+            INSERT INTO admin_sessions (admin_id, token_hash, created_at, last_seen_at, expires_at)
+            VALUES (\(adminID), \(tokenHash), \(now), \(now), \(now) + make_interval(secs => \(AdminSessionLifetime.absoluteSeconds)))
             RETURNING expires_at
             """)[0].decode(Date.self, at: 0)
     }
 
-    /// The admin of a live session (not idle an hour, not past its end). Its last use is written
+    /// The admin of a session live at `now` (not idle an hour, not past its end). Its last use is written
     /// when it is a minute old, not on every request: the console's parallel requests, all with one
     /// token, would otherwise queue on the session row's lock and commit.
-    static func authenticate(_ connection: PostgresConnection, tokenHash: [UInt8]) throws -> Admin? {
+    static func authenticate(_ connection: PostgresConnection, tokenHash: [UInt8], at now: Date) throws -> Admin? {
         try connection.query(
             """
             WITH live AS (
                 SELECT s.id AS session_id, \(adminColumns)
                 FROM admin_sessions s JOIN admins a ON a.id = s.admin_id
-                WHERE s.token_hash = \(tokenHash) AND s.expires_at > now()
-                  AND s.last_seen_at > now() - make_interval(secs => \(AdminSessionLifetime.idleSeconds))
+                WHERE s.token_hash = \(tokenHash) AND s.expires_at > \(now)
+                  AND s.last_seen_at > \(now) - make_interval(secs => \(AdminSessionLifetime.idleSeconds))
             ), touched AS (
-                UPDATE admin_sessions SET last_seen_at = now()
-                WHERE id = (SELECT session_id FROM live) AND last_seen_at < now() - make_interval(secs => \(AdminSessionLifetime.touchSeconds))
+                UPDATE admin_sessions SET last_seen_at = \(now)
+                WHERE id = (SELECT session_id FROM live) AND last_seen_at < \(now) - make_interval(secs => \(AdminSessionLifetime.touchSeconds))
             )
             SELECT id, email, created_at FROM live
             """

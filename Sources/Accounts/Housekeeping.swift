@@ -1,6 +1,7 @@
 import StructuredLogging
 import Postgres
 import Threads
+import Time
 
 /// Deletes what accounts leave behind: sessions past their end, throttle rows whose window ended
 /// long ago, expired mailed tokens, security events past their retention and live events past
@@ -18,6 +19,9 @@ public final class Housekeeping: Sendable {
 
     private let pool: PostgresPool
     private let lifetime: SessionLifetime
+    /// What sessions, throttle windows and tokens end by. Security events and live events are
+    /// stamped by the database's now(), and measured by it.
+    private let clock: WallClock
     /// Throttle rows older than this (longer than any throttle's window) go.
     private let throttleRetentionSeconds: Double
     /// Security events older than this go.
@@ -28,8 +32,9 @@ public final class Housekeeping: Sendable {
     /// Starts the background thread; the first round runs after one interval.
     public init(
         pool: PostgresPool, lifetime: SessionLifetime, throttleRetentionSeconds: Double, activityRetentionSeconds: Double,
-        intervalSeconds: Double, logger: Logger
+        intervalSeconds: Double, clock: WallClock = .system, logger: Logger
     ) {
+        self.clock = clock
         self.activityRetentionSeconds = activityRetentionSeconds
         self.pool = pool
         self.lifetime = lifetime
@@ -42,13 +47,15 @@ public final class Housekeeping: Sendable {
     /// One round now, on the calling thread: the numbers deleted, or nil when another instance holds the lock.
     @discardableResult
     public func runOnce() throws -> (sessions: Int, throttles: Int, tokens: Int, events: Int, liveEvents: Int)? {
-        guard let sessions = try drain({ try SessionRepository.purgeExpired($0, lifetime: lifetime, limit: Housekeeping.batchSize) }) else {
+        let now = clock.now()
+        guard let sessions = try drain({ try SessionRepository.purgeExpired($0, lifetime: lifetime, limit: Housekeeping.batchSize, at: now) })
+        else {
             return nil
         }
         let throttles = try drain {
-            try ThrottleRepository.purge($0, olderThanSeconds: throttleRetentionSeconds, limit: Housekeeping.batchSize)
+            try ThrottleRepository.purge($0, olderThanSeconds: throttleRetentionSeconds, limit: Housekeeping.batchSize, at: now)
         }
-        let tokens = try drain { try AccountTokenRepository.purgeExpired($0, limit: Housekeeping.batchSize) }
+        let tokens = try drain { try AccountTokenRepository.purgeExpired($0, limit: Housekeeping.batchSize, at: now) }
         let events = try drain {
             try ActivityRepository.purge($0, olderThanSeconds: activityRetentionSeconds, limit: Housekeeping.batchSize)
         }

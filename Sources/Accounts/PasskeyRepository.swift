@@ -18,24 +18,26 @@ enum PasskeyRepository {
         case registration, authentication
     }
 
-    /// Keeps a challenge's hash for five minutes (and clears some that expired).
-    static func insertChallenge(_ connection: PostgresConnection, hash: [UInt8], purpose: Purpose, userID: UUID?, lifetimeSeconds: Double) throws {
+    /// Keeps a challenge's hash for `lifetimeSeconds` from `now` (and clears some that expired).
+    static func insertChallenge(
+        _ connection: PostgresConnection, hash: [UInt8], purpose: Purpose, userID: UUID?, lifetimeSeconds: Double, at now: Date
+    ) throws {
         try connection.execute(
             """
             WITH expired AS (
                 DELETE FROM webauthn_challenges WHERE challenge_hash IN (
-                    SELECT challenge_hash FROM webauthn_challenges WHERE expires_at < now() LIMIT 100))
+                    SELECT challenge_hash FROM webauthn_challenges WHERE expires_at < \(now) LIMIT 100))
             INSERT INTO webauthn_challenges (challenge_hash, purpose, user_id, expires_at)
-            VALUES (\(hash), \(purpose.rawValue), \(userID), now() + make_interval(secs => \(lifetimeSeconds)))
+            VALUES (\(hash), \(purpose.rawValue), \(userID), \(now) + make_interval(secs => \(lifetimeSeconds)))
             """)
     }
 
-    /// Uses a challenge up: true when it was live, of this purpose, and (for a registration) the user's.
-    static func consumeChallenge(_ connection: PostgresConnection, hash: [UInt8], purpose: Purpose, userID: UUID?) throws -> Bool {
+    /// Uses a challenge up: true when it was live at `now`, of this purpose, and (for a registration) the user's.
+    static func consumeChallenge(_ connection: PostgresConnection, hash: [UInt8], purpose: Purpose, userID: UUID?, at now: Date) throws -> Bool {
         try !connection.query(
             """
             DELETE FROM webauthn_challenges
-            WHERE challenge_hash = \(hash) AND purpose = \(purpose.rawValue) AND expires_at > now()
+            WHERE challenge_hash = \(hash) AND purpose = \(purpose.rawValue) AND expires_at > \(now)
               AND user_id IS NOT DISTINCT FROM \(userID)
             RETURNING 1
             """

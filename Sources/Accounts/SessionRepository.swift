@@ -15,12 +15,13 @@ enum SessionRepository {
 
     static func insert(
         _ connection: PostgresConnection, userID: UUID, tokenHash: [UInt8], userAgent: String?,
-        lifetime: SessionLifetime
+        lifetime: SessionLifetime, at now: Date
     ) throws -> Session {
+        // Its times are the clock's, not the defaults' now(): they are compared with the clock.
         let rows = try connection.query(
             """
-            INSERT INTO sessions AS s (user_id, token_hash, expires_at, user_agent)
-            VALUES (\(userID), \(tokenHash), now() + make_interval(secs => \(lifetime.absoluteSeconds)), \(userAgent))
+            INSERT INTO sessions AS s (user_id, token_hash, created_at, last_seen_at, expires_at, user_agent)
+            VALUES (\(userID), \(tokenHash), \(now), \(now), \(now) + make_interval(secs => \(lifetime.absoluteSeconds)), \(userAgent))
             RETURNING s.id, s.user_id, s.created_at, s.last_seen_at,
                 LEAST(s.expires_at, s.last_seen_at + make_interval(secs => \(lifetime.idleSeconds))) AS expires_at, s.user_agent
             """)
@@ -32,18 +33,18 @@ enum SessionRepository {
     /// lifetime's parameters are encoded once.
     struct Lookup: Sendable {
         let statement: PostgresStatement
-        /// `$1` and `$2`; the token hash is appended as `$3`.
+        /// `$1` and `$2`; the token hash is appended as `$3`, and the time of the lookup as `$4`.
         let lifetimeBinds: PostgresBindings
 
         /// The session's columns (`$1` is the idle timeout), then the user's, then whether the
-        /// session is due to be marked as seen (`$2`).
+        /// session is due to be marked as seen (`$2`) at the lookup's time (`$4`).
         static let sessionColumns = SQLColumns([
             "session_id": "s.id", "session_user_id": "s.user_id", "session_created_at": "s.created_at",
             "session_last_seen_at": "s.last_seen_at", "session_expires_at": "LEAST(s.expires_at, s.last_seen_at + make_interval(secs => $1))",
             "session_user_agent": "s.user_agent",
         ])
         static let userColumns = sessionColumns.followed(by: UserRepository.columns)
-        static let staleColumn = userColumns.followed(by: SQLColumns(["is_stale": "s.last_seen_at < now() - make_interval(secs => $2)"]))
+        static let staleColumn = userColumns.followed(by: SQLColumns(["is_stale": "s.last_seen_at < $4 - make_interval(secs => $2)"]))
         /// Found once: the lookup runs on every authenticated request.
         private enum Column {
             static let id = sessionColumns.column("session_id"), userID = sessionColumns.column("session_user_id")
@@ -57,8 +58,8 @@ enum SessionRepository {
                 unsafeSQL: """
                     SELECT \(Lookup.sessionColumns.sql), \(Lookup.userColumns.sql), \(Lookup.staleColumn.sql)
                     FROM sessions s JOIN users u ON u.id = s.user_id
-                    WHERE s.token_hash = $3 AND s.expires_at > now()
-                      AND s.last_seen_at > now() - make_interval(secs => $1)
+                    WHERE s.token_hash = $3 AND s.expires_at > $4
+                      AND s.last_seen_at > $4 - make_interval(secs => $1)
                     """)
             var binds = PostgresBindings()
             binds.append(lifetime.idleSeconds)
@@ -66,11 +67,12 @@ enum SessionRepository {
             lifetimeBinds = binds
         }
 
-        /// The token's live session with its user, in one round trip; the session's columns other
-        /// than its id are decoded only when `withSession` (most requests need only the user).
-        func query(tokenHash: [UInt8], withSession: Bool) -> PreparedQuery<Row> {
+        /// The token's live session at `now` with its user, in one round trip; the session's columns
+        /// other than its id are decoded only when `withSession` (most requests need only the user).
+        func query(tokenHash: [UInt8], withSession: Bool, at now: Date) -> PreparedQuery<Row> {
             var binds = lifetimeBinds
             binds.append(tokenHash)
+            binds.append(now)
             return PreparedQuery(statement, binds) { row in
                 let session = Lookup.sessionColumns
                 return Row(
@@ -99,14 +101,15 @@ enum SessionRepository {
         }
     }
 
-    static func list(_ connection: PostgresConnection, userID: UUID, lifetime: SessionLifetime) throws -> [Session] {
+    /// The user's sessions live at `now`, oldest first.
+    static func list(_ connection: PostgresConnection, userID: UUID, lifetime: SessionLifetime, at now: Date) throws -> [Session] {
         try connection.query(
             """
             SELECT s.id, s.user_id, s.created_at, s.last_seen_at,
                 LEAST(s.expires_at, s.last_seen_at + make_interval(secs => \(lifetime.idleSeconds))) AS expires_at, s.user_agent
             FROM sessions s
-            WHERE s.user_id = \(userID) AND s.expires_at > now()
-              AND s.last_seen_at > now() - make_interval(secs => \(lifetime.idleSeconds))
+            WHERE s.user_id = \(userID) AND s.expires_at > \(now)
+              AND s.last_seen_at > \(now) - make_interval(secs => \(lifetime.idleSeconds))
             ORDER BY s.created_at, s.id
             """
         ).map { try decode($0) }
@@ -123,13 +126,13 @@ enum SessionRepository {
         return try connection.execute("DELETE FROM sessions WHERE user_id = \(userID)")
     }
 
-    /// Removes up to `limit` sessions past their absolute or idle end; returns how many.
-    static func purgeExpired(_ connection: PostgresConnection, lifetime: SessionLifetime, limit: Int) throws -> Int {
+    /// Removes up to `limit` sessions past their absolute or idle end at `now`; returns how many.
+    static func purgeExpired(_ connection: PostgresConnection, lifetime: SessionLifetime, limit: Int, at now: Date) throws -> Int {
         try connection.execute(
             """
             DELETE FROM sessions WHERE id IN (
                 SELECT id FROM sessions
-                WHERE expires_at <= now() OR last_seen_at <= now() - make_interval(secs => \(lifetime.idleSeconds))
+                WHERE expires_at <= \(now) OR last_seen_at <= \(now) - make_interval(secs => \(lifetime.idleSeconds))
                 LIMIT \(limit))
             """)
     }

@@ -56,12 +56,12 @@ enum UserEventRepository {
         }
     }
 
-    /// Which of these sessions still exist and have not reached their absolute end (an open
-    /// stream is use enough: the idle end does not apply to it).
-    static func liveSessions(_ connection: PostgresConnection, ids: [UUID]) throws -> Set<UUID> {
+    /// Which of these sessions still exist and have not reached their absolute end at `now` (an
+    /// open stream is use enough: the idle end does not apply to it).
+    static func liveSessions(_ connection: PostgresConnection, ids: [UUID], at now: Date) throws -> Set<UUID> {
         guard !ids.isEmpty else { return [] }
         let rows = try connection.query(
-            "SELECT id FROM sessions WHERE id = ANY(\(PostgresArray(ids.map(\.lowercasedText)))::uuid[]) AND expires_at > now()")
+            "SELECT id FROM sessions WHERE id = ANY(\(PostgresArray(ids.map(\.lowercasedText)))::uuid[]) AND expires_at > \(now)")
         return Set(try rows.map { try $0.decode(UUID.self, column: "id") })
     }
 
@@ -89,10 +89,10 @@ enum UserEventRepository {
             "DELETE FROM live_streams WHERE instance_id = \(instance) AND user_id = ANY(\(PostgresArray(users.map(\.lowercasedText)))::uuid[])")
     }
 
-    /// The latest event numbers of these users, and which of these sessions still exist: ids as
-    /// text both ways (`UUID.lowercasedText`), since a sweep of every stream of an instance passes
-    /// thousands, and parsing them is most of its cost.
-    static func sweep(_ connection: PostgresConnection, users: [String], sessions: [String]) throws -> (
+    /// The latest event numbers of these users, and which of these sessions still exist (at `now`):
+    /// ids as text both ways (`UUID.lowercasedText`), since a sweep of every stream of an instance
+    /// passes thousands, and parsing them is most of its cost.
+    static func sweep(_ connection: PostgresConnection, users: [String], sessions: [String], at now: Date) throws -> (
         latest: [String: Int64], liveSessions: Set<String>
     ) {
         var latest: [String: Int64] = [:]
@@ -104,7 +104,7 @@ enum UserEventRepository {
         var live: Set<String> = []
         if !sessions.isEmpty {
             let rows = try connection.query(
-                "SELECT id::text AS id FROM sessions WHERE id = ANY(\(PostgresArray(sessions))::uuid[]) AND expires_at > now()")
+                "SELECT id::text AS id FROM sessions WHERE id = ANY(\(PostgresArray(sessions))::uuid[]) AND expires_at > \(now)")
             for row in rows { live.insert(try row.decode(String.self, column: "id")) }
         }
         return (latest, live)
@@ -153,7 +153,7 @@ extension AccountService {
     /// The latest event numbers of `users`, and which of `sessions` still exist, in one borrowed
     /// connection; ids as `UUID.lowercasedText` gives them, both ways.
     public func liveEventSweep(users: [String], sessions: [String]) throws -> (latest: [String: Int64], liveSessions: Set<String>) {
-        try pool.withConnection { try UserEventRepository.sweep($0, users: users, sessions: sessions) }
+        try pool.withConnection { try UserEventRepository.sweep($0, users: users, sessions: sessions, at: clock.now()) }
     }
 
     /// The user's latest event number: a stream opened now starts after it.
@@ -168,7 +168,7 @@ extension AccountService {
     /// `sessions` still exist, in one borrowed connection.
     public func eventBacklog(of userID: UUID, after: Int64, limit: Int, sessions: [UUID]) throws -> UserEventBacklog {
         try pool.withConnection { connection in
-            let live = try UserEventRepository.liveSessions(connection, ids: sessions)
+            let live = try UserEventRepository.liveSessions(connection, ids: sessions, at: clock.now())
             // Read before the events: every event up to it has committed, so the list has it.
             let latest = try UserEventRepository.latest(connection, userID: userID) ?? 0
             let events = try UserEventRepository.events(connection, userID: userID, after: after, limit: limit)

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Postgres
 import Synchronization
 import Threads
+import Time
 
 /// Signs and verifies image URLs that need no `Authorization` header (`<img>`, `AsyncImage`, a
 /// CDN): `/images/{id}?exp=<unix seconds>[&size=N]&sig=<key id>.<HMAC-SHA-256>`, over the id, the
@@ -48,6 +49,8 @@ public final class URLSigner: Sendable {
     }
 
     private let pool: PostgresPool
+    /// What URLs expire by, unless a call says `now`.
+    private let clock: WallClock
     private struct Keys {
         var secrets: [Int32: [UInt8]] = [:]
         var newest: Int32 = 0
@@ -59,8 +62,9 @@ public final class URLSigner: Sendable {
         name: "url-keys", intervalNanoseconds: UInt64(URLSigner.refreshInterval.components.seconds) * 1_000_000_000)
 
     /// A signer that has read no key yet: `prepare()` before the first URL.
-    public init(pool: PostgresPool, lifetimeSeconds: Int) {
+    public init(pool: PostgresPool, lifetimeSeconds: Int, clock: WallClock = .system) {
         self.pool = pool
+        self.clock = clock
         self.lifetimeSeconds = lifetimeSeconds
     }
 
@@ -119,17 +123,18 @@ public final class URLSigner: Sendable {
         }
     }
 
-    /// The path and query of a signed URL for an image's `rendition`, valid `lifetimeSeconds` from `now`.
-    public func url(for id: UUID, _ rendition: Rendition = .original, now: Int = Int(Date().timeIntervalSince1970)) -> String {
+    /// The path and query of a signed URL for an image's `rendition`, valid `lifetimeSeconds` from
+    /// `now` (Unix seconds; the clock's when nil).
+    public func url(for id: UUID, _ rendition: Rendition = .original, now: Int? = nil) -> String {
         urls(for: id, [rendition], now: now)[0]
     }
 
     /// Signed URLs of several renditions of an image, with one expiry and one read of the keys.
-    public func urls(for id: UUID, _ renditions: [Rendition], now: Int = Int(Date().timeIntervalSince1970)) -> [String] {
+    public func urls(for id: UUID, _ renditions: [Rendition], now: Int? = nil) -> [String] {
         guard let (keyID, secret) = keys.withLock({ keys in keys.secrets[keys.newest].map { (keys.newest, $0) } }) else {
             preconditionFailure("URLSigner.url(for:) before prepare()")
         }
-        let expiry = now + lifetimeSeconds
+        let expiry = (now ?? unixNow()) + lifetimeSeconds
         let path = "/images/\(id.uuidString.lowercased())?exp=\(expiry)"
         return renditions.map { rendition in
             let mac = HMAC.sha256(key: secret, message: URLSigner.message(id: id, expiry: expiry, rendition: rendition))
@@ -139,10 +144,9 @@ public final class URLSigner: Sendable {
     }
 
     /// Whether `signature` signs this id, expiry and rendition with a key we hold, and the expiry
-    /// has not passed; the seconds left when it does.
-    public func verify(
-        id: UUID, expiry expiryText: String?, signature: String?, rendition: Rendition, now: Int = Int(Date().timeIntervalSince1970)
-    ) -> Int? {
+    /// has not passed at `now` (the clock's when nil); the seconds left when it does.
+    public func verify(id: UUID, expiry expiryText: String?, signature: String?, rendition: Rendition, now: Int? = nil) -> Int? {
+        let now = now ?? unixNow()
         guard let (expiry, keyID, mac) = URLSigner.parse(expiry: expiryText, signature: signature, now: now),
             let secret = secret(keyID)
         else { return nil }
@@ -152,13 +156,17 @@ public final class URLSigner: Sendable {
     /// `verify` with the keys this instance holds, never reading them again: for the event loop,
     /// which must not wait for the database. Nil when it cannot tell yes (the caller then asks `verify`).
     public func verifyWithKnownKeys(
-        id: UUID, expiry expiryText: String?, signature: String?, rendition: Rendition, now: Int = Int(Date().timeIntervalSince1970)
+        id: UUID, expiry expiryText: String?, signature: String?, rendition: Rendition, now: Int? = nil
     ) -> Int? {
+        let now = now ?? unixNow()
         guard let (expiry, keyID, mac) = URLSigner.parse(expiry: expiryText, signature: signature, now: now),
             let secret = keys.withLock({ $0.secrets[keyID] })
         else { return nil }
         return URLSigner.matches(mac, secret: secret, id: id, expiry: expiry, rendition: rendition) ? expiry - now : nil
     }
+
+    /// The clock's time in whole Unix seconds.
+    private func unixNow() -> Int { Int(clock.now().timeIntervalSince1970) }
 
     /// The expiry, key id and MAC of a URL's parameters, when they are well formed and unexpired.
     private static func parse(expiry expiryText: String?, signature: String?, now: Int) -> (Int, Int32, [UInt8])? {

@@ -87,19 +87,24 @@ struct AdminAPITests {
     @Test func everyAdminRouteNeedsAnAdminTokenAndNoUserRouteTakesOne() throws {
         let server = try TestServer("admin_authz")
         defer { server.shutdown() }
-        let admin = try Self.rootAdmin(server)
+        _ = try Self.rootAdmin(server)
         let user = try server.register()
         let image = try #require(try ImageScenarios.upload(server, user.token, "image/png", RealFiles.png3x2).json["id"]?.stringValue)
-        // Admin tokens that no longer open anything: past their end, idle over an hour, of a deleted admin.
+        // Admin tokens that no longer open anything: past their end, idle over an hour, of a deleted
+        // admin. Their hours pass on the server's clock. The first, used every 59 minutes, never
+        // idles, and ends 12 hours after its sign-in all the same; the second, signed in at 10 h
+        // 49 min, is unused for 72 minutes by then.
         let expired = try Self.signInAdmin(server, email: "root@example.com")
-        let idle = try Self.signInAdmin(server, email: "root@example.com")
+        var idle = ""
+        for step in 1...12 {
+            server.advanceClock(by: 59 * 60)
+            #expect(try Self.get(server, expired, "/admin/stats").status == 200, "in use at \(step * 59) minutes")
+            if step == 11 { idle = try Self.signInAdmin(server, email: "root@example.com") }
+        }
+        server.advanceClock(by: 13 * 60)
+        let admin = try Self.signInAdmin(server, email: "root@example.com")
         _ = try server.app.accounts.createAdmin(email: "gone@example.com", password: Self.adminPassword)
         let deleted = try Self.signInAdmin(server, email: "gone@example.com")
-        let database = try PostgresConnection(connectionString: server.databaseURL)
-        try database.execute(
-            "UPDATE admin_sessions SET expires_at = now() - interval '1 second' WHERE token_hash = \(SessionToken.hash(of: expired))")
-        try database.execute(
-            "UPDATE admin_sessions SET last_seen_at = now() - interval '61 minutes' WHERE token_hash = \(SessionToken.hash(of: idle))")
         #expect(try server.app.accounts.deleteAdmin(email: "gone@example.com"))
         let routes: [(String, String)] = [
             ("GET", "/admin/users"), ("GET", "/admin/users/\(user.id)"), ("PATCH", "/admin/users/\(user.id)"),

@@ -167,11 +167,11 @@ struct PasskeysAPITests {
                 #"{"id": "\#(id)", "rawId": "\#(id)", "type": "public-key", "response": {"clientDataJSON": "\#(TestSigningKeys.base64URL(clientData))", "authenticatorData": "\#(TestSigningKeys.base64URL(data))", "signature": "\#(TestSigningKeys.base64URL(signature))", "userHandle": "\#(TestSigningKeys.base64URL(userHandle))"}}"#
         }
         let options = "/users/me/passkeys/registration/options"
-        // Another user's challenge, then an expired one, then a good one.
+        // Another user's challenge, then an expired one (its five minutes passed), then a good one.
         let foreign = try registration(try challenge(options, stranger.token), token: owner.token)
         #expect(foreign.status == 422 && foreign.code == "invalid_passkey", "\(foreign.text)")
         let stale = try challenge(options, owner.token)
-        try server.withDatabase { _ = try $0.query("UPDATE webauthn_challenges SET expires_at = now() - interval '1 second'") }
+        server.advanceClock(by: 301)
         #expect(try registration(stale, token: owner.token).status == 422)
         let registered = try registration(try challenge(options, owner.token), token: owner.token)
         #expect(registered.status == 201, "\(registered.text)")
@@ -183,7 +183,7 @@ struct PasskeysAPITests {
             "POST", "/users/signin/passkey", json: try assertion(try challenge(signIn), count: 1, userHandle: [UInt8](repeating: 7, count: 16)))
         #expect(wrongHandle.status == 401, "\(wrongHandle.text)")
         let expired = try challenge(signIn)
-        try server.withDatabase { _ = try $0.query("UPDATE webauthn_challenges SET expires_at = now() - interval '1 second'") }
+        server.advanceClock(by: 301)
         #expect(try server.call("POST", "/users/signin/passkey", json: try assertion(expired, count: 1, userHandle: ownerHandle)).status == 401)
 
         let body = try assertion(try challenge(signIn), count: 1, userHandle: ownerHandle)

@@ -11,6 +11,7 @@ import Cryptography
 import Synchronization
 import TestSupport
 import Testing
+import Time
 
 /// The one throwaway PostgreSQL of this test process: started on first use, stopped at exit
 /// (LocalCluster's atexit handler, or its watchdog if the run is killed).
@@ -31,6 +32,9 @@ final class TestServer: Sendable {
     let databaseURL: String
     let logPath: String
     let port: Int
+    /// What the server's lifetimes, throttle windows and expiries read: a test moves it
+    /// (`advanceClock(by:)`) instead of waiting. Servers sharing a database share it.
+    let clock: WallClock
     private let logFD: Int32
     private let seen = Mutex(Seen())
     private let counter = Atomic<Int>(0)
@@ -84,7 +88,9 @@ final class TestServer: Sendable {
         configuration.accounts.resetResolveIntervalSeconds = 0.2
         // The helpers are the built `exosphere-thumbnailer`.
         configuration.thumbnails.executable = TestImages.thumbnailerExecutable() ?? "exosphere-thumbnailer"
+        configuration.accounts.clock = sibling?.clock ?? WallClock()
         try adjust(&configuration)
+        clock = configuration.accounts.clock
         logPath = "/tmp/exo-apitests-\(name)-\(getpid()).log"
         logFD = open(logPath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o600)
         guard logFD >= 0 else { throw TestFailure("cannot open \(logPath)") }
@@ -222,6 +228,16 @@ final class TestServer: Sendable {
             SELECT (count(*) FILTER (WHERE pg_terminate_backend(pid)))::int8 FROM pg_stat_activity
             WHERE application_name = 'exosphere-pipeline' AND datname = current_database()
             """)[0].decode(Int.self, at: 0)
+    }
+
+    // MARK: - Time
+
+    /// Moves the clock `seconds` forward, once this server has written the session use it noted
+    /// (which it otherwise writes within a second): a use made before the move counts at the time
+    /// it was made, not after it.
+    func advanceClock(by seconds: Double) {
+        app.accounts.recordSessionUse()
+        clock.advance(by: seconds)
     }
 
     // MARK: - Database

@@ -7,6 +7,7 @@ import PostgresCluster
 import Synchronization
 import TestSupport
 import Testing
+import Time
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -32,6 +33,9 @@ final class LiveServer: Sendable {
     let logPath: String
     /// The dev mailbox the server writes its mail to, one `.eml` file a message (no relay in tests).
     let mailDirectory: String
+    /// What the server's lifetimes, throttle windows and expiries read, across restarts: a test
+    /// moves it (`advanceClock(by:)`) instead of waiting.
+    let clock: WallClock
     private let configuration: Configuration
     private let running = Mutex<Application?>(nil)
     private let boundPort = Atomic<Int>(0)
@@ -72,7 +76,9 @@ final class LiveServer: Sendable {
         // The thumbnail helpers are the built `exosphere-thumbnailer`.
         configuration.thumbnails.executable = TestImages.thumbnailerExecutable() ?? "exosphere-thumbnailer"
         configuration.accounts.resetResolveIntervalSeconds = 0.2
+        configuration.accounts.clock = WallClock()
         try adjust(&configuration)
+        clock = configuration.accounts.clock
         self.configuration = configuration
         logPath = "/tmp/exo-clienttests-\(name)-\(getpid()).log"
         logFD = open(logPath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o600)
@@ -107,6 +113,13 @@ final class LiveServer: Sendable {
             unlink(logPath)
             try? FileManager.default.removeItem(atPath: mailDirectory)
         }
+    }
+
+    /// Moves the clock `seconds` forward, once the running server has written the session use it
+    /// noted: a use made before the move counts at the time it was made.
+    func advanceClock(by seconds: Double) {
+        running.withLock { $0 }?.accounts.recordSessionUse()
+        clock.advance(by: seconds)
     }
 
     var port: Int { boundPort.load(ordering: .relaxed) }
