@@ -345,7 +345,8 @@ private let rejected: [ParseCase] = [
         // Refused at the offending bracket, before the byte after it is read: a parser that went
         // on through the megabyte (pushing every level, or scanning it first) and judged the depth
         // later would meet the stray "x" first and call the document invalid there.
-        let strayAfter = [UInt8](repeating: UInt8(ascii: "["), count: 33) + [UInt8(ascii: "x")]
+        let strayAfter =
+            [UInt8](repeating: UInt8(ascii: "["), count: 33) + [UInt8(ascii: "x")]
             + [UInt8](repeating: UInt8(ascii: "["), count: 1_000_000 - 34)
         #expect(throws: tooDeep) { try JSONParser.parse(strayAfter) }
     }
