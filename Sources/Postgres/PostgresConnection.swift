@@ -236,24 +236,26 @@ public final class PostgresConnection {
         }
     }
 
-    /// What `PQexec` does after sending, with `responseTimeout`: waits for the results of what
-    /// `sent` (a `PQsend…` call's status) sent, and returns the first failed one or else the last,
-    /// clearing the others; nil when the send failed. Past the timeout the connection is
-    /// abandoned (`abandon`) and `timedOut` is thrown: a server that stopped answering (a frozen
-    /// process, a partition) must not hold the request, or the thread, for as long as it lasts.
-    func awaitResult(_ sent: Int32) throws -> OpaquePointer? {
-        guard sent == 1 else { return nil }
-        let deadline = responseTimeout.map {
-            monotonicNanoseconds() &+ UInt64($0.components.seconds) * 1_000_000_000
-                &+ UInt64($0.components.attoseconds / 1_000_000_000)
+    /// What `PQexec` does after sending, with `responseTimeout`: sends (`send`, a `PQsend…`
+    /// call), waits for the results, and returns the first failed one or else the last, clearing
+    /// the others; nil when the send failed. Past the timeout, or the calling thread's request
+    /// deadline (`RequestDeadline`) when that comes first, the connection is abandoned
+    /// (`abandon`) and `timedOut` is thrown: a server that stopped answering (a frozen process, a
+    /// partition) must not hold the request, or the thread, for as long as it lasts. Nothing is
+    /// sent once the request's deadline has passed (the connection stays as it was).
+    func awaitResult(_ send: @autoclosure () -> Int32) throws -> OpaquePointer? {
+        if let request = RequestDeadline.current, request.hasPassed {
+            throw PostgresError(code: .timedOut, context: "the request's deadline passed before the statement was sent")
         }
+        let deadline = answerDeadline()
+        guard send() == 1 else { return nil }
         var kept: OpaquePointer?
         var keptFailure = false
         while true {
             guard waitUntilReadable(deadline: deadline) else {
                 if let kept { PQclear(kept) }
                 abandon()
-                throw PostgresError(code: .timedOut, context: "no answer from the server within \(responseTimeout!)")
+                throw noAnswer()
             }
             guard let result = PQgetResult(handle) else { break }
             let status = PQresultStatus(result)
@@ -276,18 +278,31 @@ public final class PostgresConnection {
         return kept
     }
 
-    /// The next result of what was sent, waiting at most the response timeout for it; nil once
-    /// they are all read. Past the timeout the connection is abandoned and `timedOut` thrown.
+    /// The next result of what was sent, waiting at most the response timeout (or what is left
+    /// of the request's deadline) for it; nil once they are all read. Past it the connection is
+    /// abandoned and `timedOut` thrown.
     func awaitNextResult() throws -> OpaquePointer? {
-        let deadline = responseTimeout.map {
-            monotonicNanoseconds() &+ UInt64($0.components.seconds) * 1_000_000_000
-                &+ UInt64($0.components.attoseconds / 1_000_000_000)
-        }
-        guard waitUntilReadable(deadline: deadline) else {
+        guard waitUntilReadable(deadline: answerDeadline()) else {
             abandon()
-            throw PostgresError(code: .timedOut, context: "no answer from the server within \(responseTimeout!)")
+            throw noAnswer()
         }
         return PQgetResult(handle)
+    }
+
+    /// Until when an answer is waited for, from now (monotonic nanoseconds): the response timeout
+    /// or the calling thread's request deadline, whichever comes first; nil waits as long as it takes.
+    func answerDeadline() -> UInt64? {
+        let own = responseTimeout.map { monotonicNanoseconds() &+ $0.nanoseconds }
+        guard let request = RequestDeadline.current else { return own }
+        return min(own ?? .max, request.uptimeNanoseconds)
+    }
+
+    /// The error of a wait for the server that ran out (`answerDeadline`).
+    func noAnswer(_ what: String = "no answer from the server") -> PostgresError {
+        if let request = RequestDeadline.current, request.hasPassed {
+            return PostgresError(code: .timedOut, context: "\(what) before the request's deadline")
+        }
+        return PostgresError(code: .timedOut, context: "\(what) within \(responseTimeout.map { "\($0)" } ?? "the time allowed")")
     }
 
     /// Whether libpq has a whole result to give (or an error to report) before `deadline`

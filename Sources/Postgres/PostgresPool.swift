@@ -82,7 +82,9 @@ public final class PostgresPool: @unchecked Sendable {
     /// Lends a connection to `body` on the calling thread and takes it back afterwards.
     ///
     /// Throws `poolTimeout` when none frees up within `acquireTimeout`, `poolClosed` after
-    /// `close()`, and `connectionFailed` (fast) when the server cannot be reached.
+    /// `close()`, and `connectionFailed` (fast) when the server cannot be reached. On a thread
+    /// working for a request (`RequestDeadline.current`), every wait (for a free connection,
+    /// connecting, each round trip) also ends at the request's deadline, with `timedOut`.
     public func withConnection<Result>(_ body: (PostgresConnection) throws -> Result) throws -> Result {
         let connection = try acquire()
         defer { release(connection) }
@@ -144,8 +146,16 @@ public final class PostgresPool: @unchecked Sendable {
 
     // MARK: - Lending
 
+    /// libpq's least connect timeout: it counts whole seconds, and takes 1 (or less) as 2.
+    static let shortestConnectTimeout: Duration = .seconds(2)
+
     func acquire() throws -> PostgresConnection {
-        let deadline = Self.deadline(after: acquireTimeout)
+        let request = RequestDeadline.current
+        if let request, request.hasPassed {
+            throw PostgresError(code: .timedOut, context: "the request's deadline passed before a connection was asked for")
+        }
+        let ownDeadline = Self.deadline(after: acquireTimeout)
+        let deadline = min(ownDeadline, request?.uptimeNanoseconds ?? .max)
         while true {
             enum Step {
                 case reuse(PostgresConnection)
@@ -165,6 +175,14 @@ public final class PostgresPool: @unchecked Sendable {
                         return .reuse(connection)
                     }
                     if total < size, !(serverFailing && (probing || probe != nil)) {
+                        // libpq may take its whole least timeout to connect (a frozen server):
+                        // with less of the request's time left, the answer is a fast 503 now
+                        // rather than a late one.
+                        if let request, request.remaining < Self.shortestConnectTimeout {
+                            throw PostgresError(
+                                code: .timedOut,
+                                context: "too little of the request's time left to connect (\(request.remaining), libpq may take \(Self.shortestConnectTimeout))")
+                        }
                         total += 1
                         inUse += 1
                         if serverFailing { probing = true }
@@ -180,6 +198,9 @@ public final class PostgresPool: @unchecked Sendable {
                     hasWaited = true
                     if !signalled, !closed, idle.isEmpty, total >= size {
                         timedOut += 1
+                        if deadline < ownDeadline {
+                            throw PostgresError(code: .timedOut, context: "no connection free before the request's deadline (size \(size))")
+                        }
                         throw PostgresError(code: .poolTimeout, context: "no connection free within \(acquireTimeout) (size \(size))")
                     }
                 }
@@ -203,10 +224,13 @@ public final class PostgresPool: @unchecked Sendable {
                 do {
                     // Connecting counts against the same deadline: a server that accepts but does not
                     // answer (frozen) would otherwise hold this caller for a whole connect timeout more.
+                    // The request's deadline leaves at least libpq's least timeout (checked above),
+                    // and libpq rounds down to whole seconds; the session-mode SET after connecting
+                    // is a round trip like any other.
                     var bounded = configuration
                     let now = monotonicNanoseconds()
                     let remaining = Duration.nanoseconds(Int64(clamping: deadline > now ? deadline - now : 0))
-                    bounded.connectTimeout = min(configuration.connectTimeout, max(.seconds(2), remaining))
+                    bounded.connectTimeout = min(configuration.connectTimeout, max(Self.shortestConnectTimeout, remaining))
                     let connection = try PostgresConnection(configuration: bounded)
                     // Not proof that the server is back: behind a pooler, connecting reaches the
                     // pooler only. A healthy release is.
