@@ -25,7 +25,9 @@ public final class PostgresConnection {
     /// the next transaction may run on a server connection that never saw a named one.
     let unnamedStatements: Bool
 
-    /// Connects synchronously; throws `connectionFailed` with libpq's message in `debugDescription`.
+    /// Connects synchronously, within the configuration's `connectTimeout` and, on a thread
+    /// working for a request, by its deadline (`RequestDeadline`); throws `connectionFailed` with
+    /// libpq's message in `debugDescription`, or `timedOut` when the request's deadline came first.
     public init(configuration: PostgresConfiguration) throws {
         try configuration.checkPooler()
         if configuration.pooler != .none { _ = PostgresConfiguration.pooledStartupEnvironment }
@@ -38,17 +40,13 @@ public final class PostgresConnection {
         }
         let connection: OpaquePointer? = (keywords + [nil]).map { UnsafePointer($0) }.withUnsafeBufferPointer { keys in
             (values + [nil]).map { UnsafePointer($0) }.withUnsafeBufferPointer { vals in
-                PQconnectdbParams(keys.baseAddress, vals.baseAddress, 1)
+                PQconnectStartParams(keys.baseAddress, vals.baseAddress, 1)
             }
         }
         guard let connection else {
             throw PostgresError(code: .connectionFailed, context: "libpq could not allocate a connection")
         }
-        guard PQstatus(connection) == CONNECTION_OK else {
-            let message = String(cString: PQerrorMessage(connection))
-            PQfinish(connection)
-            throw PostgresError(code: .connectionFailed, context: message.trimmingTrailingNewlines)
-        }
+        try Self.complete(connection, by: RequestDeadline.bounding(monotonicNanoseconds() &+ configuration.connectTimeout.nanoseconds))
         // Without this libpq prints notices (and a server's FATAL on an idle connection) to stderr.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
         handle = connection
@@ -56,6 +54,37 @@ public final class PostgresConnection {
         responseTimeout = configuration.responseTimeout
         unnamedStatements = configuration.pooler == .transaction
         if let settings = configuration.settingsAfterConnecting { try unsafeExecuteScript(settings) }
+    }
+
+    /// Drives libpq's non-blocking connect (`PQconnectPoll`) until it is done or `deadline`
+    /// (monotonic nanoseconds) passes; finishes the connection when it fails. libpq's own
+    /// `connect_timeout` counts whole seconds, at least 2, which could overrun a request's deadline;
+    /// this one is exact.
+    private static func complete(_ connection: OpaquePointer, by deadline: UInt64) throws {
+        func failure() -> PostgresError {
+            let message = String(cString: PQerrorMessage(connection)).trimmingTrailingNewlines
+            PQfinish(connection)
+            return PostgresError(code: .connectionFailed, context: message)
+        }
+        guard PQstatus(connection) != CONNECTION_BAD else { throw failure() }
+        var status = PGRES_POLLING_WRITING
+        while status != PGRES_POLLING_OK {
+            guard status != PGRES_POLLING_FAILED else { throw failure() }
+            let now = monotonicNanoseconds()
+            guard now < deadline else {
+                PQfinish(connection)
+                if let request = RequestDeadline.current, request.hasPassed {
+                    throw PostgresError(code: .timedOut, context: "not connected before the request's deadline")
+                }
+                throw PostgresError(code: .connectionFailed, context: "timeout expired")
+            }
+            let events = status == PGRES_POLLING_READING ? POLLIN : POLLOUT
+            // The socket may change while connecting (another address of the host): asked each time.
+            var descriptor = pollfd(fd: PQsocket(connection), events: Int16(events), revents: 0)
+            let ready = poll(&descriptor, 1, Int32(min(UInt64(Int32.max), (deadline - now + 999_999) / 1_000_000)))
+            if ready == 0 || (ready < 0 && errno == EINTR) { continue }
+            status = PQconnectPoll(connection)
+        }
     }
 
     /// Connects to a connection string with default settings.

@@ -146,9 +146,6 @@ public final class PostgresPool: @unchecked Sendable {
 
     // MARK: - Lending
 
-    /// libpq's least connect timeout: it counts whole seconds, and takes 1 (or less) as 2.
-    static let shortestConnectTimeout: Duration = .seconds(2)
-
     func acquire() throws -> PostgresConnection {
         let request = RequestDeadline.current
         if let request, request.hasPassed {
@@ -175,14 +172,6 @@ public final class PostgresPool: @unchecked Sendable {
                         return .reuse(connection)
                     }
                     if total < size, !(serverFailing && (probing || probe != nil)) {
-                        // libpq may take its whole least timeout to connect (a frozen server):
-                        // with less of the request's time left, the answer is a fast 503 now
-                        // rather than a late one.
-                        if let request, request.remaining < Self.shortestConnectTimeout {
-                            throw PostgresError(
-                                code: .timedOut,
-                                context: "too little of the request's time left to connect (\(request.remaining), libpq may take \(Self.shortestConnectTimeout))")
-                        }
                         total += 1
                         inUse += 1
                         if serverFailing { probing = true }
@@ -224,13 +213,13 @@ public final class PostgresPool: @unchecked Sendable {
                 do {
                     // Connecting counts against the same deadline: a server that accepts but does not
                     // answer (frozen) would otherwise hold this caller for a whole connect timeout more.
-                    // The request's deadline leaves at least libpq's least timeout (checked above),
-                    // and libpq rounds down to whole seconds; the session-mode SET after connecting
-                    // is a round trip like any other.
+                    // At least 2 s outside a request, as libpq's own timeout once was; a request's
+                    // deadline bounds it exactly (the connection reads it), and so the session-mode
+                    // SET after connecting, a round trip like any other.
                     var bounded = configuration
                     let now = monotonicNanoseconds()
-                    let remaining = Duration.nanoseconds(Int64(clamping: deadline > now ? deadline - now : 0))
-                    bounded.connectTimeout = min(configuration.connectTimeout, max(Self.shortestConnectTimeout, remaining))
+                    let remaining = Duration.nanoseconds(Int64(clamping: ownDeadline > now ? ownDeadline - now : 0))
+                    bounded.connectTimeout = min(configuration.connectTimeout, max(.seconds(2), remaining))
                     let connection = try PostgresConnection(configuration: bounded)
                     // Not proof that the server is back: behind a pooler, connecting reaches the
                     // pooler only. A healthy release is.
