@@ -305,7 +305,13 @@ extension HashingPoolTests {
         let ran = Counter(), results = Results()
         let start = ContinuousClock.now
         let caller = OSThread(name: "deadline-caller") {
-            results.append(0, Result { try pool.run(deadline: .after(.seconds(1))) { ran.increment(); return 1 } })
+            let result = Result {
+                try pool.run(deadline: .after(.seconds(1))) {
+                    ran.increment()
+                    return 1
+                }
+            }
+            results.append(0, result)
         }
         // Without the deadline the caller would wait for the worker, which the test holds.
         try waitUntil(timeout: .seconds(20), "the caller to be answered") { results.order == [0] }
@@ -354,7 +360,14 @@ extension HashingPoolTests {
         let results = Results()
         let start = ContinuousClock.now
         let caller = OSThread(name: "deadline-caller") {
-            results.append(0, Result { try pool.run(deadline: .after(.seconds(1))) { started.open(); release.wait(); return 1 } })
+            let result = Result {
+                try pool.run(deadline: .after(.seconds(1))) {
+                    started.open()
+                    release.wait()
+                    return 1
+                }
+            }
+            results.append(0, result)
         }
         started.wait()
         try waitUntil(timeout: .seconds(20), "the caller to be answered") { results.order == [0] }
