@@ -293,6 +293,9 @@ struct MetricsController {
         text.metric(
             "exosphere_hashing_abandoned_total", type: .counter,
             help: "Password hashes dropped unstarted because their client had gone.", hashing.abandoned)
+        text.metric(
+            "exosphere_hashing_expired_total", type: .counter,
+            help: "Password hashes dropped unstarted because their request's deadline passed (answered with 503).", hashing.expired)
     }
 
     private static func merge(_ a: HTTPMetrics.Histogram, _ b: HTTPMetrics.Histogram) -> HTTPMetrics.Histogram {

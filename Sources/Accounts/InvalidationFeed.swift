@@ -72,17 +72,25 @@ final class InvalidationFeed: @unchecked Sendable {
 
     /// Returns once a read sent after the call has been applied (every change committed before
     /// the call is out of the cache), or at once when the feed is down (the cache serves nothing
-    /// then), or after `timeout` (by when the cache has stopped serving).
-    func catchUp(timeout: Duration = .seconds(2)) {
+    /// then), or after `timeout` or at the request's `deadline`, whichever comes first.
+    ///
+    /// Returning without that read is safe only once the cache no longer serves on the strength
+    /// of a read sent before the call: after the staleness bound it would not anyway (every read
+    /// before the call vouches until its send time plus the bound), but a request's deadline may
+    /// come sooner. So a wait cut short tells the cache to serve nothing until a read sent after
+    /// the call is applied (the next one, at most a poll away: the call asked for it).
+    func catchUp(timeout: Duration = .seconds(2), deadline: RequestDeadline? = RequestDeadline.current) {
         let asked = monotonicNanoseconds()
-        let deadline = asked + timeout.nanoseconds
-        lock.withLock {
+        let until = min(asked + timeout.nanoseconds, deadline?.uptimeNanoseconds ?? .max)
+        let caughtUp = lock.withLock {
             state.wanted = true
             lock.broadcast()
             while !state.stopping, state.appliedSentAt != 0, state.appliedSentAt < asked {
-                if !lock.wait(untilMonotonicNanoseconds: deadline), monotonicNanoseconds() >= deadline { return }
+                if !lock.wait(untilMonotonicNanoseconds: until), monotonicNanoseconds() >= until { return false }
             }
+            return true
         }
+        if !caughtUp { cache.markStale(before: asked) }
     }
 
     // MARK: - The thread

@@ -89,6 +89,8 @@ public final class SessionCache: Sendable {
         var forgottenBefore: UInt64 = 0
         /// Entries are served until this monotonic time (nanoseconds); 0 serves nothing.
         var freshUntil: UInt64 = 0
+        /// A read sent before this monotonic time vouches for nothing (`markStale(before:)`).
+        var staleBefore: UInt64 = 0
     }
 
     /// The most bytes the entries may take (an estimate of what they hold); 0 turns the cache off.
@@ -199,7 +201,9 @@ public final class SessionCache: Sendable {
     public func flush() {
         state.withLock { state in
             state.generation += 1
-            state = State(generation: state.generation, forgottenBefore: state.generation, freshUntil: state.freshUntil)
+            state = State(
+                generation: state.generation, forgottenBefore: state.generation, freshUntil: state.freshUntil,
+                staleBefore: state.staleBefore)
         }
         statistics.flushes.add(1, ordering: .relaxed)
     }
@@ -208,7 +212,21 @@ public final class SessionCache: Sendable {
     /// time): entries may be served until `sentAt` + `staleness`.
     func markFresh(sentAt: UInt64) {
         let until = sentAt + staleness.nanoseconds
-        state.withLock { $0.freshUntil = max($0.freshUntil, until) }
+        state.withLock { state in
+            guard sentAt >= state.staleBefore else { return }
+            state.freshUntil = max(state.freshUntil, until)
+        }
+    }
+
+    /// Serves nothing until the feed has applied a read sent at or after `time` (a monotonic
+    /// time): for a writer that stops waiting for that read (`InvalidationFeed.catchUp`) before
+    /// the staleness bound has passed since its change, so that no read sent before the change
+    /// can vouch for entries it may have made stale.
+    func markStale(before time: UInt64) {
+        state.withLock { state in
+            state.freshUntil = 0
+            state.staleBefore = max(state.staleBefore, time)
+        }
     }
 
     /// Serves nothing until the feed says otherwise.

@@ -17,5 +17,7 @@ extension HashingPool {
         public let completedBulk: UInt64
         /// Jobs dropped unstarted because their client went away, since the pool started.
         public let abandoned: UInt64
+        /// Jobs dropped unstarted because their request's deadline passed, since the pool started.
+        public let expired: UInt64
     }
 }

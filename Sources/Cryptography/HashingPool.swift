@@ -9,7 +9,8 @@ import Threads
 /// account and is waiting) always runs before `bulk` work (registration), and bulk work may hold
 /// at most half of the pool's places, so a flood of registrations never keeps a sign-in from a
 /// place or from the next free thread. Work whose `Cancellation` is set before it starts (its
-/// client went away) is dropped unhashed, and gives its place back at once.
+/// client went away) is dropped unhashed, and gives its place back at once; so is work still
+/// queued at its request's deadline (`RequestDeadline`), whose caller has stopped waiting.
 ///
 /// At most `workerCount + queueCapacity` jobs are outstanding at any time.
 public final class HashingPool: @unchecked Sendable {
@@ -25,12 +26,22 @@ public final class HashingPool: @unchecked Sendable {
         let work: @Sendable () -> Void
         /// Runs after the job is booked as done (or dropped), so a caller released by it sees current figures.
         let finished: @Sendable () -> Void
-        /// Runs instead of `work` when the job is dropped.
-        let cancelled: @Sendable () -> Void
+        /// Runs instead of `work` when the job is dropped, with the reason.
+        let dropped: @Sendable (SecurityError) -> Void
         let cancellation: Cancellation?
+        /// Its request's deadline (`monotonicNanoseconds()`): a job still queued then is dropped.
+        var deadline: UInt64? = nil
         let lane: Lane
         /// Whose work it is (a client address): the queue takes each owner's jobs in turn.
         var owner: String? = nil
+
+        /// Why the job must not start now, if it must not: its client went away (`cancelled`),
+        /// or its request's deadline passed (`overloaded`: its caller has stopped waiting).
+        func dropReason(now: UInt64) -> SecurityError? {
+            if cancellation?.isCancelled == true { return SecurityError(.cancelled, detail: "the hashing job was cancelled") }
+            if let deadline, now >= deadline { return HashingPool.pastDeadline }
+            return nil
+        }
     }
 
     /// How the scheduler treats the workers.
@@ -58,6 +69,7 @@ public final class HashingPool: @unchecked Sendable {
     private var completed: UInt64 = 0
     private var completedBulk: UInt64 = 0
     private var abandoned: UInt64 = 0
+    private var expired: UInt64 = 0
     private var stopping = false
     private var threads: [OSThread] = []
 
@@ -82,34 +94,46 @@ public final class HashingPool: @unchecked Sendable {
 
     /// Queues `work` and returns at once; throws `overloaded` when full, `shutDown` after `shutdown()`.
     public func submit(lane: Lane = .interactive, owner: String? = nil, _ work: @escaping @Sendable () -> Void) throws {
-        try enqueue(Job(work: work, finished: {}, cancelled: {}, cancellation: nil, lane: lane, owner: owner))
+        try enqueue(Job(work: work, finished: {}, dropped: { _ in }, cancellation: nil, lane: lane, owner: owner))
     }
 
     /// Runs `work` on a worker and waits for its result, rethrowing what it throws; throws
     /// `overloaded` at once when the lane has no place, and `cancelled` when `cancellation` was
     /// set before a worker took the job. Never call it from inside pool work.
     ///
+    /// With a `deadline` (by default the calling thread's request's), the caller waits no longer
+    /// than it and then gets `overloaded`: a job no worker took by then is dropped unhashed, and
+    /// one that is running finishes for nobody.
+    ///
     /// Jobs of one `owner` (a client address) wait behind the other owners' jobs queued as early
     /// in their turn: a newcomer's first job goes before a flood's second, so one owner's backlog
     /// delays another owner by at most one of its jobs.
     public func run<T: Sendable>(
         lane: Lane = .interactive, cancellation: Cancellation? = nil, owner: String? = nil,
+        deadline: RequestDeadline? = RequestDeadline.current,
         _ work: @escaping @Sendable () throws -> T
     ) throws -> T {
         let completion = Completion<T>()
         try enqueue(
             Job(
                 work: { completion.store(Result { try work() }) }, finished: { completion.finish() },
-                cancelled: { completion.store(.failure(SecurityError(.cancelled, detail: "the hashing job was cancelled"))) },
-                cancellation: cancellation, lane: lane, owner: owner))
-        return try completion.wait().get()
+                dropped: { completion.store(.failure($0)) },
+                cancellation: cancellation, deadline: deadline?.uptimeNanoseconds, lane: lane, owner: owner))
+        guard let deadline else { return try completion.wait().get() }
+        guard let result = completion.wait(untilMonotonicNanoseconds: deadline.uptimeNanoseconds) else {
+            throw HashingPool.pastDeadline
+        }
+        return try result.get()
     }
+
+    /// What a job's caller gets when its request's deadline comes before the job's result.
+    static let pastDeadline = SecurityError(.overloaded, detail: "no hashing result before the request's deadline")
 
     /// Whether new interactive work would be queued now (a hint: another caller may take the last
     /// place first). Places held by work whose client has gone count as free, and are freed. A
     /// caller refuses its work when this is false, so that counts as a rejection.
     public var hasCapacity: Bool {
-        var dropped: [Job] = []
+        var dropped: [(Job, SecurityError)] = []
         defer { HashingPool.release(dropped) }
         lock.lock()
         defer { lock.unlock() }
@@ -124,7 +148,8 @@ public final class HashingPool: @unchecked Sendable {
         lock.withLock {
             Statistics(
                 workers: workerCount, queueCapacity: queueCapacity, queued: interactive.count + bulk.count,
-                busy: busy, rejected: rejected, completed: completed, completedBulk: completedBulk, abandoned: abandoned)
+                busy: busy, rejected: rejected, completed: completed, completedBulk: completedBulk, abandoned: abandoned,
+                expired: expired)
         }
     }
 
@@ -141,27 +166,36 @@ public final class HashingPool: @unchecked Sendable {
 
     // MARK: - Queueing
 
-    /// Removes the queued jobs whose client has gone; call with the lock held, and `release` them after.
-    private func dropAbandoned() -> [Job] {
-        let dropped = interactive.removeCancelled() + bulk.removeCancelled()
-        abandoned += UInt64(dropped.count)
+    /// Removes the queued jobs whose client has gone or whose deadline has passed; call with the
+    /// lock held, and `release` them after.
+    private func dropAbandoned() -> [(Job, SecurityError)] {
+        let now = monotonicNanoseconds()
+        let dropped = interactive.removeDroppable(now: now) + bulk.removeDroppable(now: now)
+        for (_, reason) in dropped {
+            if reason.code == .cancelled { abandoned += 1 } else { expired += 1 }
+        }
         return dropped
     }
 
     /// Tells the callers of dropped jobs; call without the lock.
-    private static func release(_ dropped: [Job]) {
-        for job in dropped {
-            job.cancelled()
+    private static func release(_ dropped: [(Job, SecurityError)]) {
+        for (job, reason) in dropped {
+            job.dropped(reason)
             job.finished()
         }
     }
 
     private func enqueue(_ job: Job) throws {
-        var dropped: [Job] = []
+        var dropped: [(Job, SecurityError)] = []
         defer { HashingPool.release(dropped) }
         lock.lock()
         defer { lock.unlock() }
         guard !stopping else { throw SecurityError(.shutDown, detail: "hashing pool is shut down") }
+        if let deadline = job.deadline, monotonicNanoseconds() >= deadline {
+            // Its caller would not wait for it.
+            expired += 1
+            throw HashingPool.pastDeadline
+        }
         let places = workerCount + queueCapacity
         // Jobs of clients that went away hold places they will never use: free them first.
         if busy + interactive.count + bulk.count >= places { dropped = dropAbandoned() }
@@ -183,10 +217,10 @@ public final class HashingPool: @unchecked Sendable {
         while true {
             while interactive.isEmpty, bulk.isEmpty, !stopping { lock.wait() }
             guard let job = interactive.popFirst() ?? bulk.popFirst() else { break }  // stopping and drained
-            if job.cancellation?.isCancelled == true {
-                abandoned += 1
+            if let reason = job.dropReason(now: monotonicNanoseconds()) {
+                if reason.code == .cancelled { abandoned += 1 } else { expired += 1 }
                 lock.unlock()
-                job.cancelled()
+                job.dropped(reason)
                 job.finished()
                 lock.lock()
                 continue
@@ -253,14 +287,14 @@ public final class HashingPool: @unchecked Sendable {
             return job
         }
 
-        /// Takes out the jobs whose client has gone. Each job's cancellation is read once: a client
-        /// may leave while this runs, and a job read twice could be neither kept nor removed (its
-        /// caller would then wait forever).
-        mutating func removeCancelled() -> [Job] {
+        /// Takes out the jobs whose client has gone or whose deadline has passed, with the reason.
+        /// Each job's cancellation is read once: a client may leave while this runs, and a job read
+        /// twice could be neither kept nor removed (its caller would then wait forever).
+        mutating func removeDroppable(now: UInt64) -> [(Job, SecurityError)] {
             var kept: [Job?] = []
-            var removed: [Job] = []
+            var removed: [(Job, SecurityError)] = []
             for case let job? in jobs[head...] {
-                if job.cancellation?.isCancelled == true { removed.append(job) } else { kept.append(job) }
+                if let reason = job.dropReason(now: now) { removed.append((job, reason)) } else { kept.append(job) }
             }
             guard !removed.isEmpty else { return [] }
             jobs = kept

@@ -30,7 +30,9 @@ extension EventLoop {
             let context = RequestContext(
                 requestID: requestID, parameters: parameters,
                 remoteAddress: connection.remoteAddress,
-                cancellation: cancellation, logger: shared.logger)
+                cancellation: cancellation,
+                deadline: RequestDeadline(uptimeNanoseconds: now &+ shared.configuration.requestDeadline.nanoseconds),
+                logger: shared.logger)
             if let asynchronous = route.asynchronousHandler {
                 shared.metrics.requestStarted()
                 let responder = Responder(
@@ -64,16 +66,18 @@ extension EventLoop {
         else {
             return connection.machine.admitted(now: System.now())
         }
+        // The check has a deadline of its own; the request gets its deadline once its body is read.
         let context = RequestContext(
             requestID: nextRequestID(from: head.headers["X-Request-Id"]), parameters: parameters,
-            remoteAddress: connection.remoteAddress, logger: shared.logger)
+            remoteAddress: connection.remoteAddress, deadline: RequestDeadline.after(shared.configuration.requestDeadline),
+            logger: shared.logger)
         connection.admittedRequestID = context.requestID
         let token = connection.token
         let shared = self.shared
         let submitted = shared.workers.submit { [self] in
             var refusal: Response?
             do {
-                try admission(head, context)
+                try RequestDeadline.with(context.deadline) { try admission(head, context) }
             } catch {
                 refusal = shared.response(for: route, context) { throw error }
             }
@@ -102,6 +106,10 @@ extension EventLoop {
     /// Runs the route's blocking handler on the worker pool and answers from this loop; false
     /// when the pool's queue is full. `counted`: the request is in flight already (an asynchronous
     /// handler falling back), so only its end is counted.
+    ///
+    /// The handler runs with the request's deadline as its thread's (`RequestDeadline`), so that
+    /// every wait in it ends by then; a request that waited for a worker until its deadline is
+    /// answered `503` without running.
     func submit(
         _ route: Router.Route, _ request: Request, _ context: RequestContext, token: UInt64,
         counted: Bool = false
@@ -109,7 +117,14 @@ extension EventLoop {
         let shared = self.shared
         return shared.workers.submit { [self] in
             if !counted { shared.metrics.requestStarted() }
-            let response = shared.response(for: route, context) { try route.handler(request, context) }
+            let response: Response
+            if context.deadline?.hasPassed == true {
+                response = Problem.serviceUnavailable(detail: "The server is too busy to answer in time; try again shortly.").response()
+            } else {
+                response = RequestDeadline.with(context.deadline) {
+                    shared.response(for: route, context) { try route.handler(request, context) }
+                }
+            }
             // Counted here, not on the loop: a loop that ends at its drain deadline runs no more tasks.
             shared.metrics.requestFinished()
             execute { [self] in deliver(response, token: token) }

@@ -12,16 +12,20 @@ public struct RequestContext: Sendable {
     /// Set when the client closes its connection before the answer is written (for handlers that
     /// run off the event loop), so that expensive work not yet started can be dropped.
     public let cancellation: Cancellation?
+    /// When the answer is due (`ServerConfiguration.requestDeadline` after the request was
+    /// dispatched): the worker that runs the handler makes it its thread's `RequestDeadline`.
+    public let deadline: RequestDeadline?
     private let baseLogger: Logger
 
     public init(
         requestID: String, parameters: [String: String] = [:], remoteAddress: String = "unknown",
-        cancellation: Cancellation? = nil, logger: Logger = .silent
+        cancellation: Cancellation? = nil, deadline: RequestDeadline? = nil, logger: Logger = .silent
     ) {
         self.requestID = requestID
         self.parameters = parameters
         self.remoteAddress = remoteAddress
         self.cancellation = cancellation
+        self.deadline = deadline
         self.baseLogger = logger
     }
 

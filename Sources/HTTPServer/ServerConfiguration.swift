@@ -25,6 +25,12 @@ public struct ServerConfiguration: Sendable {
     public var requestTimeout: Duration = .seconds(60)
     /// The same for an upload (a route that allows a body beyond `limits.maxBodyBytes`).
     public var uploadTimeout: Duration = .seconds(900)
+    /// How long a request on the worker pool has for its answer, from its dispatch: its wait for a
+    /// worker, a database connection, each round trip and a password hash all end by then (each
+    /// also keeps its own bound), with a `503` (`RequestDeadline`). Below the timeout of a proxy in
+    /// front (haproxy's `timeout server` is often 5 s), so that in an outage the client gets the
+    /// server's `503` and `Retry-After`, not the proxy's `504`. `--request-timeout`.
+    public var requestDeadline: Duration = .seconds(4)
     public var writeTimeout: Duration = .seconds(60)
     public var lingerTimeout: Duration = .seconds(2)
     /// A route with an admission check (authentication) runs it from the request head before

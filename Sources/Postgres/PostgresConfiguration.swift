@@ -26,7 +26,8 @@ public struct PostgresConfiguration: Sendable {
     public var connectionString: String
     /// Shown in `pg_stat_activity`.
     public var applicationName: String = "exosphere"
-    /// Connect timeout (libpq counts whole seconds, at least 2).
+    /// Connect timeout, kept by the connection itself (exactly: libpq's `connect_timeout`, which
+    /// counts whole seconds and at least 2, applies only to blocking connects; it is sent anyway).
     public var connectTimeout: Duration = .seconds(5)
     /// Server-side limit per statement; `nil` keeps the server's default.
     public var statementTimeout: Duration? = .seconds(30)

@@ -1,6 +1,7 @@
 import CLibPQ
 import FoundationEssentials
 import Glibc
+import Threads
 
 /// Large binary values (images) in and out without the copies the text paths make: a bytea
 /// parameter is copied into the bindings, then into libpq's buffer; a bytea in a text result
@@ -114,16 +115,22 @@ extension PostgresConnection {
     }
 
     /// Waits for the socket to take more (and lets libpq read what the server sent meanwhile);
-    /// past the response timeout the connection is abandoned and `timedOut` thrown.
+    /// past the response timeout (or the request's deadline) the connection is abandoned and
+    /// `timedOut` thrown.
     private func waitUntilWritable() throws {
-        let timeout = responseTimeout.map { Int32(clamping: $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000) } ?? -1
+        let deadline = answerDeadline()
         var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLOUT | POLLIN), revents: 0)
         while true {
+            var timeout: Int32 = -1
+            if let deadline {
+                let now = monotonicNanoseconds()
+                timeout = now < deadline ? Int32(min(UInt64(Int32.max), (deadline - now + 999_999) / 1_000_000)) : 0
+            }
             let ready = poll(&descriptor, 1, timeout)
             if ready < 0, errno == EINTR { continue }
             if ready == 0 {
                 abandon()
-                throw PostgresError(code: .timedOut, context: "the server took no data within \(responseTimeout!)")
+                throw noAnswer("the server took no data")
             }
             if descriptor.revents & Int16(POLLIN) != 0, PQconsumeInput(handle) == 0 {
                 isBroken = true

@@ -25,7 +25,9 @@ public final class PostgresConnection {
     /// the next transaction may run on a server connection that never saw a named one.
     let unnamedStatements: Bool
 
-    /// Connects synchronously; throws `connectionFailed` with libpq's message in `debugDescription`.
+    /// Connects synchronously, within the configuration's `connectTimeout` and, on a thread
+    /// working for a request, by its deadline (`RequestDeadline`); throws `connectionFailed` with
+    /// libpq's message in `debugDescription`, or `timedOut` when the request's deadline came first.
     public init(configuration: PostgresConfiguration) throws {
         try configuration.checkPooler()
         if configuration.pooler != .none { _ = PostgresConfiguration.pooledStartupEnvironment }
@@ -38,17 +40,13 @@ public final class PostgresConnection {
         }
         let connection: OpaquePointer? = (keywords + [nil]).map { UnsafePointer($0) }.withUnsafeBufferPointer { keys in
             (values + [nil]).map { UnsafePointer($0) }.withUnsafeBufferPointer { vals in
-                PQconnectdbParams(keys.baseAddress, vals.baseAddress, 1)
+                PQconnectStartParams(keys.baseAddress, vals.baseAddress, 1)
             }
         }
         guard let connection else {
             throw PostgresError(code: .connectionFailed, context: "libpq could not allocate a connection")
         }
-        guard PQstatus(connection) == CONNECTION_OK else {
-            let message = String(cString: PQerrorMessage(connection))
-            PQfinish(connection)
-            throw PostgresError(code: .connectionFailed, context: message.trimmingTrailingNewlines)
-        }
+        try Self.complete(connection, by: RequestDeadline.bounding(monotonicNanoseconds() &+ configuration.connectTimeout.nanoseconds))
         // Without this libpq prints notices (and a server's FATAL on an idle connection) to stderr.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
         handle = connection
@@ -56,6 +54,37 @@ public final class PostgresConnection {
         responseTimeout = configuration.responseTimeout
         unnamedStatements = configuration.pooler == .transaction
         if let settings = configuration.settingsAfterConnecting { try unsafeExecuteScript(settings) }
+    }
+
+    /// Drives libpq's non-blocking connect (`PQconnectPoll`) until it is done or `deadline`
+    /// (monotonic nanoseconds) passes; finishes the connection when it fails. libpq's own
+    /// `connect_timeout` counts whole seconds, at least 2, which could overrun a request's deadline;
+    /// this one is exact.
+    private static func complete(_ connection: OpaquePointer, by deadline: UInt64) throws {
+        func failure() -> PostgresError {
+            let message = String(cString: PQerrorMessage(connection)).trimmingTrailingNewlines
+            PQfinish(connection)
+            return PostgresError(code: .connectionFailed, context: message)
+        }
+        guard PQstatus(connection) != CONNECTION_BAD else { throw failure() }
+        var status = PGRES_POLLING_WRITING
+        while status != PGRES_POLLING_OK {
+            guard status != PGRES_POLLING_FAILED else { throw failure() }
+            let now = monotonicNanoseconds()
+            guard now < deadline else {
+                PQfinish(connection)
+                if let request = RequestDeadline.current, request.hasPassed {
+                    throw PostgresError(code: .timedOut, context: "not connected before the request's deadline")
+                }
+                throw PostgresError(code: .connectionFailed, context: "timeout expired")
+            }
+            let events = status == PGRES_POLLING_READING ? POLLIN : POLLOUT
+            // The socket may change while connecting (another address of the host): asked each time.
+            var descriptor = pollfd(fd: PQsocket(connection), events: Int16(events), revents: 0)
+            let ready = poll(&descriptor, 1, Int32(min(UInt64(Int32.max), (deadline - now + 999_999) / 1_000_000)))
+            if ready == 0 || (ready < 0 && errno == EINTR) { continue }
+            status = PQconnectPoll(connection)
+        }
     }
 
     /// Connects to a connection string with default settings.
@@ -236,24 +265,26 @@ public final class PostgresConnection {
         }
     }
 
-    /// What `PQexec` does after sending, with `responseTimeout`: waits for the results of what
-    /// `sent` (a `PQsend…` call's status) sent, and returns the first failed one or else the last,
-    /// clearing the others; nil when the send failed. Past the timeout the connection is
-    /// abandoned (`abandon`) and `timedOut` is thrown: a server that stopped answering (a frozen
-    /// process, a partition) must not hold the request, or the thread, for as long as it lasts.
-    func awaitResult(_ sent: Int32) throws -> OpaquePointer? {
-        guard sent == 1 else { return nil }
-        let deadline = responseTimeout.map {
-            monotonicNanoseconds() &+ UInt64($0.components.seconds) * 1_000_000_000
-                &+ UInt64($0.components.attoseconds / 1_000_000_000)
+    /// What `PQexec` does after sending, with `responseTimeout`: sends (`send`, a `PQsend…`
+    /// call), waits for the results, and returns the first failed one or else the last, clearing
+    /// the others; nil when the send failed. Past the timeout, or the calling thread's request
+    /// deadline (`RequestDeadline`) when that comes first, the connection is abandoned
+    /// (`abandon`) and `timedOut` is thrown: a server that stopped answering (a frozen process, a
+    /// partition) must not hold the request, or the thread, for as long as it lasts. Nothing is
+    /// sent once the request's deadline has passed (the connection stays as it was).
+    func awaitResult(_ send: @autoclosure () -> Int32) throws -> OpaquePointer? {
+        if let request = RequestDeadline.current, request.hasPassed {
+            throw PostgresError(code: .timedOut, context: "the request's deadline passed before the statement was sent")
         }
+        let deadline = answerDeadline()
+        guard send() == 1 else { return nil }
         var kept: OpaquePointer?
         var keptFailure = false
         while true {
             guard waitUntilReadable(deadline: deadline) else {
                 if let kept { PQclear(kept) }
                 abandon()
-                throw PostgresError(code: .timedOut, context: "no answer from the server within \(responseTimeout!)")
+                throw noAnswer()
             }
             guard let result = PQgetResult(handle) else { break }
             let status = PQresultStatus(result)
@@ -276,18 +307,31 @@ public final class PostgresConnection {
         return kept
     }
 
-    /// The next result of what was sent, waiting at most the response timeout for it; nil once
-    /// they are all read. Past the timeout the connection is abandoned and `timedOut` thrown.
+    /// The next result of what was sent, waiting at most the response timeout (or what is left
+    /// of the request's deadline) for it; nil once they are all read. Past it the connection is
+    /// abandoned and `timedOut` thrown.
     func awaitNextResult() throws -> OpaquePointer? {
-        let deadline = responseTimeout.map {
-            monotonicNanoseconds() &+ UInt64($0.components.seconds) * 1_000_000_000
-                &+ UInt64($0.components.attoseconds / 1_000_000_000)
-        }
-        guard waitUntilReadable(deadline: deadline) else {
+        guard waitUntilReadable(deadline: answerDeadline()) else {
             abandon()
-            throw PostgresError(code: .timedOut, context: "no answer from the server within \(responseTimeout!)")
+            throw noAnswer()
         }
         return PQgetResult(handle)
+    }
+
+    /// Until when an answer is waited for, from now (monotonic nanoseconds): the response timeout
+    /// or the calling thread's request deadline, whichever comes first; nil waits as long as it takes.
+    func answerDeadline() -> UInt64? {
+        let own = responseTimeout.map { monotonicNanoseconds() &+ $0.nanoseconds }
+        guard let request = RequestDeadline.current else { return own }
+        return min(own ?? .max, request.uptimeNanoseconds)
+    }
+
+    /// The error of a wait for the server that ran out (`answerDeadline`).
+    func noAnswer(_ what: String = "no answer from the server") -> PostgresError {
+        if let request = RequestDeadline.current, request.hasPassed {
+            return PostgresError(code: .timedOut, context: "\(what) before the request's deadline")
+        }
+        return PostgresError(code: .timedOut, context: "\(what) within \(responseTimeout.map { "\($0)" } ?? "the time allowed")")
     }
 
     /// Whether libpq has a whole result to give (or an error to report) before `deadline`

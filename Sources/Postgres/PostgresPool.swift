@@ -82,7 +82,9 @@ public final class PostgresPool: @unchecked Sendable {
     /// Lends a connection to `body` on the calling thread and takes it back afterwards.
     ///
     /// Throws `poolTimeout` when none frees up within `acquireTimeout`, `poolClosed` after
-    /// `close()`, and `connectionFailed` (fast) when the server cannot be reached.
+    /// `close()`, and `connectionFailed` (fast) when the server cannot be reached. On a thread
+    /// working for a request (`RequestDeadline.current`), every wait (for a free connection,
+    /// connecting, each round trip) also ends at the request's deadline, with `timedOut`.
     public func withConnection<Result>(_ body: (PostgresConnection) throws -> Result) throws -> Result {
         let connection = try acquire()
         defer { release(connection) }
@@ -145,7 +147,12 @@ public final class PostgresPool: @unchecked Sendable {
     // MARK: - Lending
 
     func acquire() throws -> PostgresConnection {
-        let deadline = Self.deadline(after: acquireTimeout)
+        let request = RequestDeadline.current
+        if let request, request.hasPassed {
+            throw PostgresError(code: .timedOut, context: "the request's deadline passed before a connection was asked for")
+        }
+        let ownDeadline = Self.deadline(after: acquireTimeout)
+        let deadline = min(ownDeadline, request?.uptimeNanoseconds ?? .max)
         while true {
             enum Step {
                 case reuse(PostgresConnection)
@@ -180,6 +187,9 @@ public final class PostgresPool: @unchecked Sendable {
                     hasWaited = true
                     if !signalled, !closed, idle.isEmpty, total >= size {
                         timedOut += 1
+                        if deadline < ownDeadline {
+                            throw PostgresError(code: .timedOut, context: "no connection free before the request's deadline (size \(size))")
+                        }
                         throw PostgresError(code: .poolTimeout, context: "no connection free within \(acquireTimeout) (size \(size))")
                     }
                 }
@@ -203,9 +213,12 @@ public final class PostgresPool: @unchecked Sendable {
                 do {
                     // Connecting counts against the same deadline: a server that accepts but does not
                     // answer (frozen) would otherwise hold this caller for a whole connect timeout more.
+                    // At least 2 s outside a request, as libpq's own timeout once was; a request's
+                    // deadline bounds it exactly (the connection reads it), and so the session-mode
+                    // SET after connecting, a round trip like any other.
                     var bounded = configuration
                     let now = monotonicNanoseconds()
-                    let remaining = Duration.nanoseconds(Int64(clamping: deadline > now ? deadline - now : 0))
+                    let remaining = Duration.nanoseconds(Int64(clamping: ownDeadline > now ? ownDeadline - now : 0))
                     bounded.connectTimeout = min(configuration.connectTimeout, max(.seconds(2), remaining))
                     let connection = try PostgresConnection(configuration: bounded)
                     // Not proof that the server is back: behind a pooler, connecting reaches the

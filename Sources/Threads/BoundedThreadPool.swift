@@ -158,4 +158,15 @@ public final class Completion<T: Sendable>: @unchecked Sendable {
     public func wait() -> Result<T, any Error> {
         lock.withLock(when: { isFinished }) { result! }
     }
+
+    /// Blocks until `finish` or `deadline` (on `monotonicNanoseconds()`), whichever comes first;
+    /// nil at the deadline, when the job has not finished.
+    public func wait(untilMonotonicNanoseconds deadline: UInt64) -> Result<T, any Error>? {
+        lock.withLock {
+            while !isFinished {
+                if !lock.wait(untilMonotonicNanoseconds: deadline), monotonicNanoseconds() >= deadline { break }
+            }
+            return isFinished ? result! : nil
+        }
+    }
 }

@@ -108,6 +108,14 @@ extension Configuration {
             config.server.idleTimeout = .seconds(try integer(value, "--idle-timeout", 1...3600))
         },
         Option(
+            flag: "--request-timeout", environment: "EXOSPHERE_REQUEST_TIMEOUT", placeholder: "SECONDS",
+            help:
+                "time a request has for its answer: its waits for a worker, the database and a password hash end by then with 503 (keep it below the proxy's timeout)",
+            defaultValue: { seconds($0.server.requestDeadline) }
+        ) { config, value throws(ConfigurationError) in
+            config.server.requestDeadline = .seconds(try integer(value, "--request-timeout", 1...300))
+        },
+        Option(
             flag: "--drain-timeout", environment: "EXOSPHERE_DRAIN_TIMEOUT", placeholder: "SECONDS",
             help: "how long shutdown waits for in-flight requests", defaultValue: { seconds($0.server.drainTimeout) }
         ) { config, value throws(ConfigurationError) in

@@ -58,6 +58,27 @@ import Testing
         #expect(cache.statistics.misses.load(ordering: .relaxed) == 3)
     }
 
+    /// A writer that stops waiting for the feed (its request's deadline) before the staleness
+    /// bound has passed since its change: from then on, no read sent before the change makes the
+    /// cache serve (one in flight, applied after), only a read sent after it.
+    @Test func aCatchUpCutShortLetsNoEarlierReadVouch() {
+        let cache = Self.freshCache()
+        let user = Self.user()
+        Self.fill(cache, 1, user)
+        let changedAt = Self.readAt + 10_000_000
+        cache.markStale(before: changedAt)
+        #expect(Self.lookup(cache, 1, at: changedAt + 1) == nil)
+        // A read sent before the change, applied after the writer stopped waiting.
+        cache.markFresh(sentAt: changedAt - 1)
+        #expect(Self.lookup(cache, 1, at: changedAt + 2) == nil)
+        // A read sent at the change or after it vouches again; a flush keeps the rule.
+        cache.flush()
+        cache.markFresh(sentAt: changedAt - 1)
+        #expect(!cache.isFresh(at: changedAt + 3))
+        cache.markFresh(sentAt: changedAt)
+        #expect(cache.isFresh(at: changedAt + 3))
+    }
+
     @Test func anEndedSessionIsNotServed() {
         let cache = Self.freshCache()
         let user = Self.user()

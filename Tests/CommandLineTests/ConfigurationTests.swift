@@ -25,6 +25,8 @@ private func failure(
         #expect(configuration.server.port == 8080)
         #expect(configuration.server.headerTimeout == .seconds(10))
         #expect(configuration.server.drainTimeout == .seconds(10))
+        // Below a proxy's usual 5 s, so that an outage is the server's 503, not the proxy's 504.
+        #expect(configuration.server.requestDeadline == .seconds(4))
         #expect(configuration.logLevel == .info)
         #expect(configuration.logFormat == .json)
     }
@@ -35,6 +37,7 @@ private func failure(
                 "--host", "0.0.0.0", "--port", "9090", "--event-loops", "3", "--worker-threads", "7",
                 "--max-connections", "50", "--max-body-bytes", "2048", "--header-timeout", "4",
                 "--idle-timeout", "30", "--drain-timeout", "0", "--log-level", "WARNING", "--log-format", "logfmt",
+                "--request-timeout", "3",
             ], environment: [:])
         #expect(configuration.server.host == "0.0.0.0")
         #expect(configuration.server.port == 9090)
@@ -45,6 +48,7 @@ private func failure(
         #expect(configuration.server.headerTimeout == .seconds(4))
         #expect(configuration.server.idleTimeout == .seconds(30))
         #expect(configuration.server.drainTimeout == .seconds(0))
+        #expect(configuration.server.requestDeadline == .seconds(3))
         #expect(configuration.logLevel == .warning)
         #expect(configuration.logFormat == .logfmt)
     }

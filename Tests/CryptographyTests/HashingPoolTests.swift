@@ -287,6 +287,99 @@ extension HashingPoolTests {
     }
 }
 
+/// A request's deadline (`RequestDeadline`): its caller waits no longer, and a job no worker took
+/// by then is dropped unhashed. Deadlines are injected; bounds are the deadline plus 3 s.
+@Suite struct HashingPoolDeadlineTests {
+    @Test func aJobStillQueuedAtItsDeadlineIsDroppedAndItsCallerToldOverloaded() throws {
+        let pool = HashingPool(workers: 1, queueCapacity: 2)
+        let started = Gate(), release = Gate()
+        try pool.submit {
+            started.open()
+            release.wait()
+        }
+        started.wait()
+        defer {
+            release.open()
+            pool.shutdown()
+        }
+        let ran = Counter(), results = Results()
+        let start = ContinuousClock.now
+        let caller = OSThread(name: "deadline-caller") {
+            let result = Result {
+                try pool.run(deadline: .after(.seconds(1))) {
+                    ran.increment()
+                    return 1
+                }
+            }
+            results.append(0, result)
+        }
+        // Without the deadline the caller would wait for the worker, which the test holds.
+        try waitUntil(timeout: .seconds(20), "the caller to be answered") { results.order == [0] }
+        let elapsed = ContinuousClock.now - start
+        caller.join()
+        #expect((results.error(0) as? SecurityError)?.code == .overloaded, "\(results.describe(0))")
+        #expect(elapsed < .seconds(4), "answered after \(elapsed)")
+        // Its place is given back and it never runs.
+        release.open()
+        try waitUntil("the expired job to be dropped") { pool.statistics.expired == 1 }
+        try pool.submit {}
+        try waitUntil("the worker to finish") { pool.statistics.completed == 2 }
+        #expect(ran.value == 0)
+        #expect(pool.statistics.abandoned == 0)
+    }
+
+    @Test func aJobPastItsDeadlineIsNotQueued() throws {
+        let pool = HashingPool(workers: 1)
+        defer { pool.shutdown() }
+        let ran = Counter()
+        expectSecurityError(.overloaded) { _ = try pool.run(deadline: .after(.zero)) { ran.increment() } }
+        #expect(ran.value == 0)
+        let figures = pool.statistics
+        #expect(figures.expired == 1 && figures.completed == 0 && figures.queued == 0)
+    }
+
+    /// By default a job has the deadline of the request its caller's thread works for, and work
+    /// outside a request has none.
+    @Test func theCallingThreadsRequestDeadlineIsTheDefault() throws {
+        let pool = HashingPool(workers: 1)
+        defer { pool.shutdown() }
+        expectSecurityError(.overloaded) { _ = try RequestDeadline.with(.after(.zero)) { try pool.run { 1 } } }
+        #expect(try RequestDeadline.with(.after(.seconds(60))) { try pool.run { 2 } } == 2)
+        #expect(try pool.run { 3 } == 3)
+        #expect(RequestDeadline.current == nil)
+    }
+
+    /// A job that is running at its deadline finishes for nobody: its caller has its answer.
+    @Test func aCallerStopsWaitingForARunningJobAtTheDeadline() throws {
+        let pool = HashingPool(workers: 1)
+        let started = Gate(), release = Gate()
+        defer {
+            release.open()
+            pool.shutdown()
+        }
+        let results = Results()
+        let start = ContinuousClock.now
+        let caller = OSThread(name: "deadline-caller") {
+            let result = Result {
+                try pool.run(deadline: .after(.seconds(1))) {
+                    started.open()
+                    release.wait()
+                    return 1
+                }
+            }
+            results.append(0, result)
+        }
+        started.wait()
+        try waitUntil(timeout: .seconds(20), "the caller to be answered") { results.order == [0] }
+        let elapsed = ContinuousClock.now - start
+        caller.join()
+        #expect((results.error(0) as? SecurityError)?.code == .overloaded)
+        #expect(elapsed < .seconds(4), "answered after \(elapsed)")
+        release.open()
+        try waitUntil("the job to finish") { pool.statistics.completed == 1 }
+    }
+}
+
 /// Results of concurrent callers by index, and the order they arrived in.
 private final class Results: @unchecked Sendable {
     private let lock = ConditionLock()

@@ -5,6 +5,7 @@ import Postgres
 import PostgresCluster
 import Synchronization
 import Testing
+import Threads
 
 @Suite(.testThreads) struct PostgresPoolTests {
     @Test func exhaustionTimesOutWithPoolTimeout() throws {
@@ -251,6 +252,93 @@ import Testing
 }
 
 /// Borrows a connection, has `killer` terminate its backend, and uses it again: the error that gives.
+/// The deadline of the request a thread works for (`RequestDeadline`, injected here): the pool's
+/// waits and its connections' round trips end by then, whatever their own bounds (60 s here).
+/// Bounds are the deadline plus 3 s.
+@Suite struct PostgresPoolDeadlineTests {
+    @Test func aWaitForAFreeConnectionEndsAtTheRequestsDeadline() throws {
+        let pool = PostgresPool(configuration: try TestDatabase.cluster().configuration(), size: 1, acquireTimeout: .seconds(60))
+        defer { pool.close() }
+        try pool.withConnection { _ in
+            var error: PostgresError?
+            let elapsed = measure {
+                error = postgresError { try RequestDeadline.with(.after(.seconds(1))) { try pool.withConnection { _ in } } }
+            }
+            #expect(error?.code == .timedOut, "\(String(describing: error))")
+            #expect(elapsed < .seconds(4), "gave up after \(elapsed)")
+        }
+        let figures = pool.statistics
+        #expect(figures.timedOut == 1 && figures.waiting == 0 && figures.inUse == 0 && figures.idle == 1)
+    }
+
+    @Test func aRoundTripEndsAtTheRequestsDeadline() throws {
+        var configuration = try TestDatabase.cluster().configuration()
+        configuration.responseTimeout = .seconds(60)
+        configuration.statementTimeout = .seconds(60)
+        let pool = PostgresPool(configuration: configuration, size: 2, acquireTimeout: .seconds(60))
+        defer { pool.close() }
+        let table = TestDatabase.uniqueName("deadline_locked")
+        try pool.execute("CREATE TABLE \(identifier: table) (id int)")
+        // Another session holds the table's lock: a statement that needs it waits as long as that lasts.
+        let holder = try TestDatabase.connection()
+        defer { holder.close() }
+        let (error, elapsed) = try holder.withTransaction { connection -> (PostgresError?, Duration) in
+            try connection.execute("LOCK TABLE \(identifier: table) IN ACCESS EXCLUSIVE MODE")
+            var error: PostgresError?
+            let elapsed = measure {
+                error = postgresError {
+                    _ = try RequestDeadline.with(.after(.seconds(1))) { try pool.query("SELECT count(*) FROM \(identifier: table)") }
+                }
+            }
+            return (error, elapsed)
+        }
+        #expect(error?.code == .timedOut, "\(String(describing: error))")
+        #expect(elapsed < .seconds(4), "gave up after \(elapsed)")
+        // The connection whose answer never came is abandoned; the next request gets a good one.
+        #expect(pool.statistics.discarded == 1)
+        #expect(try pool.query("SELECT count(*) FROM \(identifier: table)")[0].decode(Int.self, at: 0) == 0)
+    }
+
+    /// A connect ends at the request's deadline too (libpq's own timeout counts whole seconds and
+    /// at least 2): here to a server that accepts and never says a word. That is the request's
+    /// time running out, not proof that the server is failing.
+    @Test func aConnectEndsAtTheRequestsDeadline() throws {
+        let silent = try SilentListener()
+        defer { silent.close() }
+        var configuration = try PostgresConfiguration(connectionString: "host=127.0.0.1 port=\(silent.port) dbname=none user=none")
+        configuration.connectTimeout = .seconds(60)
+        let pool = PostgresPool(configuration: configuration, size: 2, acquireTimeout: .seconds(60))
+        defer { pool.close() }
+        var error: PostgresError?
+        let elapsed = measure { error = postgresError { _ = try RequestDeadline.with(.after(.seconds(1))) { try pool.query("SELECT 1") } } }
+        #expect(error?.code == .timedOut, "\(String(describing: error))")
+        #expect(elapsed < .seconds(4), "gave up after \(elapsed)")
+        let figures = pool.statistics
+        #expect(figures.created == 0 && figures.failed == 1 && !figures.failing && figures.inUse == 0)
+        // Outside a request the connection's own timeout holds, and is the server's failure.
+        configuration.connectTimeout = .milliseconds(500)
+        let connectError = postgresError { _ = try PostgresConnection(configuration: configuration) }
+        #expect(connectError?.code == .connectionFailed, "\(String(describing: connectError))")
+    }
+
+    /// Nothing is asked of the database once the deadline has passed: no connection is lent, and
+    /// a lent one sends nothing and stays as it was.
+    @Test func nothingIsSentOnceTheRequestsDeadlineHasPassed() throws {
+        let pool = PostgresPool(configuration: try TestDatabase.cluster().configuration(), size: 1, acquireTimeout: .seconds(60))
+        defer { pool.close() }
+        _ = try pool.query("SELECT 1")
+        #expect(postgresError { _ = try RequestDeadline.with(.after(.zero)) { try pool.query("SELECT 1") } }?.code == .timedOut)
+        try pool.withConnection { connection throws in
+            let error = postgresError { _ = try RequestDeadline.with(.after(.zero)) { try connection.query("SELECT 1") } }
+            #expect(error?.code == .timedOut)
+            #expect(connection.isUsable && !connection.isInTransaction)
+            #expect(try connection.query("SELECT 2")[0].decode(Int.self, at: 0) == 2)
+        }
+        let figures = pool.statistics
+        #expect(figures.created == 1 && figures.discarded == 0 && figures.idle == 1)
+    }
+}
+
 private func breakWhileLent(_ pool: PostgresPool, _ killer: PostgresConnection) -> PostgresError? {
     postgresError {
         try pool.withConnection { connection in
