@@ -7,7 +7,7 @@ import Testing
 /// A request has one deadline (`--request-timeout`) that every wait of it honours: during an
 /// outage the server's answer is a `503` with `Retry-After` by then, whatever each wait's own
 /// bound (here 20 s for a connection and for each answer, as a proxy's 5 s would not allow).
-@Suite(.serialized) struct RequestDeadlineTests {
+@Suite(.testThreads, .serialized) struct RequestDeadlineTests {
     @Test func aSignInAgainstAFrozenDatabaseIsAnswered503ByTheRequestsDeadline() throws {
         let cluster = try LocalCluster.startTemporary()
         defer { cluster.stop() }
@@ -43,8 +43,8 @@ import Testing
         for answer in answers {
             #expect(answer.status == 503 && answer.retryAfter, "\(answer)")
             #expect(["database_unavailable", "overloaded"].contains(answer.code), "\(answer)")
-            // The deadline (2 s) plus a generous margin; each wait's own bound is 20 s.
-            #expect(answer.elapsed < .seconds(5), "answered after \(answer.elapsed)")
+            // The deadline is 2 s and each wait's own bound 20 s: 12 s fails only a wait that ignores the deadline.
+            #expect(answer.elapsed < .seconds(12), "answered after \(answer.elapsed)")
         }
 
         // Thawed: sign-ins work again without a restart.

@@ -288,8 +288,9 @@ extension HashingPoolTests {
 }
 
 /// A request's deadline (`RequestDeadline`): its caller waits no longer, and a job no worker took
-/// by then is dropped unhashed. Deadlines are injected; bounds are the deadline plus 3 s.
-@Suite struct HashingPoolDeadlineTests {
+/// by then is dropped unhashed. Deadlines are injected (1 s); a check allows 30 s, so that only a
+/// caller that waits for its job regardless of the deadline fails it, never a slow machine.
+@Suite(.testThreads) struct HashingPoolDeadlineTests {
     @Test func aJobStillQueuedAtItsDeadlineIsDroppedAndItsCallerToldOverloaded() throws {
         let pool = HashingPool(workers: 1, queueCapacity: 2)
         let started = Gate(), release = Gate()
@@ -318,7 +319,7 @@ extension HashingPoolTests {
         let elapsed = ContinuousClock.now - start
         caller.join()
         #expect((results.error(0) as? SecurityError)?.code == .overloaded, "\(results.describe(0))")
-        #expect(elapsed < .seconds(4), "answered after \(elapsed)")
+        #expect(elapsed < .seconds(30), "answered after \(elapsed)")
         // Its place is given back and it never runs.
         release.open()
         try waitUntil("the expired job to be dropped") { pool.statistics.expired == 1 }
@@ -374,7 +375,7 @@ extension HashingPoolTests {
         let elapsed = ContinuousClock.now - start
         caller.join()
         #expect((results.error(0) as? SecurityError)?.code == .overloaded)
-        #expect(elapsed < .seconds(4), "answered after \(elapsed)")
+        #expect(elapsed < .seconds(30), "answered after \(elapsed)")
         release.open()
         try waitUntil("the job to finish") { pool.statistics.completed == 1 }
     }

@@ -8,7 +8,7 @@ import Threads
 /// Each request on the worker pool has a deadline (`ServerConfiguration.requestDeadline`) from its
 /// dispatch: its handler runs with it as its thread's `RequestDeadline`, and a request that waited
 /// for a worker until past it is answered `503 overloaded` without running.
-@Suite(.serialized) struct WorkerDeadlineTests {
+@Suite(.testThreads, .serialized) struct WorkerDeadlineTests {
     @Test func theHandlerRunsWithItsRequestsDeadline() throws {
         let router = testRouter { router in
             router.get("/deadline") { _, context in

@@ -254,8 +254,9 @@ import Threads
 /// Borrows a connection, has `killer` terminate its backend, and uses it again: the error that gives.
 /// The deadline of the request a thread works for (`RequestDeadline`, injected here): the pool's
 /// waits and its connections' round trips end by then, whatever their own bounds (60 s here).
-/// Bounds are the deadline plus 3 s.
-@Suite struct PostgresPoolDeadlineTests {
+/// The deadline is 1 s; a check allows half the waits' own bound, so that only a wait that ignored
+/// the deadline fails it, never a slow machine.
+@Suite(.testThreads) struct PostgresPoolDeadlineTests {
     @Test func aWaitForAFreeConnectionEndsAtTheRequestsDeadline() throws {
         let pool = PostgresPool(configuration: try TestDatabase.cluster().configuration(), size: 1, acquireTimeout: .seconds(60))
         defer { pool.close() }
@@ -265,7 +266,7 @@ import Threads
                 error = postgresError { try RequestDeadline.with(.after(.seconds(1))) { try pool.withConnection { _ in } } }
             }
             #expect(error?.code == .timedOut, "\(String(describing: error))")
-            #expect(elapsed < .seconds(4), "gave up after \(elapsed)")
+            #expect(elapsed < .seconds(30), "gave up after \(elapsed)")
         }
         let figures = pool.statistics
         #expect(figures.timedOut == 1 && figures.waiting == 0 && figures.inUse == 0 && figures.idle == 1)
@@ -293,7 +294,7 @@ import Threads
             return (error, elapsed)
         }
         #expect(error?.code == .timedOut, "\(String(describing: error))")
-        #expect(elapsed < .seconds(4), "gave up after \(elapsed)")
+        #expect(elapsed < .seconds(30), "gave up after \(elapsed)")
         // The connection whose answer never came is abandoned; the next request gets a good one.
         #expect(pool.statistics.discarded == 1)
         #expect(try pool.query("SELECT count(*) FROM \(identifier: table)")[0].decode(Int.self, at: 0) == 0)
@@ -312,7 +313,7 @@ import Threads
         var error: PostgresError?
         let elapsed = measure { error = postgresError { _ = try RequestDeadline.with(.after(.seconds(1))) { try pool.query("SELECT 1") } } }
         #expect(error?.code == .timedOut, "\(String(describing: error))")
-        #expect(elapsed < .seconds(4), "gave up after \(elapsed)")
+        #expect(elapsed < .seconds(30), "gave up after \(elapsed)")
         let figures = pool.statistics
         #expect(figures.created == 0 && figures.failed == 1 && !figures.failing && figures.inUse == 0)
         // Outside a request the connection's own timeout holds, and is the server's failure.
