@@ -345,7 +345,8 @@ private let rejected: [ParseCase] = [
         // Refused at the offending bracket, before the byte after it is read: a parser that went
         // on through the megabyte (pushing every level, or scanning it first) and judged the depth
         // later would meet the stray "x" first and call the document invalid there.
-        let strayAfter = [UInt8](repeating: UInt8(ascii: "["), count: 33) + [UInt8(ascii: "x")]
+        let strayAfter =
+            [UInt8](repeating: UInt8(ascii: "["), count: 33) + [UInt8(ascii: "x")]
             + [UInt8](repeating: UInt8(ascii: "["), count: 1_000_000 - 34)
         #expect(throws: tooDeep) { try JSONParser.parse(strayAfter) }
     }
@@ -453,7 +454,9 @@ private let rejected: [ParseCase] = [
         var value: JSONValue = .null
         let elapsed = try clock.measure { value = try JSONParser.parse(bytes) }
         #expect(value.arrayValue?.count == index)
-        // Debug builds are slow; release parses this in a few milliseconds.
-        #expect(elapsed < .seconds(3))
+        // Only against a blow-up (work quadratic in the bytes, say, 10^12 steps here): far beyond
+        // any slow machine running the suite. How fast a release build parses (a few
+        // milliseconds) is not this test's claim.
+        #expect(elapsed < .seconds(60), "took \(elapsed)")
     }
 }
