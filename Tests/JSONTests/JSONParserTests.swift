@@ -454,7 +454,9 @@ private let rejected: [ParseCase] = [
         var value: JSONValue = .null
         let elapsed = try clock.measure { value = try JSONParser.parse(bytes) }
         #expect(value.arrayValue?.count == index)
-        // Debug builds are slow; release parses this in a few milliseconds.
-        #expect(elapsed < .seconds(3))
+        // Only against a blow-up (work quadratic in the bytes, say, 10^12 steps here): far beyond
+        // any slow machine running the suite. How fast a release build parses (a few
+        // milliseconds) is not this test's claim.
+        #expect(elapsed < .seconds(60), "took \(elapsed)")
     }
 }

@@ -1,31 +1,71 @@
 import Dispatch
 import TestSupport
 import Glibc
-import Postgres
+@testable import Postgres
 import PostgresCluster
 import Synchronization
 import Testing
 import Threads
 
 @Suite(.testThreads) struct PostgresPoolTests {
+    /// A borrower that finds every connection lent gives up with `poolTimeout` after the acquire
+    /// timeout, while the connections are still lent: their holder keeps them until the borrower
+    /// was answered (or 30 s, after which the borrower would be served, and fail the test).
     @Test func exhaustionTimesOutWithPoolTimeout() throws {
         let pool = PostgresPool(
             configuration: try TestDatabase.cluster().configuration(), size: 2,
             acquireTimeout: .milliseconds(200))
         defer { pool.close() }
-        try pool.withConnection { _ in
-            try pool.withConnection { _ in
-                #expect(pool.statistics.inUse == 2)
-                var error: PostgresError?
-                let elapsed = measure { error = postgresError { try pool.withConnection { _ in } } }
-                #expect(error?.code == .poolTimeout)
-                #expect(error?.description == "The database is busy.")
-                #expect(elapsed >= .milliseconds(190) && elapsed < .seconds(3))
+        let held = DispatchSemaphore(value: 0)
+        let answered = DispatchSemaphore(value: 0)
+        let outcome = Mutex<(inUse: Int, error: PostgresError?, elapsed: Duration)?>(nil)
+        try onThreads(2) { index in
+            if index == 0 {
+                try pool.withConnection { _ in
+                    try pool.withConnection { _ in
+                        held.signal()
+                        _ = answered.wait(timeout: .now() + 30)
+                    }
+                }
+                return
             }
+            guard held.wait(timeout: .now() + 30) == .success else { throw TestFailure("the holder never got its two connections") }
+            let inUse = pool.statistics.inUse
+            var error: PostgresError?
+            let elapsed = measure { error = postgresError { try pool.withConnection { _ in } } }
+            answered.signal()
+            outcome.withLock { $0 = (inUse, error, elapsed) }
         }
+        let result = try #require(outcome.withLock { $0 })
+        #expect(result.inUse == 2)
+        // Answered while both connections were still lent: a borrower that waited past its
+        // deadline would have been served once the holder gave up, without an error.
+        #expect(result.error?.code == .poolTimeout, "\(String(reflecting: result.error))")
+        #expect(result.error?.description == "The database is busy.")
+        #expect(result.elapsed >= .milliseconds(190), "gave up after \(result.elapsed), before its timeout")
         let figures = pool.statistics
         #expect(figures.inUse == 0 && figures.idle == 2 && figures.created == 2 && figures.timedOut == 1)
         #expect(try pool.query("SELECT 1")[0].decode(Int.self, at: 0) == 1)
+    }
+
+    /// The acquire deadline is the timeout from now, to the nanosecond: read between two
+    /// readings of the same monotonic clock, not timed.
+    @Test func acquireDeadlineIsTheTimeoutFromNow() {
+        for timeout: Duration in [.milliseconds(200), .seconds(5), .nanoseconds(1), .zero] {
+            let before = Self.monotonicNanoseconds()
+            let deadline = PostgresPool.deadline(after: timeout)
+            let after = Self.monotonicNanoseconds()
+            let nanoseconds = UInt64(timeout.components.seconds) * 1_000_000_000 + UInt64(timeout.components.attoseconds / 1_000_000_000)
+            #expect(
+                deadline >= before + nanoseconds && deadline <= after + nanoseconds,
+                "\(timeout): \(deadline) not in \(before)...\(after) + \(nanoseconds)")
+        }
+    }
+
+    private static func monotonicNanoseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
     @Test func waitersGetTheReleasedConnection() throws {
@@ -169,10 +209,13 @@ import Threads
 
         cluster.stopServer(mode: .immediate)  // SIGQUIT to the postmaster
         for _ in 0..<3 {
-            var error: PostgresError?
-            let elapsed = measure { error = postgresError { try pool.query("SELECT 1") } }
+            let before = pool.statistics
+            let error = postgresError { try pool.query("SELECT 1") }
             #expect(error?.code == .connectionFailed, "\(String(reflecting: error))")
-            #expect(elapsed < .seconds(1))
+            // Answered fast by the work it did: no wait for a connection to come back (that would
+            // end in poolTimeout), and at most one attempt to connect, no retrying until the deadline.
+            let after = pool.statistics
+            #expect(after.failed - before.failed <= 1 && after.timedOut == 0 && after.waiting == 0, "\(before) then \(after)")
         }
         #expect(pool.statistics.failed >= 1)
 
@@ -193,37 +236,76 @@ import Threads
 /// back healthy ends it.
 @Suite(.testThreads) struct PostgresPoolFailingServerTests {
     /// A "server" that completes the TCP handshake and then never says a word (a frozen server, or
-    /// a pooler holding clients while it has no server): each attempt to connect lasts the whole
-    /// connect timeout.
+    /// a pooler holding clients while it has no server): an attempt to connect lasts until the
+    /// server hangs up, which here the test does (the gate), or for the whole connect timeout, a
+    /// minute, which no attempt is allowed to reach. Nothing is timed: each borrower records
+    /// whether the gate was still closed when it was answered.
     @Test func whileTheServerIsFailingOnlyTheProbeWaitsForIt() throws {
         let listener = try SilentListener()
         defer { listener.close() }
         var configuration = try PostgresConfiguration(
             connectionString: "host=127.0.0.1 port=\(listener.port) user=nobody dbname=nothing")
-        configuration.connectTimeout = .seconds(2)
-        let pool = PostgresPool(configuration: configuration, size: 4, acquireTimeout: .seconds(30))
+        configuration.connectTimeout = .seconds(60)
+        let pool = PostgresPool(configuration: configuration, size: 4, acquireTimeout: .seconds(60))
         defer { pool.close(timeout: .zero) }
 
-        // The first failure: a whole connect timeout.
-        var first: PostgresError?
-        let firstElapsed = measure { first = postgresError { try pool.withConnection { _ in } } }
-        #expect(first?.code == .connectionFailed && firstElapsed >= .seconds(1))
+        // The first failure: it waits for the server until the server hangs up.
+        let first = try borrowBehindAGate(pool, listener, borrowers: 1, answeredBeforeTheGateOpens: 0)
+        #expect(first.map { $0.code } == [.connectionFailed] && first.map { $0.whileClosed } == [false], "\(first)")
+        #expect(pool.statistics.failed == 1 && pool.statistics.failedFast == 0 && pool.statistics.failing)
 
-        // Now four at once: one probes (and waits its connect timeout), three fail at once.
-        let elapsed = Mutex<[Duration]>([])
-        let codes = Mutex<[PostgresError.Code?]>([])
-        onThreads(4) { _ in
-            var error: PostgresError?
-            let took = measure { error = postgresError { try pool.withConnection { _ in } } }
-            elapsed.withLock { $0.append(took) }
-            codes.withLock { $0.append(error?.code) }
-        }
-        let times = elapsed.withLock { $0 }.sorted()
-        #expect(codes.withLock { $0 } == Array(repeating: .connectionFailed, count: 4))
-        #expect(times.prefix(3).allSatisfy { $0 < .milliseconds(500) }, "\(times)")
-        #expect(times[3] >= .seconds(1), "\(times)")
+        // Now four at once: one probes and waits for the server, three fail at once, all three
+        // while the probe's attempt is still open.
+        let four = try borrowBehindAGate(pool, listener, borrowers: 4, answeredBeforeTheGateOpens: 3)
+        #expect(four.map { $0.code } == Array(repeating: .connectionFailed, count: 4), "\(four)")
+        #expect(four.filter { $0.whileClosed }.count == 3, "\(four)")
         let figures = pool.statistics
         #expect(figures.waiting == 0 && figures.timedOut == 0 && figures.failedFast == 3 && figures.failing)
+        #expect(figures.failed == 2)
+    }
+
+    /// Runs `borrowers` borrowers at once against `listener`, whose gate (hanging up on whoever is
+    /// connected to it) stays closed until `answeredBeforeTheGateOpens` of them were answered, or
+    /// 30 s passed; then it hangs up until every borrower was answered. Each borrower's error
+    /// code, and whether the gate was still closed when it was answered.
+    private func borrowBehindAGate(
+        _ pool: PostgresPool, _ listener: SilentListener, borrowers: Int, answeredBeforeTheGateOpens early: Int
+    ) throws -> [(code: PostgresError.Code?, whileClosed: Bool)] {
+        let open = Atomic<Bool>(false)
+        let answered = Atomic<Int>(0)
+        let outcomes = Mutex<[(code: PostgresError.Code?, whileClosed: Bool)]>([])
+        let gatekeeper = Mutex<(any Error)?>(nil)
+        onThreads(borrowers + 1) { index in
+            guard index == borrowers else {
+                let code = postgresError { try pool.withConnection { _ in } }?.code
+                let whileClosed = !open.load(ordering: .sequentiallyConsistent)
+                outcomes.withLock { $0.append((code, whileClosed)) }
+                answered.add(1, ordering: .sequentiallyConsistent)
+                return
+            }
+            do {
+                // A wrong pool keeps the early ones waiting: the gate opens anyway after 30 s, and
+                // they count as answered after it.
+                if early > 0 {
+                    try waitUntil(timeout: .seconds(30), "\(early) borrowers answered while the server is silent") {
+                        answered.load(ordering: .sequentiallyConsistent) >= early
+                    }
+                }
+            } catch {
+                gatekeeper.withLock { $0 = error }
+            }
+            open.store(true, ordering: .sequentiallyConsistent)
+            do {
+                try waitUntil(timeout: .seconds(30), "every borrower answered once the server hangs up") {
+                    _ = listener.takePendingConnections()
+                    return answered.load(ordering: .sequentiallyConsistent) == borrowers
+                }
+            } catch {
+                gatekeeper.withLock { $0 = $0 ?? error }
+            }
+        }
+        if let error = gatekeeper.withLock({ $0 }) { Issue.record(error) }
+        return outcomes.withLock { $0 }
     }
 
     /// A connection broken while lent marks the server failing; the next borrower probes, its

@@ -1,4 +1,6 @@
+import Dispatch
 import Glibc
+import Synchronization
 
 /// A TCP socket bound to a loopback port, listening only when given a backlog. Its owner calls
 /// `close()`.
@@ -58,6 +60,34 @@ public struct SilentListener: Sendable {
             _ = Glibc.close(connection)
             count += 1
         }
+    }
+
+    /// Runs `body`, a client of this listener that must give up on its own (its timeout), while a
+    /// watchdog waits up to `deadline`, far beyond any slow machine: if `body` has not returned by
+    /// then, the watchdog shuts the listening socket down, which resets every connection waiting
+    /// in its backlog, so that a client without a working timeout fails (with a reset, not its
+    /// timeout) instead of hanging the suite. Returns what `body` returned, and whether it
+    /// returned while the listener was still silent, before the watchdog hung up.
+    public func whileSilent<T>(atMost deadline: Duration = .seconds(30), _ body: () throws -> T) rethrows -> (result: T, beforeTheHangUp: Bool) {
+        let returned = DispatchSemaphore(value: 0)
+        let watchdogDone = DispatchSemaphore(value: 0)
+        let hungUp = Atomic<Bool>(false)
+        let fd = socket.fd
+        let seconds = Double(deadline.components.seconds) + Double(deadline.components.attoseconds) / 1e18
+        DispatchQueue.global().async {
+            if returned.wait(timeout: .now() + seconds) == .timedOut {
+                hungUp.store(true, ordering: .sequentiallyConsistent)
+                _ = shutdown(fd, Int32(SHUT_RDWR))
+            }
+            watchdogDone.signal()
+        }
+        // The watchdog is done before the listener can be closed: it never shuts down a reused fd.
+        defer {
+            returned.signal()
+            watchdogDone.wait()
+        }
+        let result = try body()
+        return (result, !hungUp.load(ordering: .sequentiallyConsistent))
     }
 
     public func close() { socket.close() }
