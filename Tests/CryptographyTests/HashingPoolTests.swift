@@ -23,6 +23,19 @@ private final class Gate: @unchecked Sendable {
 
 private struct Boom: Error, Equatable {}
 
+/// A pool of one worker that is busy until `release` opens: whatever is submitted next waits in
+/// the queue (`queueCapacity` places).
+private func poolWithItsWorkerHeld(queueCapacity: Int) throws -> (pool: HashingPool, release: Gate) {
+    let pool = HashingPool(workers: 1, queueCapacity: queueCapacity)
+    let started = Gate(), release = Gate()
+    try pool.submit {
+        started.open()
+        release.wait()
+    }
+    started.wait()
+    return (pool, release)
+}
+
 @Suite(.testThreads) struct HashingPoolTests {
     @Test func runsWorkAndReturnsItsResult() throws {
         let pool = HashingPool(workers: 2)
@@ -127,13 +140,7 @@ private struct Boom: Error, Equatable {}
 
 extension HashingPoolTests {
     @Test func workWhoseClientWentAwayIsDroppedUnstarted() throws {
-        let pool = HashingPool(workers: 1, queueCapacity: 4)
-        let started = Gate(), release = Gate()
-        try pool.submit {
-            started.open()
-            release.wait()
-        }
-        started.wait()
+        let (pool, release) = try poolWithItsWorkerHeld(queueCapacity: 4)
         let ran = Counter()
         let cancellations = (0..<3).map { _ in Cancellation() }
         let results = Results()
@@ -163,13 +170,7 @@ extension HashingPoolTests {
     }
 
     @Test func aFullPoolFirstFreesThePlacesOfAbandonedWork() throws {
-        let pool = HashingPool(workers: 1, queueCapacity: 2)
-        let started = Gate(), release = Gate()
-        try pool.submit {
-            started.open()
-            release.wait()
-        }
-        started.wait()
+        let (pool, release) = try poolWithItsWorkerHeld(queueCapacity: 2)
         let gone = Cancellation()
         let results = Results()
         let callers = (0..<2).map { index in
@@ -227,13 +228,7 @@ extension HashingPoolTests {
     }
 
     @Test func interactiveWorkRunsBeforeBulkWork() throws {
-        let pool = HashingPool(workers: 1, queueCapacity: 8)
-        let started = Gate(), release = Gate()
-        try pool.submit {
-            started.open()
-            release.wait()
-        }
-        started.wait()
+        let (pool, release) = try poolWithItsWorkerHeld(queueCapacity: 8)
         let order = Results()
         for index in 0..<3 { try pool.submit(lane: .bulk) { order.append(index, .success(index)) } }
         for index in 10..<12 { try pool.submit(lane: .interactive) { order.append(index, .success(index)) } }
@@ -246,13 +241,7 @@ extension HashingPoolTests {
     /// taken in turn (every owner's first, then every owner's second, …), first come first within
     /// a turn.
     @Test func eachOwnerIsServedInTurn() throws {
-        let pool = HashingPool(workers: 1, queueCapacity: 16)
-        let started = Gate(), release = Gate()
-        try pool.submit {
-            started.open()
-            release.wait()
-        }
-        started.wait()
+        let (pool, release) = try poolWithItsWorkerHeld(queueCapacity: 16)
         let order = Results()
         for index in 0..<4 { try pool.submit(owner: "flood") { order.append(index, .success(index)) } }
         try pool.submit(owner: "user") { order.append(10, .success(10)) }
@@ -292,13 +281,7 @@ extension HashingPoolTests {
 /// caller that waits for its job regardless of the deadline fails it, never a slow machine.
 @Suite(.testThreads) struct HashingPoolDeadlineTests {
     @Test func aJobStillQueuedAtItsDeadlineIsDroppedAndItsCallerToldOverloaded() throws {
-        let pool = HashingPool(workers: 1, queueCapacity: 2)
-        let started = Gate(), release = Gate()
-        try pool.submit {
-            started.open()
-            release.wait()
-        }
-        started.wait()
+        let (pool, release) = try poolWithItsWorkerHeld(queueCapacity: 2)
         defer {
             release.open()
             pool.shutdown()

@@ -1,25 +1,29 @@
 import Glibc
 import Synchronization
 
-/// Runs `body(index)` on `count` new threads at once (real threads, not the cooperative pool, so
-/// requests really overlap) and waits for all of them.
-public func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+/// Starts `body` on a new thread (a real one, not the cooperative pool's) and returns it, to be
+/// joined or detached.
+public func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
     final class Box: Sendable {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
-    let threads = (0..<count).map { index -> pthread_t in
-        var thread = pthread_t()
-        let box = Unmanaged.passRetained(Box { body(index) }).toOpaque()
-        let status = pthread_create(
-            &thread, nil,
-            { raw in
-                Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-                return nil
-            }, box)
-        precondition(status == 0)
-        return thread
-    }
+    var thread = pthread_t()
+    let box = Unmanaged.passRetained(Box(body)).toOpaque()
+    let status = pthread_create(
+        &thread, nil,
+        { raw in
+            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+            return nil
+        }, box)
+    precondition(status == 0, "pthread_create: \(status)")
+    return thread
+}
+
+/// Runs `body(index)` on `count` new threads at once (real threads, not the cooperative pool, so
+/// requests really overlap) and waits for all of them.
+public func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    let threads = (0..<count).map { index in startThread { body(index) } }
     threads.forEach { pthread_join($0, nil) }
 }
 

@@ -50,20 +50,11 @@ public final class TestThreads: TaskExecutor, @unchecked Sendable {
         let spawn = waiting > idle
         if !spawn { pthread_cond_signal(&condition) }
         pthread_mutex_unlock(&mutex)
-        if spawn { startThread() }
+        if spawn { addThread() }
     }
 
-    private func startThread() {
-        let executor = Unmanaged.passUnretained(self).toOpaque()
-        var thread = pthread_t()
-        let status = pthread_create(
-            &thread, nil,
-            { raw in
-                Unmanaged<TestThreads>.fromOpaque(raw!).takeUnretainedValue().work()
-                return nil
-            }, executor)
-        precondition(status == 0, "pthread_create: \(status)")
-        pthread_detach(thread)
+    private func addThread() {
+        pthread_detach(startThread { [self] in work() })
     }
 
     private func work() -> Never {
