@@ -30,14 +30,16 @@ struct AccountsController: Sendable {
         return response
     }
 
-    @Sendable func signOut(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func signOut(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         try accounts.signOut(
             signedIn.session, scope: try AccountBodies.signOutScope(try JSONBody.object(call.request, optional: true)),
             origin: call.origin)
         return Response(status: .noContent)
     }
 
-    @Sendable func sessions(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func sessions(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         let sessions = try accounts.sessions(of: signedIn.user.id)
         var response = JSONBody.response { writer in
             writer.beginObject()
@@ -51,7 +53,8 @@ struct AccountsController: Sendable {
         return response
     }
 
-    @Sendable func revokeSession(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func revokeSession(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         guard let text = call.parameter("id"), let id = UUID(uuidString: text) else {
             throw AccountsError(.notFound, "No such session.")
         }

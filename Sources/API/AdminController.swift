@@ -81,12 +81,14 @@ struct AdminController: Sendable {
     }
 
     /// Ends the admin session of the token: `204`.
-    @Sendable func signOut(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func signOut(_ call: Call) throws -> Response {
+        let admin = call.admin
         try accounts.adminSignOut(admin, token: try Authenticator.token(call.request.headers), origin: call.origin)
         return Response(status: .noContent)
     }
 
-    @Sendable func users(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func users(_ call: Call) throws -> Response {
+        let admin = call.admin
         let query = QueryParameters(call.request.query)
         let page = try PageParameters(call.request)
         var search = UserSearch(emailContains: query["q"])
@@ -108,13 +110,15 @@ struct AdminController: Sendable {
         return response
     }
 
-    @Sendable func user(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func user(_ call: Call) throws -> Response {
+        let admin = call.admin
         return AdminController.response(try accounts.adminView(of: try AdminController.userID(call)))
     }
 
     /// The profile by the user's own `PATCH` rules (`If-Match` included), and `disabled`:
     /// disabling ends every session of the user at once. Each change is audited.
-    @Sendable func patchUser(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func patchUser(_ call: Call) async throws -> Response {
+        let admin = call.admin
         let id = try AdminController.userID(call)
         var body = try JSONBody.object(call.request, accepting: ["application/merge-patch+json", "application/json"])
         var disabled: Bool?
@@ -129,14 +133,16 @@ struct AdminController: Sendable {
         let origin = call.origin
         let patch = try AccountBodies.patch(body)
         if patch.email != nil || patch.firstname != nil || patch.lastname != nil || patch.data != nil || patch.removesAllData {
-            _ = try accounts.adminPatchProfile(patch, of: id, condition: ETag.condition(call.request.headers["If-Match"]), by: admin, origin: origin)
+            _ = try await accounts.adminPatchProfile(
+                patch, of: id, condition: ETag.condition(call.request.headers["If-Match"]), by: admin, origin: origin)
         }
         if let disabled { try accounts.setDisabled(id, disabled, by: admin, origin: origin) }
         return AdminController.response(try accounts.adminView(of: id))
     }
 
     /// `204`: the user, their sessions and images (the rows with the user, the files after the commit).
-    @Sendable func deleteUser(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func deleteUser(_ call: Call) throws -> Response {
+        let admin = call.admin
         let id = try AdminController.userID(call)
         var files: [UUID] = []
         try accounts.adminDeleteUser(id, by: admin, origin: call.origin) { connection in
@@ -146,7 +152,8 @@ struct AdminController: Sendable {
         return Response(status: .noContent)
     }
 
-    @Sendable func sessions(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func sessions(_ call: Call) throws -> Response {
+        let admin = call.admin
         let id = try AdminController.userID(call)
         _ = try accounts.adminView(of: id)
         let sessions = try accounts.sessions(of: id)
@@ -161,7 +168,8 @@ struct AdminController: Sendable {
     }
 
     /// `DELETE …/sessions` ends every session of the user, `…/sessions/{sid}` one: `204`.
-    @Sendable func revokeSessions(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func revokeSessions(_ call: Call) throws -> Response {
+        let admin = call.admin
         let id = try AdminController.userID(call)
         var sessionID: UUID?
         if let text = call.parameter("sid") {
@@ -173,7 +181,8 @@ struct AdminController: Sendable {
     }
 
     /// `{"hasPassword", "identities": [...], "passkeys": [...]}`: how the user signs in.
-    @Sendable func signInMethods(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func signInMethods(_ call: Call) throws -> Response {
+        let admin = call.admin
         let (hasPassword, identities, passkeys) = try accounts.signInMethods(of: try AdminController.userID(call))
         return JSONBody.response { writer in
             writer.beginObject()
@@ -191,20 +200,23 @@ struct AdminController: Sendable {
     }
 
     /// `204`; the last way in too (the user gets in again by a password reset).
-    @Sendable func removePasskey(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func removePasskey(_ call: Call) throws -> Response {
+        let admin = call.admin
         guard let text = call.parameter("passkeyID"), let id = UUID(uuidString: text) else { throw AccountsError(.notFound, "No such passkey.") }
         try accounts.deletePasskey(id: id, userID: try AdminController.userID(call), origin: call.origin, by: admin)
         return Response(status: .noContent)
     }
 
-    @Sendable func unlinkIdentity(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func unlinkIdentity(_ call: Call) throws -> Response {
+        let admin = call.admin
         guard let text = call.parameter("identityID"), let id = UUID(uuidString: text) else { throw AccountsError(.notFound, "No such identity.") }
         try accounts.unlinkIdentity(id: id, userID: try AdminController.userID(call), origin: call.origin, by: admin)
         return Response(status: .noContent)
     }
 
     /// `202`: the reset mail is queued, as for `POST /users/password-reset`.
-    @Sendable func sendPasswordReset(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func sendPasswordReset(_ call: Call) throws -> Response {
+        let admin = call.admin
         try accounts.adminSendPasswordReset(
             try AdminController.userID(call), by: admin, origin: call.origin)
         return JSONBody.response(.accepted) { writer in
@@ -216,7 +228,8 @@ struct AdminController: Sendable {
     }
 
     /// The user's images, oldest first, as the user lists them (with signed URLs for the grid).
-    @Sendable func userImages(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func userImages(_ call: Call) throws -> Response {
+        let admin = call.admin
         let id = try AdminController.userID(call)
         _ = try accounts.adminView(of: id)
         let parameters = try PageParameters(call.request)
@@ -227,19 +240,22 @@ struct AdminController: Sendable {
     }
 
     /// One of the user's images, or `…/thumbnail?size=N`, as the user gets them.
-    @Sendable func userImage(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func userImage(_ call: Call) throws -> Response {
+        let admin = call.admin
         let image = try images.find(try AdminController.imageID(call), userID: try AdminController.userID(call))
         return try imageResponses.serve(image, call.request, cacheControl: "private, max-age=3600")
     }
 
-    @Sendable func userThumbnail(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func userThumbnail(_ call: Call) throws -> Response {
+        let admin = call.admin
         let spec = try ThumbnailNegotiation.spec(size: QueryParameters(call.request.query)["size"], call.request)
         let thumbnail = try images.thumbnail(try AdminController.imageID(call), userID: try AdminController.userID(call), spec)
         return imageResponses.serve(thumbnail, call.request, cacheControl: "private, max-age=3600")
     }
 
     /// The user's security events (`GET /users/me/activity` as the user reads it).
-    @Sendable func activity(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func activity(_ call: Call) throws -> Response {
+        let admin = call.admin
         let id = try AdminController.userID(call)
         _ = try accounts.adminView(of: id)
         let parameters = try PageParameters(call.request)
@@ -250,7 +266,8 @@ struct AdminController: Sendable {
     }
 
     /// `{"fields": {name: {type, pinned, createdAt}}}`.
-    @Sendable func schema(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func schema(_ call: Call) throws -> Response {
+        let admin = call.admin
         let fields = try accounts.fieldSchema()
         return JSONBody.response { writer in
             writer.beginObject()
@@ -266,7 +283,8 @@ struct AdminController: Sendable {
     }
 
     /// `{"type": T}`: pins the field's type, converting stored values (`409 schema_conflict` when one does not convert).
-    @Sendable func pinField(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func pinField(_ call: Call) throws -> Response {
+        let admin = call.admin
         let body = try JSONBody.object(call.request)
         guard body.count == 1, let text = body["type"]?.stringValue, let type = FieldType(rawValue: text) else {
             throw AccountsError.invalid([
@@ -287,7 +305,8 @@ struct AdminController: Sendable {
     }
 
     /// The dashboard: totals, and sign-ups and sign-ins per UTC day over the last 30 days.
-    @Sendable func stats(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func stats(_ call: Call) throws -> Response {
+        let admin = call.admin
         let dashboard = try accounts.dashboard(days: 30)
         var response = JSONBody.response { writer in
             writer.beginObject()
@@ -311,7 +330,8 @@ struct AdminController: Sendable {
         return response
     }
 
-    @Sendable func auditLog(_ call: Call, _ admin: Admin) throws -> Response {
+    @Sendable func auditLog(_ call: Call) throws -> Response {
+        let admin = call.admin
         let query = QueryParameters(call.request.query)
         let limit = try PageParameters.limit(query)
         var before: Int64?

@@ -175,14 +175,14 @@ public final class Application: Sendable {
         identityProviders: IdentityProviders = IdentityProviders(IdentityProviderConfiguration()),
         relyingParty: RelyingPartySource = RelyingPartySource()
     ) -> Router {
-        var routes = RouteTable(accounts: accounts, authenticator: Authenticator(trustedProxies: trustedProxies))
+        var routes = RouteTable(
+            accounts: accounts, authenticator: Authenticator(trustedProxies: trustedProxies),
+            database: DatabaseAccess(pool: database.pool, pipelines: pipelines), signer: signer)
         HealthController(database: database).register(in: &routes)
         AccountsController(accounts: accounts).register(in: &routes)
         IdentitiesController(accounts: accounts, providers: identityProviders).register(in: &routes)
         PasskeysController(accounts: accounts, party: relyingParty).register(in: &routes)
-        ProfileController(
-            accounts: accounts, images: images, database: DatabaseRouting(pool: database.pool, pipelines: pipelines)
-        ).register(in: &routes)
+        ProfileController(accounts: accounts, images: images).register(in: &routes)
         let imageRoutes = ImagesController(images: images, signer: signer)
         imageRoutes.register(in: &routes)
         RecoveryController(accounts: accounts).register(in: &routes)

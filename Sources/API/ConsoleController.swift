@@ -15,10 +15,10 @@ struct ConsoleController: Sendable {
         for (path, type, body) in files {
             // A new release's console is seen at once: fetched again every time (small, and no validator).
             let response = PagesController.page(type, body, cacheControl: "no-cache")
-            routes.open(.get, path, execution: .inline) { [response] _ in response }
+            routes.open(.get, path, execution: .loop) { [response] _ in response }
         }
         var redirect = Response(status: .movedPermanently)
         redirect.headers.add(name: "Location", value: "/console/")
-        routes.open(.get, "/console", execution: .inline) { [redirect] _ in redirect }
+        routes.open(.get, "/console", execution: .loop) { [redirect] _ in redirect }
     }
 }

@@ -19,7 +19,8 @@ struct EventsController: Sendable {
         routes.user(.get, "/users/me/events", use: events)
     }
 
-    @Sendable func events(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func events(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         let (session, user, request) = (signedIn.session, signedIn.user, call.request)
         guard let hub else {
             throw Problem(

@@ -21,7 +21,8 @@ struct ExportController: Sendable {
         routes.user(.get, "/users/me/export", throttles: [.perUser], use: export)
     }
 
-    @Sendable func export(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func export(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         let (session, user, request) = (signedIn.session, signedIn.user, call.request)
         // `HEAD` tells the archive's length and costs nothing: no export is counted or noticed.
         if request.method != .head { try accounts.recordExport(of: user, origin: call.origin) }

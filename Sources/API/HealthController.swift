@@ -9,7 +9,7 @@ struct HealthController {
     let database: Database
 
     func register(in routes: inout RouteTable) {
-        routes.open(.get, "/healthz", execution: .inline) { _ in
+        routes.open(.get, "/healthz", execution: .loop) { _ in
             Response(status: .ok, contentType: "application/json", body: HealthController.okBody)
         }
         routes.open(.get, "/readyz") { [database] _ in

@@ -33,7 +33,8 @@ struct IdentitiesController: Sendable {
         return response
     }
 
-    @Sendable func list(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func list(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         let (hasPassword, identities, _) = try accounts.signInMethods(of: signedIn.user.id)
         var response = JSONBody.response { writer in
             writer.beginObject()
@@ -50,7 +51,8 @@ struct IdentitiesController: Sendable {
 
     /// `{"provider": "apple"|"google", "idToken": "…", "nonce": "…"?}` → `201` the identity (`200`
     /// when it was linked to this user already).
-    @Sendable func link(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func link(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         let body = RequestBody(object: try JSONBody.object(call.request))
         try body.checkKeys(allowed: ["provider", "idToken", "nonce"])
         let providerText = try body.string("provider", required: true)!
@@ -73,7 +75,8 @@ struct IdentitiesController: Sendable {
         return response
     }
 
-    @Sendable func unlink(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func unlink(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         guard let text = call.parameter("id"), let id = UUID(uuidString: text) else { throw AccountsError(.notFound, "No such identity.") }
         try accounts.unlinkIdentity(id: id, userID: signedIn.user.id, origin: call.origin)
         return Response(status: .noContent)

@@ -27,12 +27,11 @@ struct ImagesController: Sendable {
         routes.user(.get, "/users/me/images/{id}", use: download)
         routes.user(.get, "/users/me/images/{id}/thumbnail", use: thumbnail)
         routes.user(.delete, "/users/me/images/{id}", use: delete)
-        routes.open(.get, "/images/{id}", .signedURL, asynchronous: signedThumbnailFromMemory) { call in
-            try signedDownload(call.request, call.context)
-        }
+        routes.open(.get, "/images/{id}", .signedURL, execution: .loop, use: signedDownload)
     }
 
-    @Sendable func upload(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func upload(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         do {
             return try store(call.request, user: signedIn.user)
         } catch let error as PostgresError where error.sqlState == .foreignKeyViolation {
@@ -60,7 +59,8 @@ struct ImagesController: Sendable {
         return response
     }
 
-    @Sendable func list(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func list(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         let (request, user) = (call.request, signedIn.user)
         let parameters = try PageParameters(request)
         let page = try images.list(
@@ -70,7 +70,8 @@ struct ImagesController: Sendable {
         return response
     }
 
-    @Sendable func download(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func download(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         let image = try images.find(try ImagesController.imageID(call), userID: signedIn.user.id)
         // The bytes behind an id never change: clients may keep them, privately, for a year.
         return try serve(image, call.request, cacheControl: "private, max-age=31536000, immutable")
@@ -78,48 +79,31 @@ struct ImagesController: Sendable {
 
     /// `GET /users/me/images/{id}/thumbnail?size=N`: WebP when `Accept` allows it, else JPEG; the
     /// first request for a size makes it.
-    @Sendable func thumbnail(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func thumbnail(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         let id = try ImagesController.imageID(call)
         let spec = try ThumbnailNegotiation.spec(size: QueryParameters(call.request.query)["size"], call.request)
         return serve(try images.thumbnail(id, userID: signedIn.user.id, spec), call.request, cacheControl: "private, max-age=31536000, immutable")
     }
 
     /// `GET /images/{id}?exp=…[&size=N]&sig=…`: the bytes (or that thumbnail) for whoever holds a
-    /// URL the API signed, without a token; shared caches may keep them until the URL expires. A
-    /// bad, expired or another image's signature is `403 invalid_signature`, checked before the
-    /// image is looked up. The size is signed: a URL opens the rendition it was signed for, so a
-    /// thumbnail's URL stripped of its size does not open the original.
-    @Sendable func signedDownload(_ request: Request, _ context: RequestContext) throws -> Response {
-        let query = QueryParameters(request.query)
-        guard let text = context.parameters["id"], let id = UUID(uuidString: text),
-            let rendition = URLSigner.Rendition(sizeParameter: query["size"]),
-            let secondsLeft = signer.verify(id: id, expiry: query["exp"], signature: query["sig"], rendition: rendition)
-        else {
-            throw Problem(status: .forbidden, code: .invalidSignature, detail: "The URL's signature is invalid or has expired.")
+    /// URL the API signed, without a token (the route table checked the signature: `Call.signedURL`);
+    /// shared caches may keep them until the URL expires. It runs on the event loop: the grid's hot
+    /// path, a thumbnail that memory holds (its image seen within 5 s), is answered without a
+    /// thread hop or a query; anything else is read on the worker pool.
+    @Sendable func signedDownload(_ call: Call) async throws -> Response {
+        let (request, grant) = (call.request, call.signedURL)
+        let cacheControl = "public, max-age=\(grant.secondsLeft)"
+        switch grant.rendition {
+        case .thumbnail(let size):
+            let spec = try ThumbnailNegotiation.spec(size: String(size), request)
+            if let thumbnail = images.cachedThumbnail(signed: grant.id, spec) {
+                return serve(thumbnail, request, cacheControl: cacheControl)
+            }
+            return serve(try await call.blocking { [images] in try images.thumbnail(signed: grant.id, spec) }, request, cacheControl: cacheControl)
+        case .original:
+            return try await call.blocking { [self] in try serve(try images.find(signed: grant.id), request, cacheControl: cacheControl) }
         }
-        let cacheControl = "public, max-age=\(secondsLeft)"
-        if let size = query["size"] {
-            return serve(try images.thumbnail(signed: id, try ThumbnailNegotiation.spec(size: size, request)), request, cacheControl: cacheControl)
-        }
-        return try serve(try images.find(signed: id), request, cacheControl: cacheControl)
-    }
-
-    /// The grid's hot path, on the event loop: a signed thumbnail URL whose signature a known key
-    /// verifies and whose thumbnail memory holds (its image seen within 5 s) is answered without a
-    /// thread hop or a query. Anything else falls back to `signedDownload`.
-    @Sendable func signedThumbnailFromMemory(_ request: Request, _ context: RequestContext, _ responder: Responder) {
-        let query = QueryParameters(request.query)
-        guard let sizeText = query["size"], let size = Int(sizeText), ThumbnailSpec.sizes.contains(size),
-            let text = context.parameters["id"], let id = UUID(uuidString: text),
-            let secondsLeft = signer.verifyWithKnownKeys(
-                id: id, expiry: query["exp"], signature: query["sig"], rendition: .thumbnail(size: size)),
-            let thumbnail = images.cachedThumbnail(
-                signed: id, ThumbnailSpec(size: size, format: ThumbnailNegotiation.format(accept: request.headers["Accept"])))
-        else {
-            responder.fallBack()
-            return
-        }
-        responder.respond(serve(thumbnail, request, cacheControl: "public, max-age=\(secondsLeft)"))
     }
 
     /// A thumbnail with its validator and `304`; `Vary: Accept`, since the encoding follows it.
@@ -185,7 +169,8 @@ struct ImagesController: Sendable {
         return response
     }
 
-    @Sendable func delete(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func delete(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         try images.delete(try ImagesController.imageID(call), userID: signedIn.user.id)
         return Response(status: .noContent)
     }

@@ -35,6 +35,18 @@ enum JSONBody {
         return object
     }
 
+    /// The largest body parsed on an event loop; a larger one is parsed on the worker pool, so
+    /// that a megabyte of JSON does not hold the loop's other connections.
+    static let largestLoopBody = 64 * 1024
+
+    /// The call's body as a JSON object (see `object(_:accepting:optional:)`), parsed where the
+    /// handler runs, or, when it runs on an event loop and the body is large, on the worker pool.
+    static func object(_ call: Call, accepting types: [String] = ["application/json"]) async throws -> JSONObject {
+        let request = call.request
+        guard request.body.count > largestLoopBody else { return try object(request, accepting: types) }
+        return try await call.blocking { try object(request, accepting: types) }
+    }
+
     /// The media type of a Content-Type value, lowercased, without parameters.
     static func mediaType(_ value: String) -> String {
         String(value.prefix { $0 != ";" }).trimmingCharacters(in: " \t").lowercased()

@@ -167,10 +167,6 @@ struct MetricsController {
             "exosphere_db_pipelined_queries_total", type: .counter,
             help: "Statements (reads and writes) sent on the event loops' pipelined connections.", pipelines.sent.load(ordering: .relaxed))
         text.metric(
-            "exosphere_db_pipeline_fallbacks_total", type: .counter,
-            help: "Requests of the event loops' routes handed whole to the worker pool before their handler ran: a large body.",
-            pipelines.fallbacks.load(ordering: .relaxed))
-        text.metric(
             "exosphere_db_pipeline_offloaded_total", type: .counter,
             help:
                 "Statements and transactions of requests answered on the event loops that ran on a pooled connection on the worker pool: no pipeline open, a statement that could not run on it, or a transaction.",

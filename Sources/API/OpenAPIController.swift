@@ -6,7 +6,7 @@ struct OpenAPIController {
     private static let body = OpenAPIDocument.bytes
 
     func register(in routes: inout RouteTable) {
-        routes.open(.get, "/openapi.json", execution: .inline) { _ in
+        routes.open(.get, "/openapi.json", execution: .loop) { _ in
             Response(status: .ok, contentType: "application/json", body: OpenAPIController.body)
         }
     }

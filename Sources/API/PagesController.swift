@@ -33,15 +33,15 @@ struct PagesController: Sendable {
         ]
         for (path, type, body) in files {
             let response = PagesController.page(type, body)
-            routes.open(.get, path, execution: .inline) { _ in response }
+            routes.open(.get, path, execution: .loop) { _ in response }
         }
         let apple = apps.appleAppSiteAssociation.map { PagesController.wellKnown($0) }
-        routes.open(.get, "/.well-known/apple-app-site-association", execution: .inline) { _ in
+        routes.open(.get, "/.well-known/apple-app-site-association", execution: .loop) { _ in
             guard let apple else { throw PagesController.notConfigured("--apple-app-id") }
             return apple
         }
         let android = apps.assetLinks.map { PagesController.wellKnown($0) }
-        routes.open(.get, "/.well-known/assetlinks.json", execution: .inline) { _ in
+        routes.open(.get, "/.well-known/assetlinks.json", execution: .loop) { _ in
             guard let android else { throw PagesController.notConfigured("--android-package and --android-cert-sha256") }
             return android
         }

@@ -76,7 +76,8 @@ struct PasskeysController: Sendable {
 
     /// `PublicKeyCredentialCreationOptionsJSON`: a discoverable credential (resident key required),
     /// the user verified, ES256 or RS256, no attestation asked for, the user's passkeys excluded.
-    @Sendable func registrationOptions(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func registrationOptions(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         let party = try party.current
         let (challenge, existing) = try accounts.passkeyRegistrationChallenge(userID: signedIn.user.id)
         let user = signedIn.user
@@ -121,7 +122,8 @@ struct PasskeysController: Sendable {
     }
 
     /// `RegistrationResponseJSON` and an optional `name`: `201` the passkey.
-    @Sendable func registration(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func registration(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         let body = try JSONBody.object(call.request)
         let (credential, response) = try Self.credential(body, allowing: ["name"])
         let registration = PasskeyRegistration(
@@ -135,7 +137,8 @@ struct PasskeysController: Sendable {
         return answer
     }
 
-    @Sendable func list(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func list(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         let passkeys = try accounts.passkeys(of: signedIn.user.id)
         var response = JSONBody.response { writer in
             writer.beginObject()
@@ -150,14 +153,16 @@ struct PasskeysController: Sendable {
     }
 
     /// `{"name": "…"}`.
-    @Sendable func rename(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func rename(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         let body = RequestBody(object: try JSONBody.object(call.request))
         try body.checkKeys(allowed: ["name"])
         let renamed = try accounts.renamePasskey(id: try Self.id(call), userID: signedIn.user.id, name: try body.string("name", required: true)!)
         return JSONBody.response { Self.write(renamed, into: &$0) }
     }
 
-    @Sendable func delete(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func delete(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         try accounts.deletePasskey(id: try Self.id(call), userID: signedIn.user.id, origin: call.origin)
         return Response(status: .noContent)
     }

@@ -1,4 +1,5 @@
 import HTTPServer
+import PostgresLoop
 import Postgres
 
 /// Database failures a client can do something about: wait and retry.
@@ -15,4 +16,9 @@ extension PostgresError: HTTPResponseError {
             return .internalError
         }
     }
+}
+
+/// The worker pool's queue was full when a request answered on an event loop needed it.
+extension WorkersBusy: HTTPResponseError {
+    public var problem: Problem { .serviceUnavailable() }
 }

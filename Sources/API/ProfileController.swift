@@ -11,65 +11,44 @@ import PostgresLoop
 struct ProfileController: Sendable {
     let accounts: AccountService
     let images: ImageService
-    /// Where `GET`, `PUT` and `PATCH /users/me` run: on the event loops' pipelined connections
-    /// (they never wait for the hashing pool) or on the worker pool.
-    let database: DatabaseRouting
 
     func register(in routes: inout RouteTable) {
-        routes.user(.get, "/users/me", on: database, use: show)
+        // `GET`, `PUT` and `PATCH /users/me` never wait for the hashing pool: their statements are
+        // pipelined on the event loops' connections.
+        routes.user(.get, "/users/me", execution: .pipelined, use: show)
         // A change of address is throttled per user and per target address.
-        routes.user(.put, "/users/me", throttles: [.perUser, .perEmail], on: database, use: replace)
-        routes.user(.patch, "/users/me", throttles: [.perUser, .perEmail], on: database, use: patch)
+        routes.user(.put, "/users/me", throttles: [.perUser, .perEmail], execution: .pipelined, use: replace)
+        routes.user(.patch, "/users/me", throttles: [.perUser, .perEmail], execution: .pipelined, use: patch)
         routes.user(.delete, "/users/me", throttles: [.perUser], hashing: .interactive, use: deleteAccount)
         routes.user(.post, "/users/me/password", throttles: [.perUser], hashing: .interactive, use: changePassword)
         routes.user(.get, "/users/schema", use: schema)
     }
 
-    @Sendable func show(
-        _ call: Call, _ user: User, _ executor: any QueryExecutor, _ respond: @escaping (() throws -> Response) -> Void
-    ) {
-        respond {
-            if let tags = call.request.headers["If-None-Match"], ETag.matches(tags, user.etag, weak: true) {
-                return notModified(user)
-            }
-            return userResponse(user)
+    @Sendable func show(_ call: Call) -> Response {
+        let user = call.signedIn.user
+        if let tags = call.request.headers["If-None-Match"], ETag.matches(tags, user.etag, weak: true) {
+            return notModified(user)
         }
+        return userResponse(user)
     }
 
-    @Sendable func replace(
-        _ call: Call, _ user: User, _ executor: any QueryExecutor, _ respond: @escaping (() throws -> Response) -> Void
-    ) {
-        writeProfile(call, respond) { [accounts] condition, written in
-            let replacement = try AccountBodies.replacement(try JSONBody.object(call.request))
-            accounts.replaceProfile(replacement, of: user, condition: condition, origin: call.origin, on: executor, written)
-        }
+    @Sendable func replace(_ call: Call) async throws -> Response {
+        let condition = try ETag.condition(call.request.headers["If-Match"])
+        let replacement = try AccountBodies.replacement(try await JSONBody.object(call))
+        return userResponse(
+            try await accounts.replaceProfile(replacement, of: call.signedIn.user, condition: condition, origin: call.origin, on: call.statements))
     }
 
-    @Sendable func patch(
-        _ call: Call, _ user: User, _ executor: any QueryExecutor, _ respond: @escaping (() throws -> Response) -> Void
-    ) {
-        writeProfile(call, respond) { [accounts] condition, written in
-            let body = try JSONBody.object(call.request, accepting: ["application/merge-patch+json", "application/json"])
-            accounts.patchProfile(try AccountBodies.patch(body), of: user, condition: condition, origin: call.origin, on: executor, written)
-        }
+    @Sendable func patch(_ call: Call) async throws -> Response {
+        let condition = try ETag.condition(call.request.headers["If-Match"])
+        let body = try await JSONBody.object(call, accepting: ["application/merge-patch+json", "application/json"])
+        return userResponse(
+            try await accounts.patchProfile(
+                try AccountBodies.patch(body), of: call.signedIn.user, condition: condition, origin: call.origin, on: call.statements))
     }
 
-    /// A profile write: the `If-Match` condition goes to `write`, which reads the body and starts
-    /// the service's write; its user is the answer.
-    private func writeProfile(
-        _ call: Call, _ respond: @escaping (() throws -> Response) -> Void,
-        _ write: (WriteCondition, @escaping (Result<User, any Error>) -> Void) throws -> Void
-    ) {
-        do {
-            try write(ETag.condition(call.request.headers["If-Match"])) { written in
-                respond { userResponse(try written.get()) }
-            }
-        } catch {
-            respond { throw error }
-        }
-    }
-
-    @Sendable func changePassword(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func changePassword(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         let origin = call.origin
         // While locked, every attempt gets 429, whatever the body says.
         try accounts.checkPasswordLock(userID: signedIn.user.id, origin: origin)
@@ -86,7 +65,8 @@ struct ProfileController: Sendable {
         return response
     }
 
-    @Sendable func deleteAccount(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func deleteAccount(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         let user = signedIn.user
         // The image rows go in the account's transaction; their files after it commits.
         var files: [UUID] = []
@@ -100,7 +80,8 @@ struct ProfileController: Sendable {
         return Response(status: .noContent)
     }
 
-    @Sendable func schema(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func schema(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         let types = try accounts.fieldTypes()
         return JSONBody.response { writer in
             writer.beginObject()

@@ -61,7 +61,8 @@ struct RecoveryController: Sendable {
         return response
     }
 
-    @Sendable func resendVerification(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func resendVerification(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         let user = signedIn.user
         try accounts.resendVerification(user: user, origin: call.origin)
         return JSONBody.response(.accepted) { writer in
@@ -74,7 +75,8 @@ struct RecoveryController: Sendable {
         }
     }
 
-    @Sendable func activity(_ call: Call, _ signedIn: SignedIn) throws -> Response {
+    @Sendable func activity(_ call: Call) throws -> Response {
+        let signedIn = call.signedIn
         let parameters = try PageParameters(call.request)
         let page = try accounts.activity(userID: signedIn.user.id, after: parameters.cursor, limit: parameters.limit)
         var response = JSONBody.response { RecoveryController.write(page, into: &$0) }

@@ -45,8 +45,9 @@ public enum RouteListing {
 
     static func entries(_ router: Router, defaultBodyLimit: Int) -> [Entry] {
         router.routes.map { route in
-            Entry(
-                method: route.method.rawValue, path: route.pattern, policy: route.policy,
+            let declaration = route.declaration as? RouteTable.Declaration
+            return Entry(
+                method: route.method.rawValue, path: route.pattern, policy: declaration?.policy ?? .open,
                 bodyLimit: route.bodyLimit?.largest ?? defaultBodyLimit)
         }
     }

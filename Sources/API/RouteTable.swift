@@ -1,18 +1,37 @@
 import Accounts
+import Images
 import FoundationEssentials
 import HTTP
 import HTTPServer
 import Postgres
 import PostgresLoop
 
-/// What a route's policies produced, for its handler: the request, its path parameters, and
-/// where it came from. A handler never authenticates, resolves the client or audits by itself.
-struct Call {
+/// What a route's policies produced, for its handler: the request, its path parameters, who
+/// sent it (the signed-in user or administrator), where it came from, and how its statements
+/// run. A handler never authenticates, resolves the client or audits by itself.
+struct Call: Sendable {
     let request: Request
     let context: RequestContext
     let authenticator: Authenticator
+    /// Who the route's authentication found.
+    let principal: Principal
+    /// Where the route's statements run (see `statements`).
+    let database: DatabaseAccess
+
     /// Set on an administrator's request: what it does shows in the user's activity as theirs.
-    let byAdministrator: Bool
+    var byAdministrator: Bool { if case .admin = principal { true } else { false } }
+
+    /// The signed-in user of a `.user` route.
+    var signedIn: SignedIn {
+        guard case .user(let signedIn) = principal else { preconditionFailure("\(request.path): not a user's route") }
+        return signedIn
+    }
+
+    /// The administrator of an `.admin` route.
+    var admin: Admin {
+        guard case .admin(let admin) = principal else { preconditionFailure("\(request.path): not an administrator's route") }
+        return admin
+    }
 
     /// Who sent the request: its client address seen through trusted proxies, its user agent,
     /// and the cancellation that tells when the client has gone. Made when asked: most reads
@@ -23,135 +42,153 @@ struct Call {
         return origin
     }
 
+    /// The executor of the request's statements: the loop's pipelined connection for a route
+    /// that runs on its event loop, a pooled connection on the worker pool's thread otherwise.
+    var statements: any QueryExecutor { database.executor(context) }
+
+    /// What the signed URL of a `.signedURL` route grants.
+    var signedURL: SignedURLGrant {
+        guard case .signedURL(let grant) = principal else { preconditionFailure("\(request.path): not a signed URL's route") }
+        return grant
+    }
+
     func parameter(_ name: String) -> String? { context.parameters[name] }
+
+    /// Runs `body`, which may block, on the worker pool when the handler runs on its event loop
+    /// (and resumes there), or right here when it already runs on a worker.
+    func blocking<T: Sendable>(_ body: @Sendable () throws -> T) async throws -> T {
+        guard let loop = context.loop, loop.isCurrent else { return try body() }
+        return try await loop.blocking(body)
+    }
+}
+
+/// Who a route's authentication found.
+enum Principal: Sendable {
+    case anyone
+    case user(SignedIn)
+    case admin(Admin)
+    case signedURL(SignedURLGrant)
+}
+
+/// What a URL the server signed opens: one image, in the rendition it was signed for, for the
+/// seconds left until it expires.
+struct SignedURLGrant: Sendable {
+    let id: UUID
+    let rendition: URLSigner.Rendition
+    let secondsLeft: Int
 }
 
 /// The signed-in user of a `.user` route and the session the request came with.
-struct SignedIn {
+struct SignedIn: Sendable {
     let session: Session
     let user: User
 }
 
-/// The API's route table. Every route is added with its policy (`RoutePolicy`), and the policy is
-/// applied here, by construction, not in the handler: the method that adds a route fixes its
-/// authentication, which runs before the handler (and, for a body over the admission threshold,
-/// from the head, before the body is read); a route's read audit is written after its answer is
-/// made. Throttles and the hashing lane are declared with the route and applied by the service it
+/// Where the statements of a request run: its event loop's pipelined connection when the route
+/// runs on the loop and pipelines are on, else a pooled connection on the calling worker.
+struct DatabaseAccess: Sendable {
+    let pool: PostgresPool
+    let pipelines: Pipelines?
+
+    func executor(_ context: RequestContext) -> any QueryExecutor {
+        if let pipelines, let loop = context.loop, loop.isCurrent {
+            return LoopExecutor(pipelines: pipelines, pool: pool, loop: loop)
+        }
+        return PooledExecutor(pool)
+    }
+}
+
+/// The API's route table. Every route is added with its policy (`RoutePolicy`), and the table
+/// applies the policy around the route's one handler, in this order, whatever the handler does:
+///
+/// 1. **authentication** (`authenticate`): the user's or administrator's session, before the
+///    handler runs; for a body over the admission threshold, from the head, before the body is
+///    read, and that result is the request's (it is not checked twice);
+/// 2. **the handler**, given a `Call`;
+/// 3. **audit**: a route's read audit is written once its answer is made (the request fails
+///    without it); a change's entry is written by the service, in the change's transaction;
+/// 4. **cache invalidation**: a route that can write (any method but `GET` and `HEAD`) keeps this
+///    instance's session cache true before its answer goes out: a user's route drops the user's
+///    entries; any other waits until the cache has applied every change committed before
+///    (`AccountService.catchUpWithTheDatabase`), as it cannot know whom it changed. Whether the
+///    handler failed or not.
+///
+/// Throttles and the hashing lane are declared with the route and applied by the service it
 /// calls (the throttles' keys need the body); `RouteTableTests` holds the two together.
 ///
-/// A route that can write (any method but `GET` and `HEAD`) keeps this instance's session cache
-/// true before its answer goes out: a user's route drops the user's entries; any other waits until
-/// the cache has applied every change committed before (`AccountService.catchUpWithTheDatabase`),
-/// as it cannot know whom it changed. Whatever the handler did, and whether it failed or not.
+/// Where the handler runs is declared too (`RouteExecution`): on the event loop for what never
+/// blocks, on the worker pool for what does, and, for routes whose statements can be pipelined,
+/// on the loop when pipelines are on.
 struct RouteTable {
     private(set) var router = Router()
     let accounts: AccountService
     let authenticator: Authenticator
+    let database: DatabaseAccess
+    let signer: URLSigner
 
-    init(accounts: AccountService, authenticator: Authenticator) {
+    init(accounts: AccountService, authenticator: Authenticator, database: DatabaseAccess, signer: URLSigner) {
         self.accounts = accounts
         self.authenticator = authenticator
+        self.database = database
+        self.signer = signer
     }
 
-    typealias OpenHandler = @Sendable (Call) throws -> Response
-    typealias UserHandler = @Sendable (Call, SignedIn) throws -> Response
-    typealias AdminHandler = @Sendable (Call, Admin) throws -> Response
-    /// A handler whose statements run through a `QueryExecutor` (on an event loop's pipelined
-    /// connection or a pooled one, see `DatabaseRouting`), given the signed-in user read through it.
-    typealias UserDatabaseHandler =
-        @Sendable (Call, User, any QueryExecutor, _ respond: @escaping (() throws -> Response) -> Void) -> Void
+    /// Every route's handler.
+    typealias Handler = @Sendable (Call) async throws -> Response
 
     /// A route without a session: anyone, a signed URL's holder, or a mailed token's holder
     /// (`authentication` says which; the handler checks the URL or the token).
     mutating func open(
         _ method: HTTPMethod, _ pattern: String, _ authentication: RoutePolicy.Authentication = .none,
-        throttles: Set<RoutePolicy.Throttle> = [], hashing: RoutePolicy.Hashing? = nil, execution: Router.Execution = .blocking,
-        bodyLimit: Router.BodyLimit? = nil, asynchronous: Router.AsynchronousHandler? = nil, use handler: @escaping OpenHandler
+        throttles: Set<RoutePolicy.Throttle> = [], hashing: RoutePolicy.Hashing? = nil, execution: RouteExecution = .workers,
+        bodyLimit: Router.BodyLimit? = nil, use handler: @escaping Handler
     ) {
         precondition(![.user, .admin].contains(authentication), "\(method) \(pattern): a session's routes are added by user(…) or admin(…)")
-        precondition(asynchronous == nil || !Self.writes(method), "\(method) \(pattern): an asynchronous route only reads")
-        if case .inline = execution {
-            precondition(!Self.writes(method), "\(method) \(pattern): a route that writes waits for the cache, never on a loop")
-        }
-        let policy = RoutePolicy(authentication, throttles: throttles, hashing: hashing)
-        let writes = Self.writes(method)
-        router.add(
-            method, pattern, policy: policy, execution: execution, bodyLimit: bodyLimit,
-            { [accounts, authenticator] request, context in
-                defer { if writes { accounts.catchUpWithTheDatabase() } }
-                return try handler(Call(request: request, context: context, authenticator: authenticator, byAdministrator: false))
-            }, asynchronous: asynchronous)
+        add(method, pattern, RoutePolicy(authentication, throttles: throttles, hashing: hashing), execution, bodyLimit, handler)
     }
 
     /// A route of a signed-in user: the session is checked before the handler runs.
     mutating func user(
         _ method: HTTPMethod, _ pattern: String, throttles: Set<RoutePolicy.Throttle> = [], hashing: RoutePolicy.Hashing? = nil,
-        bodyLimit: Router.BodyLimit? = nil, use handler: @escaping UserHandler
+        execution: RouteExecution = .workers, bodyLimit: Router.BodyLimit? = nil, use handler: @escaping Handler
     ) {
-        let policy = RoutePolicy(.user, throttles: throttles, hashing: hashing)
-        let writes = Self.writes(method)
-        router.add(
-            method, pattern, policy: policy, bodyLimit: bodyLimit, admission: userAdmission,
-            { [accounts, authenticator] request, context in
-                let (session, user) = try accounts.authenticate(token: try Authenticator.token(request.headers))
-                defer { if writes { accounts.changed(userID: user.id) } }
-                return try handler(
-                    Call(request: request, context: context, authenticator: authenticator, byAdministrator: false),
-                    SignedIn(session: session, user: user))
-            })
-    }
-
-    /// A route of a signed-in user whose statements run through a `QueryExecutor`: the session is
-    /// read through the same executor, first, and the handler goes on from its completion.
-    mutating func user(
-        _ method: HTTPMethod, _ pattern: String, throttles: Set<RoutePolicy.Throttle> = [], on database: DatabaseRouting,
-        use handler: @escaping UserDatabaseHandler
-    ) {
-        let policy = RoutePolicy(.user, throttles: throttles)
-        let writes = Self.writes(method)
-        router.add(method, pattern, policy: policy, admission: userAdmission, on: database) {
-            [accounts, authenticator] request, context, executor, respond in
-            let call = Call(request: request, context: context, authenticator: authenticator, byAdministrator: false)
-            do {
-                accounts.authenticate(token: try Authenticator.token(request.headers), withSession: false, on: executor) { found in
-                    switch found {
-                    case .success(let found) where writes:
-                        handler(call, found.user, executor) { answer in
-                            accounts.changed(userID: found.user.id)
-                            respond(answer)
-                        }
-                    case .success(let found): handler(call, found.user, executor, respond)
-                    case .failure(let error): respond { throw error }
-                    }
-                }
-            } catch {
-                respond { throw error }
-            }
-        }
+        add(method, pattern, RoutePolicy(.user, throttles: throttles, hashing: hashing), execution, bodyLimit, handler)
     }
 
     /// An administrator's route: the admin session is checked before the handler runs; a `.read`
     /// audit is written once the handler has made its answer, and the request fails without it.
-    mutating func admin(_ method: HTTPMethod, _ pattern: String, audit: AdminAudit, use handler: @escaping AdminHandler) {
-        let policy: RoutePolicy
+    mutating func admin(_ method: HTTPMethod, _ pattern: String, audit: AdminAudit, use handler: @escaping Handler) {
         switch audit {
-        case .read(let action): policy = RoutePolicy(.admin, audit: .read(action.text))
-        case .change: policy = RoutePolicy(.admin, audit: .change)
+        case .read(let action): add(method, pattern, RoutePolicy(.admin, audit: .read(action.text)), .workers, nil, handler, readAudit: action)
+        case .change: add(method, pattern, RoutePolicy(.admin, audit: .change), .workers, nil, handler)
         }
+    }
+
+    /// Adds a route with its policy chain.
+    private mutating func add(
+        _ method: HTTPMethod, _ pattern: String, _ policy: RoutePolicy, _ execution: RouteExecution, _ bodyLimit: Router.BodyLimit?,
+        _ handler: @escaping Handler, readAudit: AuditAction? = nil
+    ) {
         let writes = Self.writes(method)
+        let runsOn = execution.executor(pipelined: database.pipelines != nil)
+        if runsOn == .loop {
+            precondition(!writes || policy.authentication == .user, "\(method) \(pattern): a write that waits for the cache never runs on a loop")
+            precondition(policy.audit == .none && policy.hashing == nil, "\(method) \(pattern): audits and hashing block: not on a loop")
+        }
+        let chain = PolicyChain(
+            policy: policy, readAudit: readAudit, writes: writes, accounts: accounts, authenticator: authenticator, database: database, signer: signer
+        )
+        // A session's route authenticates from the head when the body is large (see the order above).
+        let admission: Router.Admission? =
+            if policy.needsBearerToken {
+                { head, context in try await chain.authenticate(head.headers, head.query, context) }
+            } else {
+                nil
+            }
+        let run: Router.Handler = { request, context in try await chain.run(request, context, handler) }
         router.add(
-            method, pattern, policy: policy, admission: adminAdmission,
-            { [accounts, authenticator] request, context in
-                defer { if writes { accounts.catchUpWithTheDatabase() } }
-                let admin = try accounts.authenticateAdmin(token: try Authenticator.token(request.headers))
-                let call = Call(request: request, context: context, authenticator: authenticator, byAdministrator: true)
-                let response = try handler(call, admin)
-                if case .read(let action) = audit {
-                    let target = context.parameters["id"].flatMap { UUID(uuidString: $0) }
-                    try accounts.audit(admin, action, target: target, origin: call.origin)
-                }
-                return response
-            })
+            method, pattern, execution: runsOn, bodyLimit: bodyLimit, admission: admission,
+            declaration: Declaration(policy: policy, execution: execution), run)
     }
 
     /// Whether a route of `method` may change something (and so the session cache).
@@ -165,13 +202,104 @@ struct RouteTable {
         case change
     }
 
-    /// A user route's admission: the token is checked from the head, before a large body is read
-    /// (the handler's authentication checks it again once the body is in).
-    private var userAdmission: Router.Admission {
-        { [accounts] head, _ in _ = try accounts.authenticatedUser(token: try Authenticator.token(head.headers)) }
+    /// What the table keeps with a route for `exosphere routes`.
+    struct Declaration: Sendable {
+        let policy: RoutePolicy
+        let execution: RouteExecution
+    }
+}
+
+/// Where a route's handler runs.
+enum RouteExecution: String, Sendable {
+    /// On its event loop: the handler never blocks and needs no database (pages, health).
+    case loop
+    /// On its event loop when pipelines are on, the worker pool otherwise: every statement goes
+    /// through `Call.statements`, and nothing else blocks.
+    case pipelined
+    /// On the worker pool: the handler blocks (pooled connections, hashing, files).
+    case workers
+
+    func executor(pipelined pipelines: Bool) -> Router.Execution {
+        switch self {
+        case .loop: .loop
+        case .pipelined: pipelines ? .loop : .workers
+        case .workers: .workers
+        }
+    }
+}
+
+/// A route's policies, applied around its handler in the order `RouteTable` lists.
+private struct PolicyChain: Sendable {
+    let policy: RoutePolicy
+    /// The action a read audit writes under.
+    let readAudit: AuditAction?
+    let writes: Bool
+    let accounts: AccountService
+    let authenticator: Authenticator
+    let database: DatabaseAccess
+    let signer: URLSigner
+
+    func run(_ request: Request, _ context: RequestContext, _ handler: RouteTable.Handler) async throws -> Response {
+        // 1. Authentication (already done from the head when the body was large).
+        let principal: Principal
+        if let admitted = context.admitted as? Principal {
+            principal = admitted
+        } else {
+            principal = try await authenticate(request.headers, request.query, context)
+        }
+        let call = Call(request: request, context: context, authenticator: authenticator, principal: principal, database: database)
+        // 4. Cache invalidation, whether the handler failed or not.
+        defer {
+            if writes {
+                if case .user(let signedIn) = principal { accounts.changed(userID: signedIn.user.id) } else { accounts.catchUpWithTheDatabase() }
+            }
+        }
+        // 2. The handler.
+        let response = try await handler(call)
+        // 3. The read audit.
+        if let action = readAudit, case .admin(let admin) = principal {
+            let target = context.parameters["id"].flatMap { UUID(uuidString: $0) }
+            try accounts.audit(admin, action, target: target, origin: call.origin)
+        }
+        return response
     }
 
-    private var adminAdmission: Router.Admission {
-        { [accounts] head, _ in _ = try accounts.authenticateAdmin(token: try Authenticator.token(head.headers)) }
+    /// The route's authentication: who sent the request, or the error to answer.
+    func authenticate(_ headers: HTTPHeaders, _ query: String?, _ context: RequestContext) async throws -> Principal {
+        switch policy.authentication {
+        case .user:
+            let found = try await accounts.authenticate(token: try Authenticator.token(headers), withSession: true, on: database.executor(context))
+            return .user(SignedIn(session: found.session!, user: found.user))
+        case .admin:
+            return .admin(try accounts.authenticateAdmin(token: try Authenticator.token(headers)))
+        case .signedURL:
+            return .signedURL(try await verifySignedURL(query, context))
+        case .none, .linkToken:
+            return .anyone
+        }
     }
+
+    /// A signed URL's `exp`, `sig` and `size` checked against its `{id}`: with the keys this
+    /// instance knows, at once; else with the stored ones, read on the worker pool. A bad,
+    /// expired or another image's signature is `403 invalid_signature`, before the image is
+    /// looked up. The size is signed: a URL opens the rendition it was signed for, so a
+    /// thumbnail's URL stripped of its size does not open the original.
+    private func verifySignedURL(_ query: String?, _ context: RequestContext) async throws -> SignedURLGrant {
+        let query = QueryParameters(query)
+        guard let text = context.parameters["id"], let id = UUID(uuidString: text),
+            let rendition = URLSigner.Rendition(sizeParameter: query["size"])
+        else { throw PolicyChain.invalidSignature }
+        let (expiry, signature) = (query["exp"], query["sig"])
+        var secondsLeft = signer.verifyWithKnownKeys(id: id, expiry: expiry, signature: signature, rendition: rendition)
+        if secondsLeft == nil {
+            let signer = signer
+            let verify: @Sendable () -> Int? = { signer.verify(id: id, expiry: expiry, signature: signature, rendition: rendition) }
+            if let loop = context.loop, loop.isCurrent { secondsLeft = try await loop.blocking(verify) } else { secondsLeft = verify() }
+        }
+        guard let secondsLeft else { throw PolicyChain.invalidSignature }
+        return SignedURLGrant(id: id, rendition: rendition, secondsLeft: secondsLeft)
+    }
+
+    private static let invalidSignature = Problem(
+        status: .forbidden, code: .invalidSignature, detail: "The URL's signature is invalid or has expired.")
 }

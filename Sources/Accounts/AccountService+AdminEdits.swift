@@ -12,7 +12,7 @@ extension AccountService {
     /// address applied at once and mailed), each statement committed together with its audit entry.
     public func adminPatchProfile(
         _ patch: ProfilePatch, of id: UUID, condition: WriteCondition, by admin: Admin, origin: RequestOrigin
-    ) throws -> User {
+    ) async throws -> User {
         guard let user = try pool.withConnection({ try UserRepository.find($0, id: id) }) else {
             throw AccountsError(.notFound, "There is no user with this id.")
         }
@@ -20,9 +20,7 @@ extension AccountService {
             try AdminRepository.audit(connection, admin: admin, action: .userUpdate, target: id, address: origin.address)
         }
         do {
-            return try executor.wait { executor, done in
-                patchProfile(patch, of: user, condition: condition, addressChange: .atOnce, origin: origin, on: executor, done)
-            }
+            return try await patchProfile(patch, of: user, condition: condition, addressChange: .atOnce, origin: origin, on: executor)
         } catch let error as AccountsError where error.code == .invalidToken {
             // The user was deleted between the read and the write.
             throw AccountsError(.notFound, "There is no user with this id.")
@@ -114,37 +112,23 @@ struct AuditedExecutor: QueryExecutor {
     let pool: PostgresPool
     let alsoRun: (PostgresConnection) throws -> Void
 
-    func read<Row>(_ query: PreparedQuery<Row>, _ completion: @escaping (Result<[Row], any Error>) -> Void) {
-        completion(Result { try pool.withConnection { try $0.query(query) } })
+    func read<Row>(_ query: PreparedQuery<Row>) async throws -> [Row] {
+        try pool.withConnection { try $0.query(query) }
     }
 
-    func write<Row>(_ query: PreparedQuery<Row>, lockOrder: String, _ completion: @escaping (Result<[Row], any Error>) -> Void) {
-        completion(
-            Result {
-                try pool.withTransaction { connection in
-                    let rows = try connection.query(query)
-                    if !rows.isEmpty { try alsoRun(connection) }
-                    return rows
-                }
-            })
+    func write<Row>(_ query: PreparedQuery<Row>, lockOrder: String) async throws -> [Row] {
+        try pool.withTransaction { connection in
+            let rows = try connection.query(query)
+            if !rows.isEmpty { try alsoRun(connection) }
+            return rows
+        }
     }
 
-    func transaction<Value>(_ body: @escaping (PostgresConnection) throws -> Value, _ completion: @escaping (Result<Value, any Error>) -> Void) {
-        completion(
-            Result {
-                try pool.withTransaction { connection in
-                    let value = try body(connection)
-                    try alsoRun(connection)
-                    return value
-                }
-            })
-    }
-
-    /// As `PooledExecutor.wait`: every completion runs before its call returns.
-    func wait<Value>(_ work: (AuditedExecutor, @escaping (Result<Value, any Error>) -> Void) -> Void) throws -> Value {
-        var outcome: Result<Value, any Error>?
-        work(self) { outcome = $0 }
-        guard let outcome else { throw PostgresError(code: .invalidUsage, context: "the work did not complete on the calling thread") }
-        return try outcome.get()
+    func transaction<Value>(_ body: @escaping (PostgresConnection) throws -> Value) async throws -> Value {
+        try pool.withTransaction { connection in
+            let value = try body(connection)
+            try alsoRun(connection)
+            return value
+        }
     }
 }

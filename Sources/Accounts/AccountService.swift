@@ -400,51 +400,33 @@ public final class AccountService: Sendable {
         return session
     }
 
-    /// The live session and user of a bearer token, or `invalid_token`.
-    public func authenticate(token: String) throws -> (session: Session, user: User) {
-        let found = try PooledExecutor(pool).wait { authenticate(token: token, withSession: true, on: $0, $1) }
-        return (found.session!, found.user)
-    }
-
-    /// The user of a bearer token, or `invalid_token`, for requests that need nothing of the
-    /// session but that it is live.
-    public func authenticatedUser(token: String) throws -> User {
-        try PooledExecutor(pool).wait { authenticate(token: token, withSession: false, on: $0, $1) }.user
-    }
-
     /// The live session (when `withSession`) and user of a bearer token, or `invalid_token`: from
     /// the session cache when it has it and is fresh, else one read, whichever executor runs it
     /// (kept in the cache). A session last seen over a minute ago is noted for the background writer.
     public func authenticate(
-        token: String, withSession: Bool, on executor: some QueryExecutor,
-        _ completion: @escaping (Result<(session: Session?, user: User), any Error>) -> Void
-    ) {
-        guard SessionToken.isWellFormed(token) else { return completion(.failure(AccountsError.invalidToken)) }
+        token: String, withSession: Bool, on executor: some QueryExecutor
+    ) async throws -> (session: Session?, user: User) {
+        guard SessionToken.isWellFormed(token) else { throw AccountsError.invalidToken }
         let tokenHash = SessionToken.hash(of: token)
         let cached = sessionCache.isEnabled
         // Ends and touches are wall-clock times (the clock's); the cache's freshness is real time.
         let now = clock.now()
         if cached, let hit = sessionCache.lookup(tokenHash, now: now, monotonicNow: monotonicNanoseconds()) {
             if hit.touch { toucher.note(hit.session.id) }
-            return completion(.success((hit.session, hit.user)))
+            return (hit.session, hit.user)
         }
         // A read for the cache takes the whole session, and a ticket before it goes out.
         let ticket = cached ? sessionCache.ticket() : 0
         let query = sessionLookup.query(tokenHash: tokenHash, withSession: withSession || cached, at: now)
-        executor.read(query) { [toucher, sessionCache, configuration] result in
-            completion(
-                result.flatMap { rows in
-                    guard let row = rows.first else { return .failure(AccountsError.invalidToken) }
-                    if row.isStale { toucher.note(row.sessionID) }
-                    if cached, let session = row.session {
-                        let refresh = configuration.lifetime.refreshAfterSeconds
-                        sessionCache.fill(
-                            ticket: ticket, tokenHash: tokenHash, session: session, user: row.user,
-                            touchDue: row.isStale ? now.addingTimeInterval(refresh) : session.lastSeenAt.addingTimeInterval(refresh))
-                    }
-                    return .success((row.session, row.user))
-                })
+        guard let row = try await executor.read(query).first else { throw AccountsError.invalidToken }
+        if row.isStale { toucher.note(row.sessionID) }
+        if cached, let session = row.session {
+            let refresh = configuration.lifetime.refreshAfterSeconds
+            sessionCache.fill(
+                ticket: ticket, tokenHash: tokenHash, session: session, user: row.user,
+                touchDue: row.isStale ? now.addingTimeInterval(refresh) : session.lastSeenAt.addingTimeInterval(refresh))
         }
+        return (row.session, row.user)
     }
 
     /// After this instance changed `userID` (a user's own write): their cached sessions and
@@ -611,16 +593,11 @@ public final class AccountService: Sendable {
     /// not depend on what is stored (last write wins).
     public func replaceProfile(
         _ replacement: ProfileReplacement, of user: User, condition: WriteCondition, origin: RequestOrigin,
-        on executor: some QueryExecutor, _ completion: @escaping (Result<User, any Error>) -> Void
-    ) {
-        do {
-            try checkFieldCount(replacement.data.count)
-        } catch {
-            return completion(.failure(error))
-        }
-        writeProfile(
-            of: user, condition: condition, dependsOnStored: false, namesEmail: true, addressChange: .confirmed, origin: origin, on: executor,
-            completion
+        on executor: some QueryExecutor
+    ) async throws -> User {
+        try checkFieldCount(replacement.data.count)
+        return try await writeProfile(
+            of: user, condition: condition, dependsOnStored: false, namesEmail: true, addressChange: .confirmed, origin: origin, on: executor
         ) { [self] user, validate in
             user.firstname = replacement.firstname
             user.lastname = replacement.lastname
@@ -642,17 +619,13 @@ public final class AccountService: Sendable {
     /// `PATCH /users/me`: merges the patch into the stored user.
     public func patchProfile(
         _ patch: ProfilePatch, of user: User, condition: WriteCondition, addressChange: AddressChange = .confirmed, origin: RequestOrigin,
-        on executor: some QueryExecutor, _ completion: @escaping (Result<User, any Error>) -> Void
-    ) {
-        do {
-            // More names than a user may hold can never be valid: refused before any of them is looked up or claimed.
-            try checkFieldCount(patch.data?.count ?? 0)
-        } catch {
-            return completion(.failure(error))
-        }
-        writeProfile(
+        on executor: some QueryExecutor
+    ) async throws -> User {
+        // More names than a user may hold can never be valid: refused before any of them is looked up or claimed.
+        try checkFieldCount(patch.data?.count ?? 0)
+        return try await writeProfile(
             of: user, condition: condition, dependsOnStored: true, namesEmail: patch.email != nil, addressChange: addressChange, origin: origin,
-            on: executor, completion
+            on: executor
         ) { [self] user, validate in
             if let firstname = patch.firstname { user.firstname = firstname }
             if let lastname = patch.lastname { user.lastname = lastname }
@@ -681,11 +654,25 @@ public final class AccountService: Sendable {
     private func writeProfile(
         of current: User, condition: WriteCondition, dependsOnStored: Bool, namesEmail: Bool, addressChange: AddressChange,
         origin: RequestOrigin, on executor: some QueryExecutor,
-        _ completion: @escaping (Result<User, any Error>) -> Void,
         edit: @escaping (inout User, FieldValidation) throws -> EmailAddress?
-    ) {
-        let inTransaction = { [self] in
-            executor.transaction({ [self] connection in
+    ) async throws -> User {
+        guard condition.allows(current) else { throw AccountService.stale }
+        var user = current
+        if let email = try edit(&user, schema.validateCached), EmailAddress.normalized(current.email) == email.normalized {
+            try checkDocumentSize(user)
+            let unconditional = condition == .any && !dependsOnStored
+            let update = UserRepository.replace(
+                user, email: email, expectedVersion: unconditional ? nil : current.version, emailMayChange: false, cancelsPendingEmail: namesEmail)
+            do {
+                if let written = try await executor.write(update, lockOrder: current.id.lowercasedText).first { return written }
+            } catch {
+                throw AccountService.emailTakenError(error)
+            }
+            // The user (or their address) changed since it was read: edit what is stored now.
+        }
+        let written: (user: User, mailed: Bool)
+        do {
+            written = try await executor.transaction { [self] connection in
                 guard var user = try UserRepository.find(connection, id: current.id, forUpdate: true) else {
                     throw AccountsError(.invalidToken, "The user no longer exists.")
                 }
@@ -711,41 +698,17 @@ public final class AccountService: Sendable {
                     let updated = try connection.query(replace)[0]
                     return (try requestEmailChange(connection, user: updated, to: email, origin: origin), true)
                 }
-            }) { [self] result in
-                if case .success((let user, true)) = result {
-                    mailQueued()
-                    if user.pendingEmail != nil {
-                        SecurityEvent.log(logger, .emailChangeRequested, outcome: .success, userID: user.id, origin: origin)
-                    }
-                }
-                completion(result.map(\.0).mapError(AccountService.emailTakenError))
             }
-        }
-        let update: PreparedQuery<User>
-        do {
-            guard condition.allows(current) else { throw AccountService.stale }
-            var user = current
-            guard let email = try edit(&user, schema.validateCached), EmailAddress.normalized(current.email) == email.normalized else {
-                return inTransaction()
-            }
-            try checkDocumentSize(user)
-            let unconditional = condition == .any && !dependsOnStored
-            update = UserRepository.replace(
-                user, email: email, expectedVersion: unconditional ? nil : current.version, emailMayChange: false, cancelsPendingEmail: namesEmail)
         } catch {
-            return completion(.failure(error))
+            throw AccountService.emailTakenError(error)
         }
-        executor.write(update, lockOrder: current.id.lowercasedText) { result in
-            switch result {
-            case .success(let rows) where rows.isEmpty:
-                // The user (or their address) changed since it was read: edit what is stored now.
-                inTransaction()
-            case .success(let rows):
-                completion(.success(rows[0]))
-            case .failure(let error):
-                completion(.failure(AccountService.emailTakenError(error)))
+        if written.mailed {
+            mailQueued()
+            if written.user.pendingEmail != nil {
+                SecurityEvent.log(logger, .emailChangeRequested, outcome: .success, userID: written.user.id, origin: origin)
             }
         }
+        return written.user
     }
 
     private static let stale = AccountsError(.preconditionFailed, "The user changed since it was read (If-Match is stale).")

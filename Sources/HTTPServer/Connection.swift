@@ -35,6 +35,8 @@ final class Connection {
     /// The id the admission step gave the request being read, which its dispatch and access log
     /// line keep (nil when it was not admitted: the dispatch gives one).
     var admittedRequestID: String?
+    /// What the admission of the request being read returned, for its handler.
+    var admitted: (any Sendable)?
     /// The route of the request being read, matched once for all that asks for it.
     let routes: RouteLookup
 

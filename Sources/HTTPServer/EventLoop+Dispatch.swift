@@ -1,13 +1,16 @@
 import HTTP
 import Threads
 
-// Requests on an event loop: routing a parsed request to its handler (inline, on the loop through
-// a `Responder`, or on the worker pool), the admission of large bodies, and the answer's way back.
+// Requests on an event loop: routing a parsed request to its handler, run as a task on the
+// route's executor (this loop's, or the worker pool), the admission of large bodies, and the
+// answer's way back.
 extension EventLoop {
     func dispatch(_ request: Request, on connection: Connection) -> ConnectionStateMachine.Action {
         let now = System.now()
         let requestID = connection.admittedRequestID ?? nextRequestID(from: request.headers["X-Request-Id"])
+        let admitted = connection.admitted
         connection.admittedRequestID = nil
+        connection.admitted = nil
         switch connection.routes.match(request.method, request.path) {
         case .notFound:
             connection.startRequest(id: requestID, method: request.method.rawValue, route: nil, now: now)
@@ -25,41 +28,61 @@ extension EventLoop {
         case .found(let route, let parameters):
             connection.startRequest(id: requestID, method: request.method.rawValue, route: route, now: now)
             // Only work on the worker pool can outlive its client for long (hashing, queued).
-            let cancellation = route.asynchronousHandler == nil && route.execution == .blocking ? Cancellation() : nil
+            let cancellation = route.execution == .workers ? Cancellation() : nil
             connection.cancellation = cancellation
             let context = RequestContext(
                 requestID: requestID, parameters: parameters,
                 remoteAddress: connection.remoteAddress,
                 cancellation: cancellation,
                 deadline: RequestDeadline(uptimeNanoseconds: now &+ shared.configuration.requestDeadline.nanoseconds),
+                loop: LoopContext(loop: self), admitted: admitted,
                 logger: shared.logger)
-            if let asynchronous = route.asynchronousHandler {
-                shared.metrics.requestStarted()
-                let responder = Responder(
-                    loop: LoopContext(loop: self), token: connection.token, route: route,
-                    request: request, context: context)
-                asynchronous(request, context, responder)
-                responder.handlerReturned()
-                if let response = responder.immediate {
-                    shared.metrics.requestFinished()
-                    return finish(response, on: connection)
-                }
-                return .none
+            guard start(route, request, context, token: connection.token) else {
+                return finish(Problem.serviceUnavailable().response(), on: connection)
             }
-            switch route.execution {
-            case .inline:
-                return finish(shared.run(route, request, context), on: connection)
-            case .blocking:
-                if !submit(route, request, context, token: connection.token) {
-                    return finish(Problem.serviceUnavailable().response(), on: connection)
-                }
-                return .none
-            }
+            return .none
         }
     }
 
-    /// Runs the route's admission check for `head` on the worker pool; the body is read, or the
-    /// request refused, once it has answered (`admissionDecided`).
+    /// Starts the route's handler as a task on the route's executor, answering on this loop once
+    /// it returns; false when it runs on the worker pool and the pool's queue is full.
+    ///
+    /// The task runs with the request's deadline (`RequestDeadline`), so that every wait in it
+    /// ends by then; a request that waited for a worker until its deadline is answered `503`
+    /// without running.
+    private func start(_ route: Router.Route, _ request: Request, _ context: RequestContext, token: UInt64) -> Bool {
+        let executor: any TaskExecutor
+        switch route.execution {
+        case .loop:
+            executor = jobs
+        case .workers:
+            guard shared.workers.admitsTask() else { return false }
+            executor = shared.workers
+        }
+        let shared = self.shared
+        shared.metrics.requestStarted()
+        Task(executorPreference: executor) { [self] in
+            let response: Response
+            if route.execution == .workers, context.deadline?.hasPassed == true {
+                response = Problem.serviceUnavailable(detail: "The server is too busy to answer in time; try again shortly.").response()
+            } else {
+                response = await RequestDeadline.with(context.deadline) {
+                    await shared.response(for: route, context) { try await route.handler(request, context) }
+                }
+            }
+            // Counted here, not on the loop: a loop that ends at its drain deadline runs no more tasks.
+            shared.metrics.requestFinished()
+            if jobs.isCurrent {
+                deliver(response, token: token)
+            } else {
+                execute { [self] in deliver(response, token: token) }
+            }
+        }
+        return true
+    }
+
+    /// Runs the route's admission for `head` as a task on the worker pool; the body is read, or
+    /// the request refused, once it has answered (`admissionDecided`).
     func admit(_ head: RequestHead, on connection: Connection) -> ConnectionStateMachine.Action {
         guard case .found(let route, let parameters) = connection.routes.match(head.method, head.path),
             let admission = route.admission
@@ -70,71 +93,47 @@ extension EventLoop {
         let context = RequestContext(
             requestID: nextRequestID(from: head.headers["X-Request-Id"]), parameters: parameters,
             remoteAddress: connection.remoteAddress, deadline: RequestDeadline.after(shared.configuration.requestDeadline),
-            logger: shared.logger)
+            loop: LoopContext(loop: self), logger: shared.logger)
         connection.admittedRequestID = context.requestID
         let token = connection.token
         let shared = self.shared
-        let submitted = shared.workers.submit { [self] in
-            var refusal: Response?
-            do {
-                try RequestDeadline.with(context.deadline) { try admission(head, context) }
-            } catch {
-                refusal = shared.response(for: route, context) { throw error }
-            }
-            let decided = refusal
-            execute { [self] in admissionDecided(token: token, route: route, context: context, refusal: decided) }
-        }
-        if !submitted {
+        guard shared.workers.admitsTask() else {
             connection.machine.refused()
             connection.startRequest(id: context.requestID, method: head.method.rawValue, route: route, now: System.now())
             return finish(Problem.serviceUnavailable().response(), on: connection)
         }
+        Task(executorPreference: shared.workers) { [self] in
+            let decision: Admitted
+            do {
+                decision = .admitted(try await RequestDeadline.with(context.deadline) { try await admission(head, context) })
+            } catch {
+                decision = .refused(shared.response(to: error, route: route, context))
+            }
+            execute { [self] in admissionDecided(token: token, route: route, context: context, decision) }
+        }
         return .none
     }
 
-    func admissionDecided(token: UInt64, route: Router.Route, context: RequestContext, refusal: Response?) {
+    private func admissionDecided(
+        token: UInt64, route: Router.Route, context: RequestContext, _ decision: Admitted
+    ) {
         guard let connection = connection(for: token) else { return }
-        guard let refusal else {
+        switch decision {
+        case .admitted(let admitted):
+            connection.admitted = admitted
             perform(connection.machine.admitted(now: System.now()), on: connection)
-            return
-        }
-        connection.machine.refused()
-        connection.startRequest(id: context.requestID, method: route.method.rawValue, route: route, now: System.now())
-        perform(finish(refusal, on: connection), on: connection)
-    }
-
-    /// Runs the route's blocking handler on the worker pool and answers from this loop; false
-    /// when the pool's queue is full. `counted`: the request is in flight already (an asynchronous
-    /// handler falling back), so only its end is counted.
-    ///
-    /// The handler runs with the request's deadline as its thread's (`RequestDeadline`), so that
-    /// every wait in it ends by then; a request that waited for a worker until its deadline is
-    /// answered `503` without running.
-    func submit(
-        _ route: Router.Route, _ request: Request, _ context: RequestContext, token: UInt64,
-        counted: Bool = false
-    ) -> Bool {
-        let shared = self.shared
-        return shared.workers.submit { [self] in
-            if !counted { shared.metrics.requestStarted() }
-            let response: Response
-            if context.deadline?.hasPassed == true {
-                response = Problem.serviceUnavailable(detail: "The server is too busy to answer in time; try again shortly.").response()
-            } else {
-                response = RequestDeadline.with(context.deadline) {
-                    shared.response(for: route, context) { try route.handler(request, context) }
-                }
-            }
-            // Counted here, not on the loop: a loop that ends at its drain deadline runs no more tasks.
-            shared.metrics.requestFinished()
-            execute { [self] in deliver(response, token: token) }
+        case .refused(let refusal):
+            connection.admittedRequestID = nil
+            connection.machine.refused()
+            connection.startRequest(id: context.requestID, method: route.method.rawValue, route: route, now: System.now())
+            perform(finish(refusal, on: connection), on: connection)
         }
     }
 
-    /// An asynchronous handler's later answer.
-    func complete(token: UInt64, with response: Response) {
-        shared.metrics.requestFinished()
-        deliver(response, token: token)
+    /// An admission's outcome: what it returned, or the answer instead.
+    private enum Admitted: Sendable {
+        case admitted((any Sendable)?)
+        case refused(Response)
     }
 
     func deliver(_ response: Response, token: UInt64) {

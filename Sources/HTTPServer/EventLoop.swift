@@ -41,6 +41,8 @@ final class EventLoop: @unchecked Sendable {
     var pendingLog: [UInt8] = []
 
     private let tasks = Mutex<[@Sendable () -> Void]>([])
+    /// The executor of the tasks of requests whose routes run on the loop.
+    let jobs = LoopJobs()
     /// Watched sources by slot (the low bits of their token), and each one's registered events.
     private var sources: [(source: LoopSource, events: UInt32)?] = []
     private var locals: [ObjectIdentifier: AnyObject] = [:]
@@ -58,6 +60,7 @@ final class EventLoop: @unchecked Sendable {
         _ = getrandom(&random, 8, 0)
         requestIDPrefix = Array((String(random & 0xFFFF_FFFF, radix: 16) + "-\(index)-").utf8)
         try System.epollControl(epfd, EPOLL_CTL_ADD, wakeFD, events: EPOLLIN.rawValue, data: EventLoop.wakeToken)
+        jobs.post = { [unowned self] task in execute(task) }
         try System.epollControl(
             epfd, EPOLL_CTL_ADD, listenFD, events: EPOLLIN.rawValue | EPOLLEXCLUSIVE.rawValue,
             data: EventLoop.listenerToken)
@@ -120,8 +123,9 @@ final class EventLoop: @unchecked Sendable {
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: maxEvents)
         defer { events.deallocate() }
         var nextTimerCheck = System.now() + 250_000_000
+        jobs.attach()
         while true {
-            let count = epoll_wait(epfd, events, Int32(maxEvents), acceptResumesAt == 0 ? 250 : 50)
+            let count = epoll_wait(epfd, events, Int32(maxEvents), !jobs.isEmpty ? 0 : acceptResumesAt == 0 ? 250 : 50)
             if count < 0, errno != EINTR {
                 shared.logger.critical("epoll_wait failed", ["error": String(cString: strerror(errno))])
                 break
@@ -135,6 +139,7 @@ final class EventLoop: @unchecked Sendable {
                 default: handle(event: event.events, token: event.data.u64)
                 }
             }
+            jobs.run()
             for slot in sources.indices {
                 guard let source = sources[slot]?.source else { continue }
                 source.wakeUpEnded()
@@ -169,6 +174,7 @@ final class EventLoop: @unchecked Sendable {
         }
         // Loop-local sources that were not being watched (still opening, say) end too.
         for source in endingLocals { source.loopEnded() }
+        jobs.end()
     }
 
     // MARK: - Sources

@@ -1,12 +1,17 @@
 import LoopInterface
+import Threads
 
-/// The event loop a request arrived on, as an asynchronous handler sees it. `execute` may be
+/// The event loop a request arrived on, as a handler's own I/O sees it. `execute` may be
 /// called from any thread; everything else only on the loop's own thread.
 public struct LoopContext: LoopScheduler, @unchecked Sendable {
     let loop: EventLoop
 
     /// The loop's number, from 0.
     public var index: Int { loop.index }
+
+    /// Whether the caller runs on the loop's thread (a task of a route that runs on the loop, not
+    /// hopped elsewhere).
+    public var isCurrent: Bool { loop.jobs.isCurrent }
 
     /// Runs `task` on the loop's thread soon.
     public func execute(_ task: @escaping @Sendable () -> Void) {
@@ -18,6 +23,15 @@ public struct LoopContext: LoopScheduler, @unchecked Sendable {
     /// with `execute`.
     public func offload(_ work: @escaping @Sendable () -> Void) -> Bool {
         loop.shared.workers.submit(work)
+    }
+
+    /// Runs `body` on the worker pool, for what may block (a file, a pooled connection), and
+    /// comes back: the calling task resumes on its loop. Throws `BoundedThreadPool.Rejection.full`
+    /// (answered `503`) at once when the pool's queue is full.
+    public func blocking<T: Sendable>(_ body: @Sendable () throws -> T) async throws -> T {
+        let workers = loop.shared.workers
+        guard workers.admitsTask() else { throw BoundedThreadPool.Rejection.full }
+        return try await withTaskExecutorPreference(workers) { try body() }
     }
 
     /// Starts watching `source`.
@@ -34,4 +48,9 @@ public struct LoopContext: LoopScheduler, @unchecked Sendable {
     public func local<Value: AnyObject>(_ make: () -> Value) -> Value {
         loop.local(make)
     }
+}
+
+/// The worker pool could not take a request's work: the server is busy.
+extension BoundedThreadPool.Rejection: HTTPResponseError {
+    public var problem: Problem { .serviceUnavailable() }
 }

@@ -12,6 +12,10 @@ public struct RequestContext: Sendable {
     /// Set when the client closes its connection before the answer is written (for handlers that
     /// run off the event loop), so that expensive work not yet started can be dropped.
     public let cancellation: Cancellation?
+    /// The event loop the request arrived on (nil outside a server): a handler's own I/O on it.
+    public let loop: LoopContext?
+    /// What the route's admission returned, when it ran (a body over the admission threshold).
+    public let admitted: (any Sendable)?
     /// When the answer is due (`ServerConfiguration.requestDeadline` after the request was
     /// dispatched): the worker that runs the handler makes it its thread's `RequestDeadline`.
     public let deadline: RequestDeadline?
@@ -19,8 +23,11 @@ public struct RequestContext: Sendable {
 
     public init(
         requestID: String, parameters: [String: String] = [:], remoteAddress: String = "unknown",
-        cancellation: Cancellation? = nil, deadline: RequestDeadline? = nil, logger: Logger = .silent
+        cancellation: Cancellation? = nil, deadline: RequestDeadline? = nil, loop: LoopContext? = nil,
+        admitted: (any Sendable)? = nil, logger: Logger = .silent
     ) {
+        self.loop = loop
+        self.admitted = admitted
         self.requestID = requestID
         self.parameters = parameters
         self.remoteAddress = remoteAddress

@@ -1,20 +1,25 @@
 import HTTP
 
 /// The route table: method and path pattern to handler, with path parameters such as `{id}`.
+///
+/// Every route has one handler shape: the request and its context in, the response out. The
+/// server runs it once, as a task on the executor the route names (its event loop, or the
+/// worker pool), and answers with what it returns or the problem its error maps to.
 public struct Router: Sendable {
-    public typealias Handler = @Sendable (Request, RequestContext) throws -> Response
-    /// A handler that answers through its `Responder`, now or later, on the event loop.
-    public typealias AsynchronousHandler = @Sendable (Request, RequestContext, Responder) -> Void
-    /// Decides from the head alone, on the worker pool, whether a large body may be read; throws
-    /// the error to answer instead (the connection then closes: the body stays unread).
-    public typealias Admission = @Sendable (RequestHead, RequestContext) throws -> Void
+    public typealias Handler = @Sendable (Request, RequestContext) async throws -> Response
+    /// Runs from the head alone, before a body over `ServerConfiguration.admissionThreshold` is
+    /// read (authentication: an upload with a bad token is refused before its megabytes arrive).
+    /// What it returns reaches the handler as `RequestContext.admitted`; what it throws is the
+    /// answer instead (the connection then closes: the body stays unread).
+    public typealias Admission = @Sendable (RequestHead, RequestContext) async throws -> (any Sendable)?
 
-    /// Where a handler runs.
-    public enum Execution: Sendable {
-        /// On the event loop: only for handlers that never block and finish in microseconds.
-        case inline
-        /// On the worker pool: anything that touches the database, the disk or the hashing pool.
-        case blocking
+    /// Where a route's task runs.
+    public enum Execution: String, Sendable {
+        /// On the event loop the request arrived on: for handlers that never block, whose waits
+        /// are suspensions (a pipelined statement, a hop to the workers), resumed on the loop.
+        case loop
+        /// On the worker pool: handlers that block (a pooled connection, the hashing pool, a file).
+        case workers
     }
 
     /// The body a route accepts beyond the server's default (`limits.maxBodyBytes`).
@@ -37,24 +42,17 @@ public struct Router: Sendable {
     public struct Route: Sendable {
         public let method: HTTPMethod
         public let pattern: String
-        /// What the route must have (authentication, throttles, audit), declared with it.
-        public let policy: RoutePolicy
         public let execution: Execution
         /// The body this route accepts; nil means the server's default.
         public let bodyLimit: BodyLimit?
-        /// Run before a body over `ServerConfiguration.admissionThreshold` is read (authentication:
-        /// an upload with a bad token is refused before its megabytes arrive); nil reads any body.
+        /// Run before a large body is read; nil reads any body.
         public let admission: Admission?
+        /// What the layers above declared with the route (their policies), kept for them to list.
+        public let declaration: (any Sendable)?
         /// Position in the table, for cheap metric keys.
         let index: Int
         let segments: [Segment]
         let handler: Handler
-        /// Runs on the event loop instead of `handler` when set; `handler` stays the fallback it
-        /// may hand the request to (`Responder.fallBack`).
-        let asynchronousHandler: AsynchronousHandler?
-
-        /// Whether the event loop answers it through `asynchronousHandler`.
-        public var isAsynchronous: Bool { asynchronousHandler != nil }
     }
 
     enum Segment: Sendable, Equatable {
@@ -78,17 +76,15 @@ public struct Router: Sendable {
 
     /// Adds a route; a pattern is `/literal/{parameter}/...`.
     public mutating func add(
-        _ method: HTTPMethod, _ pattern: String, policy: RoutePolicy = .open, execution: Execution = .blocking,
-        bodyLimit: BodyLimit? = nil, admission: Admission? = nil,
-        _ handler: @escaping Handler, asynchronous: AsynchronousHandler? = nil
+        _ method: HTTPMethod, _ pattern: String, execution: Execution = .workers, bodyLimit: BodyLimit? = nil,
+        admission: Admission? = nil, declaration: (any Sendable)? = nil, _ handler: @escaping Handler
     ) {
         let segments = Router.segments(of: pattern).map { part -> Segment in
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
         let route = Route(
-            method: method, pattern: pattern, policy: policy, execution: execution, bodyLimit: bodyLimit, admission: admission,
-            index: routeCount, segments: segments, handler: handler,
-            asynchronousHandler: asynchronous)
+            method: method, pattern: pattern, execution: execution, bodyLimit: bodyLimit, admission: admission,
+            declaration: declaration, index: routeCount, segments: segments, handler: handler)
         routeCount += 1
         if segments.contains(where: { if case .parameter = $0 { true } else { false } }) {
             parameterizedRoutes.append(route)
@@ -98,7 +94,7 @@ public struct Router: Sendable {
     }
 
     /// A route that anyone may call (pages, health, the document).
-    public mutating func get(_ pattern: String, execution: Execution = .blocking, use handler: @escaping Handler) {
+    public mutating func get(_ pattern: String, execution: Execution = .workers, use handler: @escaping Handler) {
         add(.get, pattern, execution: execution, handler)
     }
 

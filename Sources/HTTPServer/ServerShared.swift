@@ -151,28 +151,27 @@ final class ServerShared: Sendable {
         }
     }
 
-    /// Runs a handler, turning thrown errors into responses; unknown errors are logged and become `500`.
-    func run(_ route: Router.Route, _ request: Request, _ context: RequestContext) -> Response {
-        metrics.requestStarted()
-        defer { metrics.requestFinished() }
-        return response(for: route, context) { try route.handler(request, context) }
+    /// What `body` returns, or the response its error maps to.
+    func response(for route: Router.Route, _ context: RequestContext, _ body: () async throws -> Response) async -> Response {
+        do {
+            return try await body()
+        } catch {
+            return response(to: error, route: route, context)
+        }
     }
 
-    /// What `body` returns, or the response its error maps to.
-    func response(for route: Router.Route, _ context: RequestContext, _ body: () throws -> Response) -> Response {
-        do {
-            return try body()
-        } catch let error as HTTPResponseError {
+    /// The response an error of a route's handler maps to; unknown errors are logged and become `500`.
+    func response(to error: any Error, route: Router.Route, _ context: RequestContext) -> Response {
+        if let error = error as? HTTPResponseError {
             let problem = error.problem
             if problem.status.code >= 500, problem.status != .serviceUnavailable {
                 // A 500 says nothing to the client; the operator needs the error itself.
                 context.logger.error("handler failed", ["http.route": route.pattern, "error": String(reflecting: error)])
             }
             return problem.response()
-        } catch {
-            context.logger.error("handler failed", ["http.route": route.pattern, "error": String(reflecting: error)])
-            return Problem.internalError.response()
         }
+        context.logger.error("handler failed", ["http.route": route.pattern, "error": String(reflecting: error)])
+        return Problem.internalError.response()
     }
 
     func observe(route: Int, unmatchedMethod: String?, status: Int, nanoseconds: UInt64) {

@@ -1,12 +1,13 @@
 import LoopInterface
 import Postgres
+import Threads
 
-/// The executor of a request answered on its event loop: reads go out on the loop's pipelined
-/// connection at once, writes with the loop's next batch, and each completion runs on the loop.
-/// What a pipeline cannot do (no connection open, a statement that could not run there, a
-/// transaction) runs on a pooled connection on the worker pool, and its completion comes back
-/// to the loop: the handler goes on from where it was and runs once, whatever path its
-/// statements take.
+/// The executor of a request whose task runs on its event loop: reads go out on the loop's
+/// pipelined connection at once, writes with the loop's next batch, and the task resumes on the
+/// loop when the answer is in. What a pipeline cannot do (no connection open, a statement that
+/// could not run there, a transaction) runs on a pooled connection on the worker pool, and the
+/// task resumes on its loop all the same: the handler goes on from where it was and runs once,
+/// whatever path its statements take.
 public struct LoopExecutor: QueryExecutor {
     let pipelines: Pipelines
     let pool: PostgresPool
@@ -18,66 +19,61 @@ public struct LoopExecutor: QueryExecutor {
         self.loop = loop
     }
 
-    public func read<Row>(_ query: PreparedQuery<Row>, _ completion: @escaping (Result<[Row], any Error>) -> Void) {
-        let decoded = LoopExecutor.decoding(query, completion)
-        pipelines.read(query.statement, query.binds, on: loop, notRun: { offload({ try $0.query(query.statement, query.binds) }, decoded) }) {
-            decoded($0.mapError { $0 })
-        }
+    public func read<Row>(_ query: PreparedQuery<Row>) async throws -> [Row] {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PostgresRows, any Error>) in
+            pipelines.read(
+                query.statement, query.binds, on: loop,
+                notRun: { offload({ try $0.query(query.statement, query.binds) }, { continuation.resume(with: $0) }) }
+            ) { continuation.resume(with: $0.mapError { $0 }) }
+        }.decoded(by: query)
     }
 
-    public func write<Row>(
-        _ query: PreparedQuery<Row>, lockOrder: String,
-        _ completion: @escaping (Result<[Row], any Error>) -> Void
-    ) {
-        let decoded = LoopExecutor.decoding(query, completion)
-        pipelines.write(
-            query.statement, query.binds, lockOrder: lockOrder, on: loop,
-            notRun: { offload({ try $0.query(query.statement, query.binds) }, decoded) }
-        ) { decoded($0.mapError { $0 }) }
+    public func write<Row>(_ query: PreparedQuery<Row>, lockOrder: String) async throws -> [Row] {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PostgresRows, any Error>) in
+            pipelines.write(
+                query.statement, query.binds, lockOrder: lockOrder, on: loop,
+                notRun: { offload({ try $0.query(query.statement, query.binds) }, { continuation.resume(with: $0) }) }
+            ) { continuation.resume(with: $0.mapError { $0 }) }
+        }.decoded(by: query)
     }
 
-    public func transaction<Value>(
-        _ body: @escaping (PostgresConnection) throws -> Value,
-        _ completion: @escaping (Result<Value, any Error>) -> Void
-    ) {
-        offload({ try $0.withTransaction(body) }, completion)
+    public func transaction<Value>(_ body: @escaping (PostgresConnection) throws -> Value) async throws -> Value {
+        let handoff = LoopHandoff(work: body)
+        return try await withCheckedThrowingContinuation { continuation in
+            offload({ try $0.withTransaction(handoff.work) }) { continuation.resume(with: $0.map(LoopHandoff<Value>.Outcome.init)) }
+        }.value
     }
 
-    /// The completion of raw rows: decoded on the loop, as a pipeline's are.
-    private static func decoding<Row>(
-        _ query: PreparedQuery<Row>, _ completion: @escaping (Result<[Row], any Error>) -> Void
-    ) -> (Result<PostgresRows, any Error>) -> Void {
-        { result in completion(result.flatMap { rows in Result { try query.rows(rows) } }) }
-    }
-
-    /// Runs `work` on a pooled connection on the worker pool and hands its result to `completion`
-    /// on this loop; `WorkersBusy` at once when the worker pool's queue is full (the API answers
-    /// it `503 overloaded`, as any request the workers cannot take).
+    /// Runs `work` on a pooled connection on the worker pool, under the request's deadline, and
+    /// hands its result to `completion` there (the request's task then resumes on its loop);
+    /// `WorkersBusy` at once when the worker pool's queue is full (the API answers it `503
+    /// overloaded`, as any request the workers cannot take).
     private func offload<Value>(
-        _ work: @escaping (PostgresConnection) throws -> Value, _ completion: @escaping (Result<Value, any Error>) -> Void
+        _ work: @escaping @Sendable (PostgresConnection) throws -> Value,
+        _ completion: @escaping @Sendable (Result<Value, any Error>) -> Void
     ) {
         pipelines.statistics.offloaded.add(1, ordering: .relaxed)
-        // The request's closures cross to a worker and back, but are never used on two threads
-        // at once: the handler waits for this completion, which runs on the loop once `work`
-        // has returned on the worker.
-        let handoff = LoopHandoff(work: work, completion: completion)
-        let (pool, loop) = (pool, loop)
+        let (pool, deadline) = (pool, RequestDeadline.current)
         let queued = loop.offload {
-            let result = LoopHandoff<Value>.Outcome(result: Result { try pool.withConnection(handoff.work) })
-            loop.execute { handoff.completion(result.result) }
+            completion(Result { try RequestDeadline.with(deadline) { try pool.withConnection(work) } })
         }
         if !queued { completion(.failure(WorkersBusy())) }
     }
 }
 
-/// A request's work and completion on their way to a worker and back to the loop (see `offload`).
+extension PostgresRows {
+    /// Decoded on the loop, as a pipeline's rows are.
+    fileprivate func decoded<Row>(by query: PreparedQuery<Row>) throws -> [Row] { try query.rows(self) }
+}
+
+/// A transaction's body and value on their way to a worker and back: never used on two threads
+/// at once (the request's task waits while the worker runs it).
 private struct LoopHandoff<Value>: @unchecked Sendable {
     let work: (PostgresConnection) throws -> Value
-    let completion: (Result<Value, any Error>) -> Void
 
-    /// What `work` returned, on its way back to the loop.
     struct Outcome: @unchecked Sendable {
-        let result: Result<Value, any Error>
+        let value: Value
+        init(_ value: Value) { self.value = value }
     }
 }
 

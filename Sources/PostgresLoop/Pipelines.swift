@@ -26,9 +26,6 @@ public struct Pipelines: Sendable {
     public final class Statistics: Sendable {
         /// Statements sent on a pipeline (reads and writes).
         public let sent = Atomic<Int>(0)
-        /// Requests handed whole to their route's blocking handler before it ran: a body too large
-        /// to parse on an event loop.
-        public let fallbacks = Atomic<Int>(0)
         /// Statements and transactions of requests answered on the loops that ran on a pooled
         /// connection on the worker pool: no pipeline open, a statement that could not run on it,
         /// or a transaction.

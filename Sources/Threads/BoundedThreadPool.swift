@@ -71,6 +71,18 @@ public final class BoundedThreadPool: @unchecked Sendable {
         return try completion.wait().get()
     }
 
+    /// Whether `submit` would take one more job now, counted as a rejection when not: for a
+    /// caller about to start a task on the pool's `TaskExecutor`, which never refuses.
+    public func admitsTask() -> Bool {
+        lock.withLock {
+            guard !stopping, busy + (queue.count - head) < threadCount + queueLimit else {
+                rejected += 1
+                return false
+            }
+            return true
+        }
+    }
+
     public var statistics: Statistics {
         lock.withLock {
             Statistics(
@@ -88,6 +100,20 @@ public final class BoundedThreadPool: @unchecked Sendable {
             return threads
         }
         for thread in joining { thread.join() }
+    }
+
+    /// Queues a job past the bound: the next step of a task the pool already took (see
+    /// `TaskExecutor`). After shutdown it runs on a thread of its own, so that no task is lost.
+    private func enqueueAlways(_ work: @escaping @Sendable () -> Void) {
+        lock.lock()
+        guard !stopping else {
+            lock.unlock()
+            OSThread(name: "\(name)-late", work).detach()
+            return
+        }
+        queue.append(Job(work: work, finished: nil))
+        lock.signal()
+        lock.unlock()
     }
 
     private func enqueue(_ job: Job) throws(Rejection) {
@@ -130,6 +156,17 @@ public final class BoundedThreadPool: @unchecked Sendable {
             }
         }
         lock.unlock()
+    }
+}
+
+/// Tasks may prefer the pool as their executor (`Task(executorPreference:)`): their code, blocking
+/// or not, then runs on its threads, and each step after a suspension comes back to them. The
+/// first job of a task is the caller's to admit (`hasRoom`); the steps after it are always taken.
+extension BoundedThreadPool: TaskExecutor {
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        enqueueAlways { job.runSynchronously(on: executor) }
     }
 }
 

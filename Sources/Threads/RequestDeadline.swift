@@ -38,10 +38,21 @@ public struct RequestDeadline: Sendable, Hashable, Comparable, CustomStringConve
 
     // MARK: - The calling thread's
 
-    /// The deadline of the request the calling thread works for; nil outside a request.
+    /// The deadline of the request the calling task or thread works for; nil outside a request.
+    /// A task's (`with(_:_:)`, async) comes first: a request's task may resume on any thread.
     public static var current: RequestDeadline? {
+        if let ofTask = ofTask { return ofTask }
         let bits = UInt(bitPattern: pthread_getspecific(slot))
         return bits == 0 ? nil : RequestDeadline(uptimeNanoseconds: UInt64(bits))
+    }
+
+    /// The deadline of the request a task works for (the server's request tasks bind it).
+    @TaskLocal private static var ofTask: RequestDeadline?
+
+    /// Runs `body` with `deadline` as the calling task's: every wait in it, on whichever thread
+    /// the task runs, honours it.
+    public static func with<T>(_ deadline: RequestDeadline?, _ body: () async throws -> T) async rethrows -> T {
+        try await $ofTask.withValue(deadline, operation: body)
     }
 
     /// Runs `body` with `deadline` as the calling thread's (nil: none), and restores the previous

@@ -191,7 +191,7 @@ extension OverloadAPITests {
             }
             let during = try #require(try server.pipelineCounters()) - before
             expectOverloadAnswer(refused, code: "overloaded", retryAfter: "1", "a pipelined PATCH falling back to a full worker pool")
-            #expect(during.offloaded >= 1 && during.fallbacks == 0, "the PATCH's transaction, not the request, was handed to the workers: \(during)")
+            #expect(during.offloaded >= 1, "the PATCH's transaction, not the request, was handed to the workers: \(during)")
             #expect(during.sent >= 2, "its authentication and the read ran on the pipeline: \(during)")
             #expect(read.status == 200, "a pipelined read is still answered: \(read.status) \(read.text.prefix(200))")
             #expect(held.sorted() == [200, 200, 200, 200], "\(held)")

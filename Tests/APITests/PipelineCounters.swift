@@ -3,20 +3,18 @@ import Testing
 
 /// The pipeline counters of `GET /metrics`, to tell which way statements ran: on the event loops'
 /// pipelined connections (`sent` goes up) or on a pooled connection on the worker pool
-/// (`offloaded` goes up), and how many requests were handed whole to the workers (`fallbacks`).
+/// (`offloaded` goes up).
 struct PipelineCounters: Equatable, CustomStringConvertible {
     /// `exosphere_db_pipelined_queries_total`: statements sent on the pipelines.
     var sent: Int
     /// `exosphere_db_pipeline_offloaded_total`: statements and transactions run on the workers.
     var offloaded: Int
-    /// `exosphere_db_pipeline_fallbacks_total`: requests handed whole to the worker pool.
-    var fallbacks: Int
 
     static func - (after: PipelineCounters, before: PipelineCounters) -> PipelineCounters {
-        PipelineCounters(sent: after.sent - before.sent, offloaded: after.offloaded - before.offloaded, fallbacks: after.fallbacks - before.fallbacks)
+        PipelineCounters(sent: after.sent - before.sent, offloaded: after.offloaded - before.offloaded)
     }
 
-    var description: String { "\(sent) statements pipelined, \(offloaded) offloaded, \(fallbacks) fallbacks" }
+    var description: String { "\(sent) statements pipelined, \(offloaded) offloaded" }
 }
 
 extension TestServer {
@@ -25,13 +23,11 @@ extension TestServer {
     func pipelineCounters(sourceLocation: SourceLocation = #_sourceLocation) throws -> PipelineCounters? {
         let sent = try metric("exosphere_db_pipelined_queries_total")
         let offloaded = try metric("exosphere_db_pipeline_offloaded_total")
-        let fallbacks = try metric("exosphere_db_pipeline_fallbacks_total")
-        guard let sent, let offloaded, let fallbacks else {
-            try #require(
-                sent == nil && offloaded == nil && fallbacks == nil, "only some of the pipeline counters are exposed", sourceLocation: sourceLocation)
+        guard let sent, let offloaded else {
+            try #require(sent == nil && offloaded == nil, "only some of the pipeline counters are exposed", sourceLocation: sourceLocation)
             return nil
         }
-        return PipelineCounters(sent: sent, offloaded: offloaded, fallbacks: fallbacks)
+        return PipelineCounters(sent: sent, offloaded: offloaded)
     }
 
     /// Reads `/users/me` with `token` on new connections until every one of the `eventLoops` has

@@ -30,17 +30,17 @@ import Testing
         return try accounts.register(Registration(email: email, password: "correct horse battery", data: data), origin: origin).user
     }
 
-    private func patch(_ patch: ProfilePatch, of user: User, condition: WriteCondition = .any) throws -> User {
-        try executor.wait { accounts.patchProfile(patch, of: user, condition: condition, origin: origin, on: $0, $1) }
+    private func patch(_ patch: ProfilePatch, of user: User, condition: WriteCondition = .any) async throws -> User {
+        try await accounts.patchProfile(patch, of: user, condition: condition, origin: origin, on: executor)
     }
 
-    private func replace(_ replacement: ProfileReplacement, of user: User, condition: WriteCondition = .any) throws -> User {
-        try executor.wait { accounts.replaceProfile(replacement, of: user, condition: condition, origin: origin, on: $0, $1) }
+    private func replace(_ replacement: ProfileReplacement, of user: User, condition: WriteCondition = .any) async throws -> User {
+        try await accounts.replaceProfile(replacement, of: user, condition: condition, origin: origin, on: executor)
     }
 
-    private func code(_ body: () throws -> Void) -> AccountsError.Code? {
+    private func code(_ body: () async throws -> Void) async -> AccountsError.Code? {
         do {
-            try body()
+            try await body()
             return nil
         } catch let error as AccountsError {
             return error.code
@@ -50,9 +50,9 @@ import Testing
         }
     }
 
-    @Test func aPatchMergesIntoTheStoredUserAndBumpsTheVersion() throws {
+    @Test func aPatchMergesIntoTheStoredUserAndBumpsTheVersion() async throws {
         let user = try newUser(data: ["a": 1])
-        let patched = try patch(ProfilePatch(firstname: "Ada", data: ["b": "two"]), of: user)
+        let patched = try await patch(ProfilePatch(firstname: "Ada", data: ["b": "two"]), of: user)
         #expect(patched.firstname == "Ada")
         #expect(patched.data == ["a": 1, "b": "two"])
         #expect(patched.version == user.version + 1)
@@ -60,32 +60,32 @@ import Testing
     }
 
     /// A patch computed from a user read before another write merges into what is stored now.
-    @Test func aPatchOnAStaleReadMergesIntoTheNewVersion() throws {
+    @Test func aPatchOnAStaleReadMergesIntoTheNewVersion() async throws {
         let user = try newUser()
-        _ = try patch(ProfilePatch(data: ["first": true]), of: user)
-        let patched = try patch(ProfilePatch(data: ["second": true]), of: user)
+        _ = try await patch(ProfilePatch(data: ["first": true]), of: user)
+        let patched = try await patch(ProfilePatch(data: ["second": true]), of: user)
         #expect(patched.data == ["first": true, "second": true])
         #expect(patched.version == user.version + 2)
     }
 
-    @Test func aConditionThatNamesNoCurrentVersionChangesNothing() throws {
+    @Test func aConditionThatNamesNoCurrentVersionChangesNothing() async throws {
         let user = try newUser()
-        let current = try patch(ProfilePatch(firstname: "B"), of: user)
-        #expect(code { _ = try patch(ProfilePatch(firstname: "C"), of: user, condition: .matching([user.etag])) } == .preconditionFailed)
+        let current = try await patch(ProfilePatch(firstname: "B"), of: user)
+        #expect(await code { _ = try await patch(ProfilePatch(firstname: "C"), of: user, condition: .matching([user.etag])) } == .preconditionFailed)
         #expect(
-            code {
-                _ = try replace(
+            await code {
+                _ = try await replace(
                     ProfileReplacement(email: EmailAddress(user.email)!), of: current,
                     condition: .matching([]))
             } == .preconditionFailed)
-        let after = try patch(ProfilePatch(), of: current, condition: .matching(["\"other\"", current.etag]))
+        let after = try await patch(ProfilePatch(), of: current, condition: .matching(["\"other\"", current.etag]))
         #expect(after.firstname == "B")
         #expect(after.version == current.version + 1)
     }
 
-    @Test func aReplacementKeepsOnlyWhatItNames() throws {
+    @Test func aReplacementKeepsOnlyWhatItNames() async throws {
         let user = try newUser(data: ["kept": 1])
-        let replaced = try replace(ProfileReplacement(email: EmailAddress("NEW-" + user.email)!, lastname: "L", data: ["x": 2.5]), of: user)
+        let replaced = try await replace(ProfileReplacement(email: EmailAddress("NEW-" + user.email)!, lastname: "L", data: ["x": 2.5]), of: user)
         #expect(replaced.data == ["x": 2.5])
         #expect(replaced.lastname == "L")
         #expect(replaced.email == user.email, "another address waits for its proof")
@@ -93,33 +93,35 @@ import Testing
     }
 
     /// The first write of a field fixes its type; a refused write fixes none.
-    @Test func fieldTypesAreFixedByTheFirstCommittedWrite() throws {
+    @Test func fieldTypesAreFixedByTheFirstCommittedWrite() async throws {
         let user = try newUser()
         let name = "rule\(UInt32.random(in: 0 ... .max))"
         // Refused (another field is invalid): the new name's type is not fixed.
-        #expect(code { _ = try patch(ProfilePatch(data: [name: 1, "bad name": 2]), of: user) } == .invalidValue)
-        _ = try patch(ProfilePatch(data: [name: "text"]), of: user)
+        #expect(await code { _ = try await patch(ProfilePatch(data: [name: 1, "bad name": 2]), of: user) } == .invalidValue)
+        _ = try await patch(ProfilePatch(data: [name: "text"]), of: user)
         #expect(try accounts.fieldTypes()[name] == .string)
-        #expect(code { _ = try patch(ProfilePatch(data: [name: 3]), of: user) } == .invalidType)
+        #expect(await code { _ = try await patch(ProfilePatch(data: [name: 3]), of: user) } == .invalidType)
     }
 
-    @Test func anotherUsersEmailIsTaken() throws {
+    @Test func anotherUsersEmailIsTaken() async throws {
         let first = try newUser()
         let second = try newUser()
-        #expect(code { _ = try patch(ProfilePatch(email: EmailAddress(first.email.uppercased())!), of: second) } == .emailTaken)
+        #expect(await code { _ = try await patch(ProfilePatch(email: EmailAddress(first.email.uppercased())!), of: second) } == .emailTaken)
     }
 
-    @Test func tooManyFieldsAreRefusedBeforeAnyIsClaimed() throws {
+    @Test func tooManyFieldsAreRefusedBeforeAnyIsClaimed() async throws {
         let user = try newUser()
         var data = JSONObject()
         for index in 0...accounts.configuration.fieldLimits.maxFields { data["many\(index)"] = "v" }
-        #expect(code { _ = try patch(ProfilePatch(data: data), of: user) } == .invalidValue)
+        #expect(await code { _ = try await patch(ProfilePatch(data: data), of: user) } == .invalidValue)
         #expect(try accounts.fieldTypes()["many0"] == nil)
     }
 
-    @Test func aTokenThatIsNoSessionIsInvalid() {
-        #expect(code { _ = try accounts.authenticatedUser(token: "not-a-token") } == .invalidToken)
-        #expect(code { _ = try accounts.authenticatedUser(token: String(repeating: "A", count: 43)) } == .invalidToken)
+    @Test func aTokenThatIsNoSessionIsInvalid() async {
+        #expect(await code { _ = try await accounts.authenticate(token: "not-a-token", withSession: false, on: executor) } == .invalidToken)
+        #expect(
+            await code { _ = try await accounts.authenticate(token: String(repeating: "A", count: 43), withSession: false, on: executor) }
+                == .invalidToken)
     }
 }
 

@@ -15,7 +15,7 @@ import Testing
     /// A bare HTTP server on a free loopback port whose `GET /healthz` answers `status`.
     static func server(status: HTTPStatus, host: String = "127.0.0.1") throws -> Server {
         var router = Router()
-        router.get("/healthz", execution: .inline) { _, _ in
+        router.get("/healthz", execution: .loop) { _, _ in
             Response(status: status, contentType: "application/json", body: Array(#"{"status":"ok"}"#.utf8))
         }
         var configuration = ServerConfiguration()

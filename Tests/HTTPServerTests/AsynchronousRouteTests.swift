@@ -7,15 +7,15 @@ import Synchronization
 import TestSupport
 import Testing
 
-/// A loop-local source for the tests: a pipe whose every byte answers the oldest waiting
-/// responder with the id it was queued with, as a database result would.
+/// A loop-local source for the tests: a pipe whose every byte resumes the oldest waiting handler
+/// with the id it was queued with, as a database result would.
 final class PipeSource: LoopSource {
     static let ended = Atomic<Int>(0)
-    /// Responders answered by any source so far.
+    /// Handlers resumed by any source so far.
     static let answered = Atomic<Int>(0)
     let readFD: Int32
     let writeFD: Int32
-    private var waiting: [(responder: Responder, id: String)] = []
+    private var waiting: [(handler: CheckedContinuation<Response, Never>, id: String)] = []
     private(set) var wakeUps = 0
 
     init() {
@@ -26,9 +26,9 @@ final class PipeSource: LoopSource {
         writeFD = fds[1]
     }
 
-    /// Queues `responder`; a thread writes the byte that answers it after `delay` seconds.
-    func answerLater(_ responder: Responder, id: String, delay: Double) {
-        waiting.append((responder, id))
+    /// Queues `handler`; a thread writes the byte that resumes it after `delay` seconds.
+    func answerLater(_ handler: CheckedContinuation<Response, Never>, id: String, delay: Double) {
+        waiting.append((handler, id))
         let fd = writeFD
         Thread.detachNewThread {
             usleep(useconds_t(delay * 1_000_000))
@@ -43,8 +43,8 @@ final class PipeSource: LoopSource {
     func readable() {
         var byte: UInt8 = 0
         while read(readFD, &byte, 1) == 1, !waiting.isEmpty {
-            let (responder, id) = waiting.removeFirst()
-            responder.respond(Response(status: .ok, contentType: "text/plain", body: Array("later \(id)".utf8)))
+            let (handler, id) = waiting.removeFirst()
+            handler.resume(returning: Response(status: .ok, contentType: "text/plain", body: Array("later \(id)".utf8)))
             PipeSource.answered.add(1, ordering: .sequentiallyConsistent)
         }
     }
@@ -59,55 +59,60 @@ final class PipeSource: LoopSource {
     }
 }
 
-/// Routes answered on the event loop through a `Responder`: at once, later from a watched source,
-/// or by the blocking fallback.
+/// Routes whose handlers run on the event loop: answering at once, suspending until a watched
+/// source resumes them, or hopping to the worker pool and back.
 @Suite(.testThreads, .serialized) struct AsynchronousRouteTests {
+    static func text(_ text: String) -> Response { Response(status: .ok, contentType: "text/plain", body: Array(text.utf8)) }
+
     static func router() -> Router {
         testRouter { router in
-            router.add(
-                .get, "/now", { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) },
-                asynchronous: { _, _, responder in
-                    responder.respond(Response(status: .ok, contentType: "text/plain", body: Array("now".utf8)))
-                })
-            router.add(
-                .get, "/later/{id}", { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) },
-                asynchronous: { _, context, responder in
-                    let loop = responder.loop
-                    let source = loop.local { () -> PipeSource in
-                        let source = PipeSource()
-                        try! loop.watch(source)
-                        return source
-                    }
-                    source.answerLater(responder, id: context.parameters["id"] ?? "-", delay: 0.02)
-                })
-            router.add(
-                .get, "/fallback", { _, _ in Response(status: .ok, contentType: "text/plain", body: Array("blocking".utf8)) },
-                asynchronous: { _, _, responder in
-                    responder.fallBack()
-                })
-            router.add(
-                .get, "/conflict-later", { _, _ in Response(status: .ok) },
-                asynchronous: { _, _, responder in
-                    responder.respond { throw Problem(status: .conflict, domainCode: TestProblemCode.emailTaken, detail: "That email is taken.") }
-                    responder.respond(Response(status: .ok))
-                })
+            router.add(.get, "/now", execution: .loop) { _, context in
+                #expect(context.loop?.isCurrent == true)
+                return text("now")
+            }
+            router.add(.get, "/later/{id}", execution: .loop) { _, context in
+                let loop = context.loop!
+                let source = loop.local { () -> PipeSource in
+                    let source = PipeSource()
+                    try! loop.watch(source)
+                    return source
+                }
+                let response = await withCheckedContinuation { source.answerLater($0, id: context.parameters["id"] ?? "-", delay: 0.02) }
+                // Resumed where the source answered: on its loop.
+                return loop.isCurrent ? response : text("resumed off the loop")
+            }
+            router.add(.get, "/hop", execution: .loop) { _, context in
+                let loop = context.loop!
+                let onWorker = try await loop.blocking { !loop.isCurrent }
+                return text(onWorker && loop.isCurrent ? "hopped" : "did not hop")
+            }
+            router.add(.get, "/worker") { _, context in
+                text(context.loop?.isCurrent == false ? "worker" : "on the loop")
+            }
+            router.add(.get, "/conflict-later", execution: .loop) { _, _ in
+                throw Problem(status: .conflict, domainCode: TestProblemCode.emailTaken, detail: "That email is taken.")
+            }
         }
     }
 
-    @Test func answersAtOnceLaterOrThroughTheFallbackInOrder() throws {
+    @Test func answersAtOnceLaterOrAfterAHopInOrder() throws {
         let server = try startServer(router: AsynchronousRouteTests.router())
         defer { server.shutdown() }
         let client = try RawClient(port: server.port)
         #expect(try client.request("GET", "/now").text == "now")
         #expect(try client.request("GET", "/later/a").text == "later a")
-        #expect(try client.request("GET", "/fallback").text == "blocking")
+        #expect(try client.request("GET", "/hop").text == "hopped")
+        #expect(try client.request("GET", "/worker").text == "worker")
         let conflict = try client.request("GET", "/conflict-later")
         #expect(conflict.status == 409)
         #expect(conflict.text.contains("email_taken"))
-        // Pipelined: each answer waits for the one before it.
-        try client.send("GET /later/b HTTP/1.1\r\nHost: t\r\n\r\nGET /now HTTP/1.1\r\nHost: t\r\n\r\nGET /later/c HTTP/1.1\r\nHost: t\r\n\r\n")
+        // Pipelined: each answer waits for the one before it, wherever its handler ran.
+        try client.send(
+            "GET /later/b HTTP/1.1\r\nHost: t\r\n\r\nGET /now HTTP/1.1\r\nHost: t\r\n\r\nGET /worker HTTP/1.1\r\nHost: t\r\n\r\n"
+                + "GET /later/c HTTP/1.1\r\nHost: t\r\n\r\n")
         #expect(try client.readResponse().text == "later b")
         #expect(try client.readResponse().text == "now")
+        #expect(try client.readResponse().text == "worker")
         #expect(try client.readResponse().text == "later c")
         #expect(server.metrics.requestsInFlight == 0)
     }

@@ -9,7 +9,7 @@ private func ok(_ tag: String) -> Router.Handler {
 
 private func router() -> Router {
     var router = Router()
-    router.get("/healthz", execution: .inline, use: ok("health"))
+    router.get("/healthz", execution: .loop, use: ok("health"))
     router.get("/users/me", use: ok("me"))
     router.add(.put, "/users/me", ok("put-me"))
     router.add(.post, "/users", bodyLimit: .bytes(10), ok("create"))
@@ -39,44 +39,44 @@ private func allowed(_ match: Router.Match) -> [String]? {
 }
 
 /// Runs the handler of a found route and returns its body as text.
-private func body(of match: Router.Match) throws -> String? {
+private func body(of match: Router.Match) async throws -> String? {
     guard case .found(let route, let parameters) = match else { return nil }
-    let response = try route.handler(
+    let response = try await route.handler(
         Request(head: RequestHead(method: route.method, target: "/")),
         RequestContext(requestID: "t", parameters: parameters))
     return String(decoding: response.body, as: UTF8.self)
 }
 
 @Suite(.testThreads) struct RouterTests {
-    @Test func staticRoutes() throws {
+    @Test func staticRoutes() async throws {
         let r = router()
-        #expect(try body(of: r.match(method: .get, path: "/healthz")) == "health")
-        #expect(try body(of: r.match(method: .get, path: "/users/me")) == "me")
-        #expect(try body(of: r.match(method: .put, path: "/users/me")) == "put-me")
-        #expect(try body(of: r.match(method: .get, path: "/")) == "root")
-        #expect(found(r.match(method: .get, path: "/healthz"))?.route.execution == .inline)
-        #expect(found(r.match(method: .get, path: "/users/me"))?.route.execution == .blocking)
+        #expect(try await body(of: r.match(method: .get, path: "/healthz")) == "health")
+        #expect(try await body(of: r.match(method: .get, path: "/users/me")) == "me")
+        #expect(try await body(of: r.match(method: .put, path: "/users/me")) == "put-me")
+        #expect(try await body(of: r.match(method: .get, path: "/")) == "root")
+        #expect(found(r.match(method: .get, path: "/healthz"))?.route.execution == .loop)
+        #expect(found(r.match(method: .get, path: "/users/me"))?.route.execution == .workers)
         #expect(found(r.match(method: .post, path: "/users"))?.route.bodyLimit?.forHead(RequestHead(method: .post, target: "/users")) == 10)
         #expect(found(r.match(method: .get, path: "/users/me"))?.route.pattern == "/users/me")
     }
 
     /// A connection's request is matched once: its body limit, its admission and its dispatch
     /// get the first answer; the next request on the connection is matched anew.
-    @Test func aConnectionMatchesEachRequestOnce() throws {
+    @Test func aConnectionMatchesEachRequestOnce() async throws {
         let lookup = RouteLookup(router())
         for _ in 0..<4 { #expect(found(lookup.match(.get, "/users/me/images/abc"))?.parameters == ["id": "abc"]) }
         #expect(lookup.matched == 1)
-        #expect(try body(of: lookup.match(.delete, "/users/me/images/abc")) == "delete-image")
-        #expect(try body(of: lookup.match(.get, "/users/me")) == "me")
+        #expect(try await body(of: lookup.match(.delete, "/users/me/images/abc")) == "delete-image")
+        #expect(try await body(of: lookup.match(.get, "/users/me")) == "me")
         #expect(lookup.matched == 3)
     }
 
-    @Test func parameterizedRoutes() throws {
+    @Test func parameterizedRoutes() async throws {
         let r = router()
         let image = found(r.match(method: .get, path: "/users/me/images/abc-123"))
         #expect(image?.parameters == ["id": "abc-123"])
         #expect(image?.route.pattern == "/users/me/images/{id}")
-        #expect(try body(of: r.match(method: .delete, path: "/users/me/images/abc")) == "delete-image")
+        #expect(try await body(of: r.match(method: .delete, path: "/users/me/images/abc")) == "delete-image")
         #expect(found(r.match(method: .get, path: "/a/1/b/2"))?.parameters == ["x": "1", "y": "2"])
         #expect(isNotFound(r.match(method: .get, path: "/a/1/c/2")))
         #expect(isNotFound(r.match(method: .get, path: "/users/me/images")))
@@ -132,13 +132,13 @@ private func body(of match: Router.Match) throws -> String? {
 
     /// A literal path is its literal routes' alone, even where a parameterized route of the same
     /// shape would bind it: the literal's methods are all it allows.
-    @Test func aLiteralPathIsNotAParameter() throws {
+    @Test func aLiteralPathIsNotAParameter() async throws {
         var r = router()
         r.add(.post, "/users/me/images/upload", ok("upload"))
-        #expect(try body(of: r.match(method: .post, path: "/users/me/images/upload")) == "upload")
+        #expect(try await body(of: r.match(method: .post, path: "/users/me/images/upload")) == "upload")
         #expect(allowed(r.match(method: .get, path: "/users/me/images/upload")) == ["POST"])
         #expect(allowed(r.match(method: .delete, path: "/users/me/images/upload")) == ["POST"])
-        #expect(try body(of: r.match(method: .get, path: "/users/me/images/other")) == "image")
+        #expect(try await body(of: r.match(method: .get, path: "/users/me/images/other")) == "image")
     }
 
     @Test func unknownMethodIs501() {
@@ -154,7 +154,7 @@ private func body(of match: Router.Match) throws -> String? {
         }
     }
 
-    @Test func headFallsBackToGet() throws {
+    @Test func headFallsBackToGet() async throws {
         let r = router()
         let head = found(r.match(method: .head, path: "/healthz"))
         #expect(head?.route.method == .get)
@@ -163,11 +163,11 @@ private func body(of match: Router.Match) throws -> String? {
         #expect(image?.parameters == ["id": "x y"])
     }
 
-    @Test func explicitHeadRouteWinsOverGet() throws {
+    @Test func explicitHeadRouteWinsOverGet() async throws {
         var r = router()
         r.add(.head, "/healthz", ok("head"))
-        #expect(try body(of: r.match(method: .head, path: "/healthz")) == "head")
-        #expect(try body(of: r.match(method: .get, path: "/healthz")) == "health")
+        #expect(try await body(of: r.match(method: .head, path: "/healthz")) == "head")
+        #expect(try await body(of: r.match(method: .get, path: "/healthz")) == "health")
     }
 
     @Test func routesListsEveryRoute() {

@@ -110,10 +110,10 @@ struct SecretError: Error, CustomStringConvertible {
 /// Routes that every live test can use.
 func testRouter(_ extra: (inout Router) -> Void = { _ in }) -> Router {
     var router = Router()
-    router.get("/hello", execution: .inline) { _, _ in
+    router.get("/hello", execution: .loop) { _, _ in
         Response(status: .ok, contentType: "text/plain", body: Array("hello".utf8))
     }
-    router.get("/healthz", execution: .inline) { _, _ in
+    router.get("/healthz", execution: .loop) { _, _ in
         Response(status: .ok, contentType: "application/json", body: Array(#"{"status":"ok"}"#.utf8))
     }
     router.get("/slow") { _, _ in
@@ -127,13 +127,13 @@ func testRouter(_ extra: (inout Router) -> Void = { _ in }) -> Router {
         Response(status: .ok, contentType: "application/octet-stream", body: request.body)
     }
     router.get("/boom") { _, _ in throw SecretError() }
-    router.get("/conflict", execution: .inline) { _, _ in
+    router.get("/conflict", execution: .loop) { _, _ in
         throw Problem(status: .conflict, domainCode: TestProblemCode.emailTaken, detail: "That email is taken.")
     }
-    router.get("/id", execution: .inline) { _, context in
+    router.get("/id", execution: .loop) { _, context in
         Response(status: .ok, contentType: "text/plain", body: Array(context.requestID.utf8))
     }
-    router.get("/items/{id}", execution: .inline) { _, context in
+    router.get("/items/{id}", execution: .loop) { _, context in
         Response(status: .ok, contentType: "text/plain", body: Array((context.parameters["id"] ?? "-").utf8))
     }
     extra(&router)
