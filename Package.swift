@@ -37,6 +37,8 @@ let package = Package(
         .target(name: "Files"),
         // Structured JSON / logfmt log lines.
         .target(name: "StructuredLogging", dependencies: ["JSON"]),
+        // Services that start in order and stop in reverse, on shutdown and on a failed start alike.
+        .target(name: "Lifecycle", dependencies: ["StructuredLogging"]),
         // What handlers' own I/O needs of an event loop (`LoopScheduler`, `LoopSource`), apart from the server.
         .target(name: "LoopInterface"),
         // Sockets, event loops, connections, routing, graceful shutdown.
@@ -89,7 +91,7 @@ let package = Package(
             dependencies: [
                 "HTTPServer", "HTTP", "JSON", "StructuredLogging", "Postgres", "Cryptography", "Accounts", "Images", "Threads", "Files", "CLinux",
                 "LoopInterface", "Migrations", "PostgresLoop", "PostgresCluster", "Mail", "Outbox", "Thumbnails", "Zip", "LiveEvents",
-                "IdentityTokens", "Outbound", "Time", "WebAuthn",
+                "IdentityTokens", "Outbound", "Time", "WebAuthn", "Lifecycle",
             ],
             // Resources/ (the console, the pages, the OpenAPI document) is compiled in as string
             // literals by the EmbedFiles build plugin: see EmbeddedResources.
@@ -139,7 +141,7 @@ let package = Package(
             dependencies: [
                 "API", "Accounts", "Cryptography", "Files", "HTTP", "HTTPServer", "Images", "JSON", "Mail",
                 "Migrations", "Postgres", "PostgresCluster", "SocketClient", "StructuredLogging", "TestSupport", "Thumbnails",
-                "IdentityTokens", "Threads", "Time",
+                "IdentityTokens", "Threads", "Time", "Lifecycle",
             ]),
         // The command line: parsing, usage, the health check.
         .testTarget(

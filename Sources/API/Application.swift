@@ -2,6 +2,7 @@ import Accounts
 import CLinux
 import Glibc
 import HTTPServer
+import Lifecycle
 import Images
 import LiveEvents
 import Mail
@@ -12,7 +13,8 @@ import Cryptography
 import Thumbnails
 import Threads
 
-/// The running service: the database, the hashing pool, then the HTTP server; stopped in reverse order.
+/// The running service: the services it is made of (`services`), started in order and stopped
+/// in reverse, then the HTTP server.
 public final class Application: Sendable {
     /// The version this build reports (`exosphere --version`, `/metrics`, the OpenAPI document).
     public static let version = "0.1.0"
@@ -38,140 +40,167 @@ public final class Application: Sendable {
     public let server: Server
     /// `/metrics` on its own listener (`Configuration.metricsListen`), or nil.
     public let metricsServer: Server?
-    /// Gives the memory that requests freed back to the system every few seconds (`trimMemory`).
-    private let memoryTrimmer = PeriodicThread(name: "memory-trim", intervalNanoseconds: 2_000_000_000)
+    /// Every service above that runs, in the order it started: `shutdown` stops them in reverse,
+    /// and so does a start that fails part-way.
+    public let services: ServiceGroup
 
-    /// Starts the database (migrating it) and the HTTP server; returns once the socket accepts.
+    /// Starts the services in order, the HTTP server last; returns once the socket accepts. When
+    /// one fails, every one started before it is stopped, in reverse, and the error is thrown.
     public init(configuration: Configuration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
-        let pinned = try configuration.fieldConfigPath.map { try FieldConfiguration.load(path: $0) } ?? [:]
-        let hasher = try PasswordHasher(parameters: configuration.passwordHashing, allowWeakParameters: !configuration.passwordHashing.isAtLeastOWASP)
-        let templates = try configuration.mailTemplatesDirectory.map { try MailTemplates.load(overridesIn: $0) } ?? .builtIn
-        database = try Database.start(configuration, logger: logger)
-        signer = URLSigner(pool: database.pool, lifetimeSeconds: configuration.signedURLSeconds, clock: configuration.accounts.clock)
-        var mailConfiguration = configuration.mail
-        mailConfiguration.publicURL = configuration.resolvedPublicURL
-        mailConfiguration.from = configuration.resolvedMailFrom
-        if case .smtp(let smtp) = mailConfiguration.transport, smtp.security == .none, !smtp.isLoopback {
-            logger.warning("mail goes to the relay without TLS: passwords and links can be read on the way", ["smtp": smtp.description])
-        }
-        let backgroundPool = database.backgroundPool
-        let sender = OutboxSender(
-            pool: backgroundPool, configuration: mailConfiguration, templates: templates, logger: logger,
-            mintToken: { [clock = configuration.accounts.clock] slot in
-                try AccountService.mintMailToken(slot: slot, on: backgroundPool, clock: clock)
-            })
-        mail = sender
-        hashing = HashingPool(
-            workers: configuration.hashingThreads, queueCapacity: configuration.hashingQueue, priority: configuration.hashingPriority)
-        accounts = AccountService(
-            pool: database.pool, backgroundPool: database.backgroundPool, hasher: hasher, hashing: hashing,
-            configuration: configuration.accounts, logger: logger, mailQueued: { sender.wake() })
-        // Images are decoded only in helper processes: a crafted file never runs in this one.
-        thumbnailer = configuration.thumbnails.helpers > 0 ? ThumbnailerPool(configuration: configuration.thumbnails, logger: logger) : nil
-        images = ImageService(pool: database.pool, configuration: configuration.images, logger: logger, thumbnailer: thumbnailer)
-        // One connection listens for every stream of this instance; a pooler in transaction mode
-        // cannot carry LISTEN, and there `GET /users/me/events` answers 501 events_unavailable.
-        if configuration.databasePooler == .transaction {
-            logger.notice("live events are off behind a pooler in transaction mode: LISTEN needs a session")
-            liveEvents = nil
-        } else {
-            var listener = database.pool.configuration
-            listener.applicationName = "exosphere-events"
-            listener.responseTimeout = nil
-            liveEvents = LiveEventHub(
-                source: DatabaseEventSource(accounts: accounts, images: images, signer: signer, listener: listener),
-                configuration: configuration.liveEvents, logger: logger.with("component", "events"))
-        }
-        identityProviders = IdentityProviders(configuration.identityProviders)
-        // The metrics exist before the server so that the route serving them can be in its table.
-        let metrics = HTTPMetrics()
-        // pgbouncer 1.18 in transaction mode may lend the server connection to another client at
-        // the first sync of a pipeline that has more in flight (PoolerTests saw the answers of a
-        // later batch go astray): there, every request goes to the worker pool.
-        let pipelining = configuration.databasePipelining && configuration.databasePooler != .transaction
-        if configuration.databasePipelining, !pipelining {
-            logger.notice("pipelined database connections are off behind a pooler in transaction mode")
-        }
-        let pipelines = pipelining ? Pipelines(configuration: database.pool.configuration, logger: logger) : nil
-        var serverConfiguration = configuration.server
-        // A trusted proxy carries many clients: no per-address cap on its connections.
-        serverConfiguration.unlimitedAddresses.formUnion(configuration.trustedProxies)
-        server = Server(
-            configuration: serverConfiguration,
-            router: Application.routes(
-                database: database, accounts: accounts, images: images, signer: signer, hashing: hashing, metrics: metrics,
-                trustedProxies: configuration.trustedProxies, pipelines: pipelines, mail: sender.statistics,
-                appLinks: configuration.appLinks, servesMetrics: configuration.metricsListen == nil, liveEvents: liveEvents,
-                identityProviders: identityProviders, relyingParty: relyingParty),
-            logger: logger, metrics: metrics)
-        let (pool, hashingPool, statistics, imageService, liveEvents, sessionCache) = (
-            database.pool, hashing, accounts.statistics, images, liveEvents, accounts.sessionCache
-        )
-        metricsServer = configuration.metricsListen.map { listen in
-            var router = Router()
-            MetricsController(
-                http: metrics, database: pool, hashing: hashingPool, accounts: statistics, images: imageService,
-                pipelines: pipelines?.statistics, mail: sender.statistics, liveEvents: liveEvents, sessionCache: sessionCache
-            ).register(in: &router)
-            var serverConfiguration = ServerConfiguration()
-            serverConfiguration.host = listen.host
-            serverConfiguration.port = listen.port
-            serverConfiguration.eventLoops = 1
-            serverConfiguration.workerThreads = 2
-            serverConfiguration.maxConnections = 64
-            serverConfiguration.accessLog = false
-            return Server(configuration: serverConfiguration, router: router, logger: logger.with("listener", "metrics"))
-        }
+        let services = ServiceGroup(logger: logger)
+        self.services = services
         do {
+            let pinned = try configuration.fieldConfigPath.map { try FieldConfiguration.load(path: $0) } ?? [:]
+            let hasher = try PasswordHasher(
+                parameters: configuration.passwordHashing, allowWeakParameters: !configuration.passwordHashing.isAtLeastOWASP)
+            let templates = try configuration.mailTemplatesDirectory.map { try MailTemplates.load(overridesIn: $0) } ?? .builtIn
+            let database = try services.start("database", { try Database.start(configuration, logger: logger) }, stop: { $0.shutdown() })
+            self.database = database
+            var mailConfiguration = configuration.mail
+            mailConfiguration.publicURL = configuration.resolvedPublicURL
+            mailConfiguration.from = configuration.resolvedMailFrom
+            if case .smtp(let smtp) = mailConfiguration.transport, smtp.security == .none, !smtp.isLoopback {
+                logger.warning("mail goes to the relay without TLS: passwords and links can be read on the way", ["smtp": smtp.description])
+            }
+            let backgroundPool = database.backgroundPool
+            let mail = try services.start(
+                "mail",
+                {
+                    OutboxSender(
+                        pool: backgroundPool, configuration: mailConfiguration, templates: templates, logger: logger,
+                        mintToken: { [clock = configuration.accounts.clock] slot in
+                            try AccountService.mintMailToken(slot: slot, on: backgroundPool, clock: clock)
+                        })
+                }, stop: { $0.shutdown() })
+            self.mail = mail
+            let hashing = try services.start(
+                "hashing",
+                {
+                    HashingPool(
+                        workers: configuration.hashingThreads, queueCapacity: configuration.hashingQueue, priority: configuration.hashingPriority)
+                }, stop: { $0.shutdown() })
+            self.hashing = hashing
+            let accounts = try services.start(
+                "accounts",
+                {
+                    AccountService(
+                        pool: database.pool, backgroundPool: database.backgroundPool, hasher: hasher, hashing: hashing,
+                        configuration: configuration.accounts, logger: logger, mailQueued: { mail.wake() })
+                }, stop: { $0.shutdown() })
+            self.accounts = accounts
             if !pinned.isEmpty {
                 try database.pool.withConnection { try accounts.schema.pin(pinned, $0) }
             }
-            try images.prepare()
-            try signer.prepare()
-            signer.startRefreshing()
+            // Images are decoded only in helper processes: a crafted file never runs in this one.
+            let thumbnailer =
+                configuration.thumbnails.helpers > 0
+                ? try services.start(
+                    "thumbnailer", { ThumbnailerPool(configuration: configuration.thumbnails, logger: logger) }, stop: { $0.shutdown() })
+                : nil
+            self.thumbnailer = thumbnailer
+            let images = try services.start(
+                "images",
+                {
+                    let images = ImageService(pool: database.pool, configuration: configuration.images, logger: logger, thumbnailer: thumbnailer)
+                    try images.prepare()
+                    return images
+                }, stop: { $0.shutdown() })
+            self.images = images
+            let signer = try services.start(
+                "url-signer",
+                {
+                    let signer = URLSigner(pool: database.pool, lifetimeSeconds: configuration.signedURLSeconds, clock: configuration.accounts.clock)
+                    try signer.prepare()
+                    signer.startRefreshing()
+                    return signer
+                }, stop: { $0.shutdown() })
+            self.signer = signer
             let swept = try images.sweep()
             if swept.orphanFiles + swept.temporaryFiles > 0 {
                 logger.notice(
                     "image files swept",
-                    [
-                        "images.orphan_files": String(swept.orphanFiles),
-                        "images.temporary_files": String(swept.temporaryFiles),
-                    ])
+                    ["images.orphan_files": String(swept.orphanFiles), "images.temporary_files": String(swept.temporaryFiles)])
             }
-            try server.start()
+            // One connection listens for every stream of this instance; a pooler in transaction mode
+            // cannot carry LISTEN, and there `GET /users/me/events` answers 501 events_unavailable.
+            if configuration.databasePooler == .transaction {
+                logger.notice("live events are off behind a pooler in transaction mode: LISTEN needs a session")
+                liveEvents = nil
+            } else {
+                var listener = database.pool.configuration
+                listener.applicationName = "exosphere-events"
+                listener.responseTimeout = nil
+                liveEvents = try services.start(
+                    "live-events",
+                    {
+                        LiveEventHub(
+                            source: DatabaseEventSource(accounts: accounts, images: images, signer: signer, listener: listener),
+                            configuration: configuration.liveEvents, logger: logger.with("component", "events"))
+                    }, stop: { $0.shutdown() })
+            }
+            identityProviders = IdentityProviders(configuration.identityProviders)
+            // The metrics exist before the server so that the route serving them can be in its table.
+            let metrics = HTTPMetrics()
+            // pgbouncer 1.18 in transaction mode may lend the server connection to another client at
+            // the first sync of a pipeline that has more in flight (PoolerTests saw the answers of a
+            // later batch go astray): there, every request goes to the worker pool.
+            let pipelining = configuration.databasePipelining && configuration.databasePooler != .transaction
+            if configuration.databasePipelining, !pipelining {
+                logger.notice("pipelined database connections are off behind a pooler in transaction mode")
+            }
+            let pipelines = pipelining ? Pipelines(configuration: database.pool.configuration, logger: logger) : nil
+            let metricsController = MetricsController(
+                http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics, images: images,
+                pipelines: pipelines?.statistics, mail: mail.statistics, liveEvents: liveEvents, sessionCache: accounts.sessionCache)
+            var serverConfiguration = configuration.server
+            // A trusted proxy carries many clients: no per-address cap on its connections.
+            serverConfiguration.unlimitedAddresses.formUnion(configuration.trustedProxies)
+            let server = Server(
+                configuration: serverConfiguration,
+                router: Application.routes(
+                    database: database, accounts: accounts, images: images, signer: signer, trustedProxies: configuration.trustedProxies,
+                    pipelines: pipelines, appLinks: configuration.appLinks, metrics: configuration.metricsListen == nil ? metricsController : nil,
+                    liveEvents: liveEvents, identityProviders: identityProviders, relyingParty: relyingParty),
+                logger: logger, metrics: metrics)
+            self.server = server
+            try services.start("http", server.start, stop: server.shutdown)
             relyingParty.resolve(configuration, port: server.port)
-            do {
-                try metricsServer?.start()
-            } catch {
-                server.shutdown()
-                throw error
+            let metricsServer = configuration.metricsListen.map { listen in
+                var router = Router()
+                metricsController.register(in: &router)
+                var serverConfiguration = ServerConfiguration()
+                serverConfiguration.host = listen.host
+                serverConfiguration.port = listen.port
+                serverConfiguration.eventLoops = 1
+                serverConfiguration.workerThreads = 2
+                serverConfiguration.maxConnections = 64
+                serverConfiguration.accessLog = false
+                return Server(configuration: serverConfiguration, router: router, logger: logger.with("listener", "metrics"))
             }
+            self.metricsServer = metricsServer
+            if let metricsServer { try services.start("metrics-http", metricsServer.start, stop: metricsServer.shutdown) }
+            let memoryTrimmer = PeriodicThread(name: "memory-trim", intervalNanoseconds: 2_000_000_000)
+            try services.start("memory-trim", { memoryTrimmer.start { Application.trimMemory() } }, stop: memoryTrimmer.stop)
         } catch {
-            liveEvents?.shutdown()
-            signer.shutdown()
-            hashing.shutdown()
-            accounts.shutdown()
-            sender.shutdown()
-            database.shutdown()
+            logger.error(
+                "start failed; stopping what started", ["error": String(describing: error), "services": services.names.joined(separator: ",")])
+            services.shutdown()
             throw error
         }
-        memoryTrimmer.start { Application.trimMemory() }
         logger.notice("listening", ["http.host": configuration.server.host, "http.port": String(server.port)])
         if let metricsServer, let listen = configuration.metricsListen {
             logger.notice("metrics listening", ["http.host": listen.host, "http.port": String(metricsServer.port)])
         }
     }
 
-    /// The route table, in one place. Without a hashing pool and the server's metrics (a table built
-    /// only to be read) `/metrics` is still routed, and serves what it has. With `pipelines`,
-    /// `GET`, `PUT` and `PATCH /users/me` are answered on the event loops (`Configuration.databasePipelining`).
+    /// The route table, in one place. With `pipelines`, `GET`, `PUT` and `PATCH /users/me` are
+    /// answered on the event loops (`Configuration.databasePipelining`); with `metrics`, `/metrics`
+    /// is one of its routes.
     static func routes(
-        database: Database, accounts: AccountService, images: ImageService, signer: URLSigner, hashing: HashingPool? = nil,
-        metrics: HTTPMetrics = HTTPMetrics(), trustedProxies: Set<String> = [],
-        pipelines: Pipelines? = nil, mail: OutboxSender.Statistics? = nil, appLinks: AppLinks = AppLinks(),
-        servesMetrics: Bool = true, liveEvents: LiveEventHub? = nil,
+        database: Database, accounts: AccountService, images: ImageService, signer: URLSigner, trustedProxies: Set<String> = [],
+        pipelines: Pipelines? = nil, appLinks: AppLinks = AppLinks(), metrics: MetricsController? = nil, liveEvents: LiveEventHub? = nil,
         identityProviders: IdentityProviders = IdentityProviders(IdentityProviderConfiguration()),
         relyingParty: RelyingPartySource = RelyingPartySource()
     ) -> Router {
@@ -192,12 +221,7 @@ public final class Application: Sendable {
         PagesController(apps: appLinks).register(in: &routes)
         ConsoleController().register(in: &routes)
         OpenAPIController().register(in: &routes)
-        if servesMetrics {
-            MetricsController(
-                http: metrics, database: database.pool, hashing: hashing, accounts: accounts.statistics, images: images,
-                pipelines: pipelines?.statistics, mail: mail, liveEvents: liveEvents, sessionCache: accounts.sessionCache
-            ).register(in: &routes)
-        }
+        metrics?.register(in: &routes)
         return routes.router
     }
 
@@ -208,21 +232,11 @@ public final class Application: Sendable {
         return configuration.resolvedPublicURL(port: server.port) + "/console/#setup=" + token
     }
 
-    /// Drains the HTTP server, then stops hashing and closes the database.
+    /// Stops every service in reverse order of start: the HTTP server drains first (which ends
+    /// every event stream: its clients reconnect to another instance), the database closes last.
     public func shutdown() {
         logger.notice("shutting down", ["drain.seconds": String(configuration.server.drainTimeout.components.seconds)])
-        // The drain ends every event stream (its clients reconnect to another instance).
-        server.shutdown()
-        memoryTrimmer.stop()
-        liveEvents?.shutdown()
-        metricsServer?.shutdown()
-        images.shutdown()
-        signer.shutdown()
-        thumbnailer?.shutdown()
-        hashing.shutdown()
-        accounts.shutdown()
-        mail.shutdown()
-        database.shutdown()
+        services.shutdown()
         logger.notice("stopped")
     }
 

@@ -383,3 +383,10 @@ struct ProcessFigures {
         (try? FileReader.bytes(path, limit: 1 << 20)).map { String(decoding: $0, as: UTF8.self) }
     }
 }
+
+extension MetricsController {
+    /// The route alone, for a table built to be read, not served.
+    init(listing database: PostgresPool) {
+        self.init(http: HTTPMetrics(), database: database, hashing: nil, accounts: nil, images: nil, pipelines: nil, mail: nil)
+    }
+}

@@ -39,7 +39,7 @@ public enum RouteListing {
         let images = ImageService(pool: database.pool, configuration: configuration.images, logger: .silent)
         let router = Application.routes(
             database: database, accounts: accounts, images: images, signer: URLSigner(pool: database.pool, lifetimeSeconds: 3600),
-            appLinks: configuration.appLinks, servesMetrics: configuration.metricsListen == nil)
+            appLinks: configuration.appLinks, metrics: configuration.metricsListen == nil ? MetricsController(listing: database.pool) : nil)
         return entries(router, defaultBodyLimit: configuration.server.limits.maxBodyBytes)
     }
 

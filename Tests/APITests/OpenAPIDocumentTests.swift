@@ -263,6 +263,7 @@ import Thumbnails
         let images = ImageService(pool: database.pool, configuration: configuration.images, logger: .silent)
         return try body(
             Application.routes(
-                database: database, accounts: accounts, images: images, signer: URLSigner(pool: database.pool, lifetimeSeconds: 3600)))
+                database: database, accounts: accounts, images: images, signer: URLSigner(pool: database.pool, lifetimeSeconds: 3600),
+                metrics: MetricsController(listing: database.pool)))
     }
 }

@@ -68,6 +68,26 @@ final class TestServer: Sendable {
             let cluster = try cluster ?? TestCluster.cluster()
             databaseURL = try cluster.createDatabase("api_\(name)_\(getpid())")
         }
+        var configuration = TestServer.configuration(name, databaseURL: databaseURL)
+        configuration.accounts.clock = sibling?.clock ?? WallClock()
+        try adjust(&configuration)
+        clock = configuration.accounts.clock
+        logPath = "/tmp/exo-apitests-\(name)-\(getpid()).log"
+        logFD = open(logPath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o600)
+        guard logFD >= 0 else { throw TestFailure("cannot open \(logPath)") }
+        let logger = Logger(label: "apitests.\(name)", level: .debug, format: .json, fd: logFD)
+        do {
+            app = try Application(configuration: configuration, logger: logger)
+        } catch {
+            close(logFD)
+            throw error
+        }
+        port = app.server.port
+    }
+
+    /// The configuration every test server starts from: port 0, one event loop, fast test
+    /// hashing, a dev mailbox and quick retries of its own, the built thumbnail helper.
+    static func configuration(_ name: String, databaseURL: String) -> Configuration {
         var configuration = Configuration()
         configuration.databaseURL = databaseURL
         configuration.server.port = 0
@@ -92,15 +112,7 @@ final class TestServer: Sendable {
         configuration.accounts.resetResolveIntervalSeconds = 0.2
         // The helpers are the built `exosphere-thumbnailer`.
         configuration.thumbnails.executable = TestImages.thumbnailerExecutable() ?? "exosphere-thumbnailer"
-        configuration.accounts.clock = sibling?.clock ?? WallClock()
-        try adjust(&configuration)
-        clock = configuration.accounts.clock
-        logPath = "/tmp/exo-apitests-\(name)-\(getpid()).log"
-        logFD = open(logPath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o600)
-        guard logFD >= 0 else { throw TestFailure("cannot open \(logPath)") }
-        let logger = Logger(label: "apitests.\(name)", level: .debug, format: .json, fd: logFD)
-        app = try Application(configuration: configuration, logger: logger)
-        port = app.server.port
+        return configuration
     }
 
     /// Stops the server; a second call does nothing (a test may stop it early, before its `defer`,
