@@ -37,7 +37,8 @@ struct ServiceLifecycleTests {
         defer { connection.close() }
         var binds = PostgresBindings()
         binds.append(database)
-        return try connection.query(PostgresStatement(unsafeSQL: "SELECT count(*) FROM pg_stat_activity WHERE datname = $1"), binds)[0].decode(Int64.self, at: 0)
+        return try connection.query(PostgresStatement(unsafeSQL: "SELECT count(*) FROM pg_stat_activity WHERE datname = $1"), binds)[0].decode(
+            Int64.self, at: 0)
     }
 
     /// The images service cannot start (its directory would be under a file): every service that
