@@ -2,19 +2,20 @@
 # Accounts benchmark against a release build, all in one run on one managed (durable) cluster:
 #   1. GET /users/me (wrk, 64 connections, random session of 1,000 seeded users) against pgbench
 #      running the same session lookup SQL (8 clients);
-#   2. PUT /users/me (durable: synchronous_commit on) against pgbench running lookup + update;
+#   2. PUT /users/me (durable: synchronous_commit on) against pgbench running lookup + update,
+#      at 8 connections (8 pgbench clients) and at 64 (64 clients);
 #   3. POST /users/signin against the raw scrypt hashes per second the cores allow (measured just
 #      before and just after it, averaged);
 #   4. GET /users/me latency during a storm of sign-ins;
 #   5. successful sign-ins per second of 8 connections retrying at once beside 10 clients that
 #      give up, against 2 polite clients (bench/signin_retry.py);
 #   and the server's resident memory throughout.
-# Usage: [EXOSPHERE_BIN=path] [BENCH_CGROUP=off] [SERVER_FLAGS="--session-cache-mb 0"] bench/accounts.sh [seconds=10]      Needs: wrk, pgbench, psql (postgresql), python3.
+# Usage: [EXOSPHERE_BIN=path] [BENCH_CGROUP=off] [SERVER_FLAGS="--session-cache-mb 0"] [USERS=1000] bench/accounts.sh [seconds=10]      Needs: wrk, pgbench, psql (postgresql), python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-10}
 PORT=18483
-USERS=1000
+USERS=${USERS:-1000}
 DIR=$(mktemp -d /tmp/exo-accounts-bench.XXXXXX)
 cleanup() {
     [ -n "${RSS_PID:-}" ] && # Clients that give up (10) and connections that retry at once (8), against 2 polite clients.
@@ -92,10 +93,12 @@ LUA
 # The server's session lookup, with the token hash computed from the session number.
 LOOKUP="SELECT s.id, s.user_id, s.created_at, s.last_seen_at, LEAST(s.expires_at, s.last_seen_at + make_interval(secs => 2592000)), s.user_agent, u.id, u.email, u.firstname, u.lastname, u.email_verified, u.created_at, u.updated_at, u.data::text, u.version, s.last_seen_at < now() - make_interval(secs => 60) FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = sha256(convert_to(rtrim(translate(encode(sha256(convert_to('seed' || :i, 'UTF8')), 'base64'), '+/', '-_'), '='), 'UTF8')) AND s.expires_at > now() AND s.last_seen_at > now() - make_interval(secs => 2592000);"
 printf '\\set i random(1, %s)\n%s\n' "$USERS" "$LOOKUP" > "$DIR/lookup.sql"
-printf '\\set i random(1, %s)\n%s\nUPDATE users SET email = email, firstname = %s, lastname = %s, data = %s::jsonb, version = version + 1, updated_at = now() WHERE email_normalized = %s;\n' \
+printf '\\set i random(1, %s)\n%s\nUPDATE users SET email = email, firstname = %s, lastname = %s, data = %s::jsonb, version = version + 1, updated_at = now() WHERE email_normalized = %s RETURNING id, email, firstname, lastname, email_verified, created_at, updated_at, data::text, version;\n' \
     "$USERS" "$LOOKUP" "'Ayu'" "'Lestari'" "'{\"height\": 171.5, \"weight\": 71}'" "'user' || :i || '@bench.example'" > "$DIR/update.sql"
 
-pgbench_tps() { pgbench -n -M prepared -c 8 -j 2 -T "$DURATION" -f "$1" "$CONN" 2>/dev/null | awk '/^tps = / { printf "%d", $3 }'; }
+pgbench_tps() { # script [clients=8]
+    pgbench -n -M prepared -c "${2:-8}" -j 2 -T "$DURATION" -f "$1" "$CONN" 2>/dev/null | awk '/^tps = / { printf "%d", $3 }'
+}
 # Prints: 2xx responses per second, p99, non-2xx count (wrk's own rate counts errors too).
 wrk_run() { # name script connections
     wrk -t2 -c"$3" -d"${DURATION}s" --latency -s "$2" "http://127.0.0.1:$PORT" > "$DIR/$1.txt"
@@ -106,8 +109,10 @@ wrk_run() { # name script connections
 wrk -t2 -c64 -d2s -s "$DIR/me.lua" "http://127.0.0.1:$PORT" >/dev/null  # warm-up
 read -r ME_RPS ME_P99 ME_ERR <<<"$(wrk_run me "$DIR/me.lua" 64)"
 PG_LOOKUP=$(pgbench_tps "$DIR/lookup.sql")
+read -r PUT8_RPS PUT8_P99 PUT8_ERR <<<"$(wrk_run put8 "$DIR/put.lua" 8)"
+PG_UPDATE=$(pgbench_tps "$DIR/update.sql" 8)
 read -r PUT_RPS PUT_P99 PUT_ERR <<<"$(wrk_run put "$DIR/put.lua" 64)"
-PG_UPDATE=$(pgbench_tps "$DIR/update.sql")
+PG_UPDATE64=$(pgbench_tps "$DIR/update.sql" 64)
 
 # Raw scrypt rate: the release binary hashes on every core, half the time just before the sign-in
 # run and half just after, so that the machine's other load weighs on both sides of the ratio alike.
@@ -144,12 +149,14 @@ echo "scheduling: $BENCH_SCHEDULING"
 printf '%-34s %12s %10s %10s\n' measurement "per second" p99 ratio
 printf '%-34s %12s %10s\n' "pgbench session lookup" "$PG_LOOKUP" "-"
 printf '%-34s %12s %10s %10s\n' "GET /users/me" "$ME_RPS" "$ME_P99" "$(ratio "$ME_RPS" "$PG_LOOKUP")"
-printf '%-34s %12s %10s\n' "pgbench lookup + update" "$PG_UPDATE" "-"
-printf '%-34s %12s %10s %10s\n' "PUT /users/me" "$PUT_RPS" "$PUT_P99" "$(ratio "$PUT_RPS" "$PG_UPDATE")"
+printf '%-34s %12s %10s\n' "pgbench lookup + update (8)" "$PG_UPDATE" "-"
+printf '%-34s %12s %10s %10s\n' "PUT /users/me (8 connections)" "$PUT8_RPS" "$PUT8_P99" "$(ratio "$PUT8_RPS" "$PG_UPDATE")"
+printf '%-34s %12s %10s\n' "pgbench lookup + update (64)" "$PG_UPDATE64" "-"
+printf '%-34s %12s %10s %10s\n' "PUT /users/me (64 connections)" "$PUT_RPS" "$PUT_P99" "$(ratio "$PUT_RPS" "$PG_UPDATE64")"
 printf '%-34s %12s %10s\n' "raw scrypt hashes (all cores)" "$HASH_RATE" "-"
 printf '%-34s %12s %10s %10s\n' "POST /users/signin" "$SIGNIN_RPS" "$SIGNIN_P99" "$(ratio "$SIGNIN_RPS" "$HASH_RATE")"
 printf '%-34s %12s %10s\n' "GET /users/me during sign-in storm" "$STORM_ME_RPS" "$STORM_ME_P99"
-echo "non-2xx: GET ${ME_ERR:-0}, PUT ${PUT_ERR:-0}, sign-in ${SIGNIN_ERR:-0}; storm sign-ins by status: ${STORM_SIGNINS}"
+echo "non-2xx: GET ${ME_ERR:-0}, PUT ${PUT8_ERR:-0} + ${PUT_ERR:-0}, sign-in ${SIGNIN_ERR:-0}; storm sign-ins by status: ${STORM_SIGNINS}"
 echo "sign-ins of retrying clients against polite ones: $(head -1 "$DIR/retry.txt")"
 echo "  $(tail -1 "$DIR/retry.txt")"
 echo "hashing pool since start: ${HASHING:-(no figures)}"

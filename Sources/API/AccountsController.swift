@@ -4,15 +4,15 @@ import HTTP
 import HTTPServer
 
 /// Registration, sign-in, sign-out and sessions.
-struct AccountsController: Sendable {
+struct AccountsController: Controller {
     let accounts: AccountService
 
-    func register(in routes: inout RouteTable) {
-        routes.open(.post, "/users", throttles: [.perAddress, .perEmail], hashing: .bulk, use: register)
-        routes.open(.post, "/users/signin", throttles: [.perAddress, .perEmail, .perEmailAndAddress], hashing: .interactive, use: signIn)
-        routes.user(.post, "/users/signout", use: signOut)
-        routes.user(.get, "/users/me/sessions", use: sessions)
-        routes.user(.delete, "/users/me/sessions/{id}", use: revokeSession)
+    static func declare(_ routes: inout Routes<Self>) {
+        routes.open(.post, "/users", throttles: [.perAddress, .perEmail], hashing: .bulk, use: Self.register)
+        routes.open(.post, "/users/signin", throttles: [.perAddress, .perEmail, .perEmailAndAddress], hashing: .interactive, use: Self.signIn)
+        routes.user(.post, "/users/signout", use: Self.signOut)
+        routes.user(.get, "/users/me/sessions", use: Self.sessions)
+        routes.user(.delete, "/users/me/sessions/{id}", use: Self.revokeSession)
     }
 
     @Sendable func register(_ call: Call) throws -> Response {

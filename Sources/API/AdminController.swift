@@ -11,38 +11,38 @@ import Thumbnails
 /// sessions, images and activity, the field schema, the dashboard's figures, and the audit log.
 /// Every route but the sign-in and the setup needs an admin token, declared with the route; a
 /// user's token is `401`, as is an admin's on every user route (admin sessions are another table).
-struct AdminController: Sendable {
+struct AdminController: Controller {
     let accounts: AccountService
     let images: ImageService
     let signer: URLSigner
     /// How image bytes and thumbnails are answered (validators, ranges, the sandbox policy).
     let imageResponses: ImagesController
 
-    func register(in routes: inout RouteTable) {
-        routes.open(.post, "/admin/signin", throttles: [.perAddress, .perEmail, .perEmailAndAddress], hashing: .interactive, use: signIn)
-        routes.open(.post, "/admin/setup", .linkToken, hashing: .interactive, use: setup)
-        routes.admin(.post, "/admin/signout", audit: .change, use: signOut)
+    static func declare(_ routes: inout Routes<Self>) {
+        routes.open(.post, "/admin/signin", throttles: [.perAddress, .perEmail, .perEmailAndAddress], hashing: .interactive, use: Self.signIn)
+        routes.open(.post, "/admin/setup", .linkToken, hashing: .interactive, use: Self.setup)
+        routes.admin(.post, "/admin/signout", audit: .change, use: Self.signOut)
         // A read of a user's data is an entry of the audit log, named here; a change audits
         // itself, in its own transaction.
-        routes.admin(.get, "/admin/users", audit: .read(.usersSearch), use: users)
-        routes.admin(.get, "/admin/users/{id}", audit: .read(.userRead), use: user)
-        routes.admin(.patch, "/admin/users/{id}", audit: .change, use: patchUser)
-        routes.admin(.delete, "/admin/users/{id}", audit: .change, use: deleteUser)
-        routes.admin(.get, "/admin/users/{id}/sessions", audit: .read(.userSessionsRead), use: sessions)
-        routes.admin(.delete, "/admin/users/{id}/sessions", audit: .change, use: revokeSessions)
-        routes.admin(.delete, "/admin/users/{id}/sessions/{sid}", audit: .change, use: revokeSessions)
-        routes.admin(.post, "/admin/users/{id}/password-reset", audit: .change, use: sendPasswordReset)
-        routes.admin(.get, "/admin/users/{id}/images", audit: .read(.userImagesRead), use: userImages)
-        routes.admin(.get, "/admin/users/{id}/images/{iid}", audit: .read(.userImageRead), use: userImage)
-        routes.admin(.get, "/admin/users/{id}/images/{iid}/thumbnail", audit: .read(.userImageRead), use: userThumbnail)
-        routes.admin(.get, "/admin/users/{id}/activity", audit: .read(.userActivityRead), use: activity)
-        routes.admin(.get, "/admin/users/{id}/sign-in-methods", audit: .read(.userSignInMethodsRead), use: signInMethods)
-        routes.admin(.delete, "/admin/users/{id}/passkeys/{passkeyID}", audit: .change, use: removePasskey)
-        routes.admin(.delete, "/admin/users/{id}/identities/{identityID}", audit: .change, use: unlinkIdentity)
-        routes.admin(.get, "/admin/schema", audit: .read(.schemaRead), use: schema)
-        routes.admin(.put, "/admin/schema/{field}", audit: .change, use: pinField)
-        routes.admin(.get, "/admin/stats", audit: .read(.statsRead), use: stats)
-        routes.admin(.get, "/admin/audit", audit: .read(.auditRead), use: auditLog)
+        routes.admin(.get, "/admin/users", audit: .read(.usersSearch), use: Self.users)
+        routes.admin(.get, "/admin/users/{id}", audit: .read(.userRead), use: Self.user)
+        routes.admin(.patch, "/admin/users/{id}", audit: .change, use: Self.patchUser)
+        routes.admin(.delete, "/admin/users/{id}", audit: .change, use: Self.deleteUser)
+        routes.admin(.get, "/admin/users/{id}/sessions", audit: .read(.userSessionsRead), use: Self.sessions)
+        routes.admin(.delete, "/admin/users/{id}/sessions", audit: .change, use: Self.revokeSessions)
+        routes.admin(.delete, "/admin/users/{id}/sessions/{sid}", audit: .change, use: Self.revokeSessions)
+        routes.admin(.post, "/admin/users/{id}/password-reset", audit: .change, use: Self.sendPasswordReset)
+        routes.admin(.get, "/admin/users/{id}/images", audit: .read(.userImagesRead), use: Self.userImages)
+        routes.admin(.get, "/admin/users/{id}/images/{iid}", audit: .read(.userImageRead), use: Self.userImage)
+        routes.admin(.get, "/admin/users/{id}/images/{iid}/thumbnail", audit: .read(.userImageRead), use: Self.userThumbnail)
+        routes.admin(.get, "/admin/users/{id}/activity", audit: .read(.userActivityRead), use: Self.activity)
+        routes.admin(.get, "/admin/users/{id}/sign-in-methods", audit: .read(.userSignInMethodsRead), use: Self.signInMethods)
+        routes.admin(.delete, "/admin/users/{id}/passkeys/{passkeyID}", audit: .change, use: Self.removePasskey)
+        routes.admin(.delete, "/admin/users/{id}/identities/{identityID}", audit: .change, use: Self.unlinkIdentity)
+        routes.admin(.get, "/admin/schema", audit: .read(.schemaRead), use: Self.schema)
+        routes.admin(.put, "/admin/schema/{field}", audit: .change, use: Self.pinField)
+        routes.admin(.get, "/admin/stats", audit: .read(.statsRead), use: Self.stats)
+        routes.admin(.get, "/admin/audit", audit: .read(.auditRead), use: Self.auditLog)
     }
 
     @Sendable func signIn(_ call: Call) throws -> Response {

@@ -162,7 +162,8 @@ public final class Application: Sendable {
                 router: Application.routes(
                     database: database, accounts: accounts, images: images, signer: signer, trustedProxies: configuration.trustedProxies,
                     pipelines: pipelines, appLinks: configuration.appLinks, metrics: configuration.metricsListen == nil ? metricsController : nil,
-                    liveEvents: liveEvents, identityProviders: identityProviders, relyingParty: relyingParty),
+                    liveEvents: liveEvents, identityProviders: identityProviders, relyingParty: relyingParty,
+                    defaultBodyLimit: serverConfiguration.limits.maxBodyBytes),
                 logger: logger, metrics: metrics)
             self.server = server
             try services.start("http", server.start, stop: server.shutdown)
@@ -202,27 +203,60 @@ public final class Application: Sendable {
         database: Database, accounts: AccountService, images: ImageService, signer: URLSigner, trustedProxies: Set<String> = [],
         pipelines: Pipelines? = nil, appLinks: AppLinks = AppLinks(), metrics: MetricsController? = nil, liveEvents: LiveEventHub? = nil,
         identityProviders: IdentityProviders = IdentityProviders(IdentityProviderConfiguration()),
-        relyingParty: RelyingPartySource = RelyingPartySource()
+        relyingParty: RelyingPartySource = RelyingPartySource(), defaultBodyLimit: Int = ServerConfiguration().limits.maxBodyBytes
     ) -> Router {
-        var routes = RouteTable(
-            accounts: accounts, authenticator: Authenticator(trustedProxies: trustedProxies),
-            database: DatabaseAccess(pool: database.pool, pipelines: pipelines), signer: signer)
-        HealthController(database: database).register(in: &routes)
-        AccountsController(accounts: accounts).register(in: &routes)
-        IdentitiesController(accounts: accounts, providers: identityProviders).register(in: &routes)
-        PasskeysController(accounts: accounts, party: relyingParty).register(in: &routes)
-        ProfileController(accounts: accounts, images: images).register(in: &routes)
-        let imageRoutes = ImagesController(images: images, signer: signer)
-        imageRoutes.register(in: &routes)
-        RecoveryController(accounts: accounts).register(in: &routes)
-        ExportController(accounts: accounts, images: images, signer: signer).register(in: &routes)
-        EventsController(accounts: accounts, hub: liveEvents).register(in: &routes)
-        AdminController(accounts: accounts, images: images, signer: signer, imageResponses: imageRoutes).register(in: &routes)
-        PagesController(apps: appLinks).register(in: &routes)
-        ConsoleController().register(in: &routes)
-        OpenAPIController().register(in: &routes)
-        metrics?.register(in: &routes)
-        return routes.router
+        var table = RouteTable(
+            services: RouteTable.Services(
+                accounts: accounts, authenticator: Authenticator(trustedProxies: trustedProxies),
+                database: DatabaseAccess(pool: database.pool, pipelines: pipelines), signer: signer),
+            settings: RouteSettings(defaultBodyLimit: defaultBodyLimit, imageMaxBytes: images.configuration.maxBytes))
+        let parts = Parts(
+            database: database, accounts: accounts, images: images, signer: signer, liveEvents: liveEvents,
+            identityProviders: identityProviders, relyingParty: relyingParty, metrics: metrics)
+        mount(into: &table, parts, appLinks: appLinks, servesMetrics: metrics != nil)
+        return table.router
+    }
+
+    /// The routes the deployment `configuration` describes, as declared: no database opened, no
+    /// service started (`exosphere routes`).
+    static func declarations(_ configuration: Configuration) -> [RouteTable.Declaration] {
+        var table = RouteTable(
+            listing: RouteSettings(defaultBodyLimit: configuration.server.limits.maxBodyBytes, imageMaxBytes: configuration.images.maxBytes))
+        mount(into: &table, nil, appLinks: configuration.appLinks, servesMetrics: configuration.metricsListen == nil)
+        return table.declarations
+    }
+
+    /// What the controllers are made of; nil for a table that is only read.
+    private struct Parts {
+        let database: Database
+        let accounts: AccountService
+        let images: ImageService
+        let signer: URLSigner
+        let liveEvents: LiveEventHub?
+        let identityProviders: IdentityProviders
+        let relyingParty: RelyingPartySource
+        let metrics: MetricsController?
+    }
+
+    /// Every controller, in the order of the table, made from `parts` when it serves.
+    private static func mount(into table: inout RouteTable, _ parts: Parts?, appLinks: AppLinks, servesMetrics: Bool) {
+        table.mount(HealthController.self, parts.map { HealthController(database: $0.database) })
+        table.mount(AccountsController.self, parts.map { AccountsController(accounts: $0.accounts) })
+        table.mount(IdentitiesController.self, parts.map { IdentitiesController(accounts: $0.accounts, providers: $0.identityProviders) })
+        table.mount(PasskeysController.self, parts.map { PasskeysController(accounts: $0.accounts, party: $0.relyingParty) })
+        table.mount(ProfileController.self, parts.map { ProfileController(accounts: $0.accounts, images: $0.images) })
+        let images = parts.map { ImagesController(images: $0.images, signer: $0.signer) }
+        table.mount(ImagesController.self, images)
+        table.mount(RecoveryController.self, parts.map { RecoveryController(accounts: $0.accounts) })
+        table.mount(ExportController.self, parts.map { ExportController(accounts: $0.accounts, images: $0.images, signer: $0.signer) })
+        table.mount(EventsController.self, parts.map { EventsController(accounts: $0.accounts, hub: $0.liveEvents) })
+        table.mount(
+            AdminController.self,
+            parts.map { AdminController(accounts: $0.accounts, images: $0.images, signer: $0.signer, imageResponses: images!) })
+        table.mount(PagesController.self, PagesController(apps: appLinks))
+        table.mount(ConsoleController.self, ConsoleController())
+        table.mount(OpenAPIController.self, OpenAPIController())
+        if servesMetrics { table.mount(MetricsController.self, parts?.metrics) }
     }
 
     /// The console's one-time setup link while there is no administrator (`/console/#setup=…`,

@@ -5,8 +5,8 @@ import HTTPServer
 /// binary. It runs only these files (the `Content-Security-Policy` allows nothing inline and
 /// nothing from another origin), keeps the admin token in the tab's `sessionStorage` and sends
 /// it as a bearer token: no cookie, so nothing another site could make the browser send.
-struct ConsoleController: Sendable {
-    func register(in routes: inout RouteTable) {
+struct ConsoleController: Controller {
+    static func declare(_ routes: inout Routes<Self>) {
         let files: [(String, String, [UInt8])] = [
             ("/console/", "text/html; charset=utf-8", EmbeddedResource.bytes("console/index.html")),
             ("/console/console.css", "text/css; charset=utf-8", EmbeddedResource.bytes("console/console.css")),
@@ -15,10 +15,10 @@ struct ConsoleController: Sendable {
         for (path, type, body) in files {
             // A new release's console is seen at once: fetched again every time (small, and no validator).
             let response = PagesController.page(type, body, cacheControl: "no-cache")
-            routes.open(.get, path, execution: .loop) { [response] _ in response }
+            routes.open(.get, path, execution: .loop) { _ in { _ in response } }
         }
         var redirect = Response(status: .movedPermanently)
         redirect.headers.add(name: "Location", value: "/console/")
-        routes.open(.get, "/console", execution: .loop) { [redirect] _ in redirect }
+        routes.open(.get, "/console", execution: .loop) { [redirect] _ in { _ in redirect } }
     }
 }

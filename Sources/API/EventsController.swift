@@ -10,13 +10,13 @@ import Postgres
 /// `GET /users/me/events`: the user's changes as Server-Sent Events, from whichever instance made
 /// them (`LiveEventHub`): `profile`, `image_added`, `image_deleted`, `session_ended` (then the
 /// stream ends), and `resync` when a `Last-Event-ID` is older than the kept history.
-struct EventsController: Sendable {
+struct EventsController: Controller {
     let accounts: AccountService
     /// Nil behind a pooler in transaction mode, where nothing can `LISTEN`.
     let hub: LiveEventHub?
 
-    func register(in routes: inout RouteTable) {
-        routes.user(.get, "/users/me/events", use: events)
+    static func declare(_ routes: inout Routes<Self>) {
+        routes.user(.get, "/users/me/events", use: Self.events)
     }
 
     @Sendable func events(_ call: Call) throws -> Response {

@@ -12,13 +12,13 @@ import Zip
 /// (`ExportArchive`): `user.json` (the profile, sessions, activity and image metadata) and
 /// `images/<id>.<format>`, the originals as uploaded. Once an hour per user; the export is recorded
 /// in the user's activity and the account's address gets a notice.
-struct ExportController: Sendable {
+struct ExportController: Controller {
     let accounts: AccountService
     let images: ImageService
     let signer: URLSigner
 
-    func register(in routes: inout RouteTable) {
-        routes.user(.get, "/users/me/export", throttles: [.perUser], use: export)
+    static func declare(_ routes: inout Routes<Self>) {
+        routes.user(.get, "/users/me/export", throttles: [.perUser], use: Self.export)
     }
 
     @Sendable func export(_ call: Call) throws -> Response {

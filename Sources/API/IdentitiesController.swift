@@ -6,17 +6,19 @@ import JSON
 
 /// Sign in with Apple and Google (`POST /users/signin/apple|google`), and a user's linked
 /// identities: list, link while signed in, unlink.
-struct IdentitiesController: Sendable {
+struct IdentitiesController: Controller {
     let accounts: AccountService
     let providers: IdentityProviders
 
-    func register(in routes: inout RouteTable) {
+    static func declare(_ routes: inout Routes<Self>) {
         for provider in IdentityProvider.allCases {
-            routes.open(.post, "/users/signin/" + provider.rawValue, throttles: [.perAddress]) { call in try signIn(call, provider) }
+            routes.open(.post, "/users/signin/" + provider.rawValue, throttles: [.perAddress]) { controller in
+                { call in try controller.signIn(call, provider) }
+            }
         }
-        routes.user(.get, "/users/me/identities", use: list)
-        routes.user(.post, "/users/me/identities", throttles: [.perUser], use: link)
-        routes.user(.delete, "/users/me/identities/{id}", use: unlink)
+        routes.user(.get, "/users/me/identities", use: Self.list)
+        routes.user(.post, "/users/me/identities", throttles: [.perUser], use: Self.link)
+        routes.user(.delete, "/users/me/identities/{id}", use: Self.unlink)
     }
 
     /// `{"idToken": "…", "nonce": "…"?}`: a provider that is off is `404`, before anything is counted.

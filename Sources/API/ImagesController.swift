@@ -8,26 +8,26 @@ import Postgres
 import Thumbnails
 
 /// The signed-in user's images: upload (raw or multipart), list, download with caching and ranges, delete.
-struct ImagesController: Sendable {
+struct ImagesController: Controller {
     let images: ImageService
     let signer: URLSigner
 
     /// Room for the multipart framing around the largest image.
     static let multipartOverhead = 64 * 1024
 
-    func register(in routes: inout RouteTable) {
+    static func declare(_ routes: inout Routes<Self>) {
         // A raw image is refused from its Content-Length alone; a multipart body may be a little larger.
-        let maxBytes = images.configuration.maxBytes
+        let maxBytes = routes.settings.imageMaxBytes
         let uploadLimit = Router.BodyLimit(largest: maxBytes + ImagesController.multipartOverhead) { head in
             MultipartFormData.boundary(fromContentType: head.headers["Content-Type"] ?? "") == nil
                 ? maxBytes : maxBytes + ImagesController.multipartOverhead
         }
-        routes.user(.post, "/users/me/images", bodyLimit: uploadLimit, use: upload)
-        routes.user(.get, "/users/me/images", use: list)
-        routes.user(.get, "/users/me/images/{id}", use: download)
-        routes.user(.get, "/users/me/images/{id}/thumbnail", use: thumbnail)
-        routes.user(.delete, "/users/me/images/{id}", use: delete)
-        routes.open(.get, "/images/{id}", .signedURL, execution: .loop, use: signedDownload)
+        routes.user(.post, "/users/me/images", bodyLimit: uploadLimit, use: Self.upload)
+        routes.user(.get, "/users/me/images", use: Self.list)
+        routes.user(.get, "/users/me/images/{id}", use: Self.download)
+        routes.user(.get, "/users/me/images/{id}/thumbnail", use: Self.thumbnail)
+        routes.user(.delete, "/users/me/images/{id}", use: Self.delete)
+        routes.open(.get, "/images/{id}", .signedURL, execution: .loop, use: Self.signedDownload)
     }
 
     @Sendable func upload(_ call: Call) throws -> Response {

@@ -12,7 +12,7 @@ import PostgresLoop
 import Cryptography
 
 /// `GET /metrics`: the HTTP server's, the pools' and the process's figures in the Prometheus text format.
-struct MetricsController {
+struct MetricsController: Controller {
     /// The server's request figures, and its worker pool's once the server exists.
     let http: HTTPMetrics
     let database: PostgresPool
@@ -30,8 +30,8 @@ struct MetricsController {
     var sessionCache: SessionCache? = nil
 
     /// On the API's listener. Blocking: it takes the pools' locks and reads /proc.
-    func register(in routes: inout RouteTable) {
-        routes.open(.get, "/metrics") { [self] _ in response() }
+    static func declare(_ routes: inout Routes<Self>) {
+        routes.open(.get, "/metrics") { controller in { _ in controller.response() } }
     }
 
     /// On a listener of its own (`Configuration.metricsListen`), its only route.

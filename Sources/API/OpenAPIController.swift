@@ -2,12 +2,12 @@ import HTTP
 import HTTPServer
 
 /// `GET /openapi.json`: the OpenAPI document, a constant encoded once and served on the event loop.
-struct OpenAPIController {
+struct OpenAPIController: Controller {
     private static let body = OpenAPIDocument.bytes
 
-    func register(in routes: inout RouteTable) {
+    static func declare(_ routes: inout Routes<Self>) {
         routes.open(.get, "/openapi.json", execution: .loop) { _ in
-            Response(status: .ok, contentType: "application/json", body: OpenAPIController.body)
+            { _ in Response(status: .ok, contentType: "application/json", body: OpenAPIController.body) }
         }
     }
 }

@@ -9,13 +9,13 @@ import JSON
 /// The pages read their token from the URL fragment, which no request carries, and run only the
 /// scripts served here: the `Content-Security-Policy` allows nothing inline and nothing from
 /// another origin, and the pages set no cookie.
-struct PagesController: Sendable {
+struct PagesController: Controller {
     let apps: AppLinks
 
     static let contentSecurityPolicy =
         "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
 
-    func register(in routes: inout RouteTable) {
+    static func declare(_ routes: inout Routes<Self>) {
         let files: [(String, String, [UInt8])] = [
             ("/reset-password", "text/html; charset=utf-8", EmbeddedResource.bytes("pages/reset-password.html")),
             ("/verify-email", "text/html; charset=utf-8", EmbeddedResource.bytes("pages/verify-email.html")),
@@ -33,17 +33,21 @@ struct PagesController: Sendable {
         ]
         for (path, type, body) in files {
             let response = PagesController.page(type, body)
-            routes.open(.get, path, execution: .loop) { _ in response }
+            routes.open(.get, path, execution: .loop) { _ in { _ in response } }
         }
-        let apple = apps.appleAppSiteAssociation.map { PagesController.wellKnown($0) }
-        routes.open(.get, "/.well-known/apple-app-site-association", execution: .loop) { _ in
-            guard let apple else { throw PagesController.notConfigured("--apple-app-id") }
-            return apple
+        routes.open(.get, "/.well-known/apple-app-site-association", execution: .loop) { controller in
+            let apple = controller.apps.appleAppSiteAssociation.map { PagesController.wellKnown($0) }
+            return { _ in
+                guard let apple else { throw PagesController.notConfigured("--apple-app-id") }
+                return apple
+            }
         }
-        let android = apps.assetLinks.map { PagesController.wellKnown($0) }
-        routes.open(.get, "/.well-known/assetlinks.json", execution: .loop) { _ in
-            guard let android else { throw PagesController.notConfigured("--android-package and --android-cert-sha256") }
-            return android
+        routes.open(.get, "/.well-known/assetlinks.json", execution: .loop) { controller in
+            let android = controller.apps.assetLinks.map { PagesController.wellKnown($0) }
+            return { _ in
+                guard let android else { throw PagesController.notConfigured("--android-package and --android-cert-sha256") }
+                return android
+            }
         }
     }
 

@@ -57,18 +57,18 @@ final class RelyingPartySource: Sendable {
 
 /// Passkeys: registration and management by the signed-in user, sign-in by anyone. The bodies
 /// are the WebAuthn JSON forms (`PublicKeyCredential.toJSON()`, base64url without padding).
-struct PasskeysController: Sendable {
+struct PasskeysController: Controller {
     let accounts: AccountService
     let party: RelyingPartySource
 
-    func register(in routes: inout RouteTable) {
-        routes.user(.post, "/users/me/passkeys/registration/options", use: registrationOptions)
-        routes.user(.post, "/users/me/passkeys/registration", use: registration)
-        routes.user(.get, "/users/me/passkeys", use: list)
-        routes.user(.patch, "/users/me/passkeys/{id}", use: rename)
-        routes.user(.delete, "/users/me/passkeys/{id}", use: delete)
-        routes.open(.post, "/users/signin/passkey/options", throttles: [.perAddress], use: signInOptions)
-        routes.open(.post, "/users/signin/passkey", throttles: [.perAddress], use: signIn)
+    static func declare(_ routes: inout Routes<Self>) {
+        routes.user(.post, "/users/me/passkeys/registration/options", use: Self.registrationOptions)
+        routes.user(.post, "/users/me/passkeys/registration", use: Self.registration)
+        routes.user(.get, "/users/me/passkeys", use: Self.list)
+        routes.user(.patch, "/users/me/passkeys/{id}", use: Self.rename)
+        routes.user(.delete, "/users/me/passkeys/{id}", use: Self.delete)
+        routes.open(.post, "/users/signin/passkey/options", throttles: [.perAddress], use: Self.signInOptions)
+        routes.open(.post, "/users/signin/passkey", throttles: [.perAddress], use: Self.signIn)
     }
 
     /// How long the browser may take, in milliseconds (the challenge lives 5 minutes).

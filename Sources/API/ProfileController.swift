@@ -8,20 +8,20 @@ import Postgres
 import PostgresLoop
 
 /// The signed-in user's profile, password, account and the custom field schema.
-struct ProfileController: Sendable {
+struct ProfileController: Controller {
     let accounts: AccountService
     let images: ImageService
 
-    func register(in routes: inout RouteTable) {
+    static func declare(_ routes: inout Routes<Self>) {
         // `GET`, `PUT` and `PATCH /users/me` never wait for the hashing pool: their statements are
         // pipelined on the event loops' connections.
-        routes.user(.get, "/users/me", execution: .pipelined, use: show)
+        routes.user(.get, "/users/me", execution: .pipelined, use: Self.show)
         // A change of address is throttled per user and per target address.
-        routes.user(.put, "/users/me", throttles: [.perUser, .perEmail], execution: .pipelined, use: replace)
-        routes.user(.patch, "/users/me", throttles: [.perUser, .perEmail], execution: .pipelined, use: patch)
-        routes.user(.delete, "/users/me", throttles: [.perUser], hashing: .interactive, use: deleteAccount)
-        routes.user(.post, "/users/me/password", throttles: [.perUser], hashing: .interactive, use: changePassword)
-        routes.user(.get, "/users/schema", use: schema)
+        routes.user(.put, "/users/me", throttles: [.perUser, .perEmail], execution: .pipelined, use: Self.replace)
+        routes.user(.patch, "/users/me", throttles: [.perUser, .perEmail], execution: .pipelined, use: Self.patch)
+        routes.user(.delete, "/users/me", throttles: [.perUser], hashing: .interactive, use: Self.deleteAccount)
+        routes.user(.post, "/users/me/password", throttles: [.perUser], hashing: .interactive, use: Self.changePassword)
+        routes.user(.get, "/users/schema", use: Self.schema)
     }
 
     @Sendable func show(_ call: Call) -> Response {

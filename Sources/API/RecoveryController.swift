@@ -4,18 +4,18 @@ import HTTPServer
 import JSON
 
 /// Password reset, email verification, undoing a change of address, and the user's activity.
-struct RecoveryController: Sendable {
+struct RecoveryController: Controller {
     let accounts: AccountService
 
-    func register(in routes: inout RouteTable) {
-        routes.open(.post, "/users/password-reset", throttles: [.perAddress, .perEmail], use: requestReset)
+    static func declare(_ routes: inout Routes<Self>) {
+        routes.open(.post, "/users/password-reset", throttles: [.perAddress, .perEmail], use: Self.requestReset)
         routes.open(
             .post, "/users/password-reset/confirm", .linkToken, throttles: [.perAddress, .perEmail], hashing: .interactive,
-            use: confirmReset)
-        routes.open(.post, "/users/verify-email", .linkToken, use: verify)
-        routes.open(.post, "/users/email-change/undo", .linkToken, use: undoEmailChange)
-        routes.user(.post, "/users/me/verify-email", throttles: [.perUser], use: resendVerification)
-        routes.user(.get, "/users/me/activity", use: activity)
+            use: Self.confirmReset)
+        routes.open(.post, "/users/verify-email", .linkToken, use: Self.verify)
+        routes.open(.post, "/users/email-change/undo", .linkToken, use: Self.undoEmailChange)
+        routes.user(.post, "/users/me/verify-email", throttles: [.perUser], use: Self.resendVerification)
+        routes.user(.get, "/users/me/activity", use: Self.activity)
     }
 
     /// The one body of `202` for a reset request, registered address or not.

@@ -16,50 +16,39 @@ public enum RouteListing {
         public let method: String
         public let path: String
         public let policy: RoutePolicy
+        /// Where its handler runs: `loop`, `pipelined` (the loop when pipelines are on) or `workers`.
+        public let execution: String
         /// The largest body the route reads, in bytes.
         public let bodyLimit: Int
+
+        init(_ route: RouteTable.Declaration) {
+            method = route.method.rawValue
+            path = route.pattern
+            policy = route.policy
+            execution = route.execution.rawValue
+            bodyLimit = route.bodyLimit
+        }
     }
 
-    /// The routes of the deployment `configuration` describes, built as `serve` builds them but on a
-    /// database that is never contacted (the pool connects on demand, and nothing asks it to).
-    public static func entries(_ configuration: Configuration) throws -> [Entry] {
-        var configuration = configuration
-        configuration.databaseURL = "host=/nonexistent port=1 dbname=exosphere_routes"
-        configuration.databasePooler = .none
-        configuration.accounts.sessionCacheBytes = 0  // no cache, so no connection reading changes
-        let database = try Database.start(configuration, logger: .silent, migrate: false)
-        let hashing = HashingPool(workers: 1)
-        let accounts = AccountService(
-            pool: database.pool, hasher: PasswordHasher(), hashing: hashing, configuration: configuration.accounts, logger: .silent)
-        defer {
-            accounts.shutdown()
-            hashing.shutdown()
-            database.shutdown()
-        }
-        let images = ImageService(pool: database.pool, configuration: configuration.images, logger: .silent)
-        let router = Application.routes(
-            database: database, accounts: accounts, images: images, signer: URLSigner(pool: database.pool, lifetimeSeconds: 3600),
-            appLinks: configuration.appLinks, metrics: configuration.metricsListen == nil ? MetricsController(listing: database.pool) : nil)
-        return entries(router, defaultBodyLimit: configuration.server.limits.maxBodyBytes)
+    /// The routes of the deployment `configuration` describes, read from their declarations: no
+    /// database is opened and no service started.
+    public static func entries(_ configuration: Configuration) -> [Entry] {
+        Application.declarations(configuration).map(Entry.init)
     }
 
-    static func entries(_ router: Router, defaultBodyLimit: Int) -> [Entry] {
-        router.routes.map { route in
-            let declaration = route.declaration as? RouteTable.Declaration
-            return Entry(
-                method: route.method.rawValue, path: route.pattern, policy: declaration?.policy ?? .open,
-                bodyLimit: route.bodyLimit?.largest ?? defaultBodyLimit)
-        }
+    /// The routes a running server routes with, from the declarations its router keeps.
+    static func entries(_ router: Router) -> [Entry] {
+        router.routes.compactMap { ($0.declaration as? RouteTable.Declaration).map(Entry.init) }
     }
 
     /// Aligned columns under a header line.
     public static func text(_ entries: [Entry]) -> String {
-        let header = ["METHOD", "PATH", "AUTH", "BODY", "THROTTLES", "HASHING", "AUDIT"]
+        let header = ["METHOD", "PATH", "AUTH", "RUNS ON", "BODY", "THROTTLES", "HASHING", "AUDIT"]
         let rows =
             [header]
             + entries.map { entry in
                 [
-                    entry.method, entry.path, entry.policy.authentication.rawValue, bytes(entry.bodyLimit),
+                    entry.method, entry.path, entry.policy.authentication.rawValue, entry.execution, bytes(entry.bodyLimit),
                     entry.policy.throttles.isEmpty ? "-" : entry.policy.throttles.sorted().map(\.rawValue).joined(separator: ","),
                     entry.policy.hashing?.rawValue ?? "-", entry.policy.audit.description,
                 ]
@@ -72,7 +61,7 @@ public enum RouteListing {
         }.joined(separator: "\n")
     }
 
-    /// `[{"method", "path", "authentication", "bodyLimit", "throttles", "hashing", "audit", "auditAction"}]`.
+    /// `[{"method", "path", "authentication", "execution", "bodyLimit", "throttles", "hashing", "audit", "auditAction"}]`.
     public static func json(_ entries: [Entry]) -> String {
         var writer = JSONWriter(capacity: 16 * 1024)
         writer.beginArray()
@@ -81,6 +70,7 @@ public enum RouteListing {
             writer.key("method"); writer.string(entry.method)
             writer.key("path"); writer.string(entry.path)
             writer.key("authentication"); writer.string(entry.policy.authentication.rawValue)
+            writer.key("execution"); writer.string(entry.execution)
             writer.key("bodyLimit"); writer.int(entry.bodyLimit)
             writer.key("throttles")
             writer.beginArray()

@@ -121,27 +121,49 @@ struct DatabaseAccess: Sendable {
 /// on the loop when pipelines are on.
 struct RouteTable {
     private(set) var router = Router()
-    let accounts: AccountService
-    let authenticator: Authenticator
-    let database: DatabaseAccess
-    let signer: URLSigner
+    /// Every route as declared, in order (`exosphere routes` reads these).
+    private(set) var declarations: [Declaration] = []
+    /// What the policies need to run; nil in a table built only to be read.
+    let services: Services?
+    /// What declarations read of the deployment.
+    let settings: RouteSettings
 
-    init(accounts: AccountService, authenticator: Authenticator, database: DatabaseAccess, signer: URLSigner) {
-        self.accounts = accounts
-        self.authenticator = authenticator
-        self.database = database
-        self.signer = signer
+    /// What the policy chain runs with.
+    struct Services: Sendable {
+        let accounts: AccountService
+        let authenticator: Authenticator
+        let database: DatabaseAccess
+        let signer: URLSigner
+    }
+
+    /// A table that serves: each route's policies run around its handler.
+    init(services: Services, settings: RouteSettings) {
+        self.services = services
+        self.settings = settings
+    }
+
+    /// A table only to be read: the declarations alone, no handler bound, no service needed.
+    init(listing settings: RouteSettings) {
+        self.services = nil
+        self.settings = settings
     }
 
     /// Every route's handler.
     typealias Handler = @Sendable (Call) async throws -> Response
 
+    /// Adds the routes `C` declares, their handlers bound to `controller` (nil when the table is only read).
+    mutating func mount<C: Controller>(_ type: C.Type, _ controller: C?) {
+        var routes = Routes<C>(table: self, controller: controller)
+        C.declare(&routes)
+        self = routes.table
+    }
+
     /// A route without a session: anyone, a signed URL's holder, or a mailed token's holder
-    /// (`authentication` says which; the handler checks the URL or the token).
+    /// (`authentication` says which; the table checks a signed URL, the service the token).
     mutating func open(
         _ method: HTTPMethod, _ pattern: String, _ authentication: RoutePolicy.Authentication = .none,
         throttles: Set<RoutePolicy.Throttle> = [], hashing: RoutePolicy.Hashing? = nil, execution: RouteExecution = .workers,
-        bodyLimit: Router.BodyLimit? = nil, use handler: @escaping Handler
+        bodyLimit: Router.BodyLimit? = nil, use handler: Handler?
     ) {
         precondition(![.user, .admin].contains(authentication), "\(method) \(pattern): a session's routes are added by user(…) or admin(…)")
         add(method, pattern, RoutePolicy(authentication, throttles: throttles, hashing: hashing), execution, bodyLimit, handler)
@@ -150,34 +172,38 @@ struct RouteTable {
     /// A route of a signed-in user: the session is checked before the handler runs.
     mutating func user(
         _ method: HTTPMethod, _ pattern: String, throttles: Set<RoutePolicy.Throttle> = [], hashing: RoutePolicy.Hashing? = nil,
-        execution: RouteExecution = .workers, bodyLimit: Router.BodyLimit? = nil, use handler: @escaping Handler
+        execution: RouteExecution = .workers, bodyLimit: Router.BodyLimit? = nil, use handler: Handler?
     ) {
         add(method, pattern, RoutePolicy(.user, throttles: throttles, hashing: hashing), execution, bodyLimit, handler)
     }
 
     /// An administrator's route: the admin session is checked before the handler runs; a `.read`
     /// audit is written once the handler has made its answer, and the request fails without it.
-    mutating func admin(_ method: HTTPMethod, _ pattern: String, audit: AdminAudit, use handler: @escaping Handler) {
+    mutating func admin(_ method: HTTPMethod, _ pattern: String, audit: AdminAudit, use handler: Handler?) {
         switch audit {
         case .read(let action): add(method, pattern, RoutePolicy(.admin, audit: .read(action.text)), .workers, nil, handler, readAudit: action)
         case .change: add(method, pattern, RoutePolicy(.admin, audit: .change), .workers, nil, handler)
         }
     }
 
-    /// Adds a route with its policy chain.
+    /// Declares a route and, in a table that serves, adds it with its policy chain.
     private mutating func add(
         _ method: HTTPMethod, _ pattern: String, _ policy: RoutePolicy, _ execution: RouteExecution, _ bodyLimit: Router.BodyLimit?,
-        _ handler: @escaping Handler, readAudit: AuditAction? = nil
+        _ handler: Handler?, readAudit: AuditAction? = nil
     ) {
         let writes = Self.writes(method)
-        let runsOn = execution.executor(pipelined: database.pipelines != nil)
-        if runsOn == .loop {
+        if execution == .loop || execution == .pipelined {
             precondition(!writes || policy.authentication == .user, "\(method) \(pattern): a write that waits for the cache never runs on a loop")
             precondition(policy.audit == .none && policy.hashing == nil, "\(method) \(pattern): audits and hashing block: not on a loop")
         }
+        let declaration = Declaration(
+            method: method, pattern: pattern, policy: policy, execution: execution, bodyLimit: bodyLimit?.largest ?? settings.defaultBodyLimit)
+        declarations.append(declaration)
+        guard let services else { return }
+        guard let handler else { preconditionFailure("\(method) \(pattern): a table that serves needs every handler") }
         let chain = PolicyChain(
-            policy: policy, readAudit: readAudit, writes: writes, accounts: accounts, authenticator: authenticator, database: database, signer: signer
-        )
+            policy: policy, readAudit: readAudit, writes: writes, accounts: services.accounts, authenticator: services.authenticator,
+            database: services.database, signer: services.signer)
         // A session's route authenticates from the head when the body is large (see the order above).
         let admission: Router.Admission? =
             if policy.needsBearerToken {
@@ -187,8 +213,8 @@ struct RouteTable {
             }
         let run: Router.Handler = { request, context in try await chain.run(request, context, handler) }
         router.add(
-            method, pattern, execution: runsOn, bodyLimit: bodyLimit, admission: admission,
-            declaration: Declaration(policy: policy, execution: execution), run)
+            method, pattern, execution: execution.executor(pipelined: services.database.pipelines != nil), bodyLimit: bodyLimit,
+            admission: admission, declaration: declaration, run)
     }
 
     /// Whether a route of `method` may change something (and so the session cache).
@@ -202,10 +228,62 @@ struct RouteTable {
         case change
     }
 
-    /// What the table keeps with a route for `exosphere routes`.
+    /// A route as declared: what `exosphere routes` lists.
     struct Declaration: Sendable {
+        let method: HTTPMethod
+        let pattern: String
         let policy: RoutePolicy
         let execution: RouteExecution
+        /// The largest body the route reads, in bytes.
+        let bodyLimit: Int
+    }
+}
+
+/// What route declarations read of the deployment.
+struct RouteSettings: Sendable {
+    /// The server's default body limit (`ServerConfiguration.limits.maxBodyBytes`).
+    var defaultBodyLimit: Int
+    /// The largest image an upload may carry (`ImageService.Configuration.maxBytes`).
+    var imageMaxBytes: Int
+}
+
+/// A set of routes whose handlers belong to one value (a controller, holding the services they
+/// use), declared apart from it: `exosphere routes` reads the declarations with no value made,
+/// no database opened and no service started.
+protocol Controller: Sendable {
+    static func declare(_ routes: inout Routes<Self>)
+}
+
+/// The routes of one controller as it declares them: each handler is named as a function of the
+/// controller (`Self.show`, or a closure given the controller), bound to it when the table serves.
+struct Routes<C: Controller> {
+    fileprivate(set) var table: RouteTable
+    fileprivate let controller: C?
+
+    /// What declarations read of the deployment.
+    var settings: RouteSettings { table.settings }
+
+    typealias Bind = (C) -> RouteTable.Handler
+
+    mutating func open(
+        _ method: HTTPMethod, _ pattern: String, _ authentication: RoutePolicy.Authentication = .none,
+        throttles: Set<RoutePolicy.Throttle> = [], hashing: RoutePolicy.Hashing? = nil, execution: RouteExecution = .workers,
+        bodyLimit: Router.BodyLimit? = nil, use bind: Bind
+    ) {
+        table.open(
+            method, pattern, authentication, throttles: throttles, hashing: hashing, execution: execution, bodyLimit: bodyLimit,
+            use: controller.map(bind))
+    }
+
+    mutating func user(
+        _ method: HTTPMethod, _ pattern: String, throttles: Set<RoutePolicy.Throttle> = [], hashing: RoutePolicy.Hashing? = nil,
+        execution: RouteExecution = .workers, bodyLimit: Router.BodyLimit? = nil, use bind: Bind
+    ) {
+        table.user(method, pattern, throttles: throttles, hashing: hashing, execution: execution, bodyLimit: bodyLimit, use: controller.map(bind))
+    }
+
+    mutating func admin(_ method: HTTPMethod, _ pattern: String, audit: RouteTable.AdminAudit, use bind: Bind) {
+        table.admin(method, pattern, audit: audit, use: controller.map(bind))
     }
 }
 

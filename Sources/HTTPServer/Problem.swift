@@ -96,13 +96,20 @@ public struct Problem: Error, Sendable, HTTPResponseError, CustomStringConvertib
             detail: "This resource does not support the request method.", headers: headers)
     }
 
+    /// `503 overloaded` with `Retry-After`.
     public static func serviceUnavailable(
-        code: ProblemCode = .overloaded, detail: String = "The server is overloaded; try again shortly.",
-        retryAfterSeconds: Int = 1
+        detail: String = "The server is overloaded; try again shortly.", retryAfterSeconds: Int = 1
+    ) -> Problem {
+        serviceUnavailable(domainCode: ProblemCode.overloaded, detail: detail, retryAfterSeconds: retryAfterSeconds)
+    }
+
+    /// `503` with `Retry-After` and a typed code of the layers above.
+    public static func serviceUnavailable<Code: RawRepresentable<String>>(
+        domainCode code: Code, detail: String, retryAfterSeconds: Int = 1
     ) -> Problem {
         var headers = HTTPHeaders()
         headers.add(name: "Retry-After", value: String(retryAfterSeconds))
-        return Problem(status: .serviceUnavailable, code: code, detail: detail, headers: headers)
+        return Problem(status: .serviceUnavailable, domainCode: code, detail: detail, headers: headers)
     }
 
     public static let internalError = Problem(

@@ -199,14 +199,9 @@ enum Exosphere {
         let json = rest.contains("--json")
         rest.removeAll { $0 == "--json" }
         guard let configuration = parseConfiguration(rest, environment: environment) else { return 2 }
-        do {
-            let entries = try RouteListing.entries(configuration)
-            print(json ? RouteListing.json(entries) : RouteListing.text(entries))
-            return 0
-        } catch {
-            printError("exosphere: \(String(reflecting: error))")
-            return 1
-        }
+        let entries = RouteListing.entries(configuration)
+        print(json ? RouteListing.json(entries) : RouteListing.text(entries))
+        return 0
     }
 
     /// The options of `serve` read into a `Configuration`, or nil once every problem is printed.

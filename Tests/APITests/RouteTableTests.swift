@@ -15,7 +15,7 @@ struct RouteTableTests {
     init() throws { server = try #require(TestServer.current) }
 
     var entries: [RouteListing.Entry] {
-        RouteListing.entries(server.app.server.router, defaultBodyLimit: server.app.configuration.server.limits.maxBodyBytes)
+        RouteListing.entries(server.app.server.router)
     }
 
     /// What the document says of each operation's caller: `user`, `admin` or `none`.
@@ -36,15 +36,17 @@ struct RouteTableTests {
         let binary = try #require(ExosphereProcessTests.executable(), "the exosphere binary was not found next to the tests")
         let printed = try JSONParser.parse(try run(binary.path, ["routes", "--json"])).arrayValue ?? []
         // `serve` with no options routes this table; the suite's server differs in its limits only.
-        let routed = try RouteListing.entries(Configuration())
+        let routed = RouteListing.entries(Configuration())
         #expect(routed.map { "\($0.method) \($0.path)" } == entries.map { "\($0.method) \($0.path)" })
         #expect(routed.map(\.policy) == entries.map(\.policy))
+        #expect(routed.map(\.execution) == entries.map(\.execution))
         #expect(printed.count == routed.count)
         for (line, entry) in zip(printed, routed) {
             #expect(line["method"]?.stringValue == entry.method && line["path"]?.stringValue == entry.path, "\(line)")
             let authentication = entry.policy.authentication.rawValue
             #expect(line["authentication"]?.stringValue == authentication, "\(entry.path)")
             #expect(line["bodyLimit"]?.int64Value == Int64(entry.bodyLimit), "\(entry.path)")
+            #expect(line["execution"]?.stringValue == entry.execution, "\(entry.path)")
             let throttles: [JSONValue] = line["throttles"]?.arrayValue ?? []
             #expect(Set(throttles.compactMap(\.stringValue)) == Set(entry.policy.throttles.map(\.rawValue)), "\(entry.path)")
             #expect(line["hashing"]?.stringValue == entry.policy.hashing?.rawValue, "\(entry.path)")
@@ -131,7 +133,7 @@ struct RouteTableTests {
             configuration.identityProviders.google.keySetURL = provider.keySetURL
         }
         defer { server.shutdown() }
-        let entries = RouteListing.entries(server.app.server.router, defaultBodyLimit: 1 << 20)
+        let entries = RouteListing.entries(server.app.server.router)
         let user = try server.register()
         let password = server.uniquePassword("new")
         let calls: [String: (token: String?, body: String)] = [
