@@ -13,10 +13,10 @@ extension AccountService {
     public func adminPatchProfile(
         _ patch: ProfilePatch, of id: UUID, condition: WriteCondition, by admin: Admin, origin: RequestOrigin
     ) async throws -> User {
-        guard let user = try pool.withConnection({ try UserRepository.find($0, id: id) }) else {
+        guard let user = try context.pool.withConnection({ try UserRepository.find($0, id: id) }) else {
             throw AccountsError(.notFound, "There is no user with this id.")
         }
-        let executor = AuditedExecutor(pool: pool) { connection in
+        let executor = AuditedExecutor(pool: context.pool) { connection in
             try AdminRepository.audit(connection, admin: admin, action: .userUpdate, target: id, address: origin.address)
         }
         do {
@@ -31,7 +31,7 @@ extension AccountService {
 
     /// Every custom field: its type, whether configuration or an administrator pinned it, and since when it exists.
     public func fieldSchema() throws -> [FieldDefinition] {
-        try pool.withConnection { try FieldTypeRepository.definitions($0) }
+        try context.pool.withConnection { try FieldTypeRepository.definitions($0) }
     }
 
     /// `PUT /admin/schema/{field}`: fixes a field's type. A new name is created pinned; a known
@@ -41,8 +41,8 @@ extension AccountService {
         guard FieldSchema.isValidName(name) else {
             throw AccountsError.field("field", .invalidValue, "field names match ^[A-Za-z][A-Za-z0-9_]{0,63}$")
         }
-        let limits = configuration.fieldLimits
-        let definition = try pool.withTransaction { connection -> FieldDefinition in
+        let limits = context.configuration.fieldLimits
+        let definition = try context.pool.withTransaction { connection -> FieldDefinition in
             // Serialised with new names being claimed, and with other pins of this name.
             try connection.execute("SELECT pg_advisory_xact_lock(\(FieldTypeRepository.claimLockKey))")
             if let stored = try FieldTypeRepository.definitions(connection, name: name).first, stored.type != type {
@@ -70,7 +70,7 @@ extension AccountService {
             try AdminRepository.audit(connection, admin: admin, action: .schemaPin(field: name, type: type), target: nil, address: origin.address)
             return pinned
         }
-        schema.cached(name, definition.type)
+        context.schema.cached(name, definition.type)
         return definition
     }
 
@@ -78,7 +78,7 @@ extension AccountService {
 
     /// Totals now, and sign-ups and sign-ins per UTC day over the last `days` days (today last).
     public func dashboard(days: Int = 30) throws -> Dashboard {
-        try pool.withConnection { try AdminRepository.dashboard($0, days: days) }
+        try context.pool.withConnection { try AdminRepository.dashboard($0, days: days) }
     }
 }
 

@@ -12,29 +12,29 @@ extension AccountService {
     public func createAdmin(email text: String, password: String) throws -> Admin {
         let email = try adminEmail(text)
         try checkAdminPassword(password)
-        let hash = try onHashingPool(.bulk, nil) { [hasher] in try hasher.hash(password: password) }
-        guard let admin = try pool.withConnection({ try AdminRepository.insert($0, email: email, passwordHash: hash) }) else {
+        let hash = try context.onHashingPool(.bulk, nil) { [hasher = context.hasher] in try hasher.hash(password: password) }
+        guard let admin = try context.pool.withConnection({ try AdminRepository.insert($0, email: email, passwordHash: hash) }) else {
             throw AccountsError(.adminExists, "An administrator with this email exists.")
         }
         return admin
     }
 
     public func admins() throws -> [Admin] {
-        try pool.withConnection { try AdminRepository.all($0) }
+        try context.pool.withConnection { try AdminRepository.all($0) }
     }
 
     /// Deletes an administrator and ends their sessions; false when there is none.
     public func deleteAdmin(email text: String) throws -> Bool {
         let email = try adminEmail(text)
-        return try pool.withConnection { try AdminRepository.delete($0, email: email) }
+        return try context.pool.withConnection { try AdminRepository.delete($0, email: email) }
     }
 
     /// A new password for an administrator, ending their sessions; false when there is none.
     public func resetAdminPassword(email text: String, password: String) throws -> Bool {
         let email = try adminEmail(text)
         try checkAdminPassword(password)
-        let hash = try onHashingPool(.bulk, nil) { [hasher] in try hasher.hash(password: password) }
-        return try pool.withTransaction { try AdminRepository.setPassword($0, email: email, passwordHash: hash) }
+        let hash = try context.onHashingPool(.bulk, nil) { [hasher = context.hasher] in try hasher.hash(password: password) }
+        return try context.pool.withTransaction { try AdminRepository.setPassword($0, email: email, passwordHash: hash) }
     }
 
     /// Records a command of `exosphere admin` or `exosphere keys` in the audit log, as run by
@@ -52,8 +52,8 @@ extension AccountService {
     /// no administrator; nil once there is one. Only its hash is stored; it lasts an hour.
     public func issueAdminSetupToken() throws -> String? {
         let token = try SessionToken.generate()
-        let issued = try pool.withTransaction { connection -> Bool in
-            let now = clock.now()
+        let issued = try context.pool.withTransaction { connection -> Bool in
+            let now = context.clock.now()
             try connection.execute("DELETE FROM admin_setup_tokens WHERE expires_at <= \(now)")
             return try connection.execute(
                 """
@@ -73,19 +73,19 @@ extension AccountService {
         let invalid = AccountsError(.invalidToken, "The setup link is unknown, used or expired: restart the server for a new one.")
         guard SessionToken.isWellFormed(token) else { throw invalid }
         let tokenHash = SessionToken.hash(of: token)
-        let isLive = try pool.withConnection { connection in
-            try !connection.query("SELECT 1 FROM admin_setup_tokens WHERE token_hash = \(tokenHash) AND expires_at > \(clock.now())").isEmpty
+        let isLive = try context.pool.withConnection { connection in
+            try !connection.query("SELECT 1 FROM admin_setup_tokens WHERE token_hash = \(tokenHash) AND expires_at > \(context.clock.now())").isEmpty
         }
         guard isLive else { throw invalid }
         let email = try adminEmail(text)
         try checkAdminPassword(password)
-        let hash = try onHashingPool(.interactive, origin) { [hasher] in try hasher.hash(password: password) }
+        let hash = try context.onHashingPool(.interactive, origin) { [hasher = context.hasher] in try hasher.hash(password: password) }
         let session = try SessionToken.generate()
-        let (admin, expiresAt) = try pool.withTransaction { connection -> (Admin, Date) in
+        let (admin, expiresAt) = try context.pool.withTransaction { connection -> (Admin, Date) in
             // One setup at a time, whichever instance printed its link: the check that there is no
             // administrator and the insert are one step for every other setup.
             try connection.execute("LOCK TABLE admins IN SHARE ROW EXCLUSIVE MODE")
-            guard try connection.execute("DELETE FROM admin_setup_tokens WHERE token_hash = \(tokenHash) AND expires_at > \(clock.now())") == 1 else {
+            guard try connection.execute("DELETE FROM admin_setup_tokens WHERE token_hash = \(tokenHash) AND expires_at > \(context.clock.now())") == 1 else {
                 throw invalid
             }
             guard try connection.query("SELECT 1 FROM admins LIMIT 1").isEmpty,
@@ -94,7 +94,7 @@ extension AccountService {
                 throw AccountsError(.adminExists, "There is an administrator already: sign in, or ask one for an account.")
             }
             try connection.execute("DELETE FROM admin_setup_tokens")
-            let expiresAt = try AdminRepository.openSession(connection, adminID: admin.id, tokenHash: session.hash, at: clock.now())
+            let expiresAt = try AdminRepository.openSession(connection, adminID: admin.id, tokenHash: session.hash, at: context.clock.now())
             try AdminRepository.audit(connection, admin: admin, action: .adminSetup, target: nil, address: origin.address)
             return (admin, expiresAt)
         }
@@ -110,25 +110,25 @@ extension AccountService {
     /// database work, as users' sign-ins are, so that it cannot fill the hashing pool.
     public func adminSignIn(email text: String, password: String, origin: RequestOrigin) throws -> IssuedAdminSession {
         let invalid = AccountsError(.invalidCredentials, "The email or password is wrong.")
-        try refuseWhenHashingIsFull(for: origin)
+        try context.refuseWhenHashingIsFull(for: origin)
         let email = EmailAddress(text)
         let emailID = email?.normalized ?? "sha256:" + SHA256.hexDigest(text.lowercased().utf8)
         let throttles = [
-            (key: "admin-signin:pair:" + emailID + " " + origin.throttleAddress, rule: configuration.signInPerEmailAndAddress),
-            (key: "admin-signin:email:" + emailID, rule: configuration.signInPerEmail),
-            (key: "admin-signin:address:" + origin.throttleAddress, rule: configuration.signInPerAddress),
+            (key: "admin-signin:pair:" + emailID + " " + origin.throttleAddress, rule: context.configuration.signInPerEmailAndAddress),
+            (key: "admin-signin:email:" + emailID, rule: context.configuration.signInPerEmail),
+            (key: "admin-signin:address:" + origin.throttleAddress, rule: context.configuration.signInPerAddress),
         ]
-        let (wait, credentials) = try pool.withConnection { connection in
+        let (wait, credentials) = try context.pool.withConnection { connection in
             (
-                try ThrottleRepository.acquire(connection, throttles, at: clock.now()),
+                try context.throttles.acquire(connection, throttles),
                 try email.flatMap { try AdminRepository.credentials(connection, email: $0) }
             )
         }
         if let wait { throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait) }
-        let tooLong = password.utf8.count > configuration.passwordPolicy.maxBytes
+        let tooLong = password.utf8.count > context.configuration.passwordPolicy.maxBytes
         let valid: Bool
         do {
-            valid = try onHashingPool(.interactive, origin) { [hasher] () -> Bool in
+            valid = try context.onHashingPool(.interactive, origin) { [hasher = context.hasher] () -> Bool in
                 guard let credentials, !tooLong else {
                     try hasher.dummyVerify(password: tooLong ? "" : password)
                     return false
@@ -137,29 +137,29 @@ extension AccountService {
             }
         } catch {
             // Refused or abandoned before any hashing: the attempt does not count.
-            giveBack(throttles.map(\.key))
+            context.throttles.giveBack(throttles.map(\.key))
             throw error
         }
         guard valid, let credentials else {
-            SecurityEvent.log(logger, .signInFailed, outcome: .failure, userID: nil, origin: origin, detail: "administrator sign-in")
+            SecurityEvent.log(context.logger, .signInFailed, outcome: .failure, userID: nil, origin: origin, detail: "administrator sign-in")
             // The same statement for an unknown email and a wrong password: the same work either way.
-            try pool.withConnection { try AdminRepository.auditFailedSignIn($0, email: text, address: origin.address) }
+            try context.pool.withConnection { try AdminRepository.auditFailedSignIn($0, email: text, address: origin.address) }
             throw invalid
         }
         let token = try SessionToken.generate()
-        let expiresAt = try pool.withTransaction { connection in
-            let expiresAt = try AdminRepository.openSession(connection, adminID: credentials.admin.id, tokenHash: token.hash, at: clock.now())
+        let expiresAt = try context.pool.withTransaction { connection in
+            let expiresAt = try AdminRepository.openSession(connection, adminID: credentials.admin.id, tokenHash: token.hash, at: context.clock.now())
             try AdminRepository.audit(connection, admin: credentials.admin, action: .adminSignIn, target: nil, address: origin.address)
             return expiresAt
         }
-        giveBack([throttles[1].key, throttles[2].key], clearing: throttles[0].key)
+        context.throttles.giveBack([throttles[1].key, throttles[2].key], clearing: throttles[0].key)
         return IssuedAdminSession(accessToken: token.text, expiresAt: expiresAt, admin: credentials.admin)
     }
 
     /// The administrator of a live admin session, or `invalid_token` (a user's token included).
     public func authenticateAdmin(token: String) throws -> Admin {
         guard SessionToken.isWellFormed(token),
-            let admin = try pool.withConnection({ try AdminRepository.authenticate($0, tokenHash: SessionToken.hash(of: token), at: clock.now()) })
+            let admin = try context.pool.withConnection({ try AdminRepository.authenticate($0, tokenHash: SessionToken.hash(of: token), at: context.clock.now()) })
         else { throw AccountsError.invalidToken }
         return admin
     }
@@ -167,7 +167,7 @@ extension AccountService {
     /// Ends the admin session of a token (the session of `admin`, authenticated from it), and
     /// records it; `invalid_token` when another request ended it first.
     public func adminSignOut(_ admin: Admin, token: String, origin: RequestOrigin) throws {
-        try pool.withTransaction { connection in
+        try context.pool.withTransaction { connection in
             guard try connection.execute("DELETE FROM admin_sessions WHERE token_hash = \(SessionToken.hash(of: token))") == 1 else {
                 throw AccountsError.invalidToken
             }
@@ -179,12 +179,12 @@ extension AccountService {
 
     /// Records an action; the request fails if it cannot be recorded.
     public func audit(_ admin: Admin, _ action: AuditAction, target: UUID? = nil, origin: RequestOrigin) throws {
-        try pool.withConnection { try AdminRepository.audit($0, admin: admin, action: action, target: target, address: origin.address) }
+        try context.pool.withConnection { try AdminRepository.audit($0, admin: admin, action: action, target: target, address: origin.address) }
     }
 
     /// Newest first; `next` is the id to page from.
     public func auditPage(before id: Int64?, limit: Int) throws -> (entries: [AuditEntry], next: Int64?) {
-        let rows = try pool.withConnection { try AdminRepository.auditPage($0, before: id, limit: limit + 1) }
+        let rows = try context.pool.withConnection { try AdminRepository.auditPage($0, before: id, limit: limit + 1) }
         let entries = Array(rows.prefix(limit))
         return (entries, rows.count > limit ? entries.last?.id : nil)
     }
@@ -215,7 +215,7 @@ extension AccountService {
                     problems.append(AccountsError.FieldError(field: path, code: .unknownField, detail: "no user has a field named \(name)"))
                     continue
                 }
-                guard let value = AccountService.typedValue(text, type, limits: configuration.fieldLimits) else {
+                guard let value = AccountService.typedValue(text, type, limits: context.configuration.fieldLimits) else {
                     problems.append(AccountsError.FieldError(field: path, code: .invalidType, detail: "expected \(type.rawValue)"))
                     continue
                 }
@@ -230,7 +230,7 @@ extension AccountService {
         // Planned for each search's own values: a plan cached for one field's rare value (read the
         // matches from the GIN index, then sort) is 50× slower for a common one, where walking the
         // newest-first index until the page is full is right (bench/admin-search.sh measured both).
-        let rows = try pool.withTransaction { connection in
+        let rows = try context.pool.withTransaction { connection in
             try connection.execute("SET LOCAL plan_cache_mode = force_custom_plan")
             return try AdminRepository.search(connection, emailContains: email, containment: containment, after: cursor, limit: limit + 1)
         }
@@ -254,7 +254,7 @@ extension AccountService {
     }
 
     public func adminView(of id: UUID) throws -> AdminUserView {
-        guard let view = try pool.withConnection({ try AdminRepository.view($0, id: id) }) else {
+        guard let view = try context.pool.withConnection({ try AdminRepository.view($0, id: id) }) else {
             throw AccountsError(.notFound, "There is no user with this id.")
         }
         return view
@@ -262,7 +262,7 @@ extension AccountService {
 
     /// Disables a user (every session ends at once) or enables them again, and records it.
     public func setDisabled(_ id: UUID, _ disabled: Bool, by admin: Admin, origin: RequestOrigin) throws {
-        let found = try pool.withTransaction { connection in
+        let found = try context.pool.withTransaction { connection in
             guard try AdminRepository.setDisabled(connection, id: id, disabled: disabled) else { return false }
             try AdminRepository.audit(
                 connection, admin: admin, action: disabled ? .userDisable : .userEnable, target: id, address: origin.address)
@@ -279,7 +279,7 @@ extension AccountService {
     }
 
     private func checkAdminPassword(_ password: String) throws {
-        try configuration.passwordPolicy.validate(password, field: "password")
+        try context.configuration.passwordPolicy.validate(password, field: "password")
     }
 }
 
@@ -289,22 +289,22 @@ extension AccountService {
     /// Deletes a user with everything of theirs (`alsoDelete` runs in the same transaction, for the
     /// image rows), and records it.
     public func adminDeleteUser(_ id: UUID, by admin: Admin, origin: RequestOrigin, alsoDelete: (PostgresConnection) throws -> Void) throws {
-        let found = try pool.withTransaction { connection in
+        let found = try context.pool.withTransaction { connection in
             guard try UserRepository.find(connection, id: id, forUpdate: true) != nil else { return false }
             try alsoDelete(connection)
             _ = try UserRepository.delete(connection, id: id)
-            try ThrottleRepository.clear(connection, key: passwordKey(id))
+            try context.throttles.clear(connection, key: Throttles.passwordKey(id))
             try AdminRepository.audit(connection, admin: admin, action: .userDelete, target: id, address: origin.address)
             return true
         }
         guard found else { throw AccountsError(.notFound, "There is no user with this id.") }
-        SecurityEvent.log(logger, .accountDeleted, outcome: .success, userID: id, origin: origin, detail: "by an administrator")
+        SecurityEvent.log(context.logger, .accountDeleted, outcome: .success, userID: id, origin: origin, detail: "by an administrator")
     }
 
     /// Ends one session of a user (`sessionID`), or all of them; the number ended.
     @discardableResult
     public func adminRevokeSessions(of userID: UUID, sessionID: UUID?, by admin: Admin, origin: RequestOrigin) throws -> Int {
-        let ended = try pool.withTransaction { connection -> Int? in
+        let ended = try context.pool.withTransaction { connection -> Int? in
             guard try UserRepository.find(connection, id: userID) != nil else { return nil }
             let ended: Int
             if let sessionID {

@@ -18,33 +18,33 @@ extension AccountService {
     public func signIn(
         with provider: IdentityProvider, origin: RequestOrigin, verifying verify: () throws -> ProviderIdentity
     ) throws -> IssuedSession {
-        let throttle = [(key: "idtoken:address:" + origin.throttleAddress, rule: configuration.signInPerAddress)]
-        if let wait = try pool.withConnection({ try ThrottleRepository.acquire($0, throttle, at: clock.now()) }) {
-            statistics.signInThrottled.add(1, ordering: .relaxed)
-            SecurityEvent.log(logger, .lockedOut, outcome: .refused, userID: nil, origin: origin, detail: "\(provider.rawValue) sign-in throttled")
+        let throttle = [(key: "idtoken:address:" + origin.throttleAddress, rule: context.configuration.signInPerAddress)]
+        if let wait = try context.throttles.acquire(throttle) {
+            context.statistics.signInThrottled.add(1, ordering: .relaxed)
+            SecurityEvent.log(context.logger, .lockedOut, outcome: .refused, userID: nil, origin: origin, detail: "\(provider.rawValue) sign-in throttled")
             throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
         }
         let identity: ProviderIdentity
         do {
             identity = try verify()
         } catch let error as AccountsError where error.code == .invalidIDToken {
-            statistics.signInFailures.add(1, ordering: .relaxed)
-            SecurityEvent.log(logger, .signInFailed, outcome: .failure, userID: nil, origin: origin, detail: "\(provider.rawValue): \(error.detail)")
+            context.statistics.signInFailures.add(1, ordering: .relaxed)
+            SecurityEvent.log(context.logger, .signInFailed, outcome: .failure, userID: nil, origin: origin, detail: "\(provider.rawValue): \(error.detail)")
             throw error
         } catch {
             // The provider's keys are out of reach: the token was never judged.
-            giveBack(throttle.map(\.key))
+            context.throttles.giveBack(throttle.map(\.key))
             throw error
         }
         let token = try SessionToken.generate()
         let (issued, outcome) = try retryingOnce { () throws -> (IssuedSession, SignInOutcome) in
-            try pool.withTransaction { connection in try signIn(connection, identity, tokenHash: token.hash, tokenText: token.text, origin: origin) }
+            try context.pool.withTransaction { connection in try signIn(connection, identity, tokenHash: token.hash, tokenText: token.text, origin: origin) }
         }
-        giveBack(throttle.map(\.key))
-        if outcome != .existing { mailQueued() }
+        context.throttles.giveBack(throttle.map(\.key))
+        if outcome != .existing { context.mailQueued() }
         let detail = "\(provider.rawValue)" + (outcome == .created ? ", account created" : outcome == .linked ? ", identity linked" : "")
         SecurityEvent.log(
-            logger, outcome == .created ? .registered : .signedIn, outcome: .success, userID: issued.user.id, origin: origin, detail: detail)
+            context.logger, outcome == .created ? .registered : .signedIn, outcome: .success, userID: issued.user.id, origin: origin, detail: detail)
         return issued
     }
 
@@ -95,22 +95,22 @@ extension AccountService {
     public func linkIdentity(
         userID: UUID, origin: RequestOrigin, verifying verify: () throws -> ProviderIdentity
     ) throws -> (identity: LinkedIdentity, isNew: Bool) {
-        let throttle = [(key: "idtoken:user:" + userID.lowercasedText, rule: configuration.signInPerAddress)]
-        if let wait = try pool.withConnection({ try ThrottleRepository.acquire($0, throttle, at: clock.now()) }) {
+        let throttle = [(key: "idtoken:user:" + userID.lowercasedText, rule: context.configuration.signInPerAddress)]
+        if let wait = try context.throttles.acquire(throttle) {
             throw AccountsError(.tooManyAttempts, "Too many failed attempts; try again later.", retryAfterSeconds: wait)
         }
         let identity: ProviderIdentity
         do {
             identity = try verify()
         } catch let error as AccountsError where error.code == .invalidIDToken {
-            SecurityEvent.log(logger, .identityLinked, outcome: .failure, userID: userID, origin: origin, detail: error.detail)
+            SecurityEvent.log(context.logger, .identityLinked, outcome: .failure, userID: userID, origin: origin, detail: error.detail)
             throw error
         } catch {
-            giveBack(throttle.map(\.key))
+            context.throttles.giveBack(throttle.map(\.key))
             throw error
         }
         let (linked, isNew) = try retryingOnce { () throws -> (LinkedIdentity, Bool) in
-            try pool.withTransaction { connection in
+            try context.pool.withTransaction { connection in
                 if let (owner, found) = try IdentityRepository.find(connection, provider: identity.provider, subject: identity.subject) {
                     guard owner == userID else {
                         throw AccountsError(.identityTaken, "This \(identity.provider.displayName) account is linked to another account.")
@@ -121,10 +121,10 @@ extension AccountService {
                 return (try link(connection, identity, to: user, origin: origin), true)
             }
         }
-        giveBack(throttle.map(\.key))
+        context.throttles.giveBack(throttle.map(\.key))
         if isNew {
-            mailQueued()
-            SecurityEvent.log(logger, .identityLinked, outcome: .success, userID: userID, origin: origin, detail: identity.provider.rawValue)
+            context.mailQueued()
+            SecurityEvent.log(context.logger, .identityLinked, outcome: .success, userID: userID, origin: origin, detail: identity.provider.rawValue)
         }
         return (linked, isNew)
     }

@@ -15,21 +15,21 @@ extension AccountService {
     /// address's answer slower.
     public func requestPasswordReset(email: EmailAddress, origin: RequestOrigin) throws {
         let throttles = [
-            (key: "reset:email:" + email.normalized, rule: configuration.resetRequestsPerEmail),
-            (key: "reset:address:" + origin.throttleAddress, rule: configuration.resetRequestsPerAddress),
+            (key: "reset:email:" + email.normalized, rule: context.configuration.resetRequestsPerEmail),
+            (key: "reset:address:" + origin.throttleAddress, rule: context.configuration.resetRequestsPerAddress),
         ].filter { $0.rule.limit > 0 }
-        let wait = try pool.withConnection { connection in
+        let wait = try context.pool.withConnection { connection in
             try connection.query(
                 """
                 SELECT exo_request_password_reset(
-                    \(email.normalized), \(configuration.resetTokenSeconds),
+                    \(email.normalized), \(context.configuration.resetTokenSeconds),
                     \(PostgresArray(throttles.map(\.key)))::text[], \(PostgresArray(throttles.map(\.rule.limit)))::integer[],
                     \(PostgresArray(throttles.map(\.rule.windowSeconds)))::double precision[],
-                    \(origin.byAdministrator ? nil : origin.address), \(origin.byAdministrator ? nil : origin.userAgent), \(clock.now()))
+                    \(origin.byAdministrator ? nil : origin.address), \(origin.byAdministrator ? nil : origin.userAgent), \(context.clock.now()))
                 """)[0].decode(Int32.self, at: 0)
         }
         if wait > 0 {
-            statistics.resetThrottled.add(1, ordering: .relaxed)
+            context.statistics.resetThrottled.add(1, ordering: .relaxed)
             throw AccountsError(.tooManyAttempts, "Too many password reset requests; try again later.", retryAfterSeconds: Int(wait))
         }
     }
@@ -41,11 +41,11 @@ extension AccountService {
         let batch = 100
         var taken = 0
         while true {
-            let round = try backgroundPool.withTransaction { try AccountTokenRepository.resolvePendingResets($0, limit: batch) }
+            let round = try context.backgroundPool.withTransaction { try AccountTokenRepository.resolvePendingResets($0, limit: batch) }
             taken += round
             if round < batch { break }
         }
-        if taken > 0 { mailQueued() }
+        if taken > 0 { context.mailQueued() }
         return taken
     }
 
@@ -56,39 +56,39 @@ extension AccountService {
     /// client address and per email, as sign-ins are.
     public func confirmPasswordReset(token: String, newPassword: String, origin: RequestOrigin) throws -> IssuedSession {
         let invalid = AccountsError.field("token", .invalidResetToken, "is unknown, used, expired or superseded by a newer one")
-        try configuration.passwordPolicy.validate(newPassword, field: "newPassword")
+        try context.configuration.passwordPolicy.validate(newPassword, field: "newPassword")
         guard SessionToken.isWellFormed(token) else { throw invalid }
         let tokenHash = SessionToken.hash(of: token)
         // Counted before any hashing, per client address (every attempt, a dead token's too) and
         // per email of a live token's user, with the sign-in's defaults; a success gives them back.
         let addressKey = "reset-confirm:address:" + origin.throttleAddress
-        let (wait, email) = try pool.withConnection { connection -> (Int?, String?) in
-            if let wait = try ThrottleRepository.acquire(connection, [(addressKey, configuration.signInPerAddress)], at: clock.now()) {
+        let (wait, email) = try context.pool.withConnection { connection -> (Int?, String?) in
+            if let wait = try context.throttles.acquire(connection, [(addressKey, context.configuration.signInPerAddress)]) {
                 return (wait, nil)
             }
-            guard let email = try AccountTokenRepository.liveUserEmail(connection, hash: tokenHash, purpose: .passwordReset, at: clock.now()) else {
+            guard let email = try AccountTokenRepository.liveUserEmail(connection, hash: tokenHash, purpose: .passwordReset, at: context.clock.now()) else {
                 return (nil, nil)
             }
             return (
-                try ThrottleRepository.acquire(connection, [("reset-confirm:email:" + email, configuration.signInPerEmail)], at: clock.now()), email
+                try context.throttles.acquire(connection, [("reset-confirm:email:" + email, context.configuration.signInPerEmail)]), email
             )
         }
         if let wait {
-            statistics.resetThrottled.add(1, ordering: .relaxed)
+            context.statistics.resetThrottled.add(1, ordering: .relaxed)
             throw AccountsError(.tooManyAttempts, "Too many attempts; try again later.", retryAfterSeconds: wait)
         }
         guard let email else { throw invalid }
         let throttleKeys = [addressKey, "reset-confirm:email:" + email]
         let passwordHash: String
         do {
-            passwordHash = try onHashingPool(.interactive, origin) { [hasher] in try hasher.hash(password: newPassword) }
+            passwordHash = try context.onHashingPool(.interactive, origin) { [hasher = context.hasher] in try hasher.hash(password: newPassword) }
         } catch {
-            giveBack(throttleKeys)
+            context.throttles.giveBack(throttleKeys)
             throw error
         }
         let sessionToken = try SessionToken.generate()
-        let issued = try pool.withTransaction { connection in
-            guard let userID = try AccountTokenRepository.consume(connection, hash: tokenHash, purposes: [.passwordReset], at: clock.now())?.userID,
+        let issued = try context.pool.withTransaction { connection in
+            guard let userID = try AccountTokenRepository.consume(connection, hash: tokenHash, purposes: [.passwordReset], at: context.clock.now())?.userID,
                 let stored = try UserRepository.find(connection, id: userID, forUpdate: true)
             else { throw invalid }
             // A disabled account is not signed in by a reset either (rolled back: the link works once enabled).
@@ -101,17 +101,17 @@ extension AccountService {
             // are voided when it changes).
             guard let user = try UserRepository.markVerified(connection, id: userID, emailNormalized: EmailAddress.normalized(stored.email))
             else { throw invalid }
-            try ThrottleRepository.clear(connection, key: passwordKey(userID))
-            try ThrottleRepository.clearSignIn(connection, emailID: EmailAddress.normalized(user.email))
+            try context.throttles.clear(connection, key: Throttles.passwordKey(userID))
+            try context.throttles.clearSignIn(connection, emailID: EmailAddress.normalized(user.email))
             try passwordChanged(connection, user: user, .passwordReset, origin: origin)
             let session = try SessionRepository.insert(
-                connection, userID: userID, tokenHash: sessionToken.hash, userAgent: origin.userAgent, lifetime: configuration.lifetime,
-                at: clock.now())
+                connection, userID: userID, tokenHash: sessionToken.hash, userAgent: origin.userAgent, lifetime: context.configuration.lifetime,
+                at: context.clock.now())
             return IssuedSession(accessToken: sessionToken.text, session: session, user: user)
         }
-        mailQueued()
-        giveBack(throttleKeys)
-        SecurityEvent.log(logger, .passwordReset, outcome: .success, userID: issued.user.id, origin: origin)
+        context.mailQueued()
+        context.throttles.giveBack(throttleKeys)
+        SecurityEvent.log(context.logger, .passwordReset, outcome: .success, userID: issued.user.id, origin: origin)
         return issued
     }
 
@@ -123,10 +123,10 @@ extension AccountService {
         let invalid = AccountsError.field(
             "token", .invalidVerificationToken, "is unknown, used, expired, or for an address the account no longer has")
         guard SessionToken.isWellFormed(token) else { throw invalid }
-        let (user, changed) = try pool.withTransaction { connection -> (User, Bool) in
+        let (user, changed) = try context.pool.withTransaction { connection -> (User, Bool) in
             guard
                 let consumed = try AccountTokenRepository.consume(
-                    connection, hash: SessionToken.hash(of: token), purposes: [.emailVerification, .emailChange], at: clock.now()),
+                    connection, hash: SessionToken.hash(of: token), purposes: [.emailVerification, .emailChange], at: context.clock.now()),
                 let bound = consumed.emailNormalized
             else { throw invalid }
             if consumed.purpose == .emailVerification {
@@ -143,10 +143,10 @@ extension AccountService {
             return (user, true)
         }
         if changed {
-            mailQueued()
-            SecurityEvent.log(logger, .emailChanged, outcome: .success, userID: user.id, origin: origin)
+            context.mailQueued()
+            SecurityEvent.log(context.logger, .emailChanged, outcome: .success, userID: user.id, origin: origin)
         } else {
-            SecurityEvent.log(logger, .emailVerified, outcome: .success, userID: user.id, origin: origin)
+            SecurityEvent.log(context.logger, .emailVerified, outcome: .success, userID: user.id, origin: origin)
         }
         return user
     }
@@ -158,10 +158,10 @@ extension AccountService {
     public func undoEmailChange(token: String, origin: RequestOrigin) throws -> User {
         let invalid = AccountsError.field("token", .invalidUndoToken, "is unknown, used or expired")
         guard SessionToken.isWellFormed(token) else { throw invalid }
-        let user = try pool.withTransaction { connection -> User in
+        let user = try context.pool.withTransaction { connection -> User in
             guard
                 let consumed = try AccountTokenRepository.consume(
-                    connection, hash: SessionToken.hash(of: token), purposes: [.emailChangeUndo], at: clock.now()),
+                    connection, hash: SessionToken.hash(of: token), purposes: [.emailChangeUndo], at: context.clock.now()),
                 let address = consumed.email.flatMap(EmailAddress.init),
                 let stored = try UserRepository.find(connection, id: consumed.userID, forUpdate: true)
             else { throw invalid }
@@ -176,7 +176,7 @@ extension AccountService {
             try ActivityRepository.record(connection, userID: user.id, .emailChanged, origin: origin)
             return user
         }
-        SecurityEvent.log(logger, .emailChangeUndone, outcome: .success, userID: user.id, origin: origin)
+        SecurityEvent.log(context.logger, .emailChangeUndone, outcome: .success, userID: user.id, origin: origin)
         return user
     }
 
@@ -184,26 +184,26 @@ extension AccountService {
     /// the user's activity, and the account's address gets a notice (an export is everything a
     /// stolen token could take at once).
     public func recordExport(of user: User, origin: RequestOrigin) throws {
-        try pool.withTransaction { connection in
-            let throttle = [(key: "export:user:" + user.id.lowercasedText, rule: configuration.exportsPerUser)]
-            if let wait = try ThrottleRepository.acquire(connection, throttle, at: clock.now()) {
+        try context.pool.withTransaction { connection in
+            let throttle = [(key: "export:user:" + user.id.lowercasedText, rule: context.configuration.exportsPerUser)]
+            if let wait = try context.throttles.acquire(connection, throttle) {
                 throw AccountsError(
                     .tooManyAttempts, "The account's data was exported less than an hour ago; try again later.", retryAfterSeconds: wait)
             }
             try ActivityRepository.record(connection, userID: user.id, .dataExported, origin: origin)
             try OutboxRepository.enqueue(connection, OutgoingMail(.dataExported, to: user.email, ["firstname": user.firstname, "email": user.email]))
         }
-        mailQueued()
-        SecurityEvent.log(logger, .dataExported, outcome: .success, userID: user.id, origin: origin)
+        context.mailQueued()
+        SecurityEvent.log(context.logger, .dataExported, outcome: .success, userID: user.id, origin: origin)
     }
 
     /// `POST /users/me/verify-email`: a new verification mail, voiding the older links.
     public func resendVerification(user: User, origin: RequestOrigin) throws {
         let alreadyVerified = AccountsError(.alreadyVerified, "The email address is verified already.")
         guard !user.emailVerified else { throw alreadyVerified }
-        let throttle = [(key: "verify:user:" + user.id.lowercasedText, rule: configuration.verificationResends)]
-        try pool.withTransaction { connection in
-            if let wait = try ThrottleRepository.acquire(connection, throttle, at: clock.now()) {
+        let throttle = [(key: "verify:user:" + user.id.lowercasedText, rule: context.configuration.verificationResends)]
+        try context.pool.withTransaction { connection in
+            if let wait = try context.throttles.acquire(connection, throttle) {
                 throw AccountsError(.tooManyAttempts, "Too many verification mails; try again later.", retryAfterSeconds: wait)
             }
             guard let stored = try UserRepository.find(connection, id: user.id, forUpdate: true) else {
@@ -212,14 +212,14 @@ extension AccountService {
             guard !stored.emailVerified else { throw alreadyVerified }
             try queueVerification(connection, user: stored)
         }
-        mailQueued()
+        context.mailQueued()
     }
 
     /// `GET /users/me/activity`: the user's security events, newest first.
     public func activity(userID: UUID, after cursor: KeysetCursor?, limit: Int) throws -> ActivityPage {
-        let events = try pool.withConnection {
+        let events = try context.pool.withConnection {
             try ActivityRepository.page(
-                $0, userID: userID, after: cursor, limit: limit + 1, retentionSeconds: configuration.activityRetentionSeconds)
+                $0, userID: userID, after: cursor, limit: limit + 1, retentionSeconds: context.configuration.activityRetentionSeconds)
         }
         let page = Array(events.prefix(limit))
         let next = events.count > limit ? page.last.map { KeysetCursor(microseconds: $0.atMicroseconds, id: $0.id) } : nil
@@ -235,7 +235,7 @@ extension AccountService {
         try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.emailVerification])
         let slot = try AccountTokenRepository.insertSlot(
             connection, userID: user.id, purpose: .emailVerification, email: email,
-            lifetimeSeconds: configuration.verificationTokenSeconds, at: clock.now())
+            lifetimeSeconds: context.configuration.verificationTokenSeconds, at: context.clock.now())
         // No name: the address is not proven yet, so the mail carries no text its requester chose
         // (a name could otherwise make it a message to a stranger's mailbox).
         try OutboxRepository.enqueue(
@@ -268,20 +268,20 @@ extension AccountService {
     func requestEmailChange(_ connection: PostgresConnection, user: User, to email: EmailAddress, origin: RequestOrigin) throws -> User {
         if try UserRepository.exists(connection, email: email) { throw AccountService.emailTaken }
         let throttles = [
-            (key: "email-change:user:" + user.id.lowercasedText, rule: configuration.emailChangesPerUser),
-            (key: "email-change:email:" + email.normalized, rule: configuration.emailChangesPerAddress),
+            (key: "email-change:user:" + user.id.lowercasedText, rule: context.configuration.emailChangesPerUser),
+            (key: "email-change:email:" + email.normalized, rule: context.configuration.emailChangesPerAddress),
         ]
-        if let wait = try ThrottleRepository.acquire(connection, throttles, at: clock.now()) {
+        if let wait = try context.throttles.acquire(connection, throttles) {
             throw AccountsError(.tooManyAttempts, "Too many changes of address; try again later.", retryAfterSeconds: wait)
         }
         try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.emailChange])
         let slot = try AccountTokenRepository.insertSlot(
-            connection, userID: user.id, purpose: .emailChange, email: email, lifetimeSeconds: configuration.verificationTokenSeconds,
-            at: clock.now())
+            connection, userID: user.id, purpose: .emailChange, email: email, lifetimeSeconds: context.configuration.verificationTokenSeconds,
+            at: context.clock.now())
         // No name: the address is not proven, so the mail carries no text its requester chose.
         try OutboxRepository.enqueue(
             connection, OutgoingMail(.confirmEmailChange, to: email.value, [OutgoingMail.tokenSlotVariable: String(slot), "email": email.value]))
-        return try UserRepository.setPendingEmail(connection, id: user.id, email: email, lifetimeSeconds: configuration.verificationTokenSeconds)
+        return try UserRepository.setPendingEmail(connection, id: user.id, email: email, lifetimeSeconds: context.configuration.verificationTokenSeconds)
     }
 
     /// After a confirmed change of address: links sent to the old one die, and the old one gets a
@@ -292,8 +292,8 @@ extension AccountService {
         try ActivityRepository.record(connection, userID: new.id, .emailChanged, origin: origin)
         guard let oldAddress = EmailAddress(old.email) else { return }
         let slot = try AccountTokenRepository.insertSlot(
-            connection, userID: new.id, purpose: .emailChangeUndo, email: oldAddress, lifetimeSeconds: configuration.emailChangeUndoSeconds,
-            at: clock.now())
+            connection, userID: new.id, purpose: .emailChangeUndo, email: oldAddress, lifetimeSeconds: context.configuration.emailChangeUndoSeconds,
+            at: context.clock.now())
         try OutboxRepository.enqueue(
             connection,
             OutgoingMail(
@@ -311,29 +311,5 @@ extension AccountService {
             connection,
             OutgoingMail(.emailChanged, to: old.email, ["firstname": new.firstname, "email": old.email, "newEmail": new.email]))
         try queueVerification(connection, user: new)
-    }
-
-    /// `recordActivity` on a background thread, after the request's answer; dropped (with a
-    /// warning) when thousands are waiting already.
-    func recordActivityLater(_ kind: ActivityEvent.Kind, userID: UUID, origin: RequestOrigin, oncePer seconds: Double? = nil) {
-        let queued = laterActivityQueue.submit { [self] in recordActivity(kind, userID: userID, origin: origin, oncePer: seconds) }
-        if !queued { logger.warning("a security event was dropped: too many waiting", ["event": kind.rawValue]) }
-    }
-
-    /// Records an event on its own, for a request that fails (and so has no transaction to put it
-    /// in); with `oncePer`, only if there is none of its kind from that many seconds back.
-    /// Bookkeeping: a failure is logged, not the request's failure.
-    func recordActivity(_ kind: ActivityEvent.Kind, userID: UUID, origin: RequestOrigin, oncePer seconds: Double? = nil) {
-        do {
-            try pool.withConnection { connection in
-                if let seconds {
-                    try ActivityRepository.recordOnce(connection, userID: userID, kind, origin: origin, withinSeconds: seconds)
-                } else {
-                    try ActivityRepository.record(connection, userID: userID, kind, origin: origin)
-                }
-            }
-        } catch {
-            logger.warning("could not record a security event", ["event": kind.rawValue, "error": String(reflecting: error)])
-        }
     }
 }

@@ -9,9 +9,6 @@ import Threads
 import Time
 
 /// The rules of accounts, sessions and profiles; the only place that decides what a request may do.
-///
-/// Expensive hashing runs on the bounded `HashingPool`, outside any transaction, so a database
-/// connection is never held while a CPU hashes.
 public final class AccountService: Sendable {
     /// Tunables, with the contract's defaults.
     public struct Configuration: Sendable {
@@ -86,10 +83,8 @@ public final class AccountService: Sendable {
     public let configuration: Configuration
     public let schema: FieldSchema
     /// Counters for metrics: sign-ins refused as wrong, and attempts refused by a throttle.
-    public let statistics = Statistics()
-    let pool: PostgresPool
-    /// Where background work (resolving reset requests) runs: never a request's connection.
-    let backgroundPool: PostgresPool
+    public let statistics: Statistics
+    let context: AccountsContext
     private let toucher: SessionToucher
     /// Deletes expired sessions and old throttle rows in the background.
     public let housekeeping: Housekeeping
@@ -97,36 +92,24 @@ public final class AccountService: Sendable {
     private let resetResolver: PeriodicThread
     /// Reads the field types again, for types administrators changed through other instances.
     private let schemaRefresher: PeriodicThread
-    /// Writes the activity of failed sign-ins after their answer (`recordActivityLater`).
-    let laterActivityQueue = BoundedThreadPool(name: "activity", threads: 1, queueLimit: 4096)
-    /// Hashing places held per client address (`hashingPlacesPerAddress`).
-    let hashingShares = Mutex<[String: Int]>([:])
     private let sessionLookup: SessionRepository.Lookup
     /// Sessions and users read before the database (`SessionCache`), and what keeps it fresh;
     /// the feed is nil when the cache is off.
     public let sessionCache: SessionCache
     private let invalidationFeed: InvalidationFeed?
-    let hasher: PasswordHasher
-    private let hashing: HashingPool
-    let logger: Logger
-    /// `configuration.clock`.
-    var clock: WallClock { configuration.clock }
-    /// Called after a commit that queued mail, so that it goes out at once.
-    let mailQueued: @Sendable () -> Void
 
     /// `backgroundPool` is the requests' `pool` unless given.
     public init(
         pool: PostgresPool, backgroundPool: PostgresPool? = nil, hasher: PasswordHasher, hashing: HashingPool,
         configuration: Configuration = Configuration(), logger: Logger, mailQueued: @escaping @Sendable () -> Void = {}
     ) {
-        self.pool = pool
-        self.backgroundPool = backgroundPool ?? pool
-        self.mailQueued = mailQueued
-        self.hasher = hasher
-        self.hashing = hashing
+        let context = AccountsContext(
+            pool: pool, backgroundPool: backgroundPool ?? pool, hasher: hasher, hashing: hashing, configuration: configuration, logger: logger,
+            mailQueued: mailQueued)
+        self.context = context
         self.configuration = configuration
-        self.schema = FieldSchema(limits: configuration.fieldLimits)
-        self.logger = logger
+        self.schema = context.schema
+        self.statistics = context.statistics
         self.toucher = SessionToucher(pool: pool, lifetime: configuration.lifetime, clock: configuration.clock, logger: logger)
         self.housekeeping = Housekeeping(
             pool: pool, lifetime: configuration.lifetime,
@@ -159,7 +142,7 @@ public final class AccountService: Sendable {
         }
         schemaRefresher.start { [self] in
             do {
-                try self.backgroundPool.withConnection { try schema.refresh($0) }
+                try context.backgroundPool.withConnection { try schema.refresh($0) }
             } catch {
                 logger.debug("reading the field types failed", ["error": String(reflecting: error)])
             }
@@ -178,7 +161,7 @@ public final class AccountService: Sendable {
         schemaRefresher.stop()
         housekeeping.shutdown()
         toucher.shutdown()
-        laterActivityQueue.shutdown()
+        context.laterActivityQueue.shutdown()
         invalidationFeed?.shutdown()
     }
 
@@ -194,35 +177,35 @@ public final class AccountService: Sendable {
             registration.email, registration.password, registration.firstname,
             registration.lastname, registration.data
         )
-        try configuration.passwordPolicy.validate(password, field: "password")
+        try context.configuration.passwordPolicy.validate(password, field: "password")
         try checkFieldCount(data.count)
         // Per address, and per email with the sign-in's rule: many addresses racing to register
         // one address each hash once at most up to that limit before the first one commits.
         let throttle = [
-            (key: "register:address:" + origin.throttleAddress, rule: configuration.registrationsPerAddress),
-            (key: "register:email:" + email.normalized, rule: configuration.signInPerEmail),
+            (key: "register:address:" + origin.throttleAddress, rule: context.configuration.registrationsPerAddress),
+            (key: "register:email:" + email.normalized, rule: context.configuration.signInPerEmail),
         ]
-        let wait = try pool.withConnection { connection -> Int? in
+        let wait = try context.pool.withConnection { connection -> Int? in
             if try UserRepository.exists(connection, email: email) { throw AccountService.emailTaken }
-            return try ThrottleRepository.acquire(connection, throttle, at: clock.now())
+            return try context.throttles.acquire(connection, throttle)
         }
         if let wait {
-            statistics.registrationThrottled.add(1, ordering: .relaxed)
-            SecurityEvent.log(logger, .registrationThrottled, outcome: .refused, userID: nil, origin: origin)
+            context.statistics.registrationThrottled.add(1, ordering: .relaxed)
+            SecurityEvent.log(context.logger, .registrationThrottled, outcome: .refused, userID: nil, origin: origin)
             throw AccountsError(
                 .tooManyAttempts, "Too many registrations from this address or of this email; try again later.", retryAfterSeconds: wait)
         }
         let hash: String
         do {
-            hash = try onHashingPool(.bulk, origin) { [hasher] in try hasher.hash(password: password) }
+            hash = try context.onHashingPool(.bulk, origin) { [hasher = context.hasher] in try hasher.hash(password: password) }
         } catch {
             // Refused or abandoned before any hashing: the attempt does not count.
-            giveBack(throttle.map(\.key))
+            context.throttles.giveBack(throttle.map(\.key))
             throw error
         }
         let token = try SessionToken.generate()
-        let issued = try pool.withTransaction { connection in
-            let fields = try schema.validate(Array(data), connection)
+        let issued = try context.pool.withTransaction { connection in
+            let fields = try context.schema.validate(Array(data), connection)
             var user = User(
                 id: UUID(), email: email.value, firstname: firstname, lastname: lastname, emailVerified: false,
                 createdAt: Date(), updatedAt: Date(), data: JSONObject(), version: 1)
@@ -233,12 +216,12 @@ public final class AccountService: Sendable {
             }
             let session = try SessionRepository.insert(
                 connection, userID: user.id, tokenHash: token.hash,
-                userAgent: origin.userAgent, lifetime: configuration.lifetime, at: clock.now())
+                userAgent: origin.userAgent, lifetime: context.configuration.lifetime, at: context.clock.now())
             try queueVerification(connection, user: user)
             return IssuedSession(accessToken: token.text, session: session, user: user)
         }
-        mailQueued()
-        SecurityEvent.log(logger, .registered, outcome: .success, userID: issued.user.id, origin: origin)
+        context.mailQueued()
+        SecurityEvent.log(context.logger, .registered, outcome: .success, userID: issued.user.id, origin: origin)
         return issued
     }
 
@@ -264,7 +247,7 @@ public final class AccountService: Sendable {
     public func signIn(_ attempt: SignInAttempt, origin: RequestOrigin) throws -> IssuedSession {
         let (emailText, password) = (attempt.email, attempt.password)
         let invalid = AccountsError(.invalidCredentials, "The email or password is wrong.")
-        try refuseWhenHashingIsFull(for: origin)
+        try context.refuseWhenHashingIsFull(for: origin)
         let email = EmailAddress(emailText)
         // A text that is no valid address can hold anything (U+0000, which PostgreSQL text refuses;
         // kilobytes, past the key index's row limit): it is counted under its digest instead.
@@ -272,30 +255,30 @@ public final class AccountService: Sendable {
         let pairKey = "signin:pair:" + emailID + " " + origin.throttleAddress
         let shared = ["signin:email:" + emailID, "signin:address:" + origin.throttleAddress]
         let throttles = [
-            (key: pairKey, rule: configuration.signInPerEmailAndAddress),
-            (key: shared[0], rule: configuration.signInPerEmail),
-            (key: shared[1], rule: configuration.signInPerAddress),
+            (key: pairKey, rule: context.configuration.signInPerEmailAndAddress),
+            (key: shared[0], rule: context.configuration.signInPerEmail),
+            (key: shared[1], rule: context.configuration.signInPerAddress),
         ]
-        let (wait, credentials) = try pool.withConnection { connection in
+        let (wait, credentials) = try context.pool.withConnection { connection in
             (
-                try ThrottleRepository.acquire(connection, throttles, at: clock.now()),
+                try context.throttles.acquire(connection, throttles),
                 try email.flatMap { try UserRepository.credentials(connection, email: $0) }
             )
         }
         if let wait {
-            statistics.signInThrottled.add(1, ordering: .relaxed)
+            context.statistics.signInThrottled.add(1, ordering: .relaxed)
             SecurityEvent.log(
-                logger, .lockedOut, outcome: .refused, userID: credentials?.id, origin: origin,
+                context.logger, .lockedOut, outcome: .refused, userID: credentials?.id, origin: origin,
                 detail: "sign-in throttled")
             if let credentials {
-                recordActivityLater(.lockedOut, userID: credentials.id, origin: origin, oncePer: configuration.signInPerEmailAndAddress.windowSeconds)
+                context.recordActivityLater(.lockedOut, userID: credentials.id, origin: origin, oncePer: context.configuration.signInPerEmailAndAddress.windowSeconds)
             }
             throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
         }
-        let tooLong = password.utf8.count > configuration.passwordPolicy.maxBytes
+        let tooLong = password.utf8.count > context.configuration.passwordPolicy.maxBytes
         let verdict: PasswordHasher.VerificationResult
         do {
-            verdict = try onHashingPool(.interactive, origin) { [hasher, logger] in
+            verdict = try context.onHashingPool(.interactive, origin) { [hasher = context.hasher, logger = context.logger] in
                 guard let credentials, !tooLong, credentials.passwordHash != UserRepository.noPassword else {
                     try hasher.dummyVerify(password: tooLong ? "" : password)
                     return .invalid
@@ -309,25 +292,25 @@ public final class AccountService: Sendable {
             }
         } catch {
             // Refused or abandoned before any hashing: the attempt does not count.
-            giveBack(throttles.map(\.key))
+            context.throttles.giveBack(throttles.map(\.key))
             throw error
         }
         guard let credentials, verdict.isValid else {
-            statistics.signInFailures.add(1, ordering: .relaxed)
+            context.statistics.signInFailures.add(1, ordering: .relaxed)
             SecurityEvent.log(
-                logger, .signInFailed, outcome: .failure, userID: credentials?.id, origin: origin,
+                context.logger, .signInFailed, outcome: .failure, userID: credentials?.id, origin: origin,
                 detail: credentials == nil ? "unknown email" : "wrong password")
             // Written after the answer: a known email's refusal must come after the same work as
             // an unknown one's, not after a committed row more.
-            if let credentials { recordActivityLater(.signInFailed, userID: credentials.id, origin: origin) }
+            if let credentials { context.recordActivityLater(.signInFailed, userID: credentials.id, origin: origin) }
             throw invalid
         }
         var upgraded: String?
         if verdict == .validNeedsRehash {
-            upgraded = try? onHashingPool(.interactive, origin) { [hasher] in try hasher.hash(password: password) }
+            upgraded = try? context.onHashingPool(.interactive, origin) { [hasher = context.hasher] in try hasher.hash(password: password) }
         }
         let token = try SessionToken.generate()
-        let issued = try pool.withTransaction { connection -> IssuedSession? in
+        let issued = try context.pool.withTransaction { connection -> IssuedSession? in
             guard
                 let user = try UserRepository.find(
                     connection, id: credentials.id, passwordHash: credentials.passwordHash,
@@ -348,55 +331,24 @@ public final class AccountService: Sendable {
         }
         // After the commit, not inside it: throttle rows are locked in key order by acquisitions,
         // and a transaction holding the user row and some of them could deadlock with one.
-        giveBack(shared, clearing: issued == nil ? nil : pairKey)
+        context.throttles.giveBack(shared, clearing: issued == nil ? nil : pairKey)
         guard let issued else {
             SecurityEvent.log(
-                logger, .signInFailed, outcome: .failure, userID: credentials.id, origin: origin,
+                context.logger, .signInFailed, outcome: .failure, userID: credentials.id, origin: origin,
                 detail: "password changed during sign-in")
-            recordActivityLater(.signInFailed, userID: credentials.id, origin: origin)
+            context.recordActivityLater(.signInFailed, userID: credentials.id, origin: origin)
             throw invalid
         }
-        SecurityEvent.log(logger, .signedIn, outcome: .success, userID: credentials.id, origin: origin)
+        SecurityEvent.log(context.logger, .signedIn, outcome: .success, userID: credentials.id, origin: origin)
         return issued
-    }
-
-    /// Gives back one counted attempt on each key (and clears `clearing`): the attempt succeeded,
-    /// or was never hashed. Bookkeeping only: a failure is logged, not the request's failure.
-    /// In a storm, refuses before any database work what the hashing pool would refuse anyway.
-    func refuseWhenHashingIsFull(for origin: RequestOrigin) throws {
-        guard hashing.hasCapacity else {
-            throw AccountsError(.overloaded, "Too many password operations at once; try again shortly.", retryAfterSeconds: 1)
-        }
-        if hashingShares.withLock({ $0[origin.throttleAddress, default: 0] }) >= hashingPlacesPerAddress {
-            throw AccountService.overloadedAddress
-        }
-    }
-
-    /// One client address (IPv6: one /64) may hold all the hashing pool's places but as many as it
-    /// has workers: a flood from one address, on any route that hashes, is refused (`503`) while
-    /// every other address still finds a place.
-    var hashingPlacesPerAddress: Int { max(1, hashing.queueCapacity) }
-
-    static let overloadedAddress = AccountsError(
-        .overloaded, "Too many password operations from this address at once; try again shortly.", retryAfterSeconds: 1)
-
-    func giveBack(_ keys: [String], clearing: String? = nil) {
-        do {
-            try pool.withConnection { connection in
-                try ThrottleRepository.release(connection, keys: keys)
-                if let clearing { try ThrottleRepository.clear(connection, key: clearing) }
-            }
-        } catch {
-            logger.warning("could not give back throttle attempts", ["keys": String(keys.count), "error": String(describing: error)])
-        }
     }
 
     /// Inserts a session and ends the user's oldest ones beyond `maxSessionsPerUser`.
     func openSession(_ connection: PostgresConnection, userID: UUID, tokenHash: [UInt8], userAgent: String?) throws -> Session {
         let session = try SessionRepository.insert(
             connection, userID: userID, tokenHash: tokenHash, userAgent: userAgent,
-            lifetime: configuration.lifetime, at: clock.now())
-        _ = try SessionRepository.evictOldest(connection, userID: userID, keeping: session.id, keep: configuration.maxSessionsPerUser)
+            lifetime: context.configuration.lifetime, at: context.clock.now())
+        _ = try SessionRepository.evictOldest(connection, userID: userID, keeping: session.id, keep: context.configuration.maxSessionsPerUser)
         return session
     }
 
@@ -410,7 +362,7 @@ public final class AccountService: Sendable {
         let tokenHash = SessionToken.hash(of: token)
         let cached = sessionCache.isEnabled
         // Ends and touches are wall-clock times (the clock's); the cache's freshness is real time.
-        let now = clock.now()
+        let now = context.clock.now()
         if cached, let hit = sessionCache.lookup(tokenHash, now: now, monotonicNow: monotonicNanoseconds()) {
             if hit.touch { toucher.note(hit.session.id) }
             return (hit.session, hit.user)
@@ -421,7 +373,7 @@ public final class AccountService: Sendable {
         guard let row = try await executor.read(query).first else { throw AccountsError.invalidToken }
         if row.isStale { toucher.note(row.sessionID) }
         if cached, let session = row.session {
-            let refresh = configuration.lifetime.refreshAfterSeconds
+            let refresh = context.configuration.lifetime.refreshAfterSeconds
             sessionCache.fill(
                 ticket: ticket, tokenHash: tokenHash, session: session, user: row.user,
                 touchDue: row.isStale ? now.addingTimeInterval(refresh) : session.lastSeenAt.addingTimeInterval(refresh))
@@ -448,7 +400,7 @@ public final class AccountService: Sendable {
     }
 
     public func signOut(_ session: Session, scope: SignOutScope, origin: RequestOrigin? = nil) throws {
-        let ended = try pool.withTransaction { connection in
+        let ended = try context.pool.withTransaction { connection in
             let ended =
                 switch scope {
                 case .current: try SessionRepository.delete(connection, id: session.id, userID: session.userID) ? 1 : 0
@@ -459,22 +411,22 @@ public final class AccountService: Sendable {
             return ended
         }
         SecurityEvent.log(
-            logger, .signedOut, outcome: .success, userID: session.userID, origin: origin,
+            context.logger, .signedOut, outcome: .success, userID: session.userID, origin: origin,
             detail: "scope \(scope.rawValue), \(ended) sessions ended")
     }
 
     public func sessions(of userID: UUID) throws -> [Session] {
-        try pool.withConnection { try SessionRepository.list($0, userID: userID, lifetime: configuration.lifetime, at: clock.now()) }
+        try context.pool.withConnection { try SessionRepository.list($0, userID: userID, lifetime: context.configuration.lifetime, at: context.clock.now()) }
     }
 
     /// Ends one of the user's sessions; another user's session is `not_found`, like an unknown one.
     public func revokeSession(id: UUID, userID: UUID, origin: RequestOrigin? = nil) throws {
-        try pool.withTransaction { connection in
+        try context.pool.withTransaction { connection in
             guard try SessionRepository.delete(connection, id: id, userID: userID) else { throw AccountsError(.notFound, "No such session.") }
             try ActivityRepository.record(connection, userID: userID, .sessionRevoked, origin: origin)
         }
         SecurityEvent.log(
-            logger, .sessionRevoked, outcome: .success, userID: userID, origin: origin,
+            context.logger, .sessionRevoked, outcome: .success, userID: userID, origin: origin,
             detail: "session \(id.lowercasedText)")
     }
 
@@ -489,35 +441,35 @@ public final class AccountService: Sendable {
         if let confirm = change.confirmPassword, confirm != new {
             throw AccountsError.field("confirmPassword", .passwordMismatch, "does not match newPassword")
         }
-        try configuration.passwordPolicy.validate(new, field: "newPassword")
+        try context.configuration.passwordPolicy.validate(new, field: "newPassword")
         if old == new { throw AccountsError.field("newPassword", .passwordUnchanged, "must differ from the old password") }
         let verifiedHash = try verifyCurrentPassword(old, userID: session.userID, origin: origin)
-        let hash = try onHashingPool(.interactive, origin) { [hasher] in try hasher.hash(password: new) }
+        let hash = try context.onHashingPool(.interactive, origin) { [hasher = context.hasher] in try hasher.hash(password: new) }
         let token = try SessionToken.generate()
-        let changed = try pool.withTransaction { connection in
+        let changed = try context.pool.withTransaction { connection in
             // The row lock orders concurrent changes; a hash that moved since it was verified
             // means another change won, so this one's old password is no longer right.
             guard try UserRepository.passwordHash(connection, id: session.userID, forUpdate: true) == verifiedHash else {
                 throw AccountsError(.invalidPassword, "The current password is wrong.")
             }
             try UserRepository.setPasswordHash(connection, id: session.userID, hash: hash)
-            try ThrottleRepository.clear(connection, key: passwordKey(session.userID))
+            try context.throttles.clear(connection, key: Throttles.passwordKey(session.userID))
             let revoked = try SessionRepository.deleteAll(connection, userID: session.userID, except: session.id)
             guard try SessionRepository.delete(connection, id: session.id, userID: session.userID) else {
                 throw AccountsError(.invalidToken, "The session ended during the password change.")
             }
             let replacement = try SessionRepository.insert(
                 connection, userID: session.userID, tokenHash: token.hash,
-                userAgent: origin.userAgent, lifetime: configuration.lifetime, at: clock.now())
+                userAgent: origin.userAgent, lifetime: context.configuration.lifetime, at: context.clock.now())
             guard let user = try UserRepository.find(connection, id: session.userID) else {
                 throw AccountsError(.invalidToken, "The user no longer exists.")
             }
             try passwordChanged(connection, user: user, .passwordChanged, origin: origin)
             return (IssuedSession(accessToken: token.text, session: replacement, user: user), revoked)
         }
-        mailQueued()
+        context.mailQueued()
         SecurityEvent.log(
-            logger, .passwordChanged, outcome: .success, userID: session.userID, origin: origin,
+            context.logger, .passwordChanged, outcome: .success, userID: session.userID, origin: origin,
             detail: "\(changed.1) other sessions revoked")
         return changed
     }
@@ -531,30 +483,28 @@ public final class AccountService: Sendable {
         alsoDelete: (PostgresConnection) throws -> Void = { _ in }
     ) throws {
         let verifiedHash = try verifyCurrentPassword(password, userID: userID, origin: origin)
-        try pool.withTransaction { connection in
+        try context.pool.withTransaction { connection in
             guard try UserRepository.passwordHash(connection, id: userID, forUpdate: true) == verifiedHash else {
                 throw AccountsError(.invalidPassword, "The password is wrong.")
             }
             try alsoDelete(connection)
             _ = try UserRepository.delete(connection, id: userID)
-            try ThrottleRepository.clear(connection, key: passwordKey(userID))
+            try context.throttles.clear(connection, key: Throttles.passwordKey(userID))
         }
-        SecurityEvent.log(logger, .accountDeleted, outcome: .success, userID: userID, origin: origin)
+        SecurityEvent.log(context.logger, .accountDeleted, outcome: .success, userID: userID, origin: origin)
     }
 
     /// Throws `too_many_attempts` while the user's password checks are locked (a read: the
     /// attempt is counted by `verifyCurrentPassword`, once the body is known to be worth checking).
     public func checkPasswordLock(userID: UUID, origin: RequestOrigin) throws {
-        let locked = try pool.withConnection {
-            try ThrottleRepository.lockedFor($0, key: passwordKey(userID), rule: configuration.passwordChecks, at: clock.now())
-        }
+        let locked = try context.throttles.lockedFor(key: Throttles.passwordKey(userID), rule: context.configuration.passwordChecks)
         if let locked { throw passwordsLocked(userID: userID, origin: origin, retryAfter: locked) }
     }
 
     private func passwordsLocked(userID: UUID, origin: RequestOrigin, retryAfter: Int) -> AccountsError {
-        statistics.passwordChecksThrottled.add(1, ordering: .relaxed)
-        SecurityEvent.log(logger, .lockedOut, outcome: .refused, userID: userID, origin: origin, detail: "password checks locked")
-        recordActivity(.lockedOut, userID: userID, origin: origin, oncePer: configuration.passwordChecks.windowSeconds)
+        context.statistics.passwordChecksThrottled.add(1, ordering: .relaxed)
+        SecurityEvent.log(context.logger, .lockedOut, outcome: .refused, userID: userID, origin: origin, detail: "password checks locked")
+        context.recordActivity(.lockedOut, userID: userID, origin: origin, oncePer: context.configuration.passwordChecks.windowSeconds)
         return AccountsError(.tooManyAttempts, "Too many wrong passwords; try again later.", retryAfterSeconds: retryAfter)
     }
 
@@ -562,30 +512,28 @@ public final class AccountService: Sendable {
     /// are verified at most up to the limit); returns the verified hash. A success clears the
     /// count in the caller's transaction; a refused or abandoned hash gives the attempt back.
     private func verifyCurrentPassword(_ password: String, userID: UUID, origin: RequestOrigin) throws -> String {
-        let throttle = [(key: passwordKey(userID), rule: configuration.passwordChecks)]
-        let (wait, stored) = try pool.withConnection { connection in
-            (try ThrottleRepository.acquire(connection, throttle, at: clock.now()), try UserRepository.passwordHash(connection, id: userID))
+        let throttle = [(key: Throttles.passwordKey(userID), rule: context.configuration.passwordChecks)]
+        let (wait, stored) = try context.pool.withConnection { connection in
+            (try context.throttles.acquire(connection, throttle), try UserRepository.passwordHash(connection, id: userID))
         }
         if let wait { throw passwordsLocked(userID: userID, origin: origin, retryAfter: wait) }
         guard let stored else { throw AccountsError(.invalidToken, "The user no longer exists.") }
-        let tooLong = password.utf8.count > configuration.passwordPolicy.maxBytes
+        let tooLong = password.utf8.count > context.configuration.passwordPolicy.maxBytes
         let valid: Bool
         do {
-            valid = try onHashingPool(.interactive, origin) { [hasher] in
+            valid = try context.onHashingPool(.interactive, origin) { [hasher = context.hasher] in
                 !tooLong && ((try? hasher.verify(password: password, phc: stored))?.isValid ?? false)
             }
         } catch {
-            giveBack(throttle.map(\.key))
+            context.throttles.giveBack(throttle.map(\.key))
             throw error
         }
         guard valid else {
-            SecurityEvent.log(logger, .passwordCheckFailed, outcome: .failure, userID: userID, origin: origin)
+            SecurityEvent.log(context.logger, .passwordCheckFailed, outcome: .failure, userID: userID, origin: origin)
             throw AccountsError(.invalidPassword, "The current password is wrong.")
         }
         return stored
     }
-
-    func passwordKey(_ userID: UUID) -> String { "password:" + userID.lowercasedText }
 
     // MARK: - Profile
 
@@ -658,7 +606,7 @@ public final class AccountService: Sendable {
     ) async throws -> User {
         guard condition.allows(current) else { throw AccountService.stale }
         var user = current
-        if let email = try edit(&user, schema.validateCached), EmailAddress.normalized(current.email) == email.normalized {
+        if let email = try edit(&user, context.schema.validateCached), EmailAddress.normalized(current.email) == email.normalized {
             try checkDocumentSize(user)
             let unconditional = condition == .any && !dependsOnStored
             let update = UserRepository.replace(
@@ -678,7 +626,7 @@ public final class AccountService: Sendable {
                 }
                 guard condition.allows(user) else { throw AccountService.stale }
                 let stored = user
-                let email = try edit(&user) { try schema.validate($0, connection) }!
+                let email = try edit(&user) { try context.schema.validate($0, connection) }!
                 try checkDocumentSize(user)
                 guard EmailAddress.normalized(stored.email) != email.normalized else {
                     let replace = UserRepository.replace(
@@ -703,9 +651,9 @@ public final class AccountService: Sendable {
             throw AccountService.emailTakenError(error)
         }
         if written.mailed {
-            mailQueued()
+            context.mailQueued()
             if written.user.pendingEmail != nil {
-                SecurityEvent.log(logger, .emailChangeRequested, outcome: .success, userID: written.user.id, origin: origin)
+                SecurityEvent.log(context.logger, .emailChangeRequested, outcome: .success, userID: written.user.id, origin: origin)
             }
         }
         return written.user
@@ -720,7 +668,7 @@ public final class AccountService: Sendable {
 
     /// `GET /users/schema`.
     public func fieldTypes() throws -> [String: FieldType] {
-        try pool.withConnection { try schema.all($0) }
+        try context.pool.withConnection { try context.schema.all($0) }
     }
 
     // MARK: - Helpers
@@ -731,53 +679,21 @@ public final class AccountService: Sendable {
     }
 
     private func checkFieldCount(_ count: Int) throws(AccountsError) {
-        if count > configuration.fieldLimits.maxFields {
-            throw .field("data", .invalidValue, "at most \(configuration.fieldLimits.maxFields) custom fields")
+        if count > context.configuration.fieldLimits.maxFields {
+            throw .field("data", .invalidValue, "at most \(context.configuration.fieldLimits.maxFields) custom fields")
         }
     }
 
     private func checkDocumentSize(_ user: User) throws(AccountsError) {
         let size = user.data.jsonText.utf8.count + user.email.utf8.count + user.firstname.utf8.count + user.lastname.utf8.count
-        if size > configuration.fieldLimits.maxDocumentBytes {
-            throw .field("data", .invalidValue, "the user document is limited to \(configuration.fieldLimits.maxDocumentBytes) bytes")
+        if size > context.configuration.fieldLimits.maxDocumentBytes {
+            throw .field("data", .invalidValue, "the user document is limited to \(context.configuration.fieldLimits.maxDocumentBytes) bytes")
         }
     }
 
     private func apply(_ fields: [(String, JSONValue)], to data: inout JSONObject) {
         for (name, value) in fields {
             if value.isNull { data.removeValue(forKey: name) } else { data[name] = value }
-        }
-    }
-
-    /// Runs hashing work on the bounded pool; a full pool is `overloaded` (503), at once, and work
-    /// whose client went away before it started is `cancelled` (nobody reads that answer).
-    func onHashingPool<T: Sendable>(
-        _ lane: HashingPool.Lane, _ origin: RequestOrigin?,
-        _ work: @escaping @Sendable () throws -> T
-    ) throws -> T {
-        if let address = origin?.throttleAddress {
-            let limit = hashingPlacesPerAddress
-            let admitted = hashingShares.withLock { shares -> Bool in
-                guard shares[address, default: 0] < limit else { return false }
-                shares[address, default: 0] += 1
-                return true
-            }
-            guard admitted else { throw AccountService.overloadedAddress }
-        }
-        defer {
-            if let address = origin?.throttleAddress {
-                hashingShares.withLock { shares in
-                    shares[address, default: 1] -= 1
-                    if shares[address] == 0 { shares.removeValue(forKey: address) }
-                }
-            }
-        }
-        do {
-            return try hashing.run(lane: lane, cancellation: origin?.cancellation, owner: origin?.throttleAddress, work)
-        } catch let error as SecurityError where error.code == .overloaded || error.code == .shutDown {
-            throw AccountsError(.overloaded, "Too many password operations at once; try again shortly.", retryAfterSeconds: 1)
-        } catch let error as SecurityError where error.code == .cancelled {
-            throw AccountsError(.cancelled, "The client went away before its password was checked.")
         }
     }
 }
