@@ -32,7 +32,7 @@ struct AccountsController: Sendable {
 
     @Sendable func signOut(_ call: Call) throws -> Response {
         let signedIn = call.signedIn
-        try accounts.signOut(
+        try accounts.sessions.signOut(
             signedIn.session, scope: try AccountBodies.signOutScope(try JSONBody.object(call.request, optional: true)),
             origin: call.origin)
         return Response(status: .noContent)
@@ -40,7 +40,7 @@ struct AccountsController: Sendable {
 
     @Sendable func sessions(_ call: Call) throws -> Response {
         let signedIn = call.signedIn
-        let sessions = try accounts.sessions(of: signedIn.user.id)
+        let sessions = try accounts.sessions.sessions(of: signedIn.user.id)
         var response = JSONBody.response { writer in
             writer.beginObject()
             writer.key("sessions")
@@ -58,7 +58,7 @@ struct AccountsController: Sendable {
         guard let text = call.parameter("id"), let id = UUID(uuidString: text) else {
             throw AccountsError(.notFound, "No such session.")
         }
-        try accounts.revokeSession(id: id, userID: signedIn.user.id, origin: call.origin)
+        try accounts.sessions.revokeSession(id: id, userID: signedIn.user.id, origin: call.origin)
         return Response(status: .noContent)
     }
 }

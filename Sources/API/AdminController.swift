@@ -156,7 +156,7 @@ struct AdminController: Sendable {
         let admin = call.admin
         let id = try AdminController.userID(call)
         _ = try accounts.adminView(of: id)
-        let sessions = try accounts.sessions(of: id)
+        let sessions = try accounts.sessions.sessions(of: id)
         return JSONBody.response { writer in
             writer.beginObject()
             writer.key("sessions")

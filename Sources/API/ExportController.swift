@@ -26,7 +26,7 @@ struct ExportController: Sendable {
         let (session, user, request) = (signedIn.session, signedIn.user, call.request)
         // `HEAD` tells the archive's length and costs nothing: no export is counted or noticed.
         if request.method != .head { try accounts.recordExport(of: user, origin: call.origin) }
-        let sessions = try accounts.sessions(of: user.id)
+        let sessions = try accounts.sessions.sessions(of: user.id)
         var events: [ActivityEvent] = []
         var eventCursor: KeysetCursor?
         repeat {

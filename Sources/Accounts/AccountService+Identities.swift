@@ -57,7 +57,7 @@ extension AccountService {
             if try AdminRepository.isDisabled(connection, id: user.id) {
                 throw AccountsError(.accountDisabled, "An administrator disabled this account.")
             }
-            let session = try openSession(connection, userID: user.id, tokenHash: tokenHash, userAgent: origin.userAgent)
+            let session = try sessions.openSession(connection, userID: user.id, tokenHash: tokenHash, userAgent: origin.userAgent)
             try ActivityRepository.record(
                 connection, userID: user.id, .signedIn, origin: origin, method: identity.provider == .apple ? .apple : .google)
             return IssuedSession(accessToken: tokenText, session: session, user: user)

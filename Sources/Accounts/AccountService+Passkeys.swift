@@ -229,7 +229,7 @@ extension AccountService {
                 if try AdminRepository.isDisabled(connection, id: user.id) {
                     throw AccountsError(.accountDisabled, "An administrator disabled this account.")
                 }
-                let session = try openSession(connection, userID: user.id, tokenHash: token.hash, userAgent: origin.userAgent)
+                let session = try sessions.openSession(connection, userID: user.id, tokenHash: token.hash, userAgent: origin.userAgent)
                 try ActivityRepository.record(connection, userID: user.id, .signedIn, origin: origin, method: .passkey)
                 return IssuedSession(accessToken: token.text, session: session, user: user)
             }

@@ -118,9 +118,9 @@ import Testing
     }
 
     @Test func aTokenThatIsNoSessionIsInvalid() async {
-        #expect(await code { _ = try await accounts.authenticate(token: "not-a-token", withSession: false, on: executor) } == .invalidToken)
+        #expect(await code { _ = try await accounts.sessions.authenticate(token: "not-a-token", withSession: false, on: executor) } == .invalidToken)
         #expect(
-            await code { _ = try await accounts.authenticate(token: String(repeating: "A", count: 43), withSession: false, on: executor) }
+            await code { _ = try await accounts.sessions.authenticate(token: String(repeating: "A", count: 43), withSession: false, on: executor) }
                 == .invalidToken)
     }
 }
