@@ -71,7 +71,7 @@ public final class Application: Sendable {
                     OutboxSender(
                         pool: backgroundPool, configuration: mailConfiguration, templates: templates, logger: logger,
                         mintToken: { [clock = configuration.accounts.clock] slot in
-                            try AccountService.mintMailToken(slot: slot, on: backgroundPool, clock: clock)
+                            try AccountMail.mintMailToken(slot: slot, on: backgroundPool, clock: clock)
                         })
                 }, stop: { $0.shutdown() })
             self.mail = mail

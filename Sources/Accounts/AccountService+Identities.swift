@@ -86,7 +86,7 @@ extension AccountService {
             user = verified
         }
         guard try IdentityRepository.insert(connection, userID: user.id, identity, used: true) != nil else { throw RaceLost() }
-        if !user.emailVerified { try queueVerification(connection, user: user) }
+        if !user.emailVerified { try mail.queueVerification(connection, user: user) }
         return (try issue(user), .created)
     }
 

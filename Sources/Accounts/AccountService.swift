@@ -87,6 +87,7 @@ public final class AccountService: Sendable {
     /// The session of a bearer token, the session cache, and the sessions' list and end.
     public let sessions: Sessions
     let context: AccountsContext
+    let mail: AccountMail
     private let toucher: SessionToucher
     /// Deletes expired sessions and old throttle rows in the background.
     public let housekeeping: Housekeeping
@@ -108,6 +109,7 @@ public final class AccountService: Sendable {
             pool: pool, backgroundPool: backgroundPool ?? pool, hasher: hasher, hashing: hashing, configuration: configuration, logger: logger,
             mailQueued: mailQueued)
         self.context = context
+        mail = AccountMail(context: context)
         self.configuration = configuration
         self.schema = context.schema
         self.statistics = context.statistics
@@ -181,7 +183,7 @@ public final class AccountService: Sendable {
             (key: "register:email:" + email.normalized, rule: context.configuration.signInPerEmail),
         ]
         let wait = try context.pool.withConnection { connection -> Int? in
-            if try UserRepository.exists(connection, email: email) { throw AccountService.emailTaken }
+            if try UserRepository.exists(connection, email: email) { throw AccountsError.emailTaken }
             return try context.throttles.acquire(connection, throttle)
         }
         if let wait {
@@ -206,30 +208,18 @@ public final class AccountService: Sendable {
                 createdAt: Date(), updatedAt: Date(), data: JSONObject(), version: 1)
             apply(fields, to: &user.data)
             try checkDocumentSize(user)
-            user = try AccountService.claimingAddress {
+            user = try UserRepository.claimingAddress {
                 try UserRepository.insert(connection, email: email, passwordHash: hash, firstname: firstname, lastname: lastname, data: user.data)
             }
             let session = try SessionRepository.insert(
                 connection, userID: user.id, tokenHash: token.hash,
                 userAgent: origin.userAgent, lifetime: context.configuration.lifetime, at: context.clock.now())
-            try queueVerification(connection, user: user)
+            try mail.queueVerification(connection, user: user)
             return IssuedSession(accessToken: token.text, session: session, user: user)
         }
         context.mailQueued()
         SecurityEvent.log(context.logger, .registered, outcome: .success, userID: issued.user.id, origin: origin)
         return issued
-    }
-
-    static let emailTaken = AccountsError.field("email", .emailTaken, "is already registered")
-
-    /// Runs a statement that gives a user an address: another account holding it (the unique
-    /// index on `email_normalized`) is `409 email_taken`.
-    static func claimingAddress<T>(_ statement: () throws -> T) throws -> T {
-        do {
-            return try statement()
-        } catch let error as PostgresError where error.sqlState == .uniqueViolation {
-            throw emailTaken
-        }
     }
 
     /// `POST /users/signin`: the same answer, after the same work, for an unknown email and a wrong password.
@@ -372,7 +362,7 @@ public final class AccountService: Sendable {
             guard let user = try UserRepository.find(connection, id: session.userID) else {
                 throw AccountsError(.invalidToken, "The user no longer exists.")
             }
-            try passwordChanged(connection, user: user, .passwordChanged, origin: origin)
+            try mail.passwordChanged(connection, user: user, .passwordChanged, origin: origin)
             return (IssuedSession(accessToken: token.text, session: replacement, user: user), revoked)
         }
         context.mailQueued()
@@ -545,14 +535,14 @@ public final class AccountService: Sendable {
                 case .atOnce:
                     let replace = UserRepository.replace(user, email: email, expectedVersion: nil, emailMayChange: true, cancelsPendingEmail: true)
                     let updated = try connection.query(replace)[0]
-                    try addressChanged(connection, from: stored, to: updated, origin: origin)
+                    try mail.addressChanged(connection, from: stored, to: updated, origin: origin)
                     return (updated, true)
                 case .confirmed:
                     // Every other field is saved now; the address waits for its proof.
                     let replace = UserRepository.replace(
                         user, email: try validEmail(stored.email), expectedVersion: nil, emailMayChange: false, cancelsPendingEmail: false)
                     let updated = try connection.query(replace)[0]
-                    return (try requestEmailChange(connection, user: updated, to: email, origin: origin), true)
+                    return (try mail.requestEmailChange(connection, user: updated, to: email, origin: origin), true)
                 }
             }
         } catch {
@@ -570,7 +560,7 @@ public final class AccountService: Sendable {
     private static let stale = AccountsError(.preconditionFailed, "The user changed since it was read (If-Match is stale).")
 
     private static func emailTakenError(_ error: any Error) -> any Error {
-        if let error = error as? PostgresError, error.sqlState == .uniqueViolation { return AccountService.emailTaken }
+        if let error = error as? PostgresError, error.sqlState == .uniqueViolation { return AccountsError.emailTaken }
         return error
     }
 
