@@ -36,14 +36,14 @@ struct ProfileController: Sendable {
         let condition = try ETag.condition(call.request.headers["If-Match"])
         let replacement = try AccountBodies.replacement(try await JSONBody.object(call))
         return userResponse(
-            try await accounts.replaceProfile(replacement, of: call.signedIn.user, condition: condition, origin: call.origin, on: call.statements))
+            try await accounts.profiles.replaceProfile(replacement, of: call.signedIn.user, condition: condition, origin: call.origin, on: call.statements))
     }
 
     @Sendable func patch(_ call: Call) async throws -> Response {
         let condition = try ETag.condition(call.request.headers["If-Match"])
         let body = try await JSONBody.object(call, accepting: ["application/merge-patch+json", "application/json"])
         return userResponse(
-            try await accounts.patchProfile(
+            try await accounts.profiles.patchProfile(
                 try AccountBodies.patch(body), of: call.signedIn.user, condition: condition, origin: call.origin, on: call.statements))
     }
 
@@ -82,7 +82,7 @@ struct ProfileController: Sendable {
 
     @Sendable func schema(_ call: Call) throws -> Response {
         let signedIn = call.signedIn
-        let types = try accounts.fieldTypes()
+        let types = try accounts.profiles.fieldTypes()
         return JSONBody.response { writer in
             writer.beginObject()
             writer.key("fields")

@@ -20,7 +20,7 @@ extension AccountService {
             try AdminRepository.audit(connection, admin: admin, action: .userUpdate, target: id, address: origin.address)
         }
         do {
-            return try await patchProfile(patch, of: user, condition: condition, addressChange: .atOnce, origin: origin, on: executor)
+            return try await profiles.patchProfile(patch, of: user, condition: condition, addressChange: .atOnce, origin: origin, on: executor)
         } catch let error as AccountsError where error.code == .invalidToken {
             // The user was deleted between the read and the write.
             throw AccountsError(.notFound, "There is no user with this id.")

@@ -206,7 +206,7 @@ extension AccountService {
         }
         var containment: String?
         if !search.fields.isEmpty {
-            let types = try fieldTypes()
+            let types = try profiles.fieldTypes()
             var object = JSONObject()
             var problems: [AccountsError.FieldError] = []
             for (name, text) in search.fields {

@@ -86,6 +86,8 @@ public final class AccountService: Sendable {
     public let statistics: Statistics
     /// The session of a bearer token, the session cache, and the sessions' list and end.
     public let sessions: Sessions
+    /// A user's profile and the field types.
+    public let profiles: Profiles
     let context: AccountsContext
     let mail: AccountMail
     private let toucher: SessionToucher
@@ -132,6 +134,7 @@ public final class AccountService: Sendable {
             invalidationFeed = nil
         }
         sessions = Sessions(context: context, sessionCache: sessionCache, invalidationFeed: invalidationFeed, toucher: toucher)
+        profiles = Profiles(context: context, mail: mail)
         resetResolver = PeriodicThread(
             name: "reset-requests", intervalNanoseconds: UInt64(max(0.01, configuration.resetResolveIntervalSeconds) * 1e9))
         schemaRefresher = PeriodicThread(
@@ -175,7 +178,7 @@ public final class AccountService: Sendable {
             registration.lastname, registration.data
         )
         try context.configuration.passwordPolicy.validate(password, field: "password")
-        try checkFieldCount(data.count)
+        try context.schema.checkFieldCount(data.count)
         // Per address, and per email with the sign-in's rule: many addresses racing to register
         // one address each hash once at most up to that limit before the first one commits.
         let throttle = [
@@ -206,8 +209,8 @@ public final class AccountService: Sendable {
             var user = User(
                 id: UUID(), email: email.value, firstname: firstname, lastname: lastname, emailVerified: false,
                 createdAt: Date(), updatedAt: Date(), data: JSONObject(), version: 1)
-            apply(fields, to: &user.data)
-            try checkDocumentSize(user)
+            FieldSchema.apply(fields, to: &user.data)
+            try context.schema.checkDocumentSize(user)
             user = try UserRepository.claimingAddress {
                 try UserRepository.insert(connection, email: email, passwordHash: hash, firstname: firstname, lastname: lastname, data: user.data)
             }
@@ -431,168 +434,6 @@ public final class AccountService: Sendable {
             throw AccountsError(.invalidPassword, "The current password is wrong.")
         }
         return stored
-    }
-
-    // MARK: - Profile
-
-    /// `PUT /users/me`: replaces the editable representation. Without a condition the write does
-    /// not depend on what is stored (last write wins).
-    public func replaceProfile(
-        _ replacement: ProfileReplacement, of user: User, condition: WriteCondition, origin: RequestOrigin,
-        on executor: some QueryExecutor
-    ) async throws -> User {
-        try checkFieldCount(replacement.data.count)
-        return try await writeProfile(
-            of: user, condition: condition, dependsOnStored: false, namesEmail: true, addressChange: .confirmed, origin: origin, on: executor
-        ) { [self] user, validate in
-            user.firstname = replacement.firstname
-            user.lastname = replacement.lastname
-            user.data = JSONObject()
-            guard let fields = try validate(Array(replacement.data)) else { return nil }
-            apply(fields, to: &user.data)
-            return replacement.email
-        }
-    }
-
-    /// How a write that names another address moves the account there.
-    public enum AddressChange: Sendable {
-        /// Pending until a link mailed to the new address comes back (a bearer token is no proof).
-        case confirmed
-        /// At once: an administrator's edit, which is the operator's proof.
-        case atOnce
-    }
-
-    /// `PATCH /users/me`: merges the patch into the stored user.
-    public func patchProfile(
-        _ patch: ProfilePatch, of user: User, condition: WriteCondition, addressChange: AddressChange = .confirmed, origin: RequestOrigin,
-        on executor: some QueryExecutor
-    ) async throws -> User {
-        // More names than a user may hold can never be valid: refused before any of them is looked up or claimed.
-        try checkFieldCount(patch.data?.count ?? 0)
-        return try await writeProfile(
-            of: user, condition: condition, dependsOnStored: true, namesEmail: patch.email != nil, addressChange: addressChange, origin: origin,
-            on: executor
-        ) { [self] user, validate in
-            if let firstname = patch.firstname { user.firstname = firstname }
-            if let lastname = patch.lastname { user.lastname = lastname }
-            if patch.removesAllData { user.data = JSONObject() }
-            if let data = patch.data, !patch.removesAllData {
-                guard let fields = try validate(Array(data)) else { return nil }
-                apply(fields, to: &user.data)
-            }
-            try checkFieldCount(user.data.count)
-            return try patch.email ?? validEmail(user.email)
-        }
-    }
-
-    /// Checks custom fields (nil values remove a field) and returns them in canonical form; nil
-    /// when a field's type is not known yet.
-    private typealias FieldValidation = ([(String, JSONValue)]) throws -> [(String, JSONValue)]?
-
-    /// A profile write: `edit` changes a copy of the user (returning the email to store, or nil
-    /// when a custom field's type is not known yet), and one `UPDATE` writes it on the condition
-    /// that the row still has the version read, or, when the change `dependsOnStored` nothing and
-    /// any version is allowed, unconditionally. When that statement finds the row changed, or a
-    /// field's type is new (claiming it must commit or roll back with the write), a transaction
-    /// locks the row and edits what it holds. A change of address always takes the transaction:
-    /// it mails the new address (a link that confirms it, or, `atOnce`, one that verifies it and a
-    /// notice to the old one). A write that `namesEmail` with the current address ends a pending change.
-    private func writeProfile(
-        of current: User, condition: WriteCondition, dependsOnStored: Bool, namesEmail: Bool, addressChange: AddressChange,
-        origin: RequestOrigin, on executor: some QueryExecutor,
-        edit: @escaping (inout User, FieldValidation) throws -> EmailAddress?
-    ) async throws -> User {
-        guard condition.allows(current) else { throw AccountService.stale }
-        var user = current
-        if let email = try edit(&user, context.schema.validateCached), EmailAddress.normalized(current.email) == email.normalized {
-            try checkDocumentSize(user)
-            let unconditional = condition == .any && !dependsOnStored
-            let update = UserRepository.replace(
-                user, email: email, expectedVersion: unconditional ? nil : current.version, emailMayChange: false, cancelsPendingEmail: namesEmail)
-            do {
-                if let written = try await executor.write(update, lockOrder: current.id.lowercasedText).first { return written }
-            } catch {
-                throw AccountService.emailTakenError(error)
-            }
-            // The user (or their address) changed since it was read: edit what is stored now.
-        }
-        let written: (user: User, mailed: Bool)
-        do {
-            written = try await executor.transaction { [self] connection in
-                guard var user = try UserRepository.find(connection, id: current.id, forUpdate: true) else {
-                    throw AccountsError(.invalidToken, "The user no longer exists.")
-                }
-                guard condition.allows(user) else { throw AccountService.stale }
-                let stored = user
-                let email = try edit(&user) { try context.schema.validate($0, connection) }!
-                try checkDocumentSize(user)
-                guard EmailAddress.normalized(stored.email) != email.normalized else {
-                    let replace = UserRepository.replace(
-                        user, email: email, expectedVersion: nil, emailMayChange: false, cancelsPendingEmail: namesEmail)
-                    return (try connection.query(replace)[0], false)
-                }
-                switch addressChange {
-                case .atOnce:
-                    let replace = UserRepository.replace(user, email: email, expectedVersion: nil, emailMayChange: true, cancelsPendingEmail: true)
-                    let updated = try connection.query(replace)[0]
-                    try mail.addressChanged(connection, from: stored, to: updated, origin: origin)
-                    return (updated, true)
-                case .confirmed:
-                    // Every other field is saved now; the address waits for its proof.
-                    let replace = UserRepository.replace(
-                        user, email: try validEmail(stored.email), expectedVersion: nil, emailMayChange: false, cancelsPendingEmail: false)
-                    let updated = try connection.query(replace)[0]
-                    return (try mail.requestEmailChange(connection, user: updated, to: email, origin: origin), true)
-                }
-            }
-        } catch {
-            throw AccountService.emailTakenError(error)
-        }
-        if written.mailed {
-            context.mailQueued()
-            if written.user.pendingEmail != nil {
-                SecurityEvent.log(context.logger, .emailChangeRequested, outcome: .success, userID: written.user.id, origin: origin)
-            }
-        }
-        return written.user
-    }
-
-    private static let stale = AccountsError(.preconditionFailed, "The user changed since it was read (If-Match is stale).")
-
-    private static func emailTakenError(_ error: any Error) -> any Error {
-        if let error = error as? PostgresError, error.sqlState == .uniqueViolation { return AccountsError.emailTaken }
-        return error
-    }
-
-    /// `GET /users/schema`.
-    public func fieldTypes() throws -> [String: FieldType] {
-        try context.pool.withConnection { try context.schema.all($0) }
-    }
-
-    // MARK: - Helpers
-
-    private func validEmail(_ text: String) throws(AccountsError) -> EmailAddress {
-        guard let email = EmailAddress(text) else { throw .field("email", .invalidEmail, "is not a valid email address") }
-        return email
-    }
-
-    private func checkFieldCount(_ count: Int) throws(AccountsError) {
-        if count > context.configuration.fieldLimits.maxFields {
-            throw .field("data", .invalidValue, "at most \(context.configuration.fieldLimits.maxFields) custom fields")
-        }
-    }
-
-    private func checkDocumentSize(_ user: User) throws(AccountsError) {
-        let size = user.data.jsonText.utf8.count + user.email.utf8.count + user.firstname.utf8.count + user.lastname.utf8.count
-        if size > context.configuration.fieldLimits.maxDocumentBytes {
-            throw .field("data", .invalidValue, "the user document is limited to \(context.configuration.fieldLimits.maxDocumentBytes) bytes")
-        }
-    }
-
-    private func apply(_ fields: [(String, JSONValue)], to data: inout JSONObject) {
-        for (name, value) in fields {
-            if value.isNull { data.removeValue(forKey: name) } else { data[name] = value }
-        }
     }
 }
 

@@ -31,11 +31,11 @@ import Testing
     }
 
     private func patch(_ patch: ProfilePatch, of user: User, condition: WriteCondition = .any) async throws -> User {
-        try await accounts.patchProfile(patch, of: user, condition: condition, origin: origin, on: executor)
+        try await accounts.profiles.patchProfile(patch, of: user, condition: condition, origin: origin, on: executor)
     }
 
     private func replace(_ replacement: ProfileReplacement, of user: User, condition: WriteCondition = .any) async throws -> User {
-        try await accounts.replaceProfile(replacement, of: user, condition: condition, origin: origin, on: executor)
+        try await accounts.profiles.replaceProfile(replacement, of: user, condition: condition, origin: origin, on: executor)
     }
 
     private func code(_ body: () async throws -> Void) async -> AccountsError.Code? {
@@ -99,7 +99,7 @@ import Testing
         // Refused (another field is invalid): the new name's type is not fixed.
         #expect(await code { _ = try await patch(ProfilePatch(data: [name: 1, "bad name": 2]), of: user) } == .invalidValue)
         _ = try await patch(ProfilePatch(data: [name: "text"]), of: user)
-        #expect(try accounts.fieldTypes()[name] == .string)
+        #expect(try accounts.profiles.fieldTypes()[name] == .string)
         #expect(await code { _ = try await patch(ProfilePatch(data: [name: 3]), of: user) } == .invalidType)
     }
 
@@ -114,7 +114,7 @@ import Testing
         var data = JSONObject()
         for index in 0...accounts.configuration.fieldLimits.maxFields { data["many\(index)"] = "v" }
         #expect(await code { _ = try await patch(ProfilePatch(data: data), of: user) } == .invalidValue)
-        #expect(try accounts.fieldTypes()["many0"] == nil)
+        #expect(try accounts.profiles.fieldTypes()["many0"] == nil)
     }
 
     @Test func aTokenThatIsNoSessionIsInvalid() async {
