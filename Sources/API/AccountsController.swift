@@ -16,7 +16,7 @@ struct AccountsController: Sendable {
     }
 
     @Sendable func register(_ call: Call) throws -> Response {
-        let issued = try accounts.register(try AccountBodies.registration(try JSONBody.object(call.request)), origin: call.origin)
+        let issued = try accounts.passwordSignIn.register(try AccountBodies.registration(try JSONBody.object(call.request)), origin: call.origin)
         var response = JSONBody.response(.created) { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Location", value: "/users/me")
         response.headers.add(name: "Cache-Control", value: "no-store")
@@ -24,7 +24,7 @@ struct AccountsController: Sendable {
     }
 
     @Sendable func signIn(_ call: Call) throws -> Response {
-        let issued = try accounts.signIn(try AccountBodies.signIn(try JSONBody.object(call.request)), origin: call.origin)
+        let issued = try accounts.passwordSignIn.signIn(try AccountBodies.signIn(try JSONBody.object(call.request)), origin: call.origin)
         var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
