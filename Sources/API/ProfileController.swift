@@ -51,8 +51,8 @@ struct ProfileController: Sendable {
         let signedIn = call.signedIn
         let origin = call.origin
         // While locked, every attempt gets 429, whatever the body says.
-        try accounts.checkPasswordLock(userID: signedIn.user.id, origin: origin)
-        let (issued, revoked) = try accounts.changePassword(
+        try accounts.passwords.checkPasswordLock(userID: signedIn.user.id, origin: origin)
+        let (issued, revoked) = try accounts.passwords.changePassword(
             try AccountBodies.passwordChange(try JSONBody.object(call.request)),
             session: signedIn.session, origin: origin)
         var response = JSONBody.response { writer in
@@ -71,9 +71,9 @@ struct ProfileController: Sendable {
         // The image rows go in the account's transaction; their files after it commits.
         var files: [UUID] = []
         let origin = call.origin
-        try accounts.checkPasswordLock(userID: user.id, origin: origin)
+        try accounts.passwords.checkPasswordLock(userID: user.id, origin: origin)
         let password = try AccountBodies.accountDeletion(try JSONBody.object(call.request))
-        try accounts.deleteAccount(password: password, userID: user.id, origin: origin) { connection in
+        try accounts.passwords.deleteAccount(password: password, userID: user.id, origin: origin) { connection in
             files = try images.deleteAll(userID: user.id, connection)
         }
         images.removeFiles(files)
