@@ -259,7 +259,7 @@ struct AdminController: Sendable {
         let id = try AdminController.userID(call)
         _ = try accounts.adminView(of: id)
         let parameters = try PageParameters(call.request)
-        let page = try accounts.activity(userID: id, after: parameters.cursor, limit: parameters.limit)
+        let page = try accounts.recovery.activity(userID: id, after: parameters.cursor, limit: parameters.limit)
         var response = JSONBody.response { RecoveryController.write(page, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response

@@ -328,7 +328,7 @@ extension AccountService {
     public func adminSendPasswordReset(_ userID: UUID, by admin: Admin, origin: RequestOrigin) throws {
         let user = try adminView(of: userID).user
         guard let email = EmailAddress(user.email) else { throw AccountsError(.invalidEmail, "The user's stored address is not valid.") }
-        try requestPasswordReset(email: email, origin: origin)
+        try recovery.requestPasswordReset(email: email, origin: origin)
         try audit(admin, .userPasswordReset, target: userID, origin: origin)
     }
 }

@@ -92,6 +92,8 @@ public final class AccountService: Sendable {
     public let passwords: Passwords
     /// A user's profile and the field types.
     public let profiles: Profiles
+    /// Password reset, email verification and changes of address by mailed links, and the user's activity.
+    public let recovery: Recovery
     let context: AccountsContext
     let mail: AccountMail
     private let toucher: SessionToucher
@@ -141,13 +143,14 @@ public final class AccountService: Sendable {
         passwordSignIn = PasswordSignIn(context: context, sessions: sessions, mail: mail)
         passwords = Passwords(context: context, mail: mail)
         profiles = Profiles(context: context, mail: mail)
+        recovery = Recovery(context: context, mail: mail)
         resetResolver = PeriodicThread(
             name: "reset-requests", intervalNanoseconds: UInt64(max(0.01, configuration.resetResolveIntervalSeconds) * 1e9))
         schemaRefresher = PeriodicThread(
             name: "field-types", intervalNanoseconds: UInt64(max(0.01, configuration.fieldTypeRefreshSeconds) * 1e9))
         resetResolver.start { [self] in
             do {
-                try resolvePasswordResets()
+                try recovery.resolvePasswordResets()
             } catch {
                 logger.warning("resolving password reset requests failed", ["error": String(reflecting: error)])
             }

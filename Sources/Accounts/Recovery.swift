@@ -2,11 +2,18 @@ import FoundationEssentials
 import Cryptography
 import Outbox
 import Postgres
-import Time
 
-/// Password reset, email verification, the notices of changes, and the user's activity
-/// (`../shared/API.md`, "Account security and recovery").
-extension AccountService {
+/// Password reset, email verification, the links that confirm or undo a change of address, the
+/// export's record and the user's activity (`../shared/API.md`, "Account security and recovery").
+public final class Recovery: Sendable {
+    private let context: AccountsContext
+    private let mail: AccountMail
+
+    init(context: AccountsContext, mail: AccountMail) {
+        self.context = context
+        self.mail = mail
+    }
+
     /// `POST /users/password-reset`: the same work and answer for a registered and an unknown
     /// address. One statement (`exo_request_password_reset`) counts the attempt on the address's
     /// and the client's throttles and queues the request; `resolvePasswordResets`, in the
