@@ -183,7 +183,7 @@ struct AdminController: Sendable {
     /// `{"hasPassword", "identities": [...], "passkeys": [...]}`: how the user signs in.
     @Sendable func signInMethods(_ call: Call) throws -> Response {
         let admin = call.admin
-        let (hasPassword, identities, passkeys) = try accounts.signInMethods(of: try AdminController.userID(call))
+        let (hasPassword, identities, passkeys) = try accounts.signInMethods.signInMethods(of: try AdminController.userID(call))
         return JSONBody.response { writer in
             writer.beginObject()
             writer.key("hasPassword"); writer.bool(hasPassword)
@@ -203,14 +203,14 @@ struct AdminController: Sendable {
     @Sendable func removePasskey(_ call: Call) throws -> Response {
         let admin = call.admin
         guard let text = call.parameter("passkeyID"), let id = UUID(uuidString: text) else { throw AccountsError(.notFound, "No such passkey.") }
-        try accounts.deletePasskey(id: id, userID: try AdminController.userID(call), origin: call.origin, by: admin)
+        try accounts.signInMethods.deletePasskey(id: id, userID: try AdminController.userID(call), origin: call.origin, by: admin)
         return Response(status: .noContent)
     }
 
     @Sendable func unlinkIdentity(_ call: Call) throws -> Response {
         let admin = call.admin
         guard let text = call.parameter("identityID"), let id = UUID(uuidString: text) else { throw AccountsError(.notFound, "No such identity.") }
-        try accounts.unlinkIdentity(id: id, userID: try AdminController.userID(call), origin: call.origin, by: admin)
+        try accounts.signInMethods.unlinkIdentity(id: id, userID: try AdminController.userID(call), origin: call.origin, by: admin)
         return Response(status: .noContent)
     }
 

@@ -94,6 +94,8 @@ public final class AccountService: Sendable {
     public let profiles: Profiles
     /// Password reset, email verification and changes of address by mailed links, and the user's activity.
     public let recovery: Recovery
+    /// Sign in with Apple and Google, passkeys, and the list of a user's ways in.
+    public let signInMethods: SignInMethods
     let context: AccountsContext
     let mail: AccountMail
     private let toucher: SessionToucher
@@ -144,6 +146,7 @@ public final class AccountService: Sendable {
         passwords = Passwords(context: context, mail: mail)
         profiles = Profiles(context: context, mail: mail)
         recovery = Recovery(context: context, mail: mail)
+        signInMethods = SignInMethods(context: context, sessions: sessions, mail: mail)
         resetResolver = PeriodicThread(
             name: "reset-requests", intervalNanoseconds: UInt64(max(0.01, configuration.resetResolveIntervalSeconds) * 1e9))
         schemaRefresher = PeriodicThread(

@@ -7,7 +7,7 @@ import WebAuthn
 /// Passkeys: a signed-in user registers them; anyone signs in with one (discoverable, the user
 /// verified, the challenge single use, the counter checked). The WebAuthn checks are the
 /// `WebAuthn` module's; the challenges, the credentials and the session are here.
-extension AccountService {
+extension SignInMethods {
     /// How long a challenge may be answered.
     static let challengeSeconds = 300.0
 
@@ -75,19 +75,6 @@ extension AccountService {
         try context.pool.withConnection { try PasskeyRepository.list($0, userID: userID) }
     }
 
-    /// The user's ways to sign in: whether they have a password, their identities and passkeys.
-    public func signInMethods(of userID: UUID) throws -> (hasPassword: Bool, identities: [LinkedIdentity], passkeys: [Passkey]) {
-        try context.pool.withConnection { connection in
-            guard let hash = try UserRepository.passwordHash(connection, id: userID) else {
-                throw AccountsError(.notFound, "There is no user with this id.")
-            }
-            return (
-                hash != UserRepository.noPassword, try IdentityRepository.list(connection, userID: userID),
-                try PasskeyRepository.list(connection, userID: userID)
-            )
-        }
-    }
-
     public func renamePasskey(id: UUID, userID: UUID, name: String) throws -> Passkey {
         let name = Self.trimmed(name)
         guard (1...64).contains(name.unicodeScalars.count) else { throw AccountsError.field("name", .invalidValue, "1 to 64 characters") }
@@ -102,70 +89,6 @@ extension AccountService {
     /// remove the last one (a compromised passkey; the user gets in again by a password reset).
     public func deletePasskey(id: UUID, userID: UUID, origin: RequestOrigin, by admin: Admin? = nil) throws {
         try removeWayIn(.passkey(id), userID: userID, origin: origin, by: admin)
-    }
-
-    /// A way in besides the password.
-    enum WayIn {
-        case identity(UUID)
-        case passkey(UUID)
-    }
-
-    /// Removes a linked identity or a passkey of the user, in one transaction with the user's row
-    /// locked: refused when it is the last way in (unless an administrator does it, audited), then
-    /// the user's activity and a notice to their address.
-    func removeWayIn(_ way: WayIn, userID: UUID, origin: RequestOrigin, by admin: Admin?) throws {
-        let (event, detail) = try context.pool.withTransaction { connection -> (SecurityEvent.Kind, String) in
-            let ways = try waysIn(connection, userID: userID)
-            let notFound: AccountsError
-            switch way {
-            case .identity(let id):
-                notFound = AccountsError(.notFound, "No such identity.")
-                guard ways.identities.contains(where: { $0.id == id }) else { throw notFound }
-            case .passkey(let id):
-                notFound = AccountsError(.notFound, "No such passkey.")
-                guard ways.passkeys.contains(where: { $0.id == id }) else { throw notFound }
-            }
-            guard ways.count > 1 || admin != nil else { throw Self.lastWayIn }
-            let (method, detail, activity, action, event): (String, String, ActivityEvent.Kind, AuditAction, SecurityEvent.Kind)
-            switch way {
-            case .identity(let id):
-                guard let removed = try IdentityRepository.delete(connection, id: id, userID: userID) else { throw notFound }
-                (method, detail, activity, action, event) = (
-                    removed.provider.displayName, removed.provider.rawValue, .identityUnlinked, .userIdentityUnlink, .identityUnlinked
-                )
-            case .passkey(let id):
-                guard let removed = try PasskeyRepository.delete(connection, id: id, userID: userID) else { throw notFound }
-                (method, detail, activity, action, event) = (
-                    "A passkey (\(removed.name))", removed.id.lowercasedText, .passkeyRemoved, .userPasskeyRemove, .passkeyRemoved
-                )
-            }
-            if let admin {
-                try AdminRepository.audit(connection, admin: admin, action: action, target: userID, address: origin.address)
-            }
-            try ActivityRepository.record(connection, userID: userID, activity, origin: origin)
-            try OutboxRepository.enqueue(
-                connection,
-                OutgoingMail(
-                    .signInMethodRemoved, to: ways.user.email, ["firstname": ways.user.firstname, "email": ways.user.email, "method": method]))
-            return (event, detail)
-        }
-        context.mailQueued()
-        SecurityEvent.log(context.logger, event, outcome: .success, userID: userID, origin: origin, detail: detail)
-    }
-
-    static let lastWayIn = AccountsError(
-        .lastSignInMethod, "This is the account's last way to sign in: set a password (reset it by mail) or add another first.")
-
-    /// The user's ways to sign in, with the user's row locked (two removals at once cannot both
-    /// see another one left).
-    func waysIn(_ connection: PostgresConnection, userID: UUID) throws -> (user: User, count: Int, identities: [LinkedIdentity], passkeys: [Passkey])
-    {
-        guard let user = try UserRepository.find(connection, id: userID, forUpdate: true),
-            let hash = try UserRepository.passwordHash(connection, id: userID)
-        else { throw AccountsError(.notFound, "There is no user with this id.") }
-        let identities = try IdentityRepository.list(connection, userID: userID)
-        let passkeys = try PasskeyRepository.list(connection, userID: userID)
-        return (user, (hash == UserRepository.noPassword ? 0 : 1) + identities.count + passkeys.count, identities, passkeys)
     }
 
     /// `POST /users/signin/passkey/options`: a challenge for whoever asks, counted per client address.
