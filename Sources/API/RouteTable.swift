@@ -259,7 +259,7 @@ private struct PolicyChain: Sendable {
         // 3. The read audit.
         if let action = readAudit, case .admin(let admin) = principal {
             let target = context.parameters["id"].flatMap { UUID(uuidString: $0) }
-            try accounts.audit(admin, action, target: target, origin: call.origin)
+            try accounts.administration.audit(admin, action, target: target, origin: call.origin)
         }
         return response
     }
@@ -271,7 +271,7 @@ private struct PolicyChain: Sendable {
             let found = try await accounts.sessions.authenticate(token: try Authenticator.token(headers), withSession: true, on: database.executor(context))
             return .user(SignedIn(session: found.session!, user: found.user))
         case .admin:
-            return .admin(try accounts.authenticateAdmin(token: try Authenticator.token(headers)))
+            return .admin(try accounts.administrators.authenticateAdmin(token: try Authenticator.token(headers)))
         case .signedURL:
             return .signedURL(try await verifySignedURL(query, context))
         case .none, .linkToken:

@@ -96,6 +96,10 @@ public final class AccountService: Sendable {
     public let recovery: Recovery
     /// Sign in with Apple and Google, passkeys, and the list of a user's ways in.
     public let signInMethods: SignInMethods
+    /// Administrators: their accounts, the first one's setup, their sign-in and sessions.
+    public let administrators: Administrators
+    /// What administrators do to users and the field schema, and the audit log.
+    public let administration: Administration
     let context: AccountsContext
     let mail: AccountMail
     private let toucher: SessionToucher
@@ -147,6 +151,8 @@ public final class AccountService: Sendable {
         profiles = Profiles(context: context, mail: mail)
         recovery = Recovery(context: context, mail: mail)
         signInMethods = SignInMethods(context: context, sessions: sessions, mail: mail)
+        administrators = Administrators(context: context)
+        administration = Administration(context: context, profiles: profiles, recovery: recovery)
         resetResolver = PeriodicThread(
             name: "reset-requests", intervalNanoseconds: UInt64(max(0.01, configuration.resetResolveIntervalSeconds) * 1e9))
         schemaRefresher = PeriodicThread(
