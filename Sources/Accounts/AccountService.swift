@@ -1,14 +1,16 @@
-import FoundationEssentials
-import JSON
-import StructuredLogging
-import Postgres
 import Cryptography
-import Outbox
+import Postgres
+import StructuredLogging
 import Synchronization
 import Threads
 import Time
 
 /// The rules of accounts, sessions and profiles; the only place that decides what a request may do.
+///
+/// Made of parts with one job each (`sessions`, `passwordSignIn`, `passwords`, `profiles`,
+/// `recovery`, `signInMethods`, `administrators`, `administration`, `userEvents`), which share one
+/// core (`AccountsContext`: the pools, the configuration, the hashing, the counters) and one
+/// throttle component (`Throttles`). It starts their background threads and stops them.
 public final class AccountService: Sendable {
     /// Tunables, with the contract's defaults.
     public struct Configuration: Sendable {
@@ -84,6 +86,13 @@ public final class AccountService: Sendable {
     public let schema: FieldSchema
     /// Counters for metrics: sign-ins refused as wrong, and attempts refused by a throttle.
     public let statistics: Statistics
+    /// Sessions and users read before the database (`SessionCache`), and what keeps it fresh;
+    /// the feed is nil when the cache is off.
+    public let sessionCache: SessionCache
+    private let invalidationFeed: InvalidationFeed?
+    /// Deletes expired sessions and old throttle rows in the background.
+    public let housekeeping: Housekeeping
+
     /// The session of a bearer token, the session cache, and the sessions' list and end.
     public let sessions: Sessions
     /// Registration and sign-in by email and password.
@@ -100,19 +109,15 @@ public final class AccountService: Sendable {
     public let administrators: Administrators
     /// What administrators do to users and the field schema, and the audit log.
     public let administration: Administration
-    let context: AccountsContext
-    let mail: AccountMail
+    /// What the live event streams read and mark.
+    public let userEvents: UserEvents
+
+    private let context: AccountsContext
     private let toucher: SessionToucher
-    /// Deletes expired sessions and old throttle rows in the background.
-    public let housekeeping: Housekeeping
     /// Resolves queued password reset requests in the background.
     private let resetResolver: PeriodicThread
     /// Reads the field types again, for types administrators changed through other instances.
     private let schemaRefresher: PeriodicThread
-    /// Sessions and users read before the database (`SessionCache`), and what keeps it fresh;
-    /// the feed is nil when the cache is off.
-    public let sessionCache: SessionCache
-    private let invalidationFeed: InvalidationFeed?
 
     /// `backgroundPool` is the requests' `pool` unless given.
     public init(
@@ -123,7 +128,6 @@ public final class AccountService: Sendable {
             pool: pool, backgroundPool: backgroundPool ?? pool, hasher: hasher, hashing: hashing, configuration: configuration, logger: logger,
             mailQueued: mailQueued)
         self.context = context
-        mail = AccountMail(context: context)
         self.configuration = configuration
         self.schema = context.schema
         self.statistics = context.statistics
@@ -145,6 +149,7 @@ public final class AccountService: Sendable {
         } else {
             invalidationFeed = nil
         }
+        let mail = AccountMail(context: context)
         sessions = Sessions(context: context, sessionCache: sessionCache, invalidationFeed: invalidationFeed, toucher: toucher)
         passwordSignIn = PasswordSignIn(context: context, sessions: sessions, mail: mail)
         passwords = Passwords(context: context, mail: mail)
@@ -153,6 +158,7 @@ public final class AccountService: Sendable {
         signInMethods = SignInMethods(context: context, sessions: sessions, mail: mail)
         administrators = Administrators(context: context)
         administration = Administration(context: context, profiles: profiles, recovery: recovery)
+        userEvents = UserEvents(context: context)
         resetResolver = PeriodicThread(
             name: "reset-requests", intervalNanoseconds: UInt64(max(0.01, configuration.resetResolveIntervalSeconds) * 1e9))
         schemaRefresher = PeriodicThread(
