@@ -80,7 +80,8 @@ struct DatabaseEventSource: LiveEventSource {
 
     func catchUp(userID: String, after: Int64, sessions: [String]) throws -> CatchUp {
         guard let id = UUID(uuidString: userID) else { return CatchUp(events: [], reached: after, firstKept: nil, more: false, liveSessions: []) }
-        let backlog = try accounts.userEvents.eventBacklog(of: id, after: after, limit: Self.batch, sessions: sessions.compactMap { UUID(uuidString: $0) })
+        let backlog = try accounts.userEvents.eventBacklog(
+            of: id, after: after, limit: Self.batch, sessions: sessions.compactMap { UUID(uuidString: $0) })
         var events: [LiveEvent] = []
         for record in backlog.events {
             var writer = JSONWriter(capacity: 512)

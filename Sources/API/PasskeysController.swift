@@ -131,7 +131,8 @@ struct PasskeysController: Sendable {
             attestationObject: try Self.bytes(response, "attestationObject"),
             transports: response["transports"]?.arrayValue?.compactMap(\.stringValue) ?? [],
             name: try Self.name(body))
-        let passkey = try accounts.signInMethods.registerPasskey(registration, userID: signedIn.user.id, party: try party.current, origin: call.origin)
+        let passkey = try accounts.signInMethods.registerPasskey(
+            registration, userID: signedIn.user.id, party: try party.current, origin: call.origin)
         var answer = JSONBody.response(.created) { Self.write(passkey, into: &$0) }
         answer.headers.add(name: "Location", value: "/users/me/passkeys/" + passkey.id.lowercasedText)
         return answer
@@ -157,7 +158,8 @@ struct PasskeysController: Sendable {
         let signedIn = call.signedIn
         let body = RequestBody(object: try JSONBody.object(call.request))
         try body.checkKeys(allowed: ["name"])
-        let renamed = try accounts.signInMethods.renamePasskey(id: try Self.id(call), userID: signedIn.user.id, name: try body.string("name", required: true)!)
+        let renamed = try accounts.signInMethods.renamePasskey(
+            id: try Self.id(call), userID: signedIn.user.id, name: try body.string("name", required: true)!)
         return JSONBody.response { Self.write(renamed, into: &$0) }
     }
 

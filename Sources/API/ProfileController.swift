@@ -36,7 +36,8 @@ struct ProfileController: Sendable {
         let condition = try ETag.condition(call.request.headers["If-Match"])
         let replacement = try AccountBodies.replacement(try await JSONBody.object(call))
         return userResponse(
-            try await accounts.profiles.replaceProfile(replacement, of: call.signedIn.user, condition: condition, origin: call.origin, on: call.statements))
+            try await accounts.profiles.replaceProfile(
+                replacement, of: call.signedIn.user, condition: condition, origin: call.origin, on: call.statements))
     }
 
     @Sendable func patch(_ call: Call) async throws -> Response {

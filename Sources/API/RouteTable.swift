@@ -251,7 +251,11 @@ private struct PolicyChain: Sendable {
         // 4. Cache invalidation, whether the handler failed or not.
         defer {
             if writes {
-                if case .user(let signedIn) = principal { accounts.sessions.changed(userID: signedIn.user.id) } else { accounts.sessions.catchUpWithTheDatabase() }
+                if case .user(let signedIn) = principal {
+                    accounts.sessions.changed(userID: signedIn.user.id)
+                } else {
+                    accounts.sessions.catchUpWithTheDatabase()
+                }
             }
         }
         // 2. The handler.
@@ -268,7 +272,8 @@ private struct PolicyChain: Sendable {
     func authenticate(_ headers: HTTPHeaders, _ query: String?, _ context: RequestContext) async throws -> Principal {
         switch policy.authentication {
         case .user:
-            let found = try await accounts.sessions.authenticate(token: try Authenticator.token(headers), withSession: true, on: database.executor(context))
+            let found = try await accounts.sessions.authenticate(
+                token: try Authenticator.token(headers), withSession: true, on: database.executor(context))
             return .user(SignedIn(session: found.session!, user: found.user))
         case .admin:
             return .admin(try accounts.administrators.authenticateAdmin(token: try Authenticator.token(headers)))

@@ -54,7 +54,8 @@ public struct AccountMail: Sendable {
         // No name: the address is not proven, so the mail carries no text its requester chose.
         try OutboxRepository.enqueue(
             connection, OutgoingMail(.confirmEmailChange, to: email.value, [OutgoingMail.tokenSlotVariable: String(slot), "email": email.value]))
-        return try UserRepository.setPendingEmail(connection, id: user.id, email: email, lifetimeSeconds: context.configuration.verificationTokenSeconds)
+        return try UserRepository.setPendingEmail(
+            connection, id: user.id, email: email, lifetimeSeconds: context.configuration.verificationTokenSeconds)
     }
 
     /// After a confirmed change of address: links sent to the old one die, and the old one gets a

@@ -85,7 +85,9 @@ public final class Administrators: Sendable {
             // One setup at a time, whichever instance printed its link: the check that there is no
             // administrator and the insert are one step for every other setup.
             try connection.execute("LOCK TABLE admins IN SHARE ROW EXCLUSIVE MODE")
-            guard try connection.execute("DELETE FROM admin_setup_tokens WHERE token_hash = \(tokenHash) AND expires_at > \(context.clock.now())") == 1 else {
+            guard
+                try connection.execute("DELETE FROM admin_setup_tokens WHERE token_hash = \(tokenHash) AND expires_at > \(context.clock.now())") == 1
+            else {
                 throw invalid
             }
             guard try connection.query("SELECT 1 FROM admins LIMIT 1").isEmpty,
@@ -159,7 +161,9 @@ public final class Administrators: Sendable {
     /// The administrator of a live admin session, or `invalid_token` (a user's token included).
     public func authenticateAdmin(token: String) throws -> Admin {
         guard SessionToken.isWellFormed(token),
-            let admin = try context.pool.withConnection({ try AdminRepository.authenticate($0, tokenHash: SessionToken.hash(of: token), at: context.clock.now()) })
+            let admin = try context.pool.withConnection({
+                try AdminRepository.authenticate($0, tokenHash: SessionToken.hash(of: token), at: context.clock.now())
+            })
         else { throw AccountsError.invalidToken }
         return admin
     }

@@ -107,7 +107,8 @@ public final class PasswordSignIn: Sendable {
                 context.logger, .lockedOut, outcome: .refused, userID: credentials?.id, origin: origin,
                 detail: "sign-in throttled")
             if let credentials {
-                context.recordActivityLater(.lockedOut, userID: credentials.id, origin: origin, oncePer: context.configuration.signInPerEmailAndAddress.windowSeconds)
+                context.recordActivityLater(
+                    .lockedOut, userID: credentials.id, origin: origin, oncePer: context.configuration.signInPerEmailAndAddress.windowSeconds)
             }
             throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
         }

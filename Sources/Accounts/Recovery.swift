@@ -73,7 +73,8 @@ public final class Recovery: Sendable {
             if let wait = try context.throttles.acquire(connection, [(addressKey, context.configuration.signInPerAddress)]) {
                 return (wait, nil)
             }
-            guard let email = try AccountTokenRepository.liveUserEmail(connection, hash: tokenHash, purpose: .passwordReset, at: context.clock.now()) else {
+            guard let email = try AccountTokenRepository.liveUserEmail(connection, hash: tokenHash, purpose: .passwordReset, at: context.clock.now())
+            else {
                 return (nil, nil)
             }
             return (
@@ -95,7 +96,9 @@ public final class Recovery: Sendable {
         }
         let sessionToken = try SessionToken.generate()
         let issued = try context.pool.withTransaction { connection in
-            guard let userID = try AccountTokenRepository.consume(connection, hash: tokenHash, purposes: [.passwordReset], at: context.clock.now())?.userID,
+            guard
+                let userID = try AccountTokenRepository.consume(connection, hash: tokenHash, purposes: [.passwordReset], at: context.clock.now())?
+                    .userID,
                 let stored = try UserRepository.find(connection, id: userID, forUpdate: true)
             else { throw invalid }
             // A disabled account is not signed in by a reset either (rolled back: the link works once enabled).

@@ -93,7 +93,9 @@ public final class Sessions: Sendable {
     }
 
     public func sessions(of userID: UUID) throws -> [Session] {
-        try context.pool.withConnection { try SessionRepository.list($0, userID: userID, lifetime: context.configuration.lifetime, at: context.clock.now()) }
+        try context.pool.withConnection {
+            try SessionRepository.list($0, userID: userID, lifetime: context.configuration.lifetime, at: context.clock.now())
+        }
     }
 
     /// Ends one of the user's sessions; another user's session is `not_found`, like an unknown one.

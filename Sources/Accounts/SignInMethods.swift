@@ -32,7 +32,8 @@ public final class SignInMethods: Sendable {
         let throttle = [(key: "idtoken:address:" + origin.throttleAddress, rule: context.configuration.signInPerAddress)]
         if let wait = try context.throttles.acquire(throttle) {
             context.statistics.signInThrottled.add(1, ordering: .relaxed)
-            SecurityEvent.log(context.logger, .lockedOut, outcome: .refused, userID: nil, origin: origin, detail: "\(provider.rawValue) sign-in throttled")
+            SecurityEvent.log(
+                context.logger, .lockedOut, outcome: .refused, userID: nil, origin: origin, detail: "\(provider.rawValue) sign-in throttled")
             throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
         }
         let identity: ProviderIdentity
@@ -40,7 +41,8 @@ public final class SignInMethods: Sendable {
             identity = try verify()
         } catch let error as AccountsError where error.code == .invalidIDToken {
             context.statistics.signInFailures.add(1, ordering: .relaxed)
-            SecurityEvent.log(context.logger, .signInFailed, outcome: .failure, userID: nil, origin: origin, detail: "\(provider.rawValue): \(error.detail)")
+            SecurityEvent.log(
+                context.logger, .signInFailed, outcome: .failure, userID: nil, origin: origin, detail: "\(provider.rawValue): \(error.detail)")
             throw error
         } catch {
             // The provider's keys are out of reach: the token was never judged.
@@ -49,7 +51,9 @@ public final class SignInMethods: Sendable {
         }
         let token = try SessionToken.generate()
         let (issued, outcome) = try retryingOnce { () throws -> (IssuedSession, SignInOutcome) in
-            try context.pool.withTransaction { connection in try signIn(connection, identity, tokenHash: token.hash, tokenText: token.text, origin: origin) }
+            try context.pool.withTransaction { connection in
+                try signIn(connection, identity, tokenHash: token.hash, tokenText: token.text, origin: origin)
+            }
         }
         context.throttles.giveBack(throttle.map(\.key))
         if outcome != .existing { context.mailQueued() }
