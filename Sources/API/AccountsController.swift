@@ -16,7 +16,7 @@ struct AccountsController: Controller {
     }
 
     @Sendable func register(_ call: Call) throws -> Response {
-        let issued = try accounts.register(try AccountBodies.registration(try JSONBody.object(call.request)), origin: call.origin)
+        let issued = try accounts.passwordSignIn.register(try AccountBodies.registration(try JSONBody.object(call.request)), origin: call.origin)
         var response = JSONBody.response(.created) { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Location", value: "/users/me")
         response.headers.add(name: "Cache-Control", value: "no-store")
@@ -24,7 +24,7 @@ struct AccountsController: Controller {
     }
 
     @Sendable func signIn(_ call: Call) throws -> Response {
-        let issued = try accounts.signIn(try AccountBodies.signIn(try JSONBody.object(call.request)), origin: call.origin)
+        let issued = try accounts.passwordSignIn.signIn(try AccountBodies.signIn(try JSONBody.object(call.request)), origin: call.origin)
         var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
@@ -32,7 +32,7 @@ struct AccountsController: Controller {
 
     @Sendable func signOut(_ call: Call) throws -> Response {
         let signedIn = call.signedIn
-        try accounts.signOut(
+        try accounts.sessions.signOut(
             signedIn.session, scope: try AccountBodies.signOutScope(try JSONBody.object(call.request, optional: true)),
             origin: call.origin)
         return Response(status: .noContent)
@@ -40,7 +40,7 @@ struct AccountsController: Controller {
 
     @Sendable func sessions(_ call: Call) throws -> Response {
         let signedIn = call.signedIn
-        let sessions = try accounts.sessions(of: signedIn.user.id)
+        let sessions = try accounts.sessions.sessions(of: signedIn.user.id)
         var response = JSONBody.response { writer in
             writer.beginObject()
             writer.key("sessions")
@@ -58,7 +58,7 @@ struct AccountsController: Controller {
         guard let text = call.parameter("id"), let id = UUID(uuidString: text) else {
             throw AccountsError(.notFound, "No such session.")
         }
-        try accounts.revokeSession(id: id, userID: signedIn.user.id, origin: call.origin)
+        try accounts.sessions.revokeSession(id: id, userID: signedIn.user.id, origin: call.origin)
         return Response(status: .noContent)
     }
 }

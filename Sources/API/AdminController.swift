@@ -50,7 +50,7 @@ struct AdminController: Controller {
         guard let email = body["email"]?.stringValue, let password = body["password"]?.stringValue, body.count == 2 else {
             throw AccountsError(.invalidValue, "The body is {\"email\", \"password\"}, both strings.")
         }
-        let issued = try accounts.adminSignIn(email: email, password: password, origin: call.origin)
+        let issued = try accounts.administrators.adminSignIn(email: email, password: password, origin: call.origin)
         return AdminController.sessionResponse(issued)
     }
 
@@ -63,7 +63,7 @@ struct AdminController: Controller {
         else {
             throw AccountsError(.invalidValue, "The body is {\"token\", \"email\", \"password\"}, all strings.")
         }
-        let issued = try accounts.completeAdminSetup(token: token, email: email, password: password, origin: call.origin)
+        let issued = try accounts.administrators.completeAdminSetup(token: token, email: email, password: password, origin: call.origin)
         return AdminController.sessionResponse(issued)
     }
 
@@ -83,7 +83,7 @@ struct AdminController: Controller {
     /// Ends the admin session of the token: `204`.
     @Sendable func signOut(_ call: Call) throws -> Response {
         let admin = call.admin
-        try accounts.adminSignOut(admin, token: try Authenticator.token(call.request.headers), origin: call.origin)
+        try accounts.administrators.adminSignOut(admin, token: try Authenticator.token(call.request.headers), origin: call.origin)
         return Response(status: .noContent)
     }
 
@@ -95,7 +95,7 @@ struct AdminController: Controller {
         for (name, value) in query.all.sorted(by: { $0.key < $1.key }) where name.hasPrefix("field.") {
             search.fields.append((String(name.dropFirst(6)), value))
         }
-        let found = try accounts.searchUsers(search, after: page.cursor, limit: page.limit)
+        let found = try accounts.administration.searchUsers(search, after: page.cursor, limit: page.limit)
         var response = JSONBody.response { writer in
             writer.beginObject()
             writer.key("users")
@@ -112,7 +112,7 @@ struct AdminController: Controller {
 
     @Sendable func user(_ call: Call) throws -> Response {
         let admin = call.admin
-        return AdminController.response(try accounts.adminView(of: try AdminController.userID(call)))
+        return AdminController.response(try accounts.administration.adminView(of: try AdminController.userID(call)))
     }
 
     /// The profile by the user's own `PATCH` rules (`If-Match` included), and `disabled`:
@@ -133,11 +133,11 @@ struct AdminController: Controller {
         let origin = call.origin
         let patch = try AccountBodies.patch(body)
         if patch.email != nil || patch.firstname != nil || patch.lastname != nil || patch.data != nil || patch.removesAllData {
-            _ = try await accounts.adminPatchProfile(
+            _ = try await accounts.administration.adminPatchProfile(
                 patch, of: id, condition: ETag.condition(call.request.headers["If-Match"]), by: admin, origin: origin)
         }
-        if let disabled { try accounts.setDisabled(id, disabled, by: admin, origin: origin) }
-        return AdminController.response(try accounts.adminView(of: id))
+        if let disabled { try accounts.administration.setDisabled(id, disabled, by: admin, origin: origin) }
+        return AdminController.response(try accounts.administration.adminView(of: id))
     }
 
     /// `204`: the user, their sessions and images (the rows with the user, the files after the commit).
@@ -145,7 +145,7 @@ struct AdminController: Controller {
         let admin = call.admin
         let id = try AdminController.userID(call)
         var files: [UUID] = []
-        try accounts.adminDeleteUser(id, by: admin, origin: call.origin) { connection in
+        try accounts.administration.adminDeleteUser(id, by: admin, origin: call.origin) { connection in
             files = try images.deleteAll(userID: id, connection)
         }
         images.removeFiles(files)
@@ -155,8 +155,8 @@ struct AdminController: Controller {
     @Sendable func sessions(_ call: Call) throws -> Response {
         let admin = call.admin
         let id = try AdminController.userID(call)
-        _ = try accounts.adminView(of: id)
-        let sessions = try accounts.sessions(of: id)
+        _ = try accounts.administration.adminView(of: id)
+        let sessions = try accounts.sessions.sessions(of: id)
         return JSONBody.response { writer in
             writer.beginObject()
             writer.key("sessions")
@@ -176,14 +176,14 @@ struct AdminController: Controller {
             guard let parsed = UUID(uuidString: text) else { throw AccountsError(.notFound, "No such session.") }
             sessionID = parsed
         }
-        try accounts.adminRevokeSessions(of: id, sessionID: sessionID, by: admin, origin: call.origin)
+        try accounts.administration.adminRevokeSessions(of: id, sessionID: sessionID, by: admin, origin: call.origin)
         return Response(status: .noContent)
     }
 
     /// `{"hasPassword", "identities": [...], "passkeys": [...]}`: how the user signs in.
     @Sendable func signInMethods(_ call: Call) throws -> Response {
         let admin = call.admin
-        let (hasPassword, identities, passkeys) = try accounts.signInMethods(of: try AdminController.userID(call))
+        let (hasPassword, identities, passkeys) = try accounts.signInMethods.signInMethods(of: try AdminController.userID(call))
         return JSONBody.response { writer in
             writer.beginObject()
             writer.key("hasPassword"); writer.bool(hasPassword)
@@ -203,21 +203,21 @@ struct AdminController: Controller {
     @Sendable func removePasskey(_ call: Call) throws -> Response {
         let admin = call.admin
         guard let text = call.parameter("passkeyID"), let id = UUID(uuidString: text) else { throw AccountsError(.notFound, "No such passkey.") }
-        try accounts.deletePasskey(id: id, userID: try AdminController.userID(call), origin: call.origin, by: admin)
+        try accounts.signInMethods.deletePasskey(id: id, userID: try AdminController.userID(call), origin: call.origin, by: admin)
         return Response(status: .noContent)
     }
 
     @Sendable func unlinkIdentity(_ call: Call) throws -> Response {
         let admin = call.admin
         guard let text = call.parameter("identityID"), let id = UUID(uuidString: text) else { throw AccountsError(.notFound, "No such identity.") }
-        try accounts.unlinkIdentity(id: id, userID: try AdminController.userID(call), origin: call.origin, by: admin)
+        try accounts.signInMethods.unlinkIdentity(id: id, userID: try AdminController.userID(call), origin: call.origin, by: admin)
         return Response(status: .noContent)
     }
 
     /// `202`: the reset mail is queued, as for `POST /users/password-reset`.
     @Sendable func sendPasswordReset(_ call: Call) throws -> Response {
         let admin = call.admin
-        try accounts.adminSendPasswordReset(
+        try accounts.administration.adminSendPasswordReset(
             try AdminController.userID(call), by: admin, origin: call.origin)
         return JSONBody.response(.accepted) { writer in
             writer.beginObject()
@@ -231,7 +231,7 @@ struct AdminController: Controller {
     @Sendable func userImages(_ call: Call) throws -> Response {
         let admin = call.admin
         let id = try AdminController.userID(call)
-        _ = try accounts.adminView(of: id)
+        _ = try accounts.administration.adminView(of: id)
         let parameters = try PageParameters(call.request)
         let page = try images.list(userID: id, order: try PageParameters.imageOrder(call.request), after: parameters.cursor, limit: parameters.limit)
         var response = JSONBody.response { ImageJSON.write(page, signer: signer, into: &$0) }
@@ -257,9 +257,9 @@ struct AdminController: Controller {
     @Sendable func activity(_ call: Call) throws -> Response {
         let admin = call.admin
         let id = try AdminController.userID(call)
-        _ = try accounts.adminView(of: id)
+        _ = try accounts.administration.adminView(of: id)
         let parameters = try PageParameters(call.request)
-        let page = try accounts.activity(userID: id, after: parameters.cursor, limit: parameters.limit)
+        let page = try accounts.recovery.activity(userID: id, after: parameters.cursor, limit: parameters.limit)
         var response = JSONBody.response { RecoveryController.write(page, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
@@ -268,7 +268,7 @@ struct AdminController: Controller {
     /// `{"fields": {name: {type, pinned, createdAt}}}`.
     @Sendable func schema(_ call: Call) throws -> Response {
         let admin = call.admin
-        let fields = try accounts.fieldSchema()
+        let fields = try accounts.administration.fieldSchema()
         return JSONBody.response { writer in
             writer.beginObject()
             writer.key("fields")
@@ -293,7 +293,7 @@ struct AdminController: Controller {
                     detail: "the body is {\"type\": T}, T one of " + FieldType.allCases.map(\.rawValue).joined(separator: ", "))
             ])
         }
-        let field = try accounts.pinFieldType(call.parameter("field") ?? "", type, by: admin, origin: call.origin)
+        let field = try accounts.administration.pinFieldType(call.parameter("field") ?? "", type, by: admin, origin: call.origin)
         return JSONBody.response { writer in
             writer.beginObject()
             writer.key("name"); writer.string(field.name)
@@ -307,7 +307,7 @@ struct AdminController: Controller {
     /// The dashboard: totals, and sign-ups and sign-ins per UTC day over the last 30 days.
     @Sendable func stats(_ call: Call) throws -> Response {
         let admin = call.admin
-        let dashboard = try accounts.dashboard(days: 30)
+        let dashboard = try accounts.administration.dashboard(days: 30)
         var response = JSONBody.response { writer in
             writer.beginObject()
             writer.key("users"); writer.int(dashboard.users)
@@ -341,7 +341,7 @@ struct AdminController: Controller {
             }
             before = value
         }
-        let page = try accounts.auditPage(before: before, limit: limit)
+        let page = try accounts.administration.auditPage(before: before, limit: limit)
         return JSONBody.response { writer in
             writer.beginObject()
             writer.key("entries")

@@ -71,7 +71,7 @@ public final class Application: Sendable {
                     OutboxSender(
                         pool: backgroundPool, configuration: mailConfiguration, templates: templates, logger: logger,
                         mintToken: { [clock = configuration.accounts.clock] slot in
-                            try AccountService.mintMailToken(slot: slot, on: backgroundPool, clock: clock)
+                            try AccountMail.mintMailToken(slot: slot, on: backgroundPool, clock: clock)
                         })
                 }, stop: { $0.shutdown() })
             self.mail = mail
@@ -262,7 +262,7 @@ public final class Application: Sendable {
     /// The console's one-time setup link while there is no administrator (`/console/#setup=…`,
     /// an hour, single use), or nil once there is one. `serve` prints it once, at start.
     public func adminSetupLink() throws -> String? {
-        guard let token = try accounts.issueAdminSetupToken() else { return nil }
+        guard let token = try accounts.administrators.issueAdminSetupToken() else { return nil }
         return configuration.resolvedPublicURL(port: server.port) + "/console/#setup=" + token
     }
 

@@ -36,7 +36,7 @@ struct EventsController: Controller {
             }
             after = number
         } else {
-            after = try accounts.latestEventNumber(of: user.id)
+            after = try accounts.userEvents.latestEventNumber(of: user.id)
         }
         var response = Response(status: .ok)
         response.headers.add(name: "Content-Type", value: "text/event-stream; charset=utf-8")
@@ -67,20 +67,21 @@ struct DatabaseEventSource: LiveEventSource {
     }
 
     func watch(userIDs: [String]) throws {
-        try accounts.watchLiveEvents(of: userIDs.compactMap { UUID(uuidString: $0) }, instance: instance)
+        try accounts.userEvents.watchLiveEvents(of: userIDs.compactMap { UUID(uuidString: $0) }, instance: instance)
     }
 
     func unwatch(userIDs: [String]) throws {
-        try accounts.unwatchLiveEvents(of: userIDs.compactMap { UUID(uuidString: $0) }, instance: instance)
+        try accounts.userEvents.unwatchLiveEvents(of: userIDs.compactMap { UUID(uuidString: $0) }, instance: instance)
     }
 
     func sweep(userIDs: [String], sessions: [String]) throws -> (latest: [String: Int64], liveSessions: Set<String>) {
-        try accounts.liveEventSweep(users: userIDs, sessions: sessions)
+        try accounts.userEvents.liveEventSweep(users: userIDs, sessions: sessions)
     }
 
     func catchUp(userID: String, after: Int64, sessions: [String]) throws -> CatchUp {
         guard let id = UUID(uuidString: userID) else { return CatchUp(events: [], reached: after, firstKept: nil, more: false, liveSessions: []) }
-        let backlog = try accounts.eventBacklog(of: id, after: after, limit: Self.batch, sessions: sessions.compactMap { UUID(uuidString: $0) })
+        let backlog = try accounts.userEvents.eventBacklog(
+            of: id, after: after, limit: Self.batch, sessions: sessions.compactMap { UUID(uuidString: $0) })
         var events: [LiveEvent] = []
         for record in backlog.events {
             var writer = JSONWriter(capacity: 512)

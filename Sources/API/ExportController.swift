@@ -25,12 +25,12 @@ struct ExportController: Controller {
         let signedIn = call.signedIn
         let (session, user, request) = (signedIn.session, signedIn.user, call.request)
         // `HEAD` tells the archive's length and costs nothing: no export is counted or noticed.
-        if request.method != .head { try accounts.recordExport(of: user, origin: call.origin) }
-        let sessions = try accounts.sessions(of: user.id)
+        if request.method != .head { try accounts.recovery.recordExport(of: user, origin: call.origin) }
+        let sessions = try accounts.sessions.sessions(of: user.id)
         var events: [ActivityEvent] = []
         var eventCursor: KeysetCursor?
         repeat {
-            let page = try accounts.activity(userID: user.id, after: eventCursor, limit: 100)
+            let page = try accounts.recovery.activity(userID: user.id, after: eventCursor, limit: 100)
             events += page.events
             eventCursor = page.next
         } while eventCursor != nil

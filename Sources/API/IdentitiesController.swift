@@ -27,7 +27,7 @@ struct IdentitiesController: Controller {
         let body = RequestBody(object: try JSONBody.object(call.request))
         try body.checkKeys(allowed: ["idToken", "nonce"])
         let (idToken, nonce) = (try body.string("idToken", required: true)!, try body.string("nonce"))
-        let issued = try accounts.signIn(with: provider, origin: call.origin) {
+        let issued = try accounts.signInMethods.signIn(with: provider, origin: call.origin) {
             try providers.verify(provider, idToken: idToken, nonce: nonce)
         }
         var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
@@ -37,7 +37,7 @@ struct IdentitiesController: Controller {
 
     @Sendable func list(_ call: Call) throws -> Response {
         let signedIn = call.signedIn
-        let (hasPassword, identities, _) = try accounts.signInMethods(of: signedIn.user.id)
+        let (hasPassword, identities, _) = try accounts.signInMethods.signInMethods(of: signedIn.user.id)
         var response = JSONBody.response { writer in
             writer.beginObject()
             writer.key("identities")
@@ -64,7 +64,7 @@ struct IdentitiesController: Controller {
         // As its sign-in route: a provider that is off is not found here.
         guard providers.isOn(provider) else { throw AccountsError(.notFound, "\(provider.displayName) is not configured.") }
         let (idToken, nonce) = (try body.string("idToken", required: true)!, try body.string("nonce"))
-        let (linked, isNew) = try accounts.linkIdentity(userID: signedIn.user.id, origin: call.origin) {
+        let (linked, isNew) = try accounts.signInMethods.linkIdentity(userID: signedIn.user.id, origin: call.origin) {
             do {
                 return try providers.verify(provider, idToken: idToken, nonce: nonce)
             } catch let error as AccountsError where error.code == .invalidIDToken {
@@ -80,7 +80,7 @@ struct IdentitiesController: Controller {
     @Sendable func unlink(_ call: Call) throws -> Response {
         let signedIn = call.signedIn
         guard let text = call.parameter("id"), let id = UUID(uuidString: text) else { throw AccountsError(.notFound, "No such identity.") }
-        try accounts.unlinkIdentity(id: id, userID: signedIn.user.id, origin: call.origin)
+        try accounts.signInMethods.unlinkIdentity(id: id, userID: signedIn.user.id, origin: call.origin)
         return Response(status: .noContent)
     }
 

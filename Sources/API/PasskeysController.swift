@@ -79,7 +79,7 @@ struct PasskeysController: Controller {
     @Sendable func registrationOptions(_ call: Call) throws -> Response {
         let signedIn = call.signedIn
         let party = try party.current
-        let (challenge, existing) = try accounts.passkeyRegistrationChallenge(userID: signedIn.user.id)
+        let (challenge, existing) = try accounts.signInMethods.passkeyRegistrationChallenge(userID: signedIn.user.id)
         let user = signedIn.user
         let displayName = [user.firstname, user.lastname].filter { !$0.isEmpty }.joined(separator: " ")
         var response = JSONBody.response { writer in
@@ -91,7 +91,7 @@ struct PasskeysController: Controller {
             writer.endObject()
             writer.key("user")
             writer.beginObject()
-            writer.key("id"); writer.string(Base64URL.encode(AccountService.userHandle(user.id)))
+            writer.key("id"); writer.string(Base64URL.encode(SignInMethods.userHandle(user.id)))
             writer.key("name"); writer.string(user.email)
             writer.key("displayName"); writer.string(displayName.isEmpty ? user.email : displayName)
             writer.endObject()
@@ -131,7 +131,8 @@ struct PasskeysController: Controller {
             attestationObject: try Self.bytes(response, "attestationObject"),
             transports: response["transports"]?.arrayValue?.compactMap(\.stringValue) ?? [],
             name: try Self.name(body))
-        let passkey = try accounts.registerPasskey(registration, userID: signedIn.user.id, party: try party.current, origin: call.origin)
+        let passkey = try accounts.signInMethods.registerPasskey(
+            registration, userID: signedIn.user.id, party: try party.current, origin: call.origin)
         var answer = JSONBody.response(.created) { Self.write(passkey, into: &$0) }
         answer.headers.add(name: "Location", value: "/users/me/passkeys/" + passkey.id.lowercasedText)
         return answer
@@ -139,7 +140,7 @@ struct PasskeysController: Controller {
 
     @Sendable func list(_ call: Call) throws -> Response {
         let signedIn = call.signedIn
-        let passkeys = try accounts.passkeys(of: signedIn.user.id)
+        let passkeys = try accounts.signInMethods.passkeys(of: signedIn.user.id)
         var response = JSONBody.response { writer in
             writer.beginObject()
             writer.key("passkeys")
@@ -157,13 +158,14 @@ struct PasskeysController: Controller {
         let signedIn = call.signedIn
         let body = RequestBody(object: try JSONBody.object(call.request))
         try body.checkKeys(allowed: ["name"])
-        let renamed = try accounts.renamePasskey(id: try Self.id(call), userID: signedIn.user.id, name: try body.string("name", required: true)!)
+        let renamed = try accounts.signInMethods.renamePasskey(
+            id: try Self.id(call), userID: signedIn.user.id, name: try body.string("name", required: true)!)
         return JSONBody.response { Self.write(renamed, into: &$0) }
     }
 
     @Sendable func delete(_ call: Call) throws -> Response {
         let signedIn = call.signedIn
-        try accounts.deletePasskey(id: try Self.id(call), userID: signedIn.user.id, origin: call.origin)
+        try accounts.signInMethods.deletePasskey(id: try Self.id(call), userID: signedIn.user.id, origin: call.origin)
         return Response(status: .noContent)
     }
 
@@ -171,7 +173,7 @@ struct PasskeysController: Controller {
     /// the user's discoverable passkeys), the user verified.
     @Sendable func signInOptions(_ call: Call) throws -> Response {
         let party = try party.current
-        let challenge = try accounts.passkeySignInChallenge(origin: call.origin)
+        let challenge = try accounts.signInMethods.passkeySignInChallenge(origin: call.origin)
         var response = JSONBody.response { writer in
             writer.beginObject()
             writer.key("challenge"); writer.string(Base64URL.encode(challenge))
@@ -196,7 +198,7 @@ struct PasskeysController: Controller {
             credentialID: credential, clientDataJSON: try Self.bytes(response, "clientDataJSON"),
             authenticatorData: try Self.bytes(response, "authenticatorData"), signature: try Self.bytes(response, "signature"),
             userHandle: userHandle)
-        let issued = try accounts.signIn(with: assertion, party: try party.current, origin: call.origin)
+        let issued = try accounts.signInMethods.signIn(with: assertion, party: try party.current, origin: call.origin)
         var answer = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
         answer.headers.add(name: "Cache-Control", value: "no-store")
         return answer

@@ -36,14 +36,15 @@ struct ProfileController: Controller {
         let condition = try ETag.condition(call.request.headers["If-Match"])
         let replacement = try AccountBodies.replacement(try await JSONBody.object(call))
         return userResponse(
-            try await accounts.replaceProfile(replacement, of: call.signedIn.user, condition: condition, origin: call.origin, on: call.statements))
+            try await accounts.profiles.replaceProfile(
+                replacement, of: call.signedIn.user, condition: condition, origin: call.origin, on: call.statements))
     }
 
     @Sendable func patch(_ call: Call) async throws -> Response {
         let condition = try ETag.condition(call.request.headers["If-Match"])
         let body = try await JSONBody.object(call, accepting: ["application/merge-patch+json", "application/json"])
         return userResponse(
-            try await accounts.patchProfile(
+            try await accounts.profiles.patchProfile(
                 try AccountBodies.patch(body), of: call.signedIn.user, condition: condition, origin: call.origin, on: call.statements))
     }
 
@@ -51,8 +52,8 @@ struct ProfileController: Controller {
         let signedIn = call.signedIn
         let origin = call.origin
         // While locked, every attempt gets 429, whatever the body says.
-        try accounts.checkPasswordLock(userID: signedIn.user.id, origin: origin)
-        let (issued, revoked) = try accounts.changePassword(
+        try accounts.passwords.checkPasswordLock(userID: signedIn.user.id, origin: origin)
+        let (issued, revoked) = try accounts.passwords.changePassword(
             try AccountBodies.passwordChange(try JSONBody.object(call.request)),
             session: signedIn.session, origin: origin)
         var response = JSONBody.response { writer in
@@ -71,9 +72,9 @@ struct ProfileController: Controller {
         // The image rows go in the account's transaction; their files after it commits.
         var files: [UUID] = []
         let origin = call.origin
-        try accounts.checkPasswordLock(userID: user.id, origin: origin)
+        try accounts.passwords.checkPasswordLock(userID: user.id, origin: origin)
         let password = try AccountBodies.accountDeletion(try JSONBody.object(call.request))
-        try accounts.deleteAccount(password: password, userID: user.id, origin: origin) { connection in
+        try accounts.passwords.deleteAccount(password: password, userID: user.id, origin: origin) { connection in
             files = try images.deleteAll(userID: user.id, connection)
         }
         images.removeFiles(files)
@@ -82,7 +83,7 @@ struct ProfileController: Controller {
 
     @Sendable func schema(_ call: Call) throws -> Response {
         let signedIn = call.signedIn
-        let types = try accounts.fieldTypes()
+        let types = try accounts.profiles.fieldTypes()
         return JSONBody.response { writer in
             writer.beginObject()
             writer.key("fields")

@@ -22,7 +22,7 @@ struct RecoveryController: Controller {
     static let resetAccepted = #"{"status":"accepted","detail":"If the address belongs to an account, a mail with a reset link is on its way."}"#
 
     @Sendable func requestReset(_ call: Call) throws -> Response {
-        try accounts.requestPasswordReset(
+        try accounts.recovery.requestPasswordReset(
             email: try AccountBodies.resetRequest(try JSONBody.object(call.request)), origin: call.origin)
         var response = Response(status: .accepted, contentType: "application/json", body: Array(RecoveryController.resetAccepted.utf8))
         response.headers.add(name: "Cache-Control", value: "no-store")
@@ -31,7 +31,7 @@ struct RecoveryController: Controller {
 
     @Sendable func confirmReset(_ call: Call) throws -> Response {
         let (token, newPassword) = try AccountBodies.resetConfirmation(try JSONBody.object(call.request))
-        let issued = try accounts.confirmPasswordReset(token: token, newPassword: newPassword, origin: call.origin)
+        let issued = try accounts.recovery.confirmPasswordReset(token: token, newPassword: newPassword, origin: call.origin)
         var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
@@ -39,7 +39,7 @@ struct RecoveryController: Controller {
 
     @Sendable func verify(_ call: Call) throws -> Response {
         let token = try AccountBodies.verification(try JSONBody.object(call.request))
-        let user = try accounts.verifyEmail(token: token, origin: call.origin)
+        let user = try accounts.recovery.verifyEmail(token: token, origin: call.origin)
         var response = JSONBody.response { UserJSON.write(user, into: &$0) }
         response.headers.add(name: "ETag", value: user.etag)
         response.headers.add(name: "Cache-Control", value: "no-store")
@@ -48,7 +48,7 @@ struct RecoveryController: Controller {
 
     @Sendable func undoEmailChange(_ call: Call) throws -> Response {
         let token = try AccountBodies.verification(try JSONBody.object(call.request))
-        let user = try accounts.undoEmailChange(token: token, origin: call.origin)
+        let user = try accounts.recovery.undoEmailChange(token: token, origin: call.origin)
         var response = JSONBody.response { writer in
             writer.beginObject()
             writer.key("status")
@@ -64,7 +64,7 @@ struct RecoveryController: Controller {
     @Sendable func resendVerification(_ call: Call) throws -> Response {
         let signedIn = call.signedIn
         let user = signedIn.user
-        try accounts.resendVerification(user: user, origin: call.origin)
+        try accounts.recovery.resendVerification(user: user, origin: call.origin)
         return JSONBody.response(.accepted) { writer in
             writer.beginObject()
             writer.key("status")
@@ -78,7 +78,7 @@ struct RecoveryController: Controller {
     @Sendable func activity(_ call: Call) throws -> Response {
         let signedIn = call.signedIn
         let parameters = try PageParameters(call.request)
-        let page = try accounts.activity(userID: signedIn.user.id, after: parameters.cursor, limit: parameters.limit)
+        let page = try accounts.recovery.activity(userID: signedIn.user.id, after: parameters.cursor, limit: parameters.limit)
         var response = JSONBody.response { RecoveryController.write(page, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "private, no-cache")
         return response

@@ -89,11 +89,11 @@ enum AccountBodies {
     }
 
     /// `{"scope": "current" | "others" | "all"}`, all optional.
-    static func signOutScope(_ body: JSONObject) throws -> AccountService.SignOutScope {
+    static func signOutScope(_ body: JSONObject) throws -> Sessions.SignOutScope {
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["scope"])
         guard let text = try reader.string("scope") else { return .current }
-        guard let scope = AccountService.SignOutScope(rawValue: text) else {
+        guard let scope = Sessions.SignOutScope(rawValue: text) else {
             throw AccountsError.field("scope", .invalidValue, "expected current, others or all")
         }
         return scope

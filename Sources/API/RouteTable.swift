@@ -110,7 +110,7 @@ struct DatabaseAccess: Sendable {
 /// 4. **cache invalidation**: a route that can write (any method but `GET` and `HEAD`) keeps this
 ///    instance's session cache true before its answer goes out: a user's route drops the user's
 ///    entries; any other waits until the cache has applied every change committed before
-///    (`AccountService.catchUpWithTheDatabase`), as it cannot know whom it changed. Whether the
+///    (`Sessions.catchUpWithTheDatabase`), as it cannot know whom it changed. Whether the
 ///    handler failed or not.
 ///
 /// Throttles and the hashing lane are declared with the route and applied by the service it
@@ -329,7 +329,11 @@ private struct PolicyChain: Sendable {
         // 4. Cache invalidation, whether the handler failed or not.
         defer {
             if writes {
-                if case .user(let signedIn) = principal { accounts.changed(userID: signedIn.user.id) } else { accounts.catchUpWithTheDatabase() }
+                if case .user(let signedIn) = principal {
+                    accounts.sessions.changed(userID: signedIn.user.id)
+                } else {
+                    accounts.sessions.catchUpWithTheDatabase()
+                }
             }
         }
         // 2. The handler.
@@ -337,7 +341,7 @@ private struct PolicyChain: Sendable {
         // 3. The read audit.
         if let action = readAudit, case .admin(let admin) = principal {
             let target = context.parameters["id"].flatMap { UUID(uuidString: $0) }
-            try accounts.audit(admin, action, target: target, origin: call.origin)
+            try accounts.administration.audit(admin, action, target: target, origin: call.origin)
         }
         return response
     }
@@ -346,10 +350,11 @@ private struct PolicyChain: Sendable {
     func authenticate(_ headers: HTTPHeaders, _ query: String?, _ context: RequestContext) async throws -> Principal {
         switch policy.authentication {
         case .user:
-            let found = try await accounts.authenticate(token: try Authenticator.token(headers), withSession: true, on: database.executor(context))
+            let found = try await accounts.sessions.authenticate(
+                token: try Authenticator.token(headers), withSession: true, on: database.executor(context))
             return .user(SignedIn(session: found.session!, user: found.user))
         case .admin:
-            return .admin(try accounts.authenticateAdmin(token: try Authenticator.token(headers)))
+            return .admin(try accounts.administrators.authenticateAdmin(token: try Authenticator.token(headers)))
         case .signedURL:
             return .signedURL(try await verifySignedURL(query, context))
         case .none, .linkToken:

@@ -1,17 +1,16 @@
-import FoundationEssentials
-import JSON
-import StructuredLogging
-import Postgres
 import Cryptography
-import Outbox
+import Postgres
+import StructuredLogging
 import Synchronization
 import Threads
 import Time
 
 /// The rules of accounts, sessions and profiles; the only place that decides what a request may do.
 ///
-/// Expensive hashing runs on the bounded `HashingPool`, outside any transaction, so a database
-/// connection is never held while a CPU hashes.
+/// Made of parts with one job each (`sessions`, `passwordSignIn`, `passwords`, `profiles`,
+/// `recovery`, `signInMethods`, `administrators`, `administration`, `userEvents`), which share one
+/// core (`AccountsContext`: the pools, the configuration, the hashing, the counters) and one
+/// throttle component (`Throttles`). It starts their background threads and stops them.
 public final class AccountService: Sendable {
     /// Tunables, with the contract's defaults.
     public struct Configuration: Sendable {
@@ -86,54 +85,58 @@ public final class AccountService: Sendable {
     public let configuration: Configuration
     public let schema: FieldSchema
     /// Counters for metrics: sign-ins refused as wrong, and attempts refused by a throttle.
-    public let statistics = Statistics()
-    let pool: PostgresPool
-    /// Where background work (resolving reset requests) runs: never a request's connection.
-    let backgroundPool: PostgresPool
-    private let toucher: SessionToucher
-    /// Deletes expired sessions and old throttle rows in the background.
-    public let housekeeping: Housekeeping
-    /// Resolves queued password reset requests in the background.
-    private let resetResolver: PeriodicThread
-    /// Reads the field types again, for types administrators changed through other instances.
-    private let schemaRefresher: PeriodicThread
-    /// Writes the activity of failed sign-ins after their answer (`recordActivityLater`).
-    let laterActivityQueue = BoundedThreadPool(name: "activity", threads: 1, queueLimit: 4096)
-    /// Hashing places held per client address (`hashingPlacesPerAddress`).
-    let hashingShares = Mutex<[String: Int]>([:])
-    private let sessionLookup: SessionRepository.Lookup
+    public let statistics: Statistics
     /// Sessions and users read before the database (`SessionCache`), and what keeps it fresh;
     /// the feed is nil when the cache is off.
     public let sessionCache: SessionCache
     private let invalidationFeed: InvalidationFeed?
-    let hasher: PasswordHasher
-    private let hashing: HashingPool
-    let logger: Logger
-    /// `configuration.clock`.
-    var clock: WallClock { configuration.clock }
-    /// Called after a commit that queued mail, so that it goes out at once.
-    let mailQueued: @Sendable () -> Void
+    /// Deletes expired sessions and old throttle rows in the background.
+    public let housekeeping: Housekeeping
+
+    /// The session of a bearer token, the session cache, and the sessions' list and end.
+    public let sessions: Sessions
+    /// Registration and sign-in by email and password.
+    public let passwordSignIn: PasswordSignIn
+    /// The signed-in user's password change and account deletion.
+    public let passwords: Passwords
+    /// A user's profile and the field types.
+    public let profiles: Profiles
+    /// Password reset, email verification and changes of address by mailed links, and the user's activity.
+    public let recovery: Recovery
+    /// Sign in with Apple and Google, passkeys, and the list of a user's ways in.
+    public let signInMethods: SignInMethods
+    /// Administrators: their accounts, the first one's setup, their sign-in and sessions.
+    public let administrators: Administrators
+    /// What administrators do to users and the field schema, and the audit log.
+    public let administration: Administration
+    /// What the live event streams read and mark.
+    public let userEvents: UserEvents
+
+    private let context: AccountsContext
+    private let toucher: SessionToucher
+    /// Resolves queued password reset requests in the background.
+    private let resetResolver: PeriodicThread
+    /// Reads the field types again, for types administrators changed through other instances.
+    private let schemaRefresher: PeriodicThread
 
     /// `backgroundPool` is the requests' `pool` unless given.
     public init(
         pool: PostgresPool, backgroundPool: PostgresPool? = nil, hasher: PasswordHasher, hashing: HashingPool,
         configuration: Configuration = Configuration(), logger: Logger, mailQueued: @escaping @Sendable () -> Void = {}
     ) {
-        self.pool = pool
-        self.backgroundPool = backgroundPool ?? pool
-        self.mailQueued = mailQueued
-        self.hasher = hasher
-        self.hashing = hashing
+        let context = AccountsContext(
+            pool: pool, backgroundPool: backgroundPool ?? pool, hasher: hasher, hashing: hashing, configuration: configuration, logger: logger,
+            mailQueued: mailQueued)
+        self.context = context
         self.configuration = configuration
-        self.schema = FieldSchema(limits: configuration.fieldLimits)
-        self.logger = logger
+        self.schema = context.schema
+        self.statistics = context.statistics
         self.toucher = SessionToucher(pool: pool, lifetime: configuration.lifetime, clock: configuration.clock, logger: logger)
         self.housekeeping = Housekeeping(
             pool: pool, lifetime: configuration.lifetime,
             throttleRetentionSeconds: configuration.longestThrottleWindowSeconds,
             activityRetentionSeconds: configuration.activityRetentionSeconds,
             intervalSeconds: configuration.housekeepingIntervalSeconds, clock: configuration.clock, logger: logger)
-        self.sessionLookup = SessionRepository.Lookup(lifetime: configuration.lifetime)
         sessionCache = SessionCache(
             capacityBytes: configuration.sessionCacheBytes, staleness: configuration.sessionCacheStaleness,
             refreshAfterSeconds: configuration.lifetime.refreshAfterSeconds)
@@ -146,30 +149,34 @@ public final class AccountService: Sendable {
         } else {
             invalidationFeed = nil
         }
+        let mail = AccountMail(context: context)
+        sessions = Sessions(context: context, sessionCache: sessionCache, invalidationFeed: invalidationFeed, toucher: toucher)
+        passwordSignIn = PasswordSignIn(context: context, sessions: sessions, mail: mail)
+        passwords = Passwords(context: context, mail: mail)
+        profiles = Profiles(context: context, mail: mail)
+        recovery = Recovery(context: context, mail: mail)
+        signInMethods = SignInMethods(context: context, sessions: sessions, mail: mail)
+        administrators = Administrators(context: context)
+        administration = Administration(context: context, profiles: profiles, recovery: recovery)
+        userEvents = UserEvents(context: context)
         resetResolver = PeriodicThread(
             name: "reset-requests", intervalNanoseconds: UInt64(max(0.01, configuration.resetResolveIntervalSeconds) * 1e9))
         schemaRefresher = PeriodicThread(
             name: "field-types", intervalNanoseconds: UInt64(max(0.01, configuration.fieldTypeRefreshSeconds) * 1e9))
         resetResolver.start { [self] in
             do {
-                try resolvePasswordResets()
+                try recovery.resolvePasswordResets()
             } catch {
                 logger.warning("resolving password reset requests failed", ["error": String(reflecting: error)])
             }
         }
         schemaRefresher.start { [self] in
             do {
-                try self.backgroundPool.withConnection { try schema.refresh($0) }
+                try context.backgroundPool.withConnection { try schema.refresh($0) }
             } catch {
                 logger.debug("reading the field types failed", ["error": String(reflecting: error)])
             }
         }
-    }
-
-    /// Writes the session use noted so far now, rather than within the background writer's
-    /// interval: for a test that moves the clock past a use it has just made.
-    public func recordSessionUse() {
-        toucher.flush()
     }
 
     /// Writes pending session use and stops the background writer; call before closing the pool.
@@ -178,607 +185,8 @@ public final class AccountService: Sendable {
         schemaRefresher.stop()
         housekeeping.shutdown()
         toucher.shutdown()
-        laterActivityQueue.shutdown()
+        context.laterActivityQueue.shutdown()
         invalidationFeed?.shutdown()
-    }
-
-    // MARK: - Accounts and sessions
-
-    /// `POST /users`: creates the user and signs them in.
-    ///
-    /// Cheap refusals come first (the body, a taken email, the address's registration limit), and
-    /// the hash runs in the pool's bulk lane, so a flood of registrations never takes the places
-    /// that sign-ins of existing users need.
-    public func register(_ registration: Registration, origin: RequestOrigin) throws -> IssuedSession {
-        let (email, password, firstname, lastname, data) = (
-            registration.email, registration.password, registration.firstname,
-            registration.lastname, registration.data
-        )
-        try configuration.passwordPolicy.validate(password, field: "password")
-        try checkFieldCount(data.count)
-        // Per address, and per email with the sign-in's rule: many addresses racing to register
-        // one address each hash once at most up to that limit before the first one commits.
-        let throttle = [
-            (key: "register:address:" + origin.throttleAddress, rule: configuration.registrationsPerAddress),
-            (key: "register:email:" + email.normalized, rule: configuration.signInPerEmail),
-        ]
-        let wait = try pool.withConnection { connection -> Int? in
-            if try UserRepository.exists(connection, email: email) { throw AccountService.emailTaken }
-            return try ThrottleRepository.acquire(connection, throttle, at: clock.now())
-        }
-        if let wait {
-            statistics.registrationThrottled.add(1, ordering: .relaxed)
-            SecurityEvent.log(logger, .registrationThrottled, outcome: .refused, userID: nil, origin: origin)
-            throw AccountsError(
-                .tooManyAttempts, "Too many registrations from this address or of this email; try again later.", retryAfterSeconds: wait)
-        }
-        let hash: String
-        do {
-            hash = try onHashingPool(.bulk, origin) { [hasher] in try hasher.hash(password: password) }
-        } catch {
-            // Refused or abandoned before any hashing: the attempt does not count.
-            giveBack(throttle.map(\.key))
-            throw error
-        }
-        let token = try SessionToken.generate()
-        let issued = try pool.withTransaction { connection in
-            let fields = try schema.validate(Array(data), connection)
-            var user = User(
-                id: UUID(), email: email.value, firstname: firstname, lastname: lastname, emailVerified: false,
-                createdAt: Date(), updatedAt: Date(), data: JSONObject(), version: 1)
-            apply(fields, to: &user.data)
-            try checkDocumentSize(user)
-            user = try AccountService.claimingAddress {
-                try UserRepository.insert(connection, email: email, passwordHash: hash, firstname: firstname, lastname: lastname, data: user.data)
-            }
-            let session = try SessionRepository.insert(
-                connection, userID: user.id, tokenHash: token.hash,
-                userAgent: origin.userAgent, lifetime: configuration.lifetime, at: clock.now())
-            try queueVerification(connection, user: user)
-            return IssuedSession(accessToken: token.text, session: session, user: user)
-        }
-        mailQueued()
-        SecurityEvent.log(logger, .registered, outcome: .success, userID: issued.user.id, origin: origin)
-        return issued
-    }
-
-    static let emailTaken = AccountsError.field("email", .emailTaken, "is already registered")
-
-    /// Runs a statement that gives a user an address: another account holding it (the unique
-    /// index on `email_normalized`) is `409 email_taken`.
-    static func claimingAddress<T>(_ statement: () throws -> T) throws -> T {
-        do {
-            return try statement()
-        } catch let error as PostgresError where error.sqlState == .uniqueViolation {
-            throw emailTaken
-        }
-    }
-
-    /// `POST /users/signin`: the same answer, after the same work, for an unknown email and a wrong password.
-    ///
-    /// Each attempt is counted against its throttles *before* its hash, for all of them at once,
-    /// so that guesses sent together are verified at most up to the limits; a success gives its
-    /// attempt back. The session is opened only if the user's hash is still the one verified,
-    /// with the row share-locked, so a sign-in that overlapped a password change either commits
-    /// first (and the change revokes its session) or finds the new hash and fails.
-    public func signIn(_ attempt: SignInAttempt, origin: RequestOrigin) throws -> IssuedSession {
-        let (emailText, password) = (attempt.email, attempt.password)
-        let invalid = AccountsError(.invalidCredentials, "The email or password is wrong.")
-        try refuseWhenHashingIsFull(for: origin)
-        let email = EmailAddress(emailText)
-        // A text that is no valid address can hold anything (U+0000, which PostgreSQL text refuses;
-        // kilobytes, past the key index's row limit): it is counted under its digest instead.
-        let emailID = email?.normalized ?? "sha256:" + SHA256.hexDigest(emailText.lowercased().utf8)
-        let pairKey = "signin:pair:" + emailID + " " + origin.throttleAddress
-        let shared = ["signin:email:" + emailID, "signin:address:" + origin.throttleAddress]
-        let throttles = [
-            (key: pairKey, rule: configuration.signInPerEmailAndAddress),
-            (key: shared[0], rule: configuration.signInPerEmail),
-            (key: shared[1], rule: configuration.signInPerAddress),
-        ]
-        let (wait, credentials) = try pool.withConnection { connection in
-            (
-                try ThrottleRepository.acquire(connection, throttles, at: clock.now()),
-                try email.flatMap { try UserRepository.credentials(connection, email: $0) }
-            )
-        }
-        if let wait {
-            statistics.signInThrottled.add(1, ordering: .relaxed)
-            SecurityEvent.log(
-                logger, .lockedOut, outcome: .refused, userID: credentials?.id, origin: origin,
-                detail: "sign-in throttled")
-            if let credentials {
-                recordActivityLater(.lockedOut, userID: credentials.id, origin: origin, oncePer: configuration.signInPerEmailAndAddress.windowSeconds)
-            }
-            throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
-        }
-        let tooLong = password.utf8.count > configuration.passwordPolicy.maxBytes
-        let verdict: PasswordHasher.VerificationResult
-        do {
-            verdict = try onHashingPool(.interactive, origin) { [hasher, logger] in
-                guard let credentials, !tooLong, credentials.passwordHash != UserRepository.noPassword else {
-                    try hasher.dummyVerify(password: tooLong ? "" : password)
-                    return .invalid
-                }
-                do {
-                    return try hasher.verify(password: password, phc: credentials.passwordHash)
-                } catch {
-                    logger.error("stored password hash is unusable", ["user.id": credentials.id.lowercasedText])
-                    return .invalid
-                }
-            }
-        } catch {
-            // Refused or abandoned before any hashing: the attempt does not count.
-            giveBack(throttles.map(\.key))
-            throw error
-        }
-        guard let credentials, verdict.isValid else {
-            statistics.signInFailures.add(1, ordering: .relaxed)
-            SecurityEvent.log(
-                logger, .signInFailed, outcome: .failure, userID: credentials?.id, origin: origin,
-                detail: credentials == nil ? "unknown email" : "wrong password")
-            // Written after the answer: a known email's refusal must come after the same work as
-            // an unknown one's, not after a committed row more.
-            if let credentials { recordActivityLater(.signInFailed, userID: credentials.id, origin: origin) }
-            throw invalid
-        }
-        var upgraded: String?
-        if verdict == .validNeedsRehash {
-            upgraded = try? onHashingPool(.interactive, origin) { [hasher] in try hasher.hash(password: password) }
-        }
-        let token = try SessionToken.generate()
-        let issued = try pool.withTransaction { connection -> IssuedSession? in
-            guard
-                let user = try UserRepository.find(
-                    connection, id: credentials.id, passwordHash: credentials.passwordHash,
-                    forUpdate: upgraded != nil)
-            else {
-                // The password changed (or the account went) while this one was being checked.
-                return nil
-            }
-            if try AdminRepository.isDisabled(connection, id: user.id) {
-                throw AccountsError(.accountDisabled, "An administrator disabled this account.")
-            }
-            if let upgraded {
-                try UserRepository.upgradePasswordHash(connection, id: credentials.id, from: credentials.passwordHash, to: upgraded)
-            }
-            let session = try openSession(connection, userID: user.id, tokenHash: token.hash, userAgent: origin.userAgent)
-            try ActivityRepository.record(connection, userID: user.id, .signedIn, origin: origin, method: .password)
-            return IssuedSession(accessToken: token.text, session: session, user: user)
-        }
-        // After the commit, not inside it: throttle rows are locked in key order by acquisitions,
-        // and a transaction holding the user row and some of them could deadlock with one.
-        giveBack(shared, clearing: issued == nil ? nil : pairKey)
-        guard let issued else {
-            SecurityEvent.log(
-                logger, .signInFailed, outcome: .failure, userID: credentials.id, origin: origin,
-                detail: "password changed during sign-in")
-            recordActivityLater(.signInFailed, userID: credentials.id, origin: origin)
-            throw invalid
-        }
-        SecurityEvent.log(logger, .signedIn, outcome: .success, userID: credentials.id, origin: origin)
-        return issued
-    }
-
-    /// Gives back one counted attempt on each key (and clears `clearing`): the attempt succeeded,
-    /// or was never hashed. Bookkeeping only: a failure is logged, not the request's failure.
-    /// In a storm, refuses before any database work what the hashing pool would refuse anyway.
-    func refuseWhenHashingIsFull(for origin: RequestOrigin) throws {
-        guard hashing.hasCapacity else {
-            throw AccountsError(.overloaded, "Too many password operations at once; try again shortly.", retryAfterSeconds: 1)
-        }
-        if hashingShares.withLock({ $0[origin.throttleAddress, default: 0] }) >= hashingPlacesPerAddress {
-            throw AccountService.overloadedAddress
-        }
-    }
-
-    /// One client address (IPv6: one /64) may hold all the hashing pool's places but as many as it
-    /// has workers: a flood from one address, on any route that hashes, is refused (`503`) while
-    /// every other address still finds a place.
-    var hashingPlacesPerAddress: Int { max(1, hashing.queueCapacity) }
-
-    static let overloadedAddress = AccountsError(
-        .overloaded, "Too many password operations from this address at once; try again shortly.", retryAfterSeconds: 1)
-
-    func giveBack(_ keys: [String], clearing: String? = nil) {
-        do {
-            try pool.withConnection { connection in
-                try ThrottleRepository.release(connection, keys: keys)
-                if let clearing { try ThrottleRepository.clear(connection, key: clearing) }
-            }
-        } catch {
-            logger.warning("could not give back throttle attempts", ["keys": String(keys.count), "error": String(describing: error)])
-        }
-    }
-
-    /// Inserts a session and ends the user's oldest ones beyond `maxSessionsPerUser`.
-    func openSession(_ connection: PostgresConnection, userID: UUID, tokenHash: [UInt8], userAgent: String?) throws -> Session {
-        let session = try SessionRepository.insert(
-            connection, userID: userID, tokenHash: tokenHash, userAgent: userAgent,
-            lifetime: configuration.lifetime, at: clock.now())
-        _ = try SessionRepository.evictOldest(connection, userID: userID, keeping: session.id, keep: configuration.maxSessionsPerUser)
-        return session
-    }
-
-    /// The live session (when `withSession`) and user of a bearer token, or `invalid_token`: from
-    /// the session cache when it has it and is fresh, else one read, whichever executor runs it
-    /// (kept in the cache). A session last seen over a minute ago is noted for the background writer.
-    public func authenticate(
-        token: String, withSession: Bool, on executor: some QueryExecutor
-    ) async throws -> (session: Session?, user: User) {
-        guard SessionToken.isWellFormed(token) else { throw AccountsError.invalidToken }
-        let tokenHash = SessionToken.hash(of: token)
-        let cached = sessionCache.isEnabled
-        // Ends and touches are wall-clock times (the clock's); the cache's freshness is real time.
-        let now = clock.now()
-        if cached, let hit = sessionCache.lookup(tokenHash, now: now, monotonicNow: monotonicNanoseconds()) {
-            if hit.touch { toucher.note(hit.session.id) }
-            return (hit.session, hit.user)
-        }
-        // A read for the cache takes the whole session, and a ticket before it goes out.
-        let ticket = cached ? sessionCache.ticket() : 0
-        let query = sessionLookup.query(tokenHash: tokenHash, withSession: withSession || cached, at: now)
-        guard let row = try await executor.read(query).first else { throw AccountsError.invalidToken }
-        if row.isStale { toucher.note(row.sessionID) }
-        if cached, let session = row.session {
-            let refresh = configuration.lifetime.refreshAfterSeconds
-            sessionCache.fill(
-                ticket: ticket, tokenHash: tokenHash, session: session, user: row.user,
-                touchDue: row.isStale ? now.addingTimeInterval(refresh) : session.lastSeenAt.addingTimeInterval(refresh))
-        }
-        return (row.session, row.user)
-    }
-
-    /// After this instance changed `userID` (a user's own write): their cached sessions and
-    /// profile go at once, before the change is acknowledged.
-    public func changed(userID: UUID) {
-        sessionCache.invalidate(users: CollectionOfOne(userID))
-    }
-
-    /// After a change this instance cannot attribute to one user (an administrator's, a mailed
-    /// link's, a sign-in's), or one made outside it: returns once the cache has applied every
-    /// change committed before the call, or serves nothing (`InvalidationFeed.catchUp`).
-    public func catchUpWithTheDatabase() {
-        invalidationFeed?.catchUp()
-    }
-
-    /// Which sessions `signOut` ends.
-    public enum SignOutScope: String, Sendable {
-        case current, others, all
-    }
-
-    public func signOut(_ session: Session, scope: SignOutScope, origin: RequestOrigin? = nil) throws {
-        let ended = try pool.withTransaction { connection in
-            let ended =
-                switch scope {
-                case .current: try SessionRepository.delete(connection, id: session.id, userID: session.userID) ? 1 : 0
-                case .others: try SessionRepository.deleteAll(connection, userID: session.userID, except: session.id)
-                case .all: try SessionRepository.deleteAll(connection, userID: session.userID)
-                }
-            try ActivityRepository.record(connection, userID: session.userID, .signedOut, origin: origin)
-            return ended
-        }
-        SecurityEvent.log(
-            logger, .signedOut, outcome: .success, userID: session.userID, origin: origin,
-            detail: "scope \(scope.rawValue), \(ended) sessions ended")
-    }
-
-    public func sessions(of userID: UUID) throws -> [Session] {
-        try pool.withConnection { try SessionRepository.list($0, userID: userID, lifetime: configuration.lifetime, at: clock.now()) }
-    }
-
-    /// Ends one of the user's sessions; another user's session is `not_found`, like an unknown one.
-    public func revokeSession(id: UUID, userID: UUID, origin: RequestOrigin? = nil) throws {
-        try pool.withTransaction { connection in
-            guard try SessionRepository.delete(connection, id: id, userID: userID) else { throw AccountsError(.notFound, "No such session.") }
-            try ActivityRepository.record(connection, userID: userID, .sessionRevoked, origin: origin)
-        }
-        SecurityEvent.log(
-            logger, .sessionRevoked, outcome: .success, userID: userID, origin: origin,
-            detail: "session \(id.lowercasedText)")
-    }
-
-    // MARK: - Password and account
-
-    /// `POST /users/me/password`: verifies the old password, stores the new hash, revokes every
-    /// other session and replaces the calling one, all in one transaction.
-    /// A locked user's attempt is refused when its check is counted, before any hashing; so that
-    /// it gets 429 whatever its body says, the caller checks `checkPasswordLock` before reading it.
-    public func changePassword(_ change: PasswordChange, session: Session, origin: RequestOrigin) throws -> (IssuedSession, revokedSessions: Int) {
-        let (old, new) = (change.oldPassword, change.newPassword)
-        if let confirm = change.confirmPassword, confirm != new {
-            throw AccountsError.field("confirmPassword", .passwordMismatch, "does not match newPassword")
-        }
-        try configuration.passwordPolicy.validate(new, field: "newPassword")
-        if old == new { throw AccountsError.field("newPassword", .passwordUnchanged, "must differ from the old password") }
-        let verifiedHash = try verifyCurrentPassword(old, userID: session.userID, origin: origin)
-        let hash = try onHashingPool(.interactive, origin) { [hasher] in try hasher.hash(password: new) }
-        let token = try SessionToken.generate()
-        let changed = try pool.withTransaction { connection in
-            // The row lock orders concurrent changes; a hash that moved since it was verified
-            // means another change won, so this one's old password is no longer right.
-            guard try UserRepository.passwordHash(connection, id: session.userID, forUpdate: true) == verifiedHash else {
-                throw AccountsError(.invalidPassword, "The current password is wrong.")
-            }
-            try UserRepository.setPasswordHash(connection, id: session.userID, hash: hash)
-            try ThrottleRepository.clear(connection, key: passwordKey(session.userID))
-            let revoked = try SessionRepository.deleteAll(connection, userID: session.userID, except: session.id)
-            guard try SessionRepository.delete(connection, id: session.id, userID: session.userID) else {
-                throw AccountsError(.invalidToken, "The session ended during the password change.")
-            }
-            let replacement = try SessionRepository.insert(
-                connection, userID: session.userID, tokenHash: token.hash,
-                userAgent: origin.userAgent, lifetime: configuration.lifetime, at: clock.now())
-            guard let user = try UserRepository.find(connection, id: session.userID) else {
-                throw AccountsError(.invalidToken, "The user no longer exists.")
-            }
-            try passwordChanged(connection, user: user, .passwordChanged, origin: origin)
-            return (IssuedSession(accessToken: token.text, session: replacement, user: user), revoked)
-        }
-        mailQueued()
-        SecurityEvent.log(
-            logger, .passwordChanged, outcome: .success, userID: session.userID, origin: origin,
-            detail: "\(changed.1) other sessions revoked")
-        return changed
-    }
-
-    /// `DELETE /users/me`: the user and, by cascade, their sessions.
-    /// `alsoDelete` runs in the same transaction, after the password check and before the user row goes:
-    /// what other modules keep for the user (images) is deleted with it or not at all. Locked as
-    /// `changePassword` is.
-    public func deleteAccount(
-        password: String, userID: UUID, origin: RequestOrigin,
-        alsoDelete: (PostgresConnection) throws -> Void = { _ in }
-    ) throws {
-        let verifiedHash = try verifyCurrentPassword(password, userID: userID, origin: origin)
-        try pool.withTransaction { connection in
-            guard try UserRepository.passwordHash(connection, id: userID, forUpdate: true) == verifiedHash else {
-                throw AccountsError(.invalidPassword, "The password is wrong.")
-            }
-            try alsoDelete(connection)
-            _ = try UserRepository.delete(connection, id: userID)
-            try ThrottleRepository.clear(connection, key: passwordKey(userID))
-        }
-        SecurityEvent.log(logger, .accountDeleted, outcome: .success, userID: userID, origin: origin)
-    }
-
-    /// Throws `too_many_attempts` while the user's password checks are locked (a read: the
-    /// attempt is counted by `verifyCurrentPassword`, once the body is known to be worth checking).
-    public func checkPasswordLock(userID: UUID, origin: RequestOrigin) throws {
-        let locked = try pool.withConnection {
-            try ThrottleRepository.lockedFor($0, key: passwordKey(userID), rule: configuration.passwordChecks, at: clock.now())
-        }
-        if let locked { throw passwordsLocked(userID: userID, origin: origin, retryAfter: locked) }
-    }
-
-    private func passwordsLocked(userID: UUID, origin: RequestOrigin, retryAfter: Int) -> AccountsError {
-        statistics.passwordChecksThrottled.add(1, ordering: .relaxed)
-        SecurityEvent.log(logger, .lockedOut, outcome: .refused, userID: userID, origin: origin, detail: "password checks locked")
-        recordActivity(.lockedOut, userID: userID, origin: origin, oncePer: configuration.passwordChecks.windowSeconds)
-        return AccountsError(.tooManyAttempts, "Too many wrong passwords; try again later.", retryAfterSeconds: retryAfter)
-    }
-
-    /// Checks a user's current password, counting the attempt before hashing (so parallel guesses
-    /// are verified at most up to the limit); returns the verified hash. A success clears the
-    /// count in the caller's transaction; a refused or abandoned hash gives the attempt back.
-    private func verifyCurrentPassword(_ password: String, userID: UUID, origin: RequestOrigin) throws -> String {
-        let throttle = [(key: passwordKey(userID), rule: configuration.passwordChecks)]
-        let (wait, stored) = try pool.withConnection { connection in
-            (try ThrottleRepository.acquire(connection, throttle, at: clock.now()), try UserRepository.passwordHash(connection, id: userID))
-        }
-        if let wait { throw passwordsLocked(userID: userID, origin: origin, retryAfter: wait) }
-        guard let stored else { throw AccountsError(.invalidToken, "The user no longer exists.") }
-        let tooLong = password.utf8.count > configuration.passwordPolicy.maxBytes
-        let valid: Bool
-        do {
-            valid = try onHashingPool(.interactive, origin) { [hasher] in
-                !tooLong && ((try? hasher.verify(password: password, phc: stored))?.isValid ?? false)
-            }
-        } catch {
-            giveBack(throttle.map(\.key))
-            throw error
-        }
-        guard valid else {
-            SecurityEvent.log(logger, .passwordCheckFailed, outcome: .failure, userID: userID, origin: origin)
-            throw AccountsError(.invalidPassword, "The current password is wrong.")
-        }
-        return stored
-    }
-
-    func passwordKey(_ userID: UUID) -> String { "password:" + userID.lowercasedText }
-
-    // MARK: - Profile
-
-    /// `PUT /users/me`: replaces the editable representation. Without a condition the write does
-    /// not depend on what is stored (last write wins).
-    public func replaceProfile(
-        _ replacement: ProfileReplacement, of user: User, condition: WriteCondition, origin: RequestOrigin,
-        on executor: some QueryExecutor
-    ) async throws -> User {
-        try checkFieldCount(replacement.data.count)
-        return try await writeProfile(
-            of: user, condition: condition, dependsOnStored: false, namesEmail: true, addressChange: .confirmed, origin: origin, on: executor
-        ) { [self] user, validate in
-            user.firstname = replacement.firstname
-            user.lastname = replacement.lastname
-            user.data = JSONObject()
-            guard let fields = try validate(Array(replacement.data)) else { return nil }
-            apply(fields, to: &user.data)
-            return replacement.email
-        }
-    }
-
-    /// How a write that names another address moves the account there.
-    public enum AddressChange: Sendable {
-        /// Pending until a link mailed to the new address comes back (a bearer token is no proof).
-        case confirmed
-        /// At once: an administrator's edit, which is the operator's proof.
-        case atOnce
-    }
-
-    /// `PATCH /users/me`: merges the patch into the stored user.
-    public func patchProfile(
-        _ patch: ProfilePatch, of user: User, condition: WriteCondition, addressChange: AddressChange = .confirmed, origin: RequestOrigin,
-        on executor: some QueryExecutor
-    ) async throws -> User {
-        // More names than a user may hold can never be valid: refused before any of them is looked up or claimed.
-        try checkFieldCount(patch.data?.count ?? 0)
-        return try await writeProfile(
-            of: user, condition: condition, dependsOnStored: true, namesEmail: patch.email != nil, addressChange: addressChange, origin: origin,
-            on: executor
-        ) { [self] user, validate in
-            if let firstname = patch.firstname { user.firstname = firstname }
-            if let lastname = patch.lastname { user.lastname = lastname }
-            if patch.removesAllData { user.data = JSONObject() }
-            if let data = patch.data, !patch.removesAllData {
-                guard let fields = try validate(Array(data)) else { return nil }
-                apply(fields, to: &user.data)
-            }
-            try checkFieldCount(user.data.count)
-            return try patch.email ?? validEmail(user.email)
-        }
-    }
-
-    /// Checks custom fields (nil values remove a field) and returns them in canonical form; nil
-    /// when a field's type is not known yet.
-    private typealias FieldValidation = ([(String, JSONValue)]) throws -> [(String, JSONValue)]?
-
-    /// A profile write: `edit` changes a copy of the user (returning the email to store, or nil
-    /// when a custom field's type is not known yet), and one `UPDATE` writes it on the condition
-    /// that the row still has the version read, or, when the change `dependsOnStored` nothing and
-    /// any version is allowed, unconditionally. When that statement finds the row changed, or a
-    /// field's type is new (claiming it must commit or roll back with the write), a transaction
-    /// locks the row and edits what it holds. A change of address always takes the transaction:
-    /// it mails the new address (a link that confirms it, or, `atOnce`, one that verifies it and a
-    /// notice to the old one). A write that `namesEmail` with the current address ends a pending change.
-    private func writeProfile(
-        of current: User, condition: WriteCondition, dependsOnStored: Bool, namesEmail: Bool, addressChange: AddressChange,
-        origin: RequestOrigin, on executor: some QueryExecutor,
-        edit: @escaping (inout User, FieldValidation) throws -> EmailAddress?
-    ) async throws -> User {
-        guard condition.allows(current) else { throw AccountService.stale }
-        var user = current
-        if let email = try edit(&user, schema.validateCached), EmailAddress.normalized(current.email) == email.normalized {
-            try checkDocumentSize(user)
-            let unconditional = condition == .any && !dependsOnStored
-            let update = UserRepository.replace(
-                user, email: email, expectedVersion: unconditional ? nil : current.version, emailMayChange: false, cancelsPendingEmail: namesEmail)
-            do {
-                if let written = try await executor.write(update, lockOrder: current.id.lowercasedText).first { return written }
-            } catch {
-                throw AccountService.emailTakenError(error)
-            }
-            // The user (or their address) changed since it was read: edit what is stored now.
-        }
-        let written: (user: User, mailed: Bool)
-        do {
-            written = try await executor.transaction { [self] connection in
-                guard var user = try UserRepository.find(connection, id: current.id, forUpdate: true) else {
-                    throw AccountsError(.invalidToken, "The user no longer exists.")
-                }
-                guard condition.allows(user) else { throw AccountService.stale }
-                let stored = user
-                let email = try edit(&user) { try schema.validate($0, connection) }!
-                try checkDocumentSize(user)
-                guard EmailAddress.normalized(stored.email) != email.normalized else {
-                    let replace = UserRepository.replace(
-                        user, email: email, expectedVersion: nil, emailMayChange: false, cancelsPendingEmail: namesEmail)
-                    return (try connection.query(replace)[0], false)
-                }
-                switch addressChange {
-                case .atOnce:
-                    let replace = UserRepository.replace(user, email: email, expectedVersion: nil, emailMayChange: true, cancelsPendingEmail: true)
-                    let updated = try connection.query(replace)[0]
-                    try addressChanged(connection, from: stored, to: updated, origin: origin)
-                    return (updated, true)
-                case .confirmed:
-                    // Every other field is saved now; the address waits for its proof.
-                    let replace = UserRepository.replace(
-                        user, email: try validEmail(stored.email), expectedVersion: nil, emailMayChange: false, cancelsPendingEmail: false)
-                    let updated = try connection.query(replace)[0]
-                    return (try requestEmailChange(connection, user: updated, to: email, origin: origin), true)
-                }
-            }
-        } catch {
-            throw AccountService.emailTakenError(error)
-        }
-        if written.mailed {
-            mailQueued()
-            if written.user.pendingEmail != nil {
-                SecurityEvent.log(logger, .emailChangeRequested, outcome: .success, userID: written.user.id, origin: origin)
-            }
-        }
-        return written.user
-    }
-
-    private static let stale = AccountsError(.preconditionFailed, "The user changed since it was read (If-Match is stale).")
-
-    private static func emailTakenError(_ error: any Error) -> any Error {
-        if let error = error as? PostgresError, error.sqlState == .uniqueViolation { return AccountService.emailTaken }
-        return error
-    }
-
-    /// `GET /users/schema`.
-    public func fieldTypes() throws -> [String: FieldType] {
-        try pool.withConnection { try schema.all($0) }
-    }
-
-    // MARK: - Helpers
-
-    private func validEmail(_ text: String) throws(AccountsError) -> EmailAddress {
-        guard let email = EmailAddress(text) else { throw .field("email", .invalidEmail, "is not a valid email address") }
-        return email
-    }
-
-    private func checkFieldCount(_ count: Int) throws(AccountsError) {
-        if count > configuration.fieldLimits.maxFields {
-            throw .field("data", .invalidValue, "at most \(configuration.fieldLimits.maxFields) custom fields")
-        }
-    }
-
-    private func checkDocumentSize(_ user: User) throws(AccountsError) {
-        let size = user.data.jsonText.utf8.count + user.email.utf8.count + user.firstname.utf8.count + user.lastname.utf8.count
-        if size > configuration.fieldLimits.maxDocumentBytes {
-            throw .field("data", .invalidValue, "the user document is limited to \(configuration.fieldLimits.maxDocumentBytes) bytes")
-        }
-    }
-
-    private func apply(_ fields: [(String, JSONValue)], to data: inout JSONObject) {
-        for (name, value) in fields {
-            if value.isNull { data.removeValue(forKey: name) } else { data[name] = value }
-        }
-    }
-
-    /// Runs hashing work on the bounded pool; a full pool is `overloaded` (503), at once, and work
-    /// whose client went away before it started is `cancelled` (nobody reads that answer).
-    func onHashingPool<T: Sendable>(
-        _ lane: HashingPool.Lane, _ origin: RequestOrigin?,
-        _ work: @escaping @Sendable () throws -> T
-    ) throws -> T {
-        if let address = origin?.throttleAddress {
-            let limit = hashingPlacesPerAddress
-            let admitted = hashingShares.withLock { shares -> Bool in
-                guard shares[address, default: 0] < limit else { return false }
-                shares[address, default: 0] += 1
-                return true
-            }
-            guard admitted else { throw AccountService.overloadedAddress }
-        }
-        defer {
-            if let address = origin?.throttleAddress {
-                hashingShares.withLock { shares in
-                    shares[address, default: 1] -= 1
-                    if shares[address] == 0 { shares.removeValue(forKey: address) }
-                }
-            }
-        }
-        do {
-            return try hashing.run(lane: lane, cancellation: origin?.cancellation, owner: origin?.throttleAddress, work)
-        } catch let error as SecurityError where error.code == .overloaded || error.code == .shutDown {
-            throw AccountsError(.overloaded, "Too many password operations at once; try again shortly.", retryAfterSeconds: 1)
-        } catch let error as SecurityError where error.code == .cancelled {
-            throw AccountsError(.cancelled, "The client went away before its password was checked.")
-        }
     }
 }
 

@@ -77,6 +77,9 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
     /// The one answer for every token that does not lead to a live session: the causes are not told apart.
     public static let invalidToken = AccountsError(.invalidToken, "The access token is missing, malformed, unknown, expired or revoked.")
 
+    /// The answer to a write that gives a user an address another account holds.
+    static let emailTaken = AccountsError.field("email", .emailTaken, "is already registered")
+
     /// A validation failure of several fields: the first one's code leads.
     public static func invalid(_ fields: [FieldError]) -> AccountsError {
         let first = fields[0]

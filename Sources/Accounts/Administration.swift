@@ -3,287 +3,293 @@ import FoundationEssentials
 import JSON
 import Postgres
 
-/// An administrator: an account of its own, never a user.
-public struct Admin: Sendable, Equatable {
-    public let id: UUID
-    public let email: String
+/// What administrators do, each action recorded in the audit log: find and view users, disable,
+/// delete or sign them out, mail them a reset link, edit a profile (by the user's own rules), pin
+/// the field schema, and read what the console's dashboard counts.
+public final class Administration: Sendable {
+    private let context: AccountsContext
+    private let profiles: Profiles
+    private let recovery: Recovery
+
+    init(context: AccountsContext, profiles: Profiles, recovery: Recovery) {
+        self.context = context
+        self.profiles = profiles
+        self.recovery = recovery
+    }
+
+    // MARK: - The audit log
+
+    /// Records an action; the request fails if it cannot be recorded.
+    public func audit(_ admin: Admin, _ action: AuditAction, target: UUID? = nil, origin: RequestOrigin) throws {
+        try context.pool.withConnection { try AdminRepository.audit($0, admin: admin, action: action, target: target, address: origin.address) }
+    }
+
+    /// Newest first; `next` is the id to page from.
+    public func auditPage(before id: Int64?, limit: Int) throws -> (entries: [AuditEntry], next: Int64?) {
+        let rows = try context.pool.withConnection { try AdminRepository.auditPage($0, before: id, limit: limit + 1) }
+        let entries = Array(rows.prefix(limit))
+        return (entries, rows.count > limit ? entries.last?.id : nil)
+    }
+
+    /// Records a command of `exosphere admin` or `exosphere keys` in the audit log, as run by
+    /// `operatorName` (the operating-system user); the command fails if it cannot be recorded.
+    public static func auditCommand(_ action: AuditAction, by operatorName: String, on pool: PostgresPool) throws {
+        try pool.withConnection { try AdminRepository.auditCommand($0, operator: operatorName, action: action) }
+    }
+
+    // MARK: - Users
+
+    /// Users whose email contains a text and whose custom fields hold the given typed values,
+    /// newest first. A field that does not exist is `unknown_field`; a value that does not parse
+    /// as the field's type is `invalid_type`.
+    public func searchUsers(_ search: UserSearch, after cursor: KeysetCursor?, limit: Int) throws -> AdminUserPage {
+        // PostgreSQL text holds no U+0000, and no email is longer than 254 bytes.
+        if let text = search.emailContains, text.utf8.count > 254 || text.contains("\u{0}") {
+            throw AccountsError.invalid([AccountsError.FieldError(field: "q", code: .invalidValue, detail: "at most 254 bytes, no U+0000")])
+        }
+        for (name, value) in search.fields where value.contains("\u{0}") || value.utf8.count > 4096 {
+            throw AccountsError.invalid([
+                AccountsError.FieldError(field: "field." + name, code: .invalidValue, detail: "at most 4096 bytes, no U+0000")
+            ])
+        }
+        var containment: String?
+        if !search.fields.isEmpty {
+            let types = try profiles.fieldTypes()
+            var object = JSONObject()
+            var problems: [AccountsError.FieldError] = []
+            for (name, text) in search.fields {
+                let path = "field." + name
+                guard let type = types[name] else {
+                    problems.append(AccountsError.FieldError(field: path, code: .unknownField, detail: "no user has a field named \(name)"))
+                    continue
+                }
+                guard let value = Administration.typedValue(text, type, limits: context.configuration.fieldLimits) else {
+                    problems.append(AccountsError.FieldError(field: path, code: .invalidType, detail: "expected \(type.rawValue)"))
+                    continue
+                }
+                object[name] = value
+            }
+            if !problems.isEmpty { throw AccountsError.invalid(problems) }
+            var writer = JSONWriter()
+            writer.value(.object(object))
+            containment = String(decoding: writer.bytes, as: UTF8.self)
+        }
+        let email = search.emailContains.map { $0.lowercased() }.flatMap { $0.isEmpty ? nil : $0 }
+        // Planned for each search's own values: a plan cached for one field's rare value (read the
+        // matches from the GIN index, then sort) is 50× slower for a common one, where walking the
+        // newest-first index until the page is full is right (bench/admin-search.sh measured both).
+        let rows = try context.pool.withTransaction { connection in
+            try connection.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+            return try AdminRepository.search(connection, emailContains: email, containment: containment, after: cursor, limit: limit + 1)
+        }
+        let users = Array(rows.prefix(limit))
+        let next = rows.count > limit ? users.last.map { KeysetCursor(microseconds: $0.1, id: $0.0.user.id) } : nil
+        return AdminUserPage(users: users.map(\.0), next: next)
+    }
+
+    /// A query parameter's text as a value of the field's type, or nil.
+    static func typedValue(_ text: String, _ type: FieldType, limits: CustomFieldLimits) -> JSONValue? {
+        let literal: JSONValue?
+        switch type {
+        case .string, .date, .datetime: literal = .string(text)
+        case .boolean: literal = text == "true" ? .bool(true) : text == "false" ? .bool(false) : nil
+        case .integer, .double:
+            literal = (try? JSONParser.parse(text, limits: JSONLimits(maxDepth: 1, maxBytes: 64, maxNumberLength: 64))).flatMap {
+                if case .number = $0 { $0 } else { nil }
+            }
+        }
+        return literal.flatMap { type.canonical($0, limits: limits) }
+    }
+
+    public func adminView(of id: UUID) throws -> AdminUserView {
+        guard let view = try context.pool.withConnection({ try AdminRepository.view($0, id: id) }) else {
+            throw AccountsError(.notFound, "There is no user with this id.")
+        }
+        return view
+    }
+
+    /// Disables a user (every session ends at once) or enables them again, and records it.
+    public func setDisabled(_ id: UUID, _ disabled: Bool, by admin: Admin, origin: RequestOrigin) throws {
+        let found = try context.pool.withTransaction { connection in
+            guard try AdminRepository.setDisabled(connection, id: id, disabled: disabled) else { return false }
+            try AdminRepository.audit(
+                connection, admin: admin, action: disabled ? .userDisable : .userEnable, target: id, address: origin.address)
+            return true
+        }
+        guard found else { throw AccountsError(.notFound, "There is no user with this id.") }
+    }
+
+    // MARK: - An administrator's actions on a user
+
+    /// Deletes a user with everything of theirs (`alsoDelete` runs in the same transaction, for the
+    /// image rows), and records it.
+    public func adminDeleteUser(_ id: UUID, by admin: Admin, origin: RequestOrigin, alsoDelete: (PostgresConnection) throws -> Void) throws {
+        let found = try context.pool.withTransaction { connection in
+            guard try UserRepository.find(connection, id: id, forUpdate: true) != nil else { return false }
+            try alsoDelete(connection)
+            _ = try UserRepository.delete(connection, id: id)
+            try context.throttles.clear(connection, key: Throttles.passwordKey(id))
+            try AdminRepository.audit(connection, admin: admin, action: .userDelete, target: id, address: origin.address)
+            return true
+        }
+        guard found else { throw AccountsError(.notFound, "There is no user with this id.") }
+        SecurityEvent.log(context.logger, .accountDeleted, outcome: .success, userID: id, origin: origin, detail: "by an administrator")
+    }
+
+    /// Ends one session of a user (`sessionID`), or all of them; the number ended.
+    @discardableResult
+    public func adminRevokeSessions(of userID: UUID, sessionID: UUID?, by admin: Admin, origin: RequestOrigin) throws -> Int {
+        let ended = try context.pool.withTransaction { connection -> Int? in
+            guard try UserRepository.find(connection, id: userID) != nil else { return nil }
+            let ended: Int
+            if let sessionID {
+                guard try SessionRepository.delete(connection, id: sessionID, userID: userID) else { return -1 }
+                ended = 1
+            } else {
+                ended = try connection.execute("DELETE FROM sessions WHERE user_id = \(userID)")
+            }
+            try ActivityRepository.record(connection, userID: userID, .sessionRevoked, origin: origin)
+            try AdminRepository.audit(
+                connection, admin: admin, action: sessionID == nil ? .userSessionsRevokeAll : .userSessionRevoke, target: userID,
+                address: origin.address)
+            return ended
+        }
+        guard let ended else { throw AccountsError(.notFound, "There is no user with this id.") }
+        guard ended >= 0 else { throw AccountsError(.notFound, "No such session.") }
+        return ended
+    }
+
+    /// Mails the user a password reset link, as `POST /users/password-reset` does, and records it.
+    public func adminSendPasswordReset(_ userID: UUID, by admin: Admin, origin: RequestOrigin) throws {
+        let user = try adminView(of: userID).user
+        guard let email = EmailAddress(user.email) else { throw AccountsError(.invalidEmail, "The user's stored address is not valid.") }
+        try recovery.requestPasswordReset(email: email, origin: origin)
+        try audit(admin, .userPasswordReset, target: userID, origin: origin)
+    }
+
+    // MARK: - A user's profile
+
+    /// `PATCH /admin/users/{id}`: the user's own `PATCH` rules (types, limits, `If-Match`, a new
+    /// address applied at once and mailed), each statement committed together with its audit entry.
+    public func adminPatchProfile(
+        _ patch: ProfilePatch, of id: UUID, condition: WriteCondition, by admin: Admin, origin: RequestOrigin
+    ) async throws -> User {
+        guard let user = try context.pool.withConnection({ try UserRepository.find($0, id: id) }) else {
+            throw AccountsError(.notFound, "There is no user with this id.")
+        }
+        let executor = AuditedExecutor(pool: context.pool) { connection in
+            try AdminRepository.audit(connection, admin: admin, action: .userUpdate, target: id, address: origin.address)
+        }
+        do {
+            return try await profiles.patchProfile(patch, of: user, condition: condition, addressChange: .atOnce, origin: origin, on: executor)
+        } catch let error as AccountsError where error.code == .invalidToken {
+            // The user was deleted between the read and the write.
+            throw AccountsError(.notFound, "There is no user with this id.")
+        }
+    }
+
+    // MARK: - The field schema
+
+    /// Every custom field: its type, whether configuration or an administrator pinned it, and since when it exists.
+    public func fieldSchema() throws -> [FieldDefinition] {
+        try context.pool.withConnection { try FieldTypeRepository.definitions($0) }
+    }
+
+    /// `PUT /admin/schema/{field}`: fixes a field's type. A new name is created pinned; a known
+    /// one is pinned, and when the type differs every stored value is converted to it in the same
+    /// transaction, or the change is refused (`schema_conflict`) if one of them does not convert.
+    public func pinFieldType(_ name: String, _ type: FieldType, by admin: Admin, origin: RequestOrigin) throws -> FieldDefinition {
+        guard FieldSchema.isValidName(name) else {
+            throw AccountsError.field("field", .invalidValue, "field names match ^[A-Za-z][A-Za-z0-9_]{0,63}$")
+        }
+        let limits = context.configuration.fieldLimits
+        let definition = try context.pool.withTransaction { connection -> FieldDefinition in
+            // Serialised with new names being claimed, and with other pins of this name.
+            try connection.execute("SELECT pg_advisory_xact_lock(\(FieldTypeRepository.claimLockKey))")
+            if let stored = try FieldTypeRepository.definitions(connection, name: name).first, stored.type != type {
+                var converted: [User] = []
+                var disagreeing = 0
+                for var user in try FieldTypeRepository.holders(connection, of: name) {
+                    guard let value = user.data[name], let canonical = type.canonical(value, limits: limits) else {
+                        disagreeing += 1
+                        continue
+                    }
+                    if canonical != value {
+                        user.data[name] = canonical
+                        converted.append(user)
+                    }
+                }
+                guard disagreeing == 0 else {
+                    throw AccountsError(
+                        .schemaConflict,
+                        "\(disagreeing) user\(disagreeing == 1 ? " holds a value" : "s hold values") of \(name) that \(disagreeing == 1 ? "is" : "are") not \(type.rawValue).",
+                        fields: [AccountsError.FieldError(field: "type", code: .schemaConflict, detail: "stored values are not \(type.rawValue)")])
+                }
+                for user in converted { try UserRepository.setData(connection, id: user.id, data: user.data) }
+            }
+            let pinned = try FieldTypeRepository.pin(connection, name: name, type: type)
+            try AdminRepository.audit(connection, admin: admin, action: .schemaPin(field: name, type: type), target: nil, address: origin.address)
+            return pinned
+        }
+        context.schema.cached(name, definition.type)
+        return definition
+    }
+
+    // MARK: - The dashboard
+
+    /// Totals now, and sign-ups and sign-ins per UTC day over the last `days` days (today last).
+    public func dashboard(days: Int = 30) throws -> Dashboard {
+        try context.pool.withConnection { try AdminRepository.dashboard($0, days: days) }
+    }
+}
+
+/// A custom field as administrators see it.
+public struct FieldDefinition: Sendable, Equatable {
+    public let name: String
+    public let type: FieldType
+    public let pinned: Bool
     public let createdAt: Date
 }
 
-/// A new admin session: the bearer token (shown once) and when it ends at the latest.
-public struct IssuedAdminSession: Sendable {
-    public let accessToken: String
-    public let expiresAt: Date
-    public let admin: Admin
+/// The console's dashboard: totals, and a day-by-day series.
+public struct Dashboard: Sendable {
+    public struct Day: Sendable, Equatable {
+        /// `YYYY-MM-DD`, UTC.
+        public let date: String
+        public let signUps: Int
+        public let signIns: Int
+    }
+
+    public let users: Int
+    public let disabledUsers: Int
+    public let activeSessions: Int
+    public let images: Int
+    public let days: [Day]
 }
 
-/// One administrator action.
-public struct AuditEntry: Sendable, Equatable {
-    public let id: Int64
-    public let at: Date
-    public let adminEmail: String
-    public let action: String
-    public let targetUserID: UUID?
-    public let ipAddress: String?
-}
+/// Runs a service's statements on the pool with something more in each one's transaction: an
+/// administrator's edit commits with its audit entry, or neither does.
+struct AuditedExecutor: QueryExecutor {
+    let pool: PostgresPool
+    let alsoRun: (PostgresConnection) throws -> Void
 
-/// What an administrator sees of a user.
-public struct AdminUserView: Sendable {
-    public let user: User
-    public let disabled: Bool
-    public let sessionCount: Int
-    public let imageCount: Int
-    public let lastSignInAt: Date?
-}
-
-/// One page of the admin's user search, newest first.
-public struct AdminUserPage: Sendable {
-    public let users: [AdminUserView]
-    public let next: KeysetCursor?
-}
-
-/// The admin's user search: an email substring and typed custom-field values (`field.weight=78`).
-public struct UserSearch: Sendable {
-    public var emailContains: String?
-    /// Field name → the value's text, parsed by the field's type.
-    public var fields: [(name: String, value: String)]
-
-    public init(emailContains: String? = nil, fields: [(name: String, value: String)] = []) {
-        self.emailContains = emailContains
-        self.fields = fields
-    }
-}
-
-/// The lifetimes of the contract: idle 1 hour, absolute 12 hours.
-public enum AdminSessionLifetime {
-    public static let idleSeconds = 3_600.0
-    public static let absoluteSeconds = 43_200.0
-    /// How stale the recorded last use may get: the idle limit is exact to this.
-    public static let touchSeconds = 60.0
-}
-
-/// The SQL of administrators, their sessions, the audit log and the admin's view of users.
-enum AdminRepository {
-    static let adminColumns = SQLColumns(["id": "a.id", "email": "a.email", "created_at": "a.created_at"])
-
-    static func decodeAdmin(_ row: PostgresRow) throws -> Admin {
-        Admin(
-            id: try row.decode(UUID.self, "id", of: adminColumns), email: try row.decode(String.self, "email", of: adminColumns),
-            createdAt: try row.decode(Date.self, "created_at", of: adminColumns))
+    func read<Row>(_ query: PreparedQuery<Row>) async throws -> [Row] {
+        try pool.withConnection { try $0.query(query) }
     }
 
-    /// The password hash, after `adminColumns`.
-    static let passwordHashColumn = adminColumns.followed(by: SQLColumns(["password_hash": "a.password_hash"]))
-
-    static func insert(_ connection: PostgresConnection, email: EmailAddress, passwordHash: String) throws -> Admin? {
-        try connection.query(
-            """
-            INSERT INTO admins AS a (email, email_normalized, password_hash) VALUES (\(email.value), \(email.normalized), \(passwordHash))
-            ON CONFLICT (email_normalized) DO NOTHING
-            RETURNING \(adminColumns)
-            """
-        ).first.map(decodeAdmin)
-    }
-
-    static func all(_ connection: PostgresConnection) throws -> [Admin] {
-        try connection.query("SELECT \(adminColumns) FROM admins a ORDER BY a.created_at, a.id").map(decodeAdmin)
-    }
-
-    static func delete(_ connection: PostgresConnection, email: EmailAddress) throws -> Bool {
-        try connection.execute("DELETE FROM admins WHERE email_normalized = \(email.normalized)") > 0
-    }
-
-    /// Sets the hash and ends every session of the admin; false when there is no such admin.
-    static func setPassword(_ connection: PostgresConnection, email: EmailAddress, passwordHash: String) throws -> Bool {
-        guard
-            let id = try connection.query(
-                "UPDATE admins SET password_hash = \(passwordHash) WHERE email_normalized = \(email.normalized) RETURNING id"
-            ).first.map({ try $0.decode(UUID.self, at: 0) })
-        else { return false }
-        try connection.execute("DELETE FROM admin_sessions WHERE admin_id = \(id)")
-        return true
-    }
-
-    static func credentials(_ connection: PostgresConnection, email: EmailAddress) throws -> (admin: Admin, passwordHash: String)? {
-        try connection.query(
-            "SELECT \(adminColumns), \(passwordHashColumn) FROM admins a WHERE a.email_normalized = \(email.normalized)"
-        ).first.map { (try decodeAdmin($0), try $0.decode(String.self, "password_hash", of: passwordHashColumn)) }
-    }
-
-    /// Opens a session at `now` (its times are the clock's: they are compared with it); returns its end.
-    static func openSession(_ connection: PostgresConnection, adminID: UUID, tokenHash: [UInt8], at now: Date) throws -> Date {
-        try connection.query(
-            """
-            INSERT INTO admin_sessions (admin_id, token_hash, created_at, last_seen_at, expires_at)
-            VALUES (\(adminID), \(tokenHash), \(now), \(now), \(now) + make_interval(secs => \(AdminSessionLifetime.absoluteSeconds)))
-            RETURNING expires_at
-            """)[0].decode(Date.self, at: 0)
-    }
-
-    /// The admin of a session live at `now` (not idle an hour, not past its end). Its last use is written
-    /// when it is a minute old, not on every request: the console's parallel requests, all with one
-    /// token, would otherwise queue on the session row's lock and commit.
-    static func authenticate(_ connection: PostgresConnection, tokenHash: [UInt8], at now: Date) throws -> Admin? {
-        try connection.query(
-            """
-            WITH live AS (
-                SELECT s.id AS session_id, \(adminColumns)
-                FROM admin_sessions s JOIN admins a ON a.id = s.admin_id
-                WHERE s.token_hash = \(tokenHash) AND s.expires_at > \(now)
-                  AND s.last_seen_at > \(now) - make_interval(secs => \(AdminSessionLifetime.idleSeconds))
-            ), touched AS (
-                UPDATE admin_sessions SET last_seen_at = \(now)
-                WHERE id = (SELECT session_id FROM live) AND last_seen_at < \(now) - make_interval(secs => \(AdminSessionLifetime.touchSeconds))
-            )
-            SELECT id, email, created_at FROM live
-            """
-        ).first.map(decodeAdmin)
-    }
-
-    static func audit(
-        _ connection: PostgresConnection, admin: Admin, action: AuditAction, target: UUID?, address: String?
-    ) throws {
-        try connection.execute(
-            """
-            INSERT INTO admin_audit (admin_id, admin_email, action, target_user_id, ip_address)
-            VALUES (\(admin.id), \(admin.email), \(action.text), \(target), \(address))
-            """)
-    }
-
-    /// A command run on the server's machine (`exosphere admin …`, `exosphere keys …`): by the
-    /// operating-system user who ran it, with no address.
-    static func auditCommand(_ connection: PostgresConnection, operator name: String, action: AuditAction) throws {
-        try connection.execute(
-            """
-            INSERT INTO admin_audit (admin_id, admin_email, action, target_user_id, ip_address)
-            VALUES (NULL, \("command line (" + String(name.prefix(64)) + ")"), \(action.text), NULL, NULL)
-            """)
-    }
-
-    /// A failed admin sign-in: the email as typed (at most 254 characters), no administrator.
-    static func auditFailedSignIn(_ connection: PostgresConnection, email: String, address: String?) throws {
-        try connection.execute(
-            """
-            INSERT INTO admin_audit (admin_id, admin_email, action, target_user_id, ip_address)
-            VALUES (NULL, \(String(email.prefix(254))), \(AuditAction.adminSignInFailed.text), NULL, \(address))
-            """)
-    }
-
-    static func auditPage(_ connection: PostgresConnection, before id: Int64?, limit: Int) throws -> [AuditEntry] {
-        let rows: PostgresRows
-        if let id {
-            rows = try connection.query(
-                """
-                SELECT id, at, admin_email, action, target_user_id, ip_address FROM admin_audit
-                WHERE id < \(id) ORDER BY id DESC LIMIT \(limit)
-                """)
-        } else {
-            rows = try connection.query(
-                "SELECT id, at, admin_email, action, target_user_id, ip_address FROM admin_audit ORDER BY id DESC LIMIT \(limit)")
-        }
-        return try rows.map { row in
-            AuditEntry(
-                id: try row.decode(Int64.self, column: "id"), at: try row.decode(Date.self, column: "at"),
-                adminEmail: try row.decode(String.self, column: "admin_email"), action: try row.decode(String.self, column: "action"),
-                targetUserID: try row.decode(UUID?.self, column: "target_user_id"), ipAddress: try row.decode(String?.self, column: "ip_address"))
+    func write<Row>(_ query: PreparedQuery<Row>, lockOrder: String) async throws -> [Row] {
+        try pool.withTransaction { connection in
+            let rows = try connection.query(query)
+            if !rows.isEmpty { try alsoRun(connection) }
+            return rows
         }
     }
 
-    /// The admin's view of users: the user columns, then disabled, sessions, images, last sign-in,
-    /// and the exact creation time for the cursor.
-    /// A user (`UserRepository.columns`) and what the admin's view adds.
-    static let viewColumns = UserRepository.columns.followed(
-        by: SQLColumns([
-            "disabled": "u.disabled_at IS NOT NULL",
-            "session_count": "(SELECT count(*) FROM sessions s WHERE s.user_id = u.id)",
-            "image_count": "(SELECT count(*) FROM images i WHERE i.user_id = u.id)",
-            "last_sign_in_at": "(SELECT max(s.created_at) FROM sessions s WHERE s.user_id = u.id)",
-            "created_micros": "(extract(epoch FROM u.created_at) * 1000000)::int8",
-        ]))
-
-    static func decodeView(_ row: PostgresRow) throws -> (AdminUserView, Int64) {
-        let view = AdminUserView(
-            user: try UserRepository.decode(row), disabled: try row.decode(Bool.self, "disabled", of: viewColumns),
-            sessionCount: try row.decode(Int.self, "session_count", of: viewColumns),
-            imageCount: try row.decode(Int.self, "image_count", of: viewColumns),
-            lastSignInAt: try row.decode(Date?.self, "last_sign_in_at", of: viewColumns))
-        return (view, try row.decode(Int64.self, "created_micros", of: viewColumns))
-    }
-
-    static func view(_ connection: PostgresConnection, id: UUID) throws -> AdminUserView? {
-        try connection.query("SELECT \(UserRepository.columns), \(viewColumns) FROM users u WHERE u.id = \(id)").first.map { try decodeView($0).0 }
-    }
-
-    /// Newest first. `containment` is a JSON object every matching user's data contains.
-    static func search(
-        _ connection: PostgresConnection, emailContains: String?, containment: String?, after cursor: KeysetCursor?, limit: Int
-    ) throws -> [(AdminUserView, Int64)] {
-        // One statement: absent filters are NULL parameters and drop out.
-        try connection.query(
-            """
-            SELECT \(UserRepository.columns), \(viewColumns) FROM users u
-            WHERE (\(emailContains)::text IS NULL OR u.email_normalized LIKE '%' || \(emailContains.map(likeEscaped)) || '%')
-              AND (\(containment)::jsonb IS NULL OR u.data @> \(containment)::jsonb)
-              AND (\(cursor?.microseconds)::int8 IS NULL
-                   OR (u.created_at, u.id) < ('epoch'::timestamptz + \(cursor?.microseconds) * interval '1 microsecond', \(cursor?.id)))
-            ORDER BY u.created_at DESC, u.id DESC
-            LIMIT \(limit)
-            """
-        ).map(decodeView)
-    }
-
-    static func likeEscaped(_ text: String) -> String {
-        var out = ""
-        for character in text {
-            if character == "%" || character == "_" || character == "\\" { out.append("\\") }
-            out.append(character)
+    func transaction<Value>(_ body: @escaping (PostgresConnection) throws -> Value) async throws -> Value {
+        try pool.withTransaction { connection in
+            let value = try body(connection)
+            try alsoRun(connection)
+            return value
         }
-        return out
-    }
-
-    /// Disables (ending every session) or enables; false when there is no such user.
-    static func setDisabled(_ connection: PostgresConnection, id: UUID, disabled: Bool) throws -> Bool {
-        let changed =
-            disabled
-            ? try connection.execute("UPDATE users SET disabled_at = coalesce(disabled_at, now()) WHERE id = \(id)")
-            : try connection.execute("UPDATE users SET disabled_at = NULL WHERE id = \(id)")
-        guard changed > 0 else { return false }
-        if disabled { try connection.execute("DELETE FROM sessions WHERE user_id = \(id)") }
-        return true
-    }
-
-    static func isDisabled(_ connection: PostgresConnection, id: UUID) throws -> Bool {
-        try connection.query("SELECT disabled_at IS NOT NULL FROM users WHERE id = \(id)").first?.decode(Bool.self, at: 0) ?? false
-    }
-
-    /// Totals, and per UTC day (the last `days`, today included) the users created and the
-    /// sign-ins recorded (the activity log keeps 90 days). Both series come from indexes on time.
-    static func dashboard(_ connection: PostgresConnection, days: Int) throws -> Dashboard {
-        let totals = try connection.query(
-            """
-            SELECT (SELECT count(*) FROM users) AS users, (SELECT count(*) FROM users WHERE disabled_at IS NOT NULL) AS disabled_users,
-                   (SELECT count(*) FROM sessions WHERE expires_at > now()) AS active_sessions, (SELECT count(*) FROM images) AS images
-            """)[0]
-        let series = try connection.query(
-            """
-            WITH days AS (
-                SELECT generate_series((now() AT TIME ZONE 'UTC')::date - (\(days)::int - 1), (now() AT TIME ZONE 'UTC')::date, interval '1 day')::date AS day
-            ), since AS (SELECT (min(day)::timestamp AT TIME ZONE 'UTC') AS at FROM days)
-            SELECT to_char(d.day, 'YYYY-MM-DD') AS date, coalesce(u.n, 0) AS sign_ups, coalesce(s.n, 0) AS sign_ins
-            FROM days d
-            LEFT JOIN (SELECT (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n FROM users
-                       WHERE created_at >= (SELECT at FROM since) GROUP BY 1) u ON u.day = d.day
-            LEFT JOIN (SELECT (at AT TIME ZONE 'UTC')::date AS day, count(*) AS n FROM security_events
-                       WHERE type = 'signed_in' AND at >= (SELECT at FROM since) GROUP BY 1) s ON s.day = d.day
-            ORDER BY d.day
-            """)
-        return Dashboard(
-            users: try totals.decode(Int.self, column: "users"), disabledUsers: try totals.decode(Int.self, column: "disabled_users"),
-            activeSessions: try totals.decode(Int.self, column: "active_sessions"), images: try totals.decode(Int.self, column: "images"),
-            days: try series.map { row in
-                Dashboard.Day(
-                    date: try row.decode(String.self, column: "date"), signUps: try row.decode(Int.self, column: "sign_ups"),
-                    signIns: try row.decode(Int.self, column: "sign_ins"))
-            })
     }
 }

@@ -133,6 +133,28 @@ public final class FieldSchema: Sendable {
         return result
     }
 
+    /// Refuses more custom fields than one user may hold.
+    func checkFieldCount(_ count: Int) throws(AccountsError) {
+        if count > limits.maxFields {
+            throw .field("data", .invalidValue, "at most \(limits.maxFields) custom fields")
+        }
+    }
+
+    /// Refuses a user whose document (custom fields, address and names) is over the limit.
+    func checkDocumentSize(_ user: User) throws(AccountsError) {
+        let size = user.data.jsonText.utf8.count + user.email.utf8.count + user.firstname.utf8.count + user.lastname.utf8.count
+        if size > limits.maxDocumentBytes {
+            throw .field("data", .invalidValue, "the user document is limited to \(limits.maxDocumentBytes) bytes")
+        }
+    }
+
+    /// Writes validated fields into a user's data; a null value removes its field.
+    static func apply(_ fields: [(String, JSONValue)], to data: inout JSONObject) {
+        for (name, value) in fields {
+            if value.isNull { data.removeValue(forKey: name) } else { data[name] = value }
+        }
+    }
+
     static func isValidName(_ name: String) -> Bool {
         let bytes = Array(name.utf8)
         guard let first = bytes.first, bytes.count <= 64, isLetter(first) else { return false }

@@ -132,6 +132,16 @@ enum UserRepository {
             RETURNING \(columns.sql)
             """)
 
+    /// Runs a statement that gives a user an address: another account holding it (the unique
+    /// index on `email_normalized`) is `409 email_taken`.
+    static func claimingAddress<T>(_ statement: () throws -> T) throws -> T {
+        do {
+            return try statement()
+        } catch let error as PostgresError where error.sqlState == .uniqueViolation {
+            throw AccountsError.emailTaken
+        }
+    }
+
     /// Marks the user's address verified if it is still `emailNormalized`; nil when it is not.
     static func markVerified(_ connection: PostgresConnection, id: UUID, emailNormalized: String) throws -> User? {
         let rows = try connection.query(

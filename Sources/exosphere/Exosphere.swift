@@ -165,7 +165,7 @@ enum Exosphere {
     static func rotateKeys(_ configuration: Configuration, logger: Logger) -> Int32 {
         withDatabase(configuration, logger: logger) { database in
             let id = try database.pool.withConnection { try URLSigner.rotate($0) }
-            try AccountService.auditCommand(.commandKeysRotate(keyID: id), by: operatorName(), on: database.pool)
+            try Administration.auditCommand(.commandKeysRotate(keyID: id), by: operatorName(), on: database.pool)
             printError("keys rotate: key \(id) signs image URLs now; older keys verify until a week after their retirement")
             return 0
         }
@@ -178,7 +178,7 @@ enum Exosphere {
                 printError("keys revoke: there is no key \(id)")
                 return 1
             }
-            try AccountService.auditCommand(.commandKeysRevoke(keyID: id), by: operatorName(), on: database.pool)
+            try Administration.auditCommand(.commandKeysRevoke(keyID: id), by: operatorName(), on: database.pool)
             printError("keys revoke: key \(id) is gone; every instance refuses the URLs it signed within \(URLSigner.refreshInterval)")
             return 0
         }
@@ -278,21 +278,21 @@ enum Exosphere {
             let accounts = AccountService(
                 pool: database.pool, hasher: hasher, hashing: hashing, configuration: accountsConfiguration, logger: logger)
             defer { accounts.shutdown() }
-            let audit = { (what: AuditAction) in try AccountService.auditCommand(what, by: operatorName(), on: database.pool) }
+            let audit = { (what: AuditAction) in try Administration.auditCommand(what, by: operatorName(), on: database.pool) }
             switch action {
             case "create":
-                let admin = try accounts.createAdmin(email: email!, password: password)
+                let admin = try accounts.administrators.createAdmin(email: email!, password: password)
                 try audit(.commandAdminCreate(email: admin.email))
                 print("admin created: \(admin.email) (\(admin.id.uuidString.lowercased()))")
             case "reset-password":
-                guard try accounts.resetAdminPassword(email: email!, password: password) else {
+                guard try accounts.administrators.resetAdminPassword(email: email!, password: password) else {
                     printError("exosphere admin: no administrator has the email \(email!)")
                     return 1
                 }
                 try audit(.commandAdminResetPassword(email: email!))
                 print("password set; every session of \(email!) ended")
             case "delete":
-                guard try accounts.deleteAdmin(email: email!) else {
+                guard try accounts.administrators.deleteAdmin(email: email!) else {
                     printError("exosphere admin: no administrator has the email \(email!)")
                     return 1
                 }
@@ -300,7 +300,7 @@ enum Exosphere {
                 print("admin deleted: \(email!)")
             default:
                 try audit(.commandAdminList)
-                for admin in try accounts.admins() {
+                for admin in try accounts.administrators.admins() {
                     print(
                         "\(admin.email)\t\(admin.id.uuidString.lowercased())\t\(RFC3339.format(millisecondsSinceEpoch: Int64(admin.createdAt.timeIntervalSince1970 * 1000)))"
                     )

@@ -28,7 +28,7 @@ struct AdminAPITests {
 
     /// Creates root@example.com and signs in as it.
     static func rootAdmin(_ server: TestServer) throws -> String {
-        _ = try server.app.accounts.createAdmin(email: "root@example.com", password: adminPassword)
+        _ = try server.app.accounts.administrators.createAdmin(email: "root@example.com", password: adminPassword)
         return try signInAdmin(server, email: "root@example.com")
     }
 
@@ -103,9 +103,9 @@ struct AdminAPITests {
         }
         server.advanceClock(by: 13 * 60)
         let admin = try Self.signInAdmin(server, email: "root@example.com")
-        _ = try server.app.accounts.createAdmin(email: "gone@example.com", password: Self.adminPassword)
+        _ = try server.app.accounts.administrators.createAdmin(email: "gone@example.com", password: Self.adminPassword)
         let deleted = try Self.signInAdmin(server, email: "gone@example.com")
-        #expect(try server.app.accounts.deleteAdmin(email: "gone@example.com"))
+        #expect(try server.app.accounts.administrators.deleteAdmin(email: "gone@example.com"))
         let routes: [(String, String)] = [
             ("GET", "/admin/users"), ("GET", "/admin/users/\(user.id)"), ("PATCH", "/admin/users/\(user.id)"),
             ("GET", "/admin/users/\(user.id)/sessions"), ("DELETE", "/admin/users/\(user.id)/sessions/\(UUID())"),
@@ -417,7 +417,7 @@ struct AdminAPITests {
         defer { first.shutdown() }
         let second = try TestServer("admin_guess2", sharingDatabaseWith: first)
         defer { second.shutdown() }
-        _ = try first.app.accounts.createAdmin(email: "root@example.com", password: Self.adminPassword)
+        _ = try first.app.accounts.administrators.createAdmin(email: "root@example.com", password: Self.adminPassword)
         let limit = first.app.accounts.configuration.signInPerEmailAndAddress.limit
         let barrier = Barrier(30)
         let statuses = Mutex<[Int]>([])
@@ -444,7 +444,7 @@ struct AdminAPITests {
             configuration.accounts.signInPerAddress = ThrottleRule(limit: 6, windowSeconds: 900)
         }
         defer { server.shutdown() }
-        _ = try server.app.accounts.createAdmin(email: "root@example.com", password: Self.adminPassword)
+        _ = try server.app.accounts.administrators.createAdmin(email: "root@example.com", password: Self.adminPassword)
         func signIn(_ email: String, _ password: String, from address: String) throws -> Int {
             try server.call(
                 "POST", "/admin/signin", json: #"{"email": "\#(email)", "password": "\#(password)"}"#, headers: [("X-Forwarded-For", address)]
@@ -497,7 +497,7 @@ struct AdminAPITests {
     @Test(.drill) func theConsoleWorksInARealBrowser() throws {
         let server = try TestServer("admin_console")
         defer { server.shutdown() }
-        _ = try server.app.accounts.createAdmin(email: "operator@example.com", password: Self.adminPassword)
+        _ = try server.app.accounts.administrators.createAdmin(email: "operator@example.com", password: Self.adminPassword)
         let target = try server.register(
             email: "siti.rahma@example.com",
             extra:

@@ -145,7 +145,7 @@ import Testing
         let counts = tally(statuses.withLock { $0 })
         #expect(counts[200] == 1, "12 racing setups: \(counts)")
         #expect(counts.keys.allSatisfy { [200, 401, 409].contains($0) }, "\(counts)")
-        #expect(try first.app.accounts.admins().count == 1)
+        #expect(try first.app.accounts.administrators.admins().count == 1)
         // Every link is spent: its own token was consumed, the other one with the first administrator.
         for token in tokens {
             let again = try first.call(
@@ -168,6 +168,6 @@ import Testing
         #expect(unknown.status == 401 && unknown.json["code"] == "invalid_token", "\(unknown.text)")
         let malformed = try server.call("POST", "/admin/setup", json: #"{"email": "a@example.com", "password": "x"}"#)
         #expect(malformed.status == 422 && malformed.json["code"] == "invalid_value", "\(malformed.text)")
-        #expect(try server.app.accounts.admins().isEmpty)
+        #expect(try server.app.accounts.administrators.admins().isEmpty)
     }
 }

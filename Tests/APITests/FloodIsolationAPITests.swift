@@ -28,7 +28,7 @@ struct FloodIsolationAPITests {
             }
         }
         defer { server.shutdown() }
-        _ = try server.app.accounts.createAdmin(email: "root@example.com", password: Self.adminPassword)
+        _ = try server.app.accounts.administrators.createAdmin(email: "root@example.com", password: Self.adminPassword)
         let user = try server.register()
         try server.waitForIdleHashing()
         let stop = Atomic<Bool>(false)

@@ -229,7 +229,7 @@ struct RecoveryAPITests {
         #expect(all.filter { $0 == 202 }.count == 5, "\(all)")
         #expect(all.filter { $0 == 429 }.count == 15, "\(all)")
         // Only the newest of the five tokens is live (once the queued requests are resolved).
-        try server.app.accounts.resolvePasswordResets()
+        try server.app.accounts.recovery.resolvePasswordResets()
         let live = try server.withDatabase {
             try $0.query("SELECT count(*)::int8 FROM account_tokens WHERE purpose = 'password_reset' AND user_id = \(UUID(uuidString: account.id)!)")[
                 0

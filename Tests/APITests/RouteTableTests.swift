@@ -70,7 +70,7 @@ struct RouteTableTests {
     /// alone: the body it announced is never sent, and the answer comes without it.
     @Test func everyRouteForASessionRefusesACallerWithoutOneBeforeItsBody() throws {
         let user = try server.register()
-        _ = try server.app.accounts.createAdmin(email: "routes@example.com", password: AdminAPITests.adminPassword)
+        _ = try server.app.accounts.administrators.createAdmin(email: "routes@example.com", password: AdminAPITests.adminPassword)
         let admin = try AdminAPITests.signInAdmin(server, email: "routes@example.com")
         let guarded = entries.filter(\.policy.needsBearerToken)
         #expect(guarded.count >= 30, "\(guarded.count) routes need a session")
@@ -238,7 +238,7 @@ struct RouteTableTests {
                 )[0].decode(String.self, at: 0)
             )
         }
-        _ = try server.app.accounts.createAdmin(email: "auditor@example.com", password: AdminAPITests.adminPassword)
+        _ = try server.app.accounts.administrators.createAdmin(email: "auditor@example.com", password: AdminAPITests.adminPassword)
         let admin = try AdminAPITests.signInAdmin(server, email: "auditor@example.com")
 
         func count() throws -> Int {

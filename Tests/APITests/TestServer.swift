@@ -252,7 +252,7 @@ final class TestServer: Sendable {
     /// (which it otherwise writes within a second): a use made before the move counts at the time
     /// it was made, not after it.
     func advanceClock(by seconds: Double) {
-        app.accounts.recordSessionUse()
+        app.accounts.sessions.recordSessionUse()
         clock.advance(by: seconds)
     }
 
@@ -264,7 +264,7 @@ final class TestServer: Sendable {
         let connection = try PostgresConnection(configuration: try PostgresConfiguration(connectionString: databaseURL))
         defer {
             connection.close()
-            app.accounts.catchUpWithTheDatabase()
+            app.accounts.sessions.catchUpWithTheDatabase()
         }
         return try body(connection)
     }

@@ -27,15 +27,15 @@ import Testing
 
     private func newUser(data: JSONObject = JSONObject()) throws -> User {
         let email = EmailAddress("u\(UInt32.random(in: 0 ... .max))-\(UInt32.random(in: 0 ... .max))@example.com")!
-        return try accounts.register(Registration(email: email, password: "correct horse battery", data: data), origin: origin).user
+        return try accounts.passwordSignIn.register(Registration(email: email, password: "correct horse battery", data: data), origin: origin).user
     }
 
     private func patch(_ patch: ProfilePatch, of user: User, condition: WriteCondition = .any) async throws -> User {
-        try await accounts.patchProfile(patch, of: user, condition: condition, origin: origin, on: executor)
+        try await accounts.profiles.patchProfile(patch, of: user, condition: condition, origin: origin, on: executor)
     }
 
     private func replace(_ replacement: ProfileReplacement, of user: User, condition: WriteCondition = .any) async throws -> User {
-        try await accounts.replaceProfile(replacement, of: user, condition: condition, origin: origin, on: executor)
+        try await accounts.profiles.replaceProfile(replacement, of: user, condition: condition, origin: origin, on: executor)
     }
 
     private func code(_ body: () async throws -> Void) async -> AccountsError.Code? {
@@ -99,7 +99,7 @@ import Testing
         // Refused (another field is invalid): the new name's type is not fixed.
         #expect(await code { _ = try await patch(ProfilePatch(data: [name: 1, "bad name": 2]), of: user) } == .invalidValue)
         _ = try await patch(ProfilePatch(data: [name: "text"]), of: user)
-        #expect(try accounts.fieldTypes()[name] == .string)
+        #expect(try accounts.profiles.fieldTypes()[name] == .string)
         #expect(await code { _ = try await patch(ProfilePatch(data: [name: 3]), of: user) } == .invalidType)
     }
 
@@ -114,13 +114,13 @@ import Testing
         var data = JSONObject()
         for index in 0...accounts.configuration.fieldLimits.maxFields { data["many\(index)"] = "v" }
         #expect(await code { _ = try await patch(ProfilePatch(data: data), of: user) } == .invalidValue)
-        #expect(try accounts.fieldTypes()["many0"] == nil)
+        #expect(try accounts.profiles.fieldTypes()["many0"] == nil)
     }
 
     @Test func aTokenThatIsNoSessionIsInvalid() async {
-        #expect(await code { _ = try await accounts.authenticate(token: "not-a-token", withSession: false, on: executor) } == .invalidToken)
+        #expect(await code { _ = try await accounts.sessions.authenticate(token: "not-a-token", withSession: false, on: executor) } == .invalidToken)
         #expect(
-            await code { _ = try await accounts.authenticate(token: String(repeating: "A", count: 43), withSession: false, on: executor) }
+            await code { _ = try await accounts.sessions.authenticate(token: String(repeating: "A", count: 43), withSession: false, on: executor) }
                 == .invalidToken)
     }
 }

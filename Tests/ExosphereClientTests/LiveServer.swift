@@ -122,7 +122,7 @@ final class LiveServer: Sendable {
     /// Moves the clock `seconds` forward, once the running server has written the session use it
     /// noted: a use made before the move counts at the time it was made.
     func advanceClock(by seconds: Double) {
-        running.withLock { $0 }?.accounts.recordSessionUse()
+        running.withLock { $0 }?.accounts.sessions.recordSessionUse()
         clock.advance(by: seconds)
     }
 
@@ -240,7 +240,7 @@ final class LiveServer: Sendable {
         let connection = try PostgresConnection(connectionString: databaseURL)
         defer {
             connection.close()
-            running.withLock { $0 }?.accounts.catchUpWithTheDatabase()
+            running.withLock { $0 }?.accounts.sessions.catchUpWithTheDatabase()
         }
         return try body(connection)
     }

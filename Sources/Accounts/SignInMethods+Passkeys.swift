@@ -7,7 +7,7 @@ import WebAuthn
 /// Passkeys: a signed-in user registers them; anyone signs in with one (discoverable, the user
 /// verified, the challenge single use, the counter checked). The WebAuthn checks are the
 /// `WebAuthn` module's; the challenges, the credentials and the session are here.
-extension AccountService {
+extension SignInMethods {
     /// How long a challenge may be answered.
     static let challengeSeconds = 300.0
 
@@ -15,10 +15,10 @@ extension AccountService {
     /// passkeys (for `excludeCredentials`).
     public func passkeyRegistrationChallenge(userID: UUID) throws -> (challenge: [UInt8], existing: [Passkey]) {
         let challenge = try SecureRandom.bytes(count: 32)
-        let existing = try pool.withConnection { connection in
+        let existing = try context.pool.withConnection { connection in
             try PasskeyRepository.insertChallenge(
                 connection, hash: SHA256.hash(challenge), purpose: .registration, userID: userID, lifetimeSeconds: Self.challengeSeconds,
-                at: clock.now())
+                at: context.clock.now())
             return try PasskeyRepository.list(connection, userID: userID)
         }
         return (challenge, existing)
@@ -29,7 +29,7 @@ extension AccountService {
     /// the attestation `none` or a `packed` one that verifies. `422 invalid_passkey` otherwise.
     public func registerPasskey(_ registration: PasskeyRegistration, userID: UUID, party: RelyingParty, origin: RequestOrigin) throws -> Passkey {
         func refuse(_ reason: String) -> AccountsError {
-            SecurityEvent.log(logger, .passkeyAdded, outcome: .failure, userID: userID, origin: origin, detail: reason)
+            SecurityEvent.log(context.logger, .passkeyAdded, outcome: .failure, userID: userID, origin: origin, detail: reason)
             return AccountsError(.invalidPasskey, "The passkey was not registered: \(reason).")
         }
         let name = Self.trimmed(registration.name ?? "")
@@ -39,9 +39,9 @@ extension AccountService {
         do {
             let clientData = try ClientData(json: registration.clientDataJSON)
             try party.check(clientData, .create)
-            let live = try pool.withConnection {
+            let live = try context.pool.withConnection {
                 try PasskeyRepository.consumeChallenge(
-                    $0, hash: SHA256.hash(clientData.challenge), purpose: .registration, userID: userID, at: clock.now())
+                    $0, hash: SHA256.hash(clientData.challenge), purpose: .registration, userID: userID, at: context.clock.now())
             }
             guard live else { throw WebAuthnFailure("the challenge is unknown, used, expired or another user's") }
             credential = try NewCredential(attestationObject: registration.attestationObject, clientData: clientData, for: party)
@@ -50,7 +50,7 @@ extension AccountService {
             throw refuse(failure.description)
         }
         let transports = registration.transports.filter { $0.utf8.count <= 32 && $0.allSatisfy { $0.isLetter || $0 == "-" } }.prefix(8)
-        let passkey = try pool.withTransaction { connection -> Passkey in
+        let passkey = try context.pool.withTransaction { connection -> Passkey in
             guard let user = try UserRepository.find(connection, id: userID) else { throw AccountsError.invalidToken }
             guard
                 let passkey = try PasskeyRepository.insert(
@@ -66,32 +66,19 @@ extension AccountService {
                     ["firstname": user.firstname, "email": user.email, "method": "A passkey (\(passkey.name))"]))
             return passkey
         }
-        mailQueued()
-        SecurityEvent.log(logger, .passkeyAdded, outcome: .success, userID: userID, origin: origin, detail: credential.format)
+        context.mailQueued()
+        SecurityEvent.log(context.logger, .passkeyAdded, outcome: .success, userID: userID, origin: origin, detail: credential.format)
         return passkey
     }
 
     public func passkeys(of userID: UUID) throws -> [Passkey] {
-        try pool.withConnection { try PasskeyRepository.list($0, userID: userID) }
-    }
-
-    /// The user's ways to sign in: whether they have a password, their identities and passkeys.
-    public func signInMethods(of userID: UUID) throws -> (hasPassword: Bool, identities: [LinkedIdentity], passkeys: [Passkey]) {
-        try pool.withConnection { connection in
-            guard let hash = try UserRepository.passwordHash(connection, id: userID) else {
-                throw AccountsError(.notFound, "There is no user with this id.")
-            }
-            return (
-                hash != UserRepository.noPassword, try IdentityRepository.list(connection, userID: userID),
-                try PasskeyRepository.list(connection, userID: userID)
-            )
-        }
+        try context.pool.withConnection { try PasskeyRepository.list($0, userID: userID) }
     }
 
     public func renamePasskey(id: UUID, userID: UUID, name: String) throws -> Passkey {
         let name = Self.trimmed(name)
         guard (1...64).contains(name.unicodeScalars.count) else { throw AccountsError.field("name", .invalidValue, "1 to 64 characters") }
-        guard let renamed = try pool.withConnection({ try PasskeyRepository.rename($0, id: id, userID: userID, name: name) }) else {
+        guard let renamed = try context.pool.withConnection({ try PasskeyRepository.rename($0, id: id, userID: userID, name: name) }) else {
             throw AccountsError(.notFound, "No such passkey.")
         }
         return renamed
@@ -104,79 +91,15 @@ extension AccountService {
         try removeWayIn(.passkey(id), userID: userID, origin: origin, by: admin)
     }
 
-    /// A way in besides the password.
-    enum WayIn {
-        case identity(UUID)
-        case passkey(UUID)
-    }
-
-    /// Removes a linked identity or a passkey of the user, in one transaction with the user's row
-    /// locked: refused when it is the last way in (unless an administrator does it, audited), then
-    /// the user's activity and a notice to their address.
-    func removeWayIn(_ way: WayIn, userID: UUID, origin: RequestOrigin, by admin: Admin?) throws {
-        let (event, detail) = try pool.withTransaction { connection -> (SecurityEvent.Kind, String) in
-            let ways = try waysIn(connection, userID: userID)
-            let notFound: AccountsError
-            switch way {
-            case .identity(let id):
-                notFound = AccountsError(.notFound, "No such identity.")
-                guard ways.identities.contains(where: { $0.id == id }) else { throw notFound }
-            case .passkey(let id):
-                notFound = AccountsError(.notFound, "No such passkey.")
-                guard ways.passkeys.contains(where: { $0.id == id }) else { throw notFound }
-            }
-            guard ways.count > 1 || admin != nil else { throw Self.lastWayIn }
-            let (method, detail, activity, action, event): (String, String, ActivityEvent.Kind, AuditAction, SecurityEvent.Kind)
-            switch way {
-            case .identity(let id):
-                guard let removed = try IdentityRepository.delete(connection, id: id, userID: userID) else { throw notFound }
-                (method, detail, activity, action, event) = (
-                    removed.provider.displayName, removed.provider.rawValue, .identityUnlinked, .userIdentityUnlink, .identityUnlinked
-                )
-            case .passkey(let id):
-                guard let removed = try PasskeyRepository.delete(connection, id: id, userID: userID) else { throw notFound }
-                (method, detail, activity, action, event) = (
-                    "A passkey (\(removed.name))", removed.id.lowercasedText, .passkeyRemoved, .userPasskeyRemove, .passkeyRemoved
-                )
-            }
-            if let admin {
-                try AdminRepository.audit(connection, admin: admin, action: action, target: userID, address: origin.address)
-            }
-            try ActivityRepository.record(connection, userID: userID, activity, origin: origin)
-            try OutboxRepository.enqueue(
-                connection,
-                OutgoingMail(
-                    .signInMethodRemoved, to: ways.user.email, ["firstname": ways.user.firstname, "email": ways.user.email, "method": method]))
-            return (event, detail)
-        }
-        mailQueued()
-        SecurityEvent.log(logger, event, outcome: .success, userID: userID, origin: origin, detail: detail)
-    }
-
-    static let lastWayIn = AccountsError(
-        .lastSignInMethod, "This is the account's last way to sign in: set a password (reset it by mail) or add another first.")
-
-    /// The user's ways to sign in, with the user's row locked (two removals at once cannot both
-    /// see another one left).
-    func waysIn(_ connection: PostgresConnection, userID: UUID) throws -> (user: User, count: Int, identities: [LinkedIdentity], passkeys: [Passkey])
-    {
-        guard let user = try UserRepository.find(connection, id: userID, forUpdate: true),
-            let hash = try UserRepository.passwordHash(connection, id: userID)
-        else { throw AccountsError(.notFound, "There is no user with this id.") }
-        let identities = try IdentityRepository.list(connection, userID: userID)
-        let passkeys = try PasskeyRepository.list(connection, userID: userID)
-        return (user, (hash == UserRepository.noPassword ? 0 : 1) + identities.count + passkeys.count, identities, passkeys)
-    }
-
     /// `POST /users/signin/passkey/options`: a challenge for whoever asks, counted per client address.
     public func passkeySignInChallenge(origin: RequestOrigin) throws -> [UInt8] {
-        let throttle = [(key: "passkey-challenge:address:" + origin.throttleAddress, rule: configuration.signInPerAddress)]
+        let throttle = [(key: "passkey-challenge:address:" + origin.throttleAddress, rule: context.configuration.signInPerAddress)]
         let challenge = try SecureRandom.bytes(count: 32)
-        let wait = try pool.withConnection { connection -> Int? in
-            if let wait = try ThrottleRepository.acquire(connection, throttle, at: clock.now()) { return wait }
+        let wait = try context.pool.withConnection { connection -> Int? in
+            if let wait = try context.throttles.acquire(connection, throttle) { return wait }
             try PasskeyRepository.insertChallenge(
                 connection, hash: SHA256.hash(challenge), purpose: .authentication, userID: nil, lifetimeSeconds: Self.challengeSeconds,
-                at: clock.now())
+                at: context.clock.now())
             return nil
         }
         if let wait { throw AccountsError(.tooManyAttempts, "Too many passkey sign-ins; try again later.", retryAfterSeconds: wait) }
@@ -187,16 +110,16 @@ extension AccountService {
     /// same `401 invalid_credentials` (its reason goes to the security log); failures count per
     /// client address like wrong passwords, and a success gives its attempt back.
     public func signIn(with assertion: PasskeyAssertion, party: RelyingParty, origin: RequestOrigin) throws -> IssuedSession {
-        let throttle = [(key: "passkey:address:" + origin.throttleAddress, rule: configuration.signInPerAddress)]
-        if let wait = try pool.withConnection({ try ThrottleRepository.acquire($0, throttle, at: clock.now()) }) {
-            statistics.signInThrottled.add(1, ordering: .relaxed)
+        let throttle = [(key: "passkey:address:" + origin.throttleAddress, rule: context.configuration.signInPerAddress)]
+        if let wait = try context.throttles.acquire(throttle) {
+            context.statistics.signInThrottled.add(1, ordering: .relaxed)
             throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
         }
         var userID: UUID?
         func refuse(_ reason: String) -> AccountsError {
-            statistics.signInFailures.add(1, ordering: .relaxed)
-            SecurityEvent.log(logger, .signInFailed, outcome: .failure, userID: userID, origin: origin, detail: "passkey: \(reason)")
-            if let userID { recordActivityLater(.signInFailed, userID: userID, origin: origin) }
+            context.statistics.signInFailures.add(1, ordering: .relaxed)
+            SecurityEvent.log(context.logger, .signInFailed, outcome: .failure, userID: userID, origin: origin, detail: "passkey: \(reason)")
+            if let userID { context.recordActivityLater(.signInFailed, userID: userID, origin: origin) }
             return AccountsError(.invalidCredentials, "The passkey was not accepted.")
         }
         let token = try SessionToken.generate()
@@ -204,10 +127,10 @@ extension AccountService {
         do {
             let clientData = try ClientData(json: assertion.clientDataJSON)
             try party.check(clientData, .get)
-            let (live, stored) = try pool.withConnection { connection in
+            let (live, stored) = try context.pool.withConnection { connection in
                 (
                     try PasskeyRepository.consumeChallenge(
-                        connection, hash: SHA256.hash(clientData.challenge), purpose: .authentication, userID: nil, at: clock.now()),
+                        connection, hash: SHA256.hash(clientData.challenge), purpose: .authentication, userID: nil, at: context.clock.now()),
                     try PasskeyRepository.credential(connection, id: assertion.credentialID)
                 )
             }
@@ -220,7 +143,7 @@ extension AccountService {
             let checked = try Assertion(
                 authenticatorData: assertion.authenticatorData, signature: assertion.signature, clientData: clientData,
                 storedKey: stored.publicKey, storedCount: stored.signCount, for: party)
-            let session = try pool.withTransaction { connection -> IssuedSession? in
+            let session = try context.pool.withTransaction { connection -> IssuedSession? in
                 guard
                     try PasskeyRepository.use(
                         connection, id: stored.id, from: stored.signCount, to: checked.data.signCount, backedUp: checked.data.backedUp)
@@ -229,7 +152,7 @@ extension AccountService {
                 if try AdminRepository.isDisabled(connection, id: user.id) {
                     throw AccountsError(.accountDisabled, "An administrator disabled this account.")
                 }
-                let session = try openSession(connection, userID: user.id, tokenHash: token.hash, userAgent: origin.userAgent)
+                let session = try sessions.openSession(connection, userID: user.id, tokenHash: token.hash, userAgent: origin.userAgent)
                 try ActivityRepository.record(connection, userID: user.id, .signedIn, origin: origin, method: .passkey)
                 return IssuedSession(accessToken: token.text, session: session, user: user)
             }
@@ -238,8 +161,8 @@ extension AccountService {
         } catch let failure as WebAuthnFailure {
             throw refuse(failure.description)
         }
-        giveBack(throttle.map(\.key))
-        SecurityEvent.log(logger, .signedIn, outcome: .success, userID: issued.user.id, origin: origin, detail: "passkey")
+        context.throttles.giveBack(throttle.map(\.key))
+        SecurityEvent.log(context.logger, .signedIn, outcome: .success, userID: issued.user.id, origin: origin, detail: "passkey")
         return issued
     }
 

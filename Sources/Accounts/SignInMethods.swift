@@ -3,9 +3,20 @@ import FoundationEssentials
 import Outbox
 import Postgres
 
-/// Sign in with Apple and Google: accounts found by the provider's subject, made on the first
-/// sign-in, linked to an existing account only when both sides vouch for the address.
-extension AccountService {
+/// The ways in besides the password, and never without one: Sign in with Apple and Google
+/// (accounts found by the provider's subject, made on the first sign-in, linked to an existing
+/// account only when both sides vouch for the address) and passkeys (`SignInMethods+Passkeys`).
+public final class SignInMethods: Sendable {
+    let context: AccountsContext
+    let sessions: Sessions
+    let mail: AccountMail
+
+    init(context: AccountsContext, sessions: Sessions, mail: AccountMail) {
+        self.context = context
+        self.sessions = sessions
+        self.mail = mail
+    }
+
     /// `POST /users/signin/{provider}`: `verify` checks the ID token (the caller's `KeySetCache`)
     /// once the client address's attempt is counted, so a flood of forged tokens is throttled like
     /// wrong passwords; a success gives the attempt back.
@@ -18,33 +29,37 @@ extension AccountService {
     public func signIn(
         with provider: IdentityProvider, origin: RequestOrigin, verifying verify: () throws -> ProviderIdentity
     ) throws -> IssuedSession {
-        let throttle = [(key: "idtoken:address:" + origin.throttleAddress, rule: configuration.signInPerAddress)]
-        if let wait = try pool.withConnection({ try ThrottleRepository.acquire($0, throttle, at: clock.now()) }) {
-            statistics.signInThrottled.add(1, ordering: .relaxed)
-            SecurityEvent.log(logger, .lockedOut, outcome: .refused, userID: nil, origin: origin, detail: "\(provider.rawValue) sign-in throttled")
+        let throttle = [(key: "idtoken:address:" + origin.throttleAddress, rule: context.configuration.signInPerAddress)]
+        if let wait = try context.throttles.acquire(throttle) {
+            context.statistics.signInThrottled.add(1, ordering: .relaxed)
+            SecurityEvent.log(
+                context.logger, .lockedOut, outcome: .refused, userID: nil, origin: origin, detail: "\(provider.rawValue) sign-in throttled")
             throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
         }
         let identity: ProviderIdentity
         do {
             identity = try verify()
         } catch let error as AccountsError where error.code == .invalidIDToken {
-            statistics.signInFailures.add(1, ordering: .relaxed)
-            SecurityEvent.log(logger, .signInFailed, outcome: .failure, userID: nil, origin: origin, detail: "\(provider.rawValue): \(error.detail)")
+            context.statistics.signInFailures.add(1, ordering: .relaxed)
+            SecurityEvent.log(
+                context.logger, .signInFailed, outcome: .failure, userID: nil, origin: origin, detail: "\(provider.rawValue): \(error.detail)")
             throw error
         } catch {
             // The provider's keys are out of reach: the token was never judged.
-            giveBack(throttle.map(\.key))
+            context.throttles.giveBack(throttle.map(\.key))
             throw error
         }
         let token = try SessionToken.generate()
         let (issued, outcome) = try retryingOnce { () throws -> (IssuedSession, SignInOutcome) in
-            try pool.withTransaction { connection in try signIn(connection, identity, tokenHash: token.hash, tokenText: token.text, origin: origin) }
+            try context.pool.withTransaction { connection in
+                try signIn(connection, identity, tokenHash: token.hash, tokenText: token.text, origin: origin)
+            }
         }
-        giveBack(throttle.map(\.key))
-        if outcome != .existing { mailQueued() }
+        context.throttles.giveBack(throttle.map(\.key))
+        if outcome != .existing { context.mailQueued() }
         let detail = "\(provider.rawValue)" + (outcome == .created ? ", account created" : outcome == .linked ? ", identity linked" : "")
         SecurityEvent.log(
-            logger, outcome == .created ? .registered : .signedIn, outcome: .success, userID: issued.user.id, origin: origin, detail: detail)
+            context.logger, outcome == .created ? .registered : .signedIn, outcome: .success, userID: issued.user.id, origin: origin, detail: detail)
         return issued
     }
 
@@ -57,7 +72,7 @@ extension AccountService {
             if try AdminRepository.isDisabled(connection, id: user.id) {
                 throw AccountsError(.accountDisabled, "An administrator disabled this account.")
             }
-            let session = try openSession(connection, userID: user.id, tokenHash: tokenHash, userAgent: origin.userAgent)
+            let session = try sessions.openSession(connection, userID: user.id, tokenHash: tokenHash, userAgent: origin.userAgent)
             try ActivityRepository.record(
                 connection, userID: user.id, .signedIn, origin: origin, method: identity.provider == .apple ? .apple : .google)
             return IssuedSession(accessToken: tokenText, session: session, user: user)
@@ -86,7 +101,7 @@ extension AccountService {
             user = verified
         }
         guard try IdentityRepository.insert(connection, userID: user.id, identity, used: true) != nil else { throw RaceLost() }
-        if !user.emailVerified { try queueVerification(connection, user: user) }
+        if !user.emailVerified { try mail.queueVerification(connection, user: user) }
         return (try issue(user), .created)
     }
 
@@ -95,22 +110,22 @@ extension AccountService {
     public func linkIdentity(
         userID: UUID, origin: RequestOrigin, verifying verify: () throws -> ProviderIdentity
     ) throws -> (identity: LinkedIdentity, isNew: Bool) {
-        let throttle = [(key: "idtoken:user:" + userID.lowercasedText, rule: configuration.signInPerAddress)]
-        if let wait = try pool.withConnection({ try ThrottleRepository.acquire($0, throttle, at: clock.now()) }) {
+        let throttle = [(key: "idtoken:user:" + userID.lowercasedText, rule: context.configuration.signInPerAddress)]
+        if let wait = try context.throttles.acquire(throttle) {
             throw AccountsError(.tooManyAttempts, "Too many failed attempts; try again later.", retryAfterSeconds: wait)
         }
         let identity: ProviderIdentity
         do {
             identity = try verify()
         } catch let error as AccountsError where error.code == .invalidIDToken {
-            SecurityEvent.log(logger, .identityLinked, outcome: .failure, userID: userID, origin: origin, detail: error.detail)
+            SecurityEvent.log(context.logger, .identityLinked, outcome: .failure, userID: userID, origin: origin, detail: error.detail)
             throw error
         } catch {
-            giveBack(throttle.map(\.key))
+            context.throttles.giveBack(throttle.map(\.key))
             throw error
         }
         let (linked, isNew) = try retryingOnce { () throws -> (LinkedIdentity, Bool) in
-            try pool.withTransaction { connection in
+            try context.pool.withTransaction { connection in
                 if let (owner, found) = try IdentityRepository.find(connection, provider: identity.provider, subject: identity.subject) {
                     guard owner == userID else {
                         throw AccountsError(.identityTaken, "This \(identity.provider.displayName) account is linked to another account.")
@@ -121,10 +136,10 @@ extension AccountService {
                 return (try link(connection, identity, to: user, origin: origin), true)
             }
         }
-        giveBack(throttle.map(\.key))
+        context.throttles.giveBack(throttle.map(\.key))
         if isNew {
-            mailQueued()
-            SecurityEvent.log(logger, .identityLinked, outcome: .success, userID: userID, origin: origin, detail: identity.provider.rawValue)
+            context.mailQueued()
+            SecurityEvent.log(context.logger, .identityLinked, outcome: .success, userID: userID, origin: origin, detail: identity.provider.rawValue)
         }
         return (linked, isNew)
     }
@@ -166,5 +181,84 @@ extension AccountService {
         } catch let error as PostgresError where error.sqlState == .uniqueViolation {
             return try again()
         }
+    }
+
+    // MARK: - Every way in
+
+    /// The user's ways to sign in: whether they have a password, their identities and passkeys.
+    public func signInMethods(of userID: UUID) throws -> (hasPassword: Bool, identities: [LinkedIdentity], passkeys: [Passkey]) {
+        try context.pool.withConnection { connection in
+            guard let hash = try UserRepository.passwordHash(connection, id: userID) else {
+                throw AccountsError(.notFound, "There is no user with this id.")
+            }
+            return (
+                hash != UserRepository.noPassword, try IdentityRepository.list(connection, userID: userID),
+                try PasskeyRepository.list(connection, userID: userID)
+            )
+        }
+    }
+
+    /// A way in besides the password.
+    enum WayIn {
+        case identity(UUID)
+        case passkey(UUID)
+    }
+
+    /// Removes a linked identity or a passkey of the user, in one transaction with the user's row
+    /// locked: refused when it is the last way in (unless an administrator does it, audited), then
+    /// the user's activity and a notice to their address.
+    func removeWayIn(_ way: WayIn, userID: UUID, origin: RequestOrigin, by admin: Admin?) throws {
+        let (event, detail) = try context.pool.withTransaction { connection -> (SecurityEvent.Kind, String) in
+            let ways = try waysIn(connection, userID: userID)
+            let notFound: AccountsError
+            switch way {
+            case .identity(let id):
+                notFound = AccountsError(.notFound, "No such identity.")
+                guard ways.identities.contains(where: { $0.id == id }) else { throw notFound }
+            case .passkey(let id):
+                notFound = AccountsError(.notFound, "No such passkey.")
+                guard ways.passkeys.contains(where: { $0.id == id }) else { throw notFound }
+            }
+            guard ways.count > 1 || admin != nil else { throw Self.lastWayIn }
+            let (method, detail, activity, action, event): (String, String, ActivityEvent.Kind, AuditAction, SecurityEvent.Kind)
+            switch way {
+            case .identity(let id):
+                guard let removed = try IdentityRepository.delete(connection, id: id, userID: userID) else { throw notFound }
+                (method, detail, activity, action, event) = (
+                    removed.provider.displayName, removed.provider.rawValue, .identityUnlinked, .userIdentityUnlink, .identityUnlinked
+                )
+            case .passkey(let id):
+                guard let removed = try PasskeyRepository.delete(connection, id: id, userID: userID) else { throw notFound }
+                (method, detail, activity, action, event) = (
+                    "A passkey (\(removed.name))", removed.id.lowercasedText, .passkeyRemoved, .userPasskeyRemove, .passkeyRemoved
+                )
+            }
+            if let admin {
+                try AdminRepository.audit(connection, admin: admin, action: action, target: userID, address: origin.address)
+            }
+            try ActivityRepository.record(connection, userID: userID, activity, origin: origin)
+            try OutboxRepository.enqueue(
+                connection,
+                OutgoingMail(
+                    .signInMethodRemoved, to: ways.user.email, ["firstname": ways.user.firstname, "email": ways.user.email, "method": method]))
+            return (event, detail)
+        }
+        context.mailQueued()
+        SecurityEvent.log(context.logger, event, outcome: .success, userID: userID, origin: origin, detail: detail)
+    }
+
+    static let lastWayIn = AccountsError(
+        .lastSignInMethod, "This is the account's last way to sign in: set a password (reset it by mail) or add another first.")
+
+    /// The user's ways to sign in, with the user's row locked (two removals at once cannot both
+    /// see another one left).
+    func waysIn(_ connection: PostgresConnection, userID: UUID) throws -> (user: User, count: Int, identities: [LinkedIdentity], passkeys: [Passkey])
+    {
+        guard let user = try UserRepository.find(connection, id: userID, forUpdate: true),
+            let hash = try UserRepository.passwordHash(connection, id: userID)
+        else { throw AccountsError(.notFound, "There is no user with this id.") }
+        let identities = try IdentityRepository.list(connection, userID: userID)
+        let passkeys = try PasskeyRepository.list(connection, userID: userID)
+        return (user, (hash == UserRepository.noPassword ? 0 : 1) + identities.count + passkeys.count, identities, passkeys)
     }
 }

@@ -1,0 +1,99 @@
+import Cryptography
+import FoundationEssentials
+import Outbox
+import Postgres
+import Time
+
+/// What a change to an account mails, written in the change's own transaction: the links that
+/// verify an address, confirm a change of address or undo one, the notices to the account's
+/// address, and the links each change voids. The tokens of the links are made as the mail is sent
+/// (`mintMailToken`).
+public struct AccountMail: Sendable {
+    let context: AccountsContext
+
+    /// Voids the user's older verification links, makes the slot of the new one bound to the
+    /// current address, and queues its mail (whose sender makes the token: `mintMailToken`).
+    func queueVerification(_ connection: PostgresConnection, user: User) throws {
+        guard let email = EmailAddress(user.email) else { return }
+        try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.emailVerification])
+        let slot = try AccountTokenRepository.insertSlot(
+            connection, userID: user.id, purpose: .emailVerification, email: email,
+            lifetimeSeconds: context.configuration.verificationTokenSeconds, at: context.clock.now())
+        // No name: the address is not proven yet, so the mail carries no text its requester chose
+        // (a name could otherwise make it a message to a stranger's mailbox).
+        try OutboxRepository.enqueue(
+            connection, OutgoingMail(.verifyEmail, to: user.email, [OutgoingMail.tokenSlotVariable: String(slot), "email": user.email]))
+    }
+
+    /// After a password change or reset: older reset links die, the event is recorded, and the
+    /// account's address gets a notice.
+    func passwordChanged(_ connection: PostgresConnection, user: User, _ kind: ActivityEvent.Kind, origin: RequestOrigin) throws {
+        try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.passwordReset])
+        try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress.normalized(user.email))
+        try ActivityRepository.record(connection, userID: user.id, kind, origin: origin)
+        try OutboxRepository.enqueue(
+            connection, OutgoingMail(.passwordChanged, to: user.email, ["firstname": user.firstname, "email": user.email]))
+    }
+
+    /// A change of address asked for by the user: `409` when the address is taken, `429` beyond
+    /// the user's and the address's limits; then the address is pending (replacing an earlier
+    /// one, whose link dies) and its mailbox gets the link that applies it. Returns the user.
+    func requestEmailChange(_ connection: PostgresConnection, user: User, to email: EmailAddress, origin: RequestOrigin) throws -> User {
+        if try UserRepository.exists(connection, email: email) { throw AccountsError.emailTaken }
+        let throttles = [
+            (key: "email-change:user:" + user.id.lowercasedText, rule: context.configuration.emailChangesPerUser),
+            (key: "email-change:email:" + email.normalized, rule: context.configuration.emailChangesPerAddress),
+        ]
+        if let wait = try context.throttles.acquire(connection, throttles) {
+            throw AccountsError(.tooManyAttempts, "Too many changes of address; try again later.", retryAfterSeconds: wait)
+        }
+        try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.emailChange])
+        let slot = try AccountTokenRepository.insertSlot(
+            connection, userID: user.id, purpose: .emailChange, email: email, lifetimeSeconds: context.configuration.verificationTokenSeconds,
+            at: context.clock.now())
+        // No name: the address is not proven, so the mail carries no text its requester chose.
+        try OutboxRepository.enqueue(
+            connection, OutgoingMail(.confirmEmailChange, to: email.value, [OutgoingMail.tokenSlotVariable: String(slot), "email": email.value]))
+        return try UserRepository.setPendingEmail(
+            connection, id: user.id, email: email, lifetimeSeconds: context.configuration.verificationTokenSeconds)
+    }
+
+    /// After a confirmed change of address: links sent to the old one die, and the old one gets a
+    /// notice with the link that puts it back.
+    func emailChangeApplied(_ connection: PostgresConnection, from old: User, to new: User, origin: RequestOrigin) throws {
+        try AccountTokenRepository.deleteAll(connection, userID: new.id, purposes: [.passwordReset, .emailVerification])
+        try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress.normalized(old.email))
+        try ActivityRepository.record(connection, userID: new.id, .emailChanged, origin: origin)
+        guard let oldAddress = EmailAddress(old.email) else { return }
+        let slot = try AccountTokenRepository.insertSlot(
+            connection, userID: new.id, purpose: .emailChangeUndo, email: oldAddress, lifetimeSeconds: context.configuration.emailChangeUndoSeconds,
+            at: context.clock.now())
+        try OutboxRepository.enqueue(
+            connection,
+            OutgoingMail(
+                .emailChangeApplied, to: old.email,
+                [OutgoingMail.tokenSlotVariable: String(slot), "firstname": new.firstname, "email": old.email, "newEmail": new.email]))
+    }
+
+    /// After an administrator's change of address: links sent to the old one die, the new one
+    /// gets a verification link and the old one a notice.
+    func addressChanged(_ connection: PostgresConnection, from old: User, to new: User, origin: RequestOrigin) throws {
+        try AccountTokenRepository.deleteAll(connection, userID: new.id, purposes: [.passwordReset, .emailChange])
+        try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress.normalized(old.email))
+        try ActivityRepository.record(connection, userID: new.id, .emailChanged, origin: origin)
+        try OutboxRepository.enqueue(
+            connection,
+            OutgoingMail(.emailChanged, to: old.email, ["firstname": new.firstname, "email": old.email, "newEmail": new.email]))
+        try queueVerification(connection, user: new)
+    }
+
+    /// The token of a queued mail's link, made as the mail is sent: its hash goes into the
+    /// mail's slot and is committed before this returns; nil when the slot is gone (the link
+    /// was used or voided meanwhile: the mail is not worth sending). A retry makes a new one,
+    /// and the token of the earlier attempt stops working. The slot must be live at `clock`'s now.
+    public static func mintMailToken(slot: Int64, on pool: PostgresPool, clock: WallClock) throws -> String? {
+        let token = try SessionToken.generate()
+        let minted = try pool.withConnection { try AccountTokenRepository.mint($0, slot: slot, hash: token.hash, at: clock.now()) }
+        return minted ? token.text : nil
+    }
+}

@@ -1,0 +1,238 @@
+import FoundationEssentials
+import Cryptography
+import Outbox
+import Postgres
+
+/// Password reset, email verification, the links that confirm or undo a change of address, the
+/// export's record and the user's activity (`../shared/API.md`, "Account security and recovery").
+public final class Recovery: Sendable {
+    private let context: AccountsContext
+    private let mail: AccountMail
+
+    init(context: AccountsContext, mail: AccountMail) {
+        self.context = context
+        self.mail = mail
+    }
+
+    /// `POST /users/password-reset`: the same work and answer for a registered and an unknown
+    /// address. One statement (`exo_request_password_reset`) counts the attempt on the address's
+    /// and the client's throttles and queues the request; `resolvePasswordResets`, in the
+    /// background, turns it into a token's slot, a mail and an event if the address is registered
+    /// (the token itself is made when the mail is sent). Doing that here would make a registered
+    /// address's answer slower.
+    public func requestPasswordReset(email: EmailAddress, origin: RequestOrigin) throws {
+        let throttles = [
+            (key: "reset:email:" + email.normalized, rule: context.configuration.resetRequestsPerEmail),
+            (key: "reset:address:" + origin.throttleAddress, rule: context.configuration.resetRequestsPerAddress),
+        ].filter { $0.rule.limit > 0 }
+        let wait = try context.pool.withConnection { connection in
+            try connection.query(
+                """
+                SELECT exo_request_password_reset(
+                    \(email.normalized), \(context.configuration.resetTokenSeconds),
+                    \(PostgresArray(throttles.map(\.key)))::text[], \(PostgresArray(throttles.map(\.rule.limit)))::integer[],
+                    \(PostgresArray(throttles.map(\.rule.windowSeconds)))::double precision[],
+                    \(origin.byAdministrator ? nil : origin.address), \(origin.byAdministrator ? nil : origin.userAgent), \(context.clock.now()))
+                """)[0].decode(Int32.self, at: 0)
+        }
+        if wait > 0 {
+            context.statistics.resetThrottled.add(1, ordering: .relaxed)
+            throw AccountsError(.tooManyAttempts, "Too many password reset requests; try again later.", retryAfterSeconds: Int(wait))
+        }
+    }
+
+    /// Resolves the queued reset requests (every instance, a batch at a time, SKIP LOCKED); returns
+    /// how many it took. Runs every `resetResolveIntervalSeconds`; exposed for tests.
+    @discardableResult
+    public func resolvePasswordResets() throws -> Int {
+        let batch = 100
+        var taken = 0
+        while true {
+            let round = try context.backgroundPool.withTransaction { try AccountTokenRepository.resolvePendingResets($0, limit: batch) }
+            taken += round
+            if round < batch { break }
+        }
+        if taken > 0 { context.mailQueued() }
+        return taken
+    }
+
+    /// `POST /users/password-reset/confirm`: sets the password, ends every session, clears the
+    /// user's throttles and lock, and opens a session for this device, all in one transaction.
+    /// A dead token is refused before any hashing; of two requests racing with one token, the
+    /// transaction that deletes it first wins and the other is refused. Attempts are throttled per
+    /// client address and per email, as sign-ins are.
+    public func confirmPasswordReset(token: String, newPassword: String, origin: RequestOrigin) throws -> IssuedSession {
+        let invalid = AccountsError.field("token", .invalidResetToken, "is unknown, used, expired or superseded by a newer one")
+        try context.configuration.passwordPolicy.validate(newPassword, field: "newPassword")
+        guard SessionToken.isWellFormed(token) else { throw invalid }
+        let tokenHash = SessionToken.hash(of: token)
+        // Counted before any hashing, per client address (every attempt, a dead token's too) and
+        // per email of a live token's user, with the sign-in's defaults; a success gives them back.
+        let addressKey = "reset-confirm:address:" + origin.throttleAddress
+        let (wait, email) = try context.pool.withConnection { connection -> (Int?, String?) in
+            if let wait = try context.throttles.acquire(connection, [(addressKey, context.configuration.signInPerAddress)]) {
+                return (wait, nil)
+            }
+            guard let email = try AccountTokenRepository.liveUserEmail(connection, hash: tokenHash, purpose: .passwordReset, at: context.clock.now())
+            else {
+                return (nil, nil)
+            }
+            return (
+                try context.throttles.acquire(connection, [("reset-confirm:email:" + email, context.configuration.signInPerEmail)]), email
+            )
+        }
+        if let wait {
+            context.statistics.resetThrottled.add(1, ordering: .relaxed)
+            throw AccountsError(.tooManyAttempts, "Too many attempts; try again later.", retryAfterSeconds: wait)
+        }
+        guard let email else { throw invalid }
+        let throttleKeys = [addressKey, "reset-confirm:email:" + email]
+        let passwordHash: String
+        do {
+            passwordHash = try context.onHashingPool(.interactive, origin) { [hasher = context.hasher] in try hasher.hash(password: newPassword) }
+        } catch {
+            context.throttles.giveBack(throttleKeys)
+            throw error
+        }
+        let sessionToken = try SessionToken.generate()
+        let issued = try context.pool.withTransaction { connection in
+            guard
+                let userID = try AccountTokenRepository.consume(connection, hash: tokenHash, purposes: [.passwordReset], at: context.clock.now())?
+                    .userID,
+                let stored = try UserRepository.find(connection, id: userID, forUpdate: true)
+            else { throw invalid }
+            // A disabled account is not signed in by a reset either (rolled back: the link works once enabled).
+            if try AdminRepository.isDisabled(connection, id: userID) {
+                throw AccountsError(.accountDisabled, "An administrator disabled this account.")
+            }
+            try UserRepository.setPasswordHash(connection, id: userID, hash: passwordHash)
+            _ = try SessionRepository.deleteAll(connection, userID: userID)
+            // The link came through the account's mailbox: that proves the address (reset tokens
+            // are voided when it changes).
+            guard let user = try UserRepository.markVerified(connection, id: userID, emailNormalized: EmailAddress.normalized(stored.email))
+            else { throw invalid }
+            try context.throttles.clear(connection, key: Throttles.passwordKey(userID))
+            try context.throttles.clearSignIn(connection, emailID: EmailAddress.normalized(user.email))
+            try mail.passwordChanged(connection, user: user, .passwordReset, origin: origin)
+            let session = try SessionRepository.insert(
+                connection, userID: userID, tokenHash: sessionToken.hash, userAgent: origin.userAgent, lifetime: context.configuration.lifetime,
+                at: context.clock.now())
+            return IssuedSession(accessToken: sessionToken.text, session: session, user: user)
+        }
+        context.mailQueued()
+        context.throttles.giveBack(throttleKeys)
+        SecurityEvent.log(context.logger, .passwordReset, outcome: .success, userID: issued.user.id, origin: origin)
+        return issued
+    }
+
+    /// `POST /users/verify-email`: marks the address the token was sent to as verified, if it is
+    /// still the user's; or, for the link of a change of address, applies the change if that
+    /// address is still pending (`409 email_taken` when another account took it meanwhile: the
+    /// link stays usable).
+    public func verifyEmail(token: String, origin: RequestOrigin) throws -> User {
+        let invalid = AccountsError.field(
+            "token", .invalidVerificationToken, "is unknown, used, expired, or for an address the account no longer has")
+        guard SessionToken.isWellFormed(token) else { throw invalid }
+        let (user, changed) = try context.pool.withTransaction { connection -> (User, Bool) in
+            guard
+                let consumed = try AccountTokenRepository.consume(
+                    connection, hash: SessionToken.hash(of: token), purposes: [.emailVerification, .emailChange], at: context.clock.now()),
+                let bound = consumed.emailNormalized
+            else { throw invalid }
+            if consumed.purpose == .emailVerification {
+                guard let user = try UserRepository.markVerified(connection, id: consumed.userID, emailNormalized: bound) else { throw invalid }
+                try ActivityRepository.record(connection, userID: user.id, .emailVerified, origin: origin)
+                return (user, false)
+            }
+            guard let stored = try UserRepository.find(connection, id: consumed.userID, forUpdate: true),
+                let pending = stored.pendingEmail.flatMap(EmailAddress.init), pending.normalized == bound
+            else { throw invalid }
+            guard let user = try UserRepository.claimingAddress({ try UserRepository.applyPendingEmail(connection, id: stored.id, email: pending) })
+            else { throw invalid }
+            try mail.emailChangeApplied(connection, from: stored, to: user, origin: origin)
+            return (user, true)
+        }
+        if changed {
+            context.mailQueued()
+            SecurityEvent.log(context.logger, .emailChanged, outcome: .success, userID: user.id, origin: origin)
+        } else {
+            SecurityEvent.log(context.logger, .emailVerified, outcome: .success, userID: user.id, origin: origin)
+        }
+        return user
+    }
+
+    /// `POST /users/email-change/undo`: puts back the address an undo link was mailed to, ends
+    /// every session, pending change and reset of the user; returns the restored user. The links
+    /// of changes made after this one die with it (they would only move the address again); the
+    /// older ones stay, so whoever holds the account's first address has the last word.
+    public func undoEmailChange(token: String, origin: RequestOrigin) throws -> User {
+        let invalid = AccountsError.field("token", .invalidUndoToken, "is unknown, used or expired")
+        guard SessionToken.isWellFormed(token) else { throw invalid }
+        let user = try context.pool.withTransaction { connection -> User in
+            guard
+                let consumed = try AccountTokenRepository.consume(
+                    connection, hash: SessionToken.hash(of: token), purposes: [.emailChangeUndo], at: context.clock.now()),
+                let address = consumed.email.flatMap(EmailAddress.init),
+                let stored = try UserRepository.find(connection, id: consumed.userID, forUpdate: true)
+            else { throw invalid }
+            try AccountTokenRepository.deleteUndoLinks(connection, userID: stored.id, after: consumed.id)
+            guard let user = try UserRepository.claimingAddress({ try UserRepository.restoreEmail(connection, id: stored.id, email: address) })
+            else { throw invalid }
+            _ = try SessionRepository.deleteAll(connection, userID: user.id)
+            try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.passwordReset, .emailVerification, .emailChange])
+            for email in Set([EmailAddress.normalized(stored.email), address.normalized]) {
+                try AccountTokenRepository.deletePendingResets(connection, email: email)
+            }
+            try ActivityRepository.record(connection, userID: user.id, .emailChanged, origin: origin)
+            return user
+        }
+        SecurityEvent.log(context.logger, .emailChangeUndone, outcome: .success, userID: user.id, origin: origin)
+        return user
+    }
+
+    /// `GET /users/me/export`, before its first byte: once an hour per user (`429`), recorded in
+    /// the user's activity, and the account's address gets a notice (an export is everything a
+    /// stolen token could take at once).
+    public func recordExport(of user: User, origin: RequestOrigin) throws {
+        try context.pool.withTransaction { connection in
+            let throttle = [(key: "export:user:" + user.id.lowercasedText, rule: context.configuration.exportsPerUser)]
+            if let wait = try context.throttles.acquire(connection, throttle) {
+                throw AccountsError(
+                    .tooManyAttempts, "The account's data was exported less than an hour ago; try again later.", retryAfterSeconds: wait)
+            }
+            try ActivityRepository.record(connection, userID: user.id, .dataExported, origin: origin)
+            try OutboxRepository.enqueue(connection, OutgoingMail(.dataExported, to: user.email, ["firstname": user.firstname, "email": user.email]))
+        }
+        context.mailQueued()
+        SecurityEvent.log(context.logger, .dataExported, outcome: .success, userID: user.id, origin: origin)
+    }
+
+    /// `POST /users/me/verify-email`: a new verification mail, voiding the older links.
+    public func resendVerification(user: User, origin: RequestOrigin) throws {
+        let alreadyVerified = AccountsError(.alreadyVerified, "The email address is verified already.")
+        guard !user.emailVerified else { throw alreadyVerified }
+        let throttle = [(key: "verify:user:" + user.id.lowercasedText, rule: context.configuration.verificationResends)]
+        try context.pool.withTransaction { connection in
+            if let wait = try context.throttles.acquire(connection, throttle) {
+                throw AccountsError(.tooManyAttempts, "Too many verification mails; try again later.", retryAfterSeconds: wait)
+            }
+            guard let stored = try UserRepository.find(connection, id: user.id, forUpdate: true) else {
+                throw AccountsError(.invalidToken, "The user no longer exists.")
+            }
+            guard !stored.emailVerified else { throw alreadyVerified }
+            try mail.queueVerification(connection, user: stored)
+        }
+        context.mailQueued()
+    }
+
+    /// `GET /users/me/activity`: the user's security events, newest first.
+    public func activity(userID: UUID, after cursor: KeysetCursor?, limit: Int) throws -> ActivityPage {
+        let events = try context.pool.withConnection {
+            try ActivityRepository.page(
+                $0, userID: userID, after: cursor, limit: limit + 1, retentionSeconds: context.configuration.activityRetentionSeconds)
+        }
+        let page = Array(events.prefix(limit))
+        let next = events.count > limit ? page.last.map { KeysetCursor(microseconds: $0.atMicroseconds, id: $0.id) } : nil
+        return ActivityPage(events: page, next: next)
+    }
+}
