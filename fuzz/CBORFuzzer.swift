@@ -1,5 +1,5 @@
 // libFuzzer target for the CBOR decoder, which reads every passkey registration's attestation
-// object and every stored COSE key: built by fuzz/run.sh with Sources/WebAuthn/CBOR.swift as one
+// object and every stored COSE key: built by fuzz/run.sh with Sources/Protocols/WebAuthn/CBOR.swift as one
 // module. Each input is decoded whole and as a prefix: the prefix's length is within the input,
 // and when it is the whole input both reads give the same item.
 

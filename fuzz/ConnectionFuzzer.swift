@@ -1,5 +1,5 @@
 // libFuzzer target for the connection state machine fed random events: built by fuzz/run.sh with
-// Sources/HTTP/*.swift, ConnectionStateMachine.swift and ConnectionConfiguration.swift as one
+// Sources/Protocols/HTTP/*.swift, ConnectionStateMachine.swift and ConnectionConfiguration.swift as one
 // module. The input is a script: each byte picks an event (bytes received, a response, a write's
 // progress or end, time passing, the peer closing, a drain, an admission decided, a body refused),
 // and the bytes after it feed the event. The machine must never trap, and the harness checks that

@@ -1,5 +1,5 @@
 // libFuzzer target for the JSON parser, which reads every request body: built by fuzz/run.sh with
-// Sources/JSON/*.swift as one module. Each input is parsed under small limits (so that every
+// Sources/Base/JSON/*.swift as one module. Each input is parsed under small limits (so that every
 // limit is reachable from a short input) and, when it parses, serialized and parsed again: the
 // value must come back equal, and its depth must respect the limit.
 

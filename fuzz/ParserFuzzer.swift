@@ -2,7 +2,7 @@
 // take client bytes too: MultipartFormData (the input as a body) and ByteRange (its start as a
 // Range header).
 //
-// Built by fuzz/run.sh together with Sources/HTTP/*.swift as one module, without SwiftPM. Each
+// Built by fuzz/run.sh together with Sources/Protocols/HTTP/*.swift as one module, without SwiftPM. Each
 // input is read as a connection would read it: heads, then Content-Length or chunked bodies,
 // pipelined until the bytes run out or something fails. It is read whole, split in two at a
 // point derived from the first byte, and (when short) byte by byte; the outcomes must be equal

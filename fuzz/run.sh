@@ -29,9 +29,9 @@ build() { # name module sources...
 stage_image() {
     local staged
     staged=$(mktemp -d /tmp/exo-fuzz.XXXXXX)
-    cp Sources/Zip/*.swift Sources/Images/ImageFormat*.swift Sources/Images/ByteReader.swift Sources/Images/ISOBox.swift \
-        Sources/Images/ImageInfo.swift Sources/Images/ImageLimits.swift Sources/Images/ImageError.swift "$staged"/
-    for file in Sources/Images/ImageInspector*.swift; do
+    cp Sources/Base/Zip/*.swift Sources/Domain/Images/ImageFormat*.swift Sources/Domain/Images/ByteReader.swift Sources/Domain/Images/ISOBox.swift \
+        Sources/Domain/Images/ImageInfo.swift Sources/Domain/Images/ImageLimits.swift Sources/Domain/Images/ImageError.swift "$staged"/
+    for file in Sources/Domain/Images/ImageInspector*.swift; do
         sed '/^import Zip$/d' "$file" > "$staged/$(basename "$file")"
     done
     echo "$staged"
@@ -41,8 +41,8 @@ stage_image() {
 stage_http() {
     local staged
     staged=$(mktemp -d /tmp/exo-fuzz.XXXXXX)
-    cp Sources/CivilTime/*.swift "$staged"/
-    for file in Sources/HTTP/*.swift; do
+    cp Sources/Base/CivilTime/*.swift "$staged"/
+    for file in Sources/Protocols/HTTP/*.swift; do
         sed '/^import CivilTime$/d' "$file" > "$staged/$(basename "$file")"
     done
     echo "$staged"
@@ -83,19 +83,19 @@ for target in "${targets[@]}"; do
         connection)
             # The machine's two files join the HTTP sources in one module: their `import HTTP` goes.
             staged=$(stage_http)
-            for file in Sources/HTTPServer/ConnectionStateMachine.swift Sources/HTTPServer/ConnectionConfiguration.swift; do
+            for file in Sources/Infrastructure/HTTPServer/ConnectionStateMachine.swift Sources/Infrastructure/HTTPServer/ConnectionConfiguration.swift; do
                 sed '/^import HTTP$/d' "$file" > "$staged/$(basename "$file")"
             done
             build connection HTTP "$staged"/*.swift fuzz/ConnectionFuzzer.swift
             rm -rf "$staged"
             binary=fuzz/connection-fuzzer; options=(-max_len=2048) ;;
-        json) build json JSON Sources/JSON/*.swift fuzz/JSONFuzzer.swift; binary=fuzz/json-fuzzer; options=(-max_len=2048) ;;
+        json) build json JSON Sources/Base/JSON/*.swift fuzz/JSONFuzzer.swift; binary=fuzz/json-fuzzer; options=(-max_len=2048) ;;
         image)
             staged=$(stage_image)
             build image Images "$staged"/*.swift fuzz/ImageFuzzer.swift
             rm -rf "$staged"
             binary=fuzz/image-fuzzer; options=(-max_len=4096) ;;
-        cbor) build cbor WebAuthn Sources/WebAuthn/CBOR.swift fuzz/CBORFuzzer.swift; binary=fuzz/cbor-fuzzer; options=(-max_len=1024) ;;
+        cbor) build cbor WebAuthn Sources/Protocols/WebAuthn/CBOR.swift fuzz/CBORFuzzer.swift; binary=fuzz/cbor-fuzzer; options=(-max_len=1024) ;;
         *) echo "fuzz/run.sh: unknown target $target" >&2; exit 2 ;;
     esac
     echo "fuzz/run.sh: $target for $seconds s"

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Checks Sources/API/Resources/openapi.json: valid JSON, no duplicate keys, every local `$ref` resolves.
+"""Checks Sources/App/API/Resources/openapi.json: valid JSON, no duplicate keys, every local `$ref` resolves.
 
 With `--against-git REV` it also extracts the document that was the Swift raw string
-`OpenAPIDocument.json` in REV:Sources/API/OpenAPIDocument.swift, dereferences both documents
+`OpenAPIDocument.json` in REV:Sources/App/API/Controllers/OpenAPIDocument.swift, dereferences both documents
 (siblings of a `$ref` override the members of the object it names) and fails unless they are equal,
 apart from components that only the new document has, which must be referenced from it.
 Python 3 standard library only. Run from anywhere: `scripts/openapi_check.py --against-git HEAD`.
@@ -10,8 +10,8 @@ Python 3 standard library only. Run from anywhere: `scripts/openapi_check.py --a
 import argparse, json, os, re, subprocess, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOCUMENT = 'Sources/API/Resources/openapi.json'
-SWIFT = 'Sources/API/OpenAPIDocument.swift'
+DOCUMENT = 'Sources/App/API/Resources/openapi.json'
+SWIFT = 'Sources/App/API/Controllers/OpenAPIDocument.swift'
 
 
 def parse(text):

@@ -18,8 +18,7 @@ import PackagePlugin
             enumName = "EmbeddedMigrations"
             names = try FileManager.default.contentsOfDirectory(atPath: root.path).filter { $0.hasSuffix(".sql") }.sorted()
         } else {
-            // (`Target.directoryURL` needs tools 6.1; the manifest is 6.0.)
-            root = context.package.directoryURL.appending(path: "Sources/\(target.name)/Resources")
+            root = target.directoryURL.appending(path: "Resources")
             enumName = "EmbeddedResources"
             names = try Self.files(under: root)
         }

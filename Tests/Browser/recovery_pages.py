@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from harness import LAPTOP, PHONE, Failure, drive, step
 
-# The texts the pages show (Sources/API/Resources/pages/*.js).
+# The texts the pages show (Sources/App/API/Resources/pages/*.js).
 TEXT_MISMATCH = "The two passwords do not match."
 TEXT_TOO_SHORT = "Use at least 8 characters."
 TEXT_RESET_DONE = "Your password has been changed. You can now sign in with it in the app."
