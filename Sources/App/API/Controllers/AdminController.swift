@@ -88,7 +88,6 @@ struct AdminController: Controller {
     }
 
     @Sendable func users(_ call: Call) throws -> Response {
-        let admin = call.admin
         let query = QueryParameters(call.request.query)
         let page = try PageParameters(call.request)
         var search = UserSearch(emailContains: query["q"])
@@ -111,7 +110,6 @@ struct AdminController: Controller {
     }
 
     @Sendable func user(_ call: Call) throws -> Response {
-        let admin = call.admin
         return AdminController.response(try accounts.administration.adminView(of: try AdminController.userID(call)))
     }
 
@@ -153,7 +151,6 @@ struct AdminController: Controller {
     }
 
     @Sendable func sessions(_ call: Call) throws -> Response {
-        let admin = call.admin
         let id = try AdminController.userID(call)
         _ = try accounts.administration.adminView(of: id)
         let sessions = try accounts.sessions.sessions(of: id)
@@ -182,7 +179,6 @@ struct AdminController: Controller {
 
     /// `{"hasPassword", "identities": [...], "passkeys": [...]}`: how the user signs in.
     @Sendable func signInMethods(_ call: Call) throws -> Response {
-        let admin = call.admin
         let (hasPassword, identities, passkeys) = try accounts.signInMethods.signInMethods(of: try AdminController.userID(call))
         return JSONBody.response { writer in
             writer.beginObject()
@@ -229,7 +225,6 @@ struct AdminController: Controller {
 
     /// The user's images, oldest first, as the user lists them (with signed URLs for the grid).
     @Sendable func userImages(_ call: Call) throws -> Response {
-        let admin = call.admin
         let id = try AdminController.userID(call)
         _ = try accounts.administration.adminView(of: id)
         let parameters = try PageParameters(call.request)
@@ -241,13 +236,11 @@ struct AdminController: Controller {
 
     /// One of the user's images, or `…/thumbnail?size=N`, as the user gets them.
     @Sendable func userImage(_ call: Call) throws -> Response {
-        let admin = call.admin
         let image = try images.find(try AdminController.imageID(call), userID: try AdminController.userID(call))
         return try imageResponses.serve(image, call.request, cacheControl: "private, max-age=3600")
     }
 
     @Sendable func userThumbnail(_ call: Call) throws -> Response {
-        let admin = call.admin
         let spec = try ThumbnailNegotiation.spec(size: QueryParameters(call.request.query)["size"], call.request)
         let thumbnail = try images.thumbnail(try AdminController.imageID(call), userID: try AdminController.userID(call), spec)
         return imageResponses.serve(thumbnail, call.request, cacheControl: "private, max-age=3600")
@@ -255,7 +248,6 @@ struct AdminController: Controller {
 
     /// The user's security events (`GET /users/me/activity` as the user reads it).
     @Sendable func activity(_ call: Call) throws -> Response {
-        let admin = call.admin
         let id = try AdminController.userID(call)
         _ = try accounts.administration.adminView(of: id)
         let parameters = try PageParameters(call.request)
@@ -267,7 +259,6 @@ struct AdminController: Controller {
 
     /// `{"fields": {name: {type, pinned, createdAt}}}`.
     @Sendable func schema(_ call: Call) throws -> Response {
-        let admin = call.admin
         let fields = try accounts.administration.fieldSchema()
         return JSONBody.response { writer in
             writer.beginObject()
@@ -306,7 +297,6 @@ struct AdminController: Controller {
 
     /// The dashboard: totals, and sign-ups and sign-ins per UTC day over the last 30 days.
     @Sendable func stats(_ call: Call) throws -> Response {
-        let admin = call.admin
         let dashboard = try accounts.administration.dashboard(days: 30)
         var response = JSONBody.response { writer in
             writer.beginObject()
@@ -331,7 +321,6 @@ struct AdminController: Controller {
     }
 
     @Sendable func auditLog(_ call: Call) throws -> Response {
-        let admin = call.admin
         let query = QueryParameters(call.request.query)
         let limit = try PageParameters.limit(query)
         var before: Int64?

@@ -33,7 +33,7 @@ struct ProfileController: Controller {
     }
 
     @Sendable func replace(_ call: Call) async throws -> Response {
-        let condition = try ETag.condition(call.request.headers["If-Match"])
+        let condition = ETag.condition(call.request.headers["If-Match"])
         let replacement = try AccountBodies.replacement(try await JSONBody.object(call))
         return userResponse(
             try await accounts.profiles.replaceProfile(
@@ -41,7 +41,7 @@ struct ProfileController: Controller {
     }
 
     @Sendable func patch(_ call: Call) async throws -> Response {
-        let condition = try ETag.condition(call.request.headers["If-Match"])
+        let condition = ETag.condition(call.request.headers["If-Match"])
         let body = try await JSONBody.object(call, accepting: ["application/merge-patch+json", "application/json"])
         return userResponse(
             try await accounts.profiles.patchProfile(
@@ -82,7 +82,6 @@ struct ProfileController: Controller {
     }
 
     @Sendable func schema(_ call: Call) throws -> Response {
-        let signedIn = call.signedIn
         let types = try accounts.profiles.fieldTypes()
         return JSONBody.response { writer in
             writer.beginObject()
