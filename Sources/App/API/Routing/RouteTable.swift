@@ -80,8 +80,20 @@ struct SignedURLGrant: Sendable {
 
 /// The signed-in user of a `.user` route and the session the request came with.
 struct SignedIn: Sendable {
-    let session: Session
+    /// Read for every route but a pipelined one, whose handler needs the user alone (its session
+    /// lookup decodes no more than that, when the session cache is off).
+    private let readSession: Session?
     let user: User
+
+    init(session: Session?, user: User) {
+        self.readSession = session
+        self.user = user
+    }
+
+    var session: Session {
+        guard let readSession else { preconditionFailure("a pipelined route's authentication reads the user alone") }
+        return readSession
+    }
 }
 
 /// Where the statements of a request run: its event loop's pipelined connection when the route
@@ -203,7 +215,7 @@ struct RouteTable {
         guard let handler else { preconditionFailure("\(method) \(pattern): a table that serves needs every handler") }
         let chain = PolicyChain(
             policy: policy, readAudit: readAudit, writes: writes, accounts: services.accounts, authenticator: services.authenticator,
-            database: services.database, signer: services.signer)
+            database: services.database, signer: services.signer, needsSession: execution != .pipelined)
         // A session's route authenticates from the head when the body is large (see the order above).
         let admission: Router.Admission? =
             if policy.needsBearerToken {
@@ -316,6 +328,8 @@ private struct PolicyChain: Sendable {
     let authenticator: Authenticator
     let database: DatabaseAccess
     let signer: URLSigner
+    /// Whether the handler reads the session, beyond the user (`SignedIn.session`).
+    let needsSession: Bool
 
     func run(_ request: Request, _ context: RequestContext, _ handler: RouteTable.Handler) async throws -> Response {
         // 1. Authentication (already done from the head when the body was large).
@@ -351,8 +365,8 @@ private struct PolicyChain: Sendable {
         switch policy.authentication {
         case .user:
             let found = try await accounts.sessions.authenticate(
-                token: try Authenticator.token(headers), withSession: true, on: database.executor(context))
-            return .user(SignedIn(session: found.session!, user: found.user))
+                token: try Authenticator.token(headers), withSession: needsSession, on: database.executor(context))
+            return .user(SignedIn(session: found.session, user: found.user))
         case .admin:
             return .admin(try accounts.administrators.authenticateAdmin(token: try Authenticator.token(headers)))
         case .signedURL:
