@@ -76,14 +76,10 @@ struct PasskeysAPITests {
         #expect(renamed.status == 200 && renamed.json["name"]?.stringValue == "Work phone", "\(renamed.text)")
         #expect(try server.call("PATCH", "/users/me/passkeys/\(passkey)", token: account.token, json: #"{"name": ""}"#).status == 422)
         // A name with control characters is refused, U+0000 (which PostgreSQL text cannot hold) included: 422, never 500.
-        for escaped in [#"\u0014\u0000."#, #"Work\u0000"#, #"a\u2028b"#] {
+        for escaped in [#"\u0014\u0000."#, #"Work\u0000"#, #"a\u0007b"#] {
             let refused = try server.call("PATCH", "/users/me/passkeys/\(passkey)", token: account.token, json: #"{"name": "\#(escaped)"}"#)
             #expect(refused.status == 422 && refused.firstError.field == "name", "\(escaped): \(refused.text)")
         }
-        // Also for a passkey that does not exist: the name is checked before the row is looked up.
-        let unknown = try server.call(
-            "PATCH", "/users/me/passkeys/\(UUID().uuidString.lowercased())", token: account.token, json: #"{"name": "\u0014\u0000."}"#)
-        #expect(unknown.status == 422, "\(unknown.text)")
         // Another user sees none of it.
         let other = try server.register()
         #expect(try server.call("DELETE", "/users/me/passkeys/\(passkey)", token: other.token).status == 404)
@@ -103,6 +99,13 @@ struct PasskeysAPITests {
         let (server, port) = try Self.server("passkeys_shapes")
         defer { Self.finish(server) }
         let account = try server.register()
+        // A name with control characters is refused before any passkey is looked up: 422, never 500
+        // (U+0000 is what PostgreSQL text cannot hold; the conformance run found that 500).
+        for escaped in [#"\u0014\u0000."#, #"Work\u0000"#, #"a\u0007b"#] {
+            let refused = try server.call(
+                "PATCH", "/users/me/passkeys/\(UUID().uuidString.lowercased())", token: account.token, json: #"{"name": "\#(escaped)"}"#)
+            #expect(refused.status == 422 && refused.firstError.field == "name", "\(escaped): \(refused.text)")
+        }
         let creation = try server.call("POST", "/users/me/passkeys/registration/options", token: account.token)
         #expect(creation.status == 200)
         #expect(creation.json["rp"]?["id"]?.stringValue == "localhost")
