@@ -35,7 +35,6 @@ extension SignInMethods {
         let name = Self.trimmed(registration.name ?? "")
         // Counted as the database counts (code points), not as Swift's characters.
         guard name.unicodeScalars.count <= 64 else { throw AccountsError.field("name", .invalidValue, "at most 64 characters") }
-        try Self.checkPrintable(name)
         let credential: NewCredential
         do {
             let clientData = try ClientData(json: registration.clientDataJSON)
@@ -79,7 +78,6 @@ extension SignInMethods {
     public func renamePasskey(id: UUID, userID: UUID, name: String) throws -> Passkey {
         let name = Self.trimmed(name)
         guard (1...64).contains(name.unicodeScalars.count) else { throw AccountsError.field("name", .invalidValue, "1 to 64 characters") }
-        try Self.checkPrintable(name)
         guard let renamed = try context.pool.withConnection({ try PasskeyRepository.rename($0, id: id, userID: userID, name: name) }) else {
             throw AccountsError(.notFound, "No such passkey.")
         }
@@ -169,16 +167,12 @@ extension SignInMethods {
     }
 
     /// A name without white space around it; one line.
-    /// A passkey's name is shown as a person's is: no control characters (U+0000, which
-    /// PostgreSQL text cannot hold, included) and no line separators (`PersonName`'s rule).
-    static func checkPrintable(_ name: String) throws {
-        if name.unicodeScalars.contains(where: PersonName.isRefused) {
-            throw AccountsError.field("name", .invalidValue, "must not contain control characters or line breaks")
-        }
-    }
-
+    /// A name as stored: without the spaces around it, and without line breaks and control
+    /// characters anywhere (`PersonName`'s refused scalars: U+0000, which PostgreSQL text cannot
+    /// hold, among them), which a name shown in a list has no use for.
     static func trimmed(_ text: String) -> String {
-        String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed()).filter { !$0.isNewline }
+        String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+            .filter { !$0.isNewline && !$0.unicodeScalars.contains(where: PersonName.isRefused) }
     }
 
     /// The WebAuthn user handle of a user: the 16 bytes of their id (opaque, no personal data).
