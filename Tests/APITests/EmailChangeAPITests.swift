@@ -1,4 +1,5 @@
 import API
+import Accounts
 import Foundation
 import JSON
 import Synchronization
@@ -129,7 +130,10 @@ struct EmailChangeAPITests {
     /// an address that has an account is refused at once and at confirmation.
     @Test func aPendingChangeIsReplacedCancelledOrRefused() throws {
         let smtp = try TestSMTPServer()
-        let server = try Mails.server("emailchange_pending", smtp: smtp)
+        // Four changes are asked for here, one over the default limit (a taken address counts too).
+        let server = try Mails.server("emailchange_pending", smtp: smtp) {
+            $0.accounts.emailChangesPerUser = ThrottleRule(limit: 10, windowSeconds: 3_600)
+        }
         defer { server.shutdown() }
         let account = try server.register()
         let (first, second) = (server.uniqueEmail("first"), server.uniqueEmail("second"))
@@ -164,6 +168,23 @@ struct EmailChangeAPITests {
         #expect(late.json["code"] == "email_taken")
         #expect(try server.call("DELETE", "/users/me", token: squatter.token, json: #"{"password": "\#(squatter.password)"}"#).status == 204)
         #expect(try Self.confirm(server, thirdLink).json["email"]?.stringValue == third)
+    }
+
+    /// Whether an address has an account is not a free question: a change to a taken address is
+    /// `409`, and counts against the user's changes like any other, so a token can ask it at most
+    /// `emailChangesPerUser` times an hour.
+    @Test func probingTakenAddressesCountsAgainstTheChanges() throws {
+        let server = try TestServer("emailchange_probe")
+        defer { server.shutdown() }
+        let account = try server.register()
+        var answers: [Int] = []
+        for _ in 0..<4 {
+            let other = try server.register()
+            answers.append(try Self.change(server, account.token, to: other.email).status)
+        }
+        #expect(answers == [409, 409, 409, 429], "the default is 3 an hour")
+        // Writing the current address back changes nothing, and is not counted.
+        #expect(try Self.change(server, account.token, to: account.email).status == 200)
     }
 
     /// 3 changes an hour per user and per target address; the fourth is `429` with `Retry-After`.

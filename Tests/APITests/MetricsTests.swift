@@ -178,10 +178,15 @@ import Testing
         let sessionID = "0b9a3c4e-2f1d-4e5a-9c8b-7d6e5f4a3b2c"
         #expect(try Self.exchange(port: port, "DELETE", "/users/me/sessions/\(sessionID)", token: token).status == 404)
 
-        // Requests are counted once their response is out, which the client may see first.
+        // Requests are counted once their response is out, which the client may see first; a
+        // connection the client closed, once its loop has seen the close.
         var metrics = try Self.exchange(port: port, "GET", "/metrics")
         var scrapes = 1
-        for _ in 0..<100 where !metrics.body.contains(#"route="/users/me/sessions/{id}""#) {
+        func settled(_ metrics: (status: Int, head: String, body: String)) -> Bool {
+            metrics.body.contains(#"route="/users/me/sessions/{id}""#)
+                && Scrape(Array(metrics.body.utf8))["exosphere_http_connections_open"] == "1"
+        }
+        for _ in 0..<100 where !settled(metrics) {
             usleep(10_000)
             metrics = try Self.exchange(port: port, "GET", "/metrics")
             scrapes += 1

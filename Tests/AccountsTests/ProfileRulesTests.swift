@@ -27,7 +27,10 @@ import Testing
 
     private func newUser(data: JSONObject = JSONObject()) throws -> User {
         let email = EmailAddress("u\(UInt32.random(in: 0 ... .max))-\(UInt32.random(in: 0 ... .max))@example.com")!
-        return try accounts.passwordSignIn.register(Registration(email: email, password: "correct horse battery", data: data), origin: origin).user
+        // As `POST /users` declares it: the route table sets the hashing lane.
+        return try HashingLane.$declared.withValue(.bulk) {
+            try accounts.passwordSignIn.register(Registration(email: email, password: "correct horse battery", data: data), origin: origin).user
+        }
     }
 
     private func patch(_ patch: ProfilePatch, of user: User, condition: WriteCondition = .any) async throws -> User {

@@ -35,18 +35,11 @@ public struct AccountMail: Sendable {
             connection, OutgoingMail(.passwordChanged, to: user.email, ["firstname": user.firstname, "email": user.email]))
     }
 
-    /// A change of address asked for by the user: `409` when the address is taken, `429` beyond
-    /// the user's and the address's limits; then the address is pending (replacing an earlier
+    /// A change of address asked for by the user (the route counts it per user and per target
+    /// address): `409` when the address is taken; then the address is pending (replacing an earlier
     /// one, whose link dies) and its mailbox gets the link that applies it. Returns the user.
     func requestEmailChange(_ connection: PostgresConnection, user: User, to email: EmailAddress, origin: RequestOrigin) throws -> User {
         if try UserRepository.exists(connection, email: email) { throw AccountsError.emailTaken }
-        let throttles = [
-            (key: "email-change:user:" + user.id.lowercasedText, rule: context.configuration.emailChangesPerUser),
-            (key: "email-change:email:" + email.normalized, rule: context.configuration.emailChangesPerAddress),
-        ]
-        if let wait = try context.throttles.acquire(connection, throttles) {
-            throw AccountsError(.tooManyAttempts, "Too many changes of address; try again later.", retryAfterSeconds: wait)
-        }
         try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.emailChange])
         let slot = try AccountTokenRepository.insertSlot(
             connection, userID: user.id, purpose: .emailChange, email: email, lifetimeSeconds: context.configuration.verificationTokenSeconds,

@@ -9,8 +9,9 @@ import Time
 ///
 /// Made of parts with one job each (`sessions`, `passwordSignIn`, `passwords`, `profiles`,
 /// `recovery`, `signInMethods`, `administrators`, `administration`, `userEvents`), which share one
-/// core (`AccountsContext`: the pools, the configuration, the hashing, the counters) and one
-/// throttle component (`Throttles`). It starts their background threads and stops them.
+/// core (`AccountsContext`: the pools, the configuration, the hashing, the counters), and the
+/// throttle component the route table counts on (`throttles`). It starts their background threads
+/// and stops them.
 public final class AccountService: Sendable {
     /// Tunables, with the contract's defaults.
     public struct Configuration: Sendable {
@@ -111,6 +112,8 @@ public final class AccountService: Sendable {
     public let administration: Administration
     /// What the live event streams read and mark.
     public let userEvents: UserEvents
+    /// The attempt counters the route table counts on before a route's handler runs.
+    public let throttles: Throttles
 
     private let context: AccountsContext
     private let toucher: SessionToucher
@@ -159,6 +162,7 @@ public final class AccountService: Sendable {
         administrators = Administrators(context: context)
         administration = Administration(context: context, profiles: profiles, recovery: recovery)
         userEvents = UserEvents(context: context)
+        throttles = Throttles(context: context)
         resetResolver = PeriodicThread(
             name: "reset-requests", intervalNanoseconds: UInt64(max(0.01, configuration.resetResolveIntervalSeconds) * 1e9))
         schemaRefresher = PeriodicThread(
@@ -177,6 +181,12 @@ public final class AccountService: Sendable {
                 logger.debug("reading the field types failed", ["error": String(reflecting: error)])
             }
         }
+    }
+
+    /// In a storm, refuses (`503 overloaded`) before any database work what the hashing pool would
+    /// refuse anyway: the route table asks before it counts an attempt of a route that hashes.
+    public func refuseWhenHashingIsFull(for origin: RequestOrigin) throws(AccountsError) {
+        try context.refuseWhenHashingIsFull(for: origin)
     }
 
     /// Writes pending session use and stops the background writer; call before closing the pool.

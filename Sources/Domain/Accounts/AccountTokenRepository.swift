@@ -97,6 +97,18 @@ enum AccountTokenRepository {
         try connection.execute("DELETE FROM password_reset_requests WHERE email_normalized = \(email)")
     }
 
+    /// Queues a reset request for `resolvePendingResets` (registered address or not: the same
+    /// statement either way); its token will expire `lifetimeSeconds` after `now`.
+    static func queueReset(
+        _ connection: PostgresConnection, email: EmailAddress, lifetimeSeconds: Double, address: String?, agent: String?, at now: Date
+    ) throws {
+        try connection.execute(
+            """
+            INSERT INTO password_reset_requests (email_normalized, lifetime_seconds, client_address, client_agent, requested_at)
+            VALUES (\(email.normalized), \(lifetimeSeconds), \(address), \(agent), \(now))
+            """)
+    }
+
     /// Turns up to `limit` queued reset requests into tokens and mail (`exo_resolve_password_resets`);
     /// returns how many requests it took.
     static func resolvePendingResets(_ connection: PostgresConnection, limit: Int) throws -> Int {

@@ -7,7 +7,7 @@ import Threads
 import Time
 
 /// What every part of `AccountService` shares: the pools, the tunables and the clock, the field
-/// schema, the counters, the throttles, the hashing (bounded per client address) and the security
+/// schema, the counters, the hashing (bounded per client address) and the security
 /// events written outside a request's transaction.
 ///
 /// Expensive hashing runs on the bounded `HashingPool`, outside any transaction, so a database
@@ -19,8 +19,6 @@ final class AccountsContext: Sendable {
     let pool: PostgresPool
     /// Where background work (resolving reset requests) runs: never a request's connection.
     let backgroundPool: PostgresPool
-    /// The attempt counters every part counts on.
-    let throttles: Throttles
     /// Writes the activity of failed sign-ins after their answer (`recordActivityLater`).
     let laterActivityQueue = BoundedThreadPool(name: "activity", threads: 1, queueLimit: 4096)
     let hasher: PasswordHasher
@@ -45,17 +43,21 @@ final class AccountsContext: Sendable {
         self.configuration = configuration
         self.schema = FieldSchema(limits: configuration.fieldLimits)
         self.logger = logger
-        self.throttles = Throttles(pool: pool, clock: configuration.clock, logger: logger)
     }
 
     // MARK: - Hashing
 
-    /// Runs hashing work on the bounded pool; a full pool is `overloaded` (503), at once, and work
-    /// whose client went away before it started is `cancelled` (nobody reads that answer).
+    /// Runs hashing work on the bounded pool, in the lane the route declares (`HashingLane`); a
+    /// full pool is `overloaded` (503), at once, and work whose client went away before it started
+    /// is `cancelled` (nobody reads that answer). Work outside a route (the command line) names
+    /// its lane.
     func onHashingPool<T: Sendable>(
-        _ lane: HashingPool.Lane, _ origin: RequestOrigin?,
+        _ origin: RequestOrigin?, outsideARoute: HashingPool.Lane? = nil,
         _ work: @escaping @Sendable () throws -> T
     ) throws -> T {
+        guard let lane = HashingLane.declared ?? outsideARoute else {
+            preconditionFailure("hashing in a route that declares no hashing lane")
+        }
         if let address = origin?.throttleAddress {
             let limit = hashingPlacesPerAddress
             let admitted = hashingShares.withLock { shares -> Bool in
@@ -83,7 +85,7 @@ final class AccountsContext: Sendable {
     }
 
     /// In a storm, refuses before any database work what the hashing pool would refuse anyway.
-    func refuseWhenHashingIsFull(for origin: RequestOrigin) throws {
+    func refuseWhenHashingIsFull(for origin: RequestOrigin) throws(AccountsError) {
         guard hashing.hasCapacity else {
             throw AccountsError(.overloaded, "Too many password operations at once; try again shortly.", retryAfterSeconds: 1)
         }
@@ -109,6 +111,22 @@ final class AccountsContext: Sendable {
         if !queued { logger.warning("a security event was dropped: too many waiting", ["event": kind.rawValue]) }
     }
 
+    /// `recordActivityLater` of a `locked_out` for the user with the email a refused sign-in
+    /// named, if there is one (found after the answer: a refusal takes the same time for any email).
+    func recordLockOutLater(email emailID: String, origin: RequestOrigin, oncePer seconds: Double) {
+        let queued = laterActivityQueue.submit { [self] in
+            do {
+                guard let email = EmailAddress(emailID),
+                    let userID = try pool.withConnection({ try UserRepository.credentials($0, email: email) })?.id
+                else { return }
+                recordActivity(.lockedOut, userID: userID, origin: origin, oncePer: seconds)
+            } catch {
+                logger.warning("could not record a security event", ["event": "locked_out", "error": String(reflecting: error)])
+            }
+        }
+        if !queued { logger.warning("a security event was dropped: too many waiting", ["event": "locked_out"]) }
+    }
+
     /// Records an event on its own, for a request that fails (and so has no transaction to put it
     /// in); with `oncePer`, only if there is none of its kind from that many seconds back.
     /// Bookkeeping: a failure is logged, not the request's failure.
@@ -125,4 +143,10 @@ final class AccountsContext: Sendable {
             logger.warning("could not record a security event", ["event": kind.rawValue, "error": String(reflecting: error)])
         }
     }
+}
+
+/// The hashing pool's lane of the route being served: set by the API's route table from the
+/// route's declaration, around its handler; the services' password work runs in it.
+public enum HashingLane {
+    @TaskLocal public static var declared: HashingPool.Lane?
 }

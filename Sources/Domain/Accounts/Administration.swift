@@ -128,7 +128,7 @@ public final class Administration: Sendable {
             guard try UserRepository.find(connection, id: id, forUpdate: true) != nil else { return false }
             try alsoDelete(connection)
             _ = try UserRepository.delete(connection, id: id)
-            try context.throttles.clear(connection, key: Throttles.passwordKey(id))
+            try ThrottleRepository.clear(connection, key: ThrottleKey(.passwordCheck, .user(id)))
             try AdminRepository.audit(connection, admin: admin, action: .userDelete, target: id, address: origin.address)
             return true
         }

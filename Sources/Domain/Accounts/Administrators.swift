@@ -18,7 +18,7 @@ public final class Administrators: Sendable {
     public func createAdmin(email text: String, password: String) throws -> Admin {
         let email = try adminEmail(text)
         try checkAdminPassword(password)
-        let hash = try context.onHashingPool(.bulk, nil) { [hasher = context.hasher] in try hasher.hash(password: password) }
+        let hash = try context.onHashingPool(nil, outsideARoute: .bulk) { [hasher = context.hasher] in try hasher.hash(password: password) }
         guard let admin = try context.pool.withConnection({ try AdminRepository.insert($0, email: email, passwordHash: hash) }) else {
             throw AccountsError(.adminExists, "An administrator with this email exists.")
         }
@@ -39,7 +39,7 @@ public final class Administrators: Sendable {
     public func resetAdminPassword(email text: String, password: String) throws -> Bool {
         let email = try adminEmail(text)
         try checkAdminPassword(password)
-        let hash = try context.onHashingPool(.bulk, nil) { [hasher = context.hasher] in try hasher.hash(password: password) }
+        let hash = try context.onHashingPool(nil, outsideARoute: .bulk) { [hasher = context.hasher] in try hasher.hash(password: password) }
         return try context.pool.withTransaction { try AdminRepository.setPassword($0, email: email, passwordHash: hash) }
     }
 
@@ -79,7 +79,7 @@ public final class Administrators: Sendable {
         guard isLive else { throw invalid }
         let email = try adminEmail(text)
         try checkAdminPassword(password)
-        let hash = try context.onHashingPool(.interactive, origin) { [hasher = context.hasher] in try hasher.hash(password: password) }
+        let hash = try context.onHashingPool(origin) { [hasher = context.hasher] in try hasher.hash(password: password) }
         let session = try SessionToken.generate()
         let (admin, expiresAt) = try context.pool.withTransaction { connection -> (Admin, Date) in
             // One setup at a time, whichever instance printed its link: the check that there is no
@@ -105,42 +105,23 @@ public final class Administrators: Sendable {
 
     // MARK: - Sign-in and sessions
 
-    /// Checks an administrator's password under throttles of their own with the users' rules,
-    /// counted before hashing: per email and address (the owner rule: an address that guessed
-    /// wrong exhausts its own tries; the owner, from elsewhere, still signs in), per email from all
-    /// addresses, and per address whatever the email. In a storm it is refused before any
+    /// Checks an administrator's password. The route counts the attempt before, under throttles
+    /// of its own with the users' rules: per email and address (the owner rule: an address that
+    /// guessed wrong exhausts its own tries; the owner, from elsewhere, still signs in), per email
+    /// from all addresses, and per address whatever the email; in a storm it is refused before any
     /// database work, as users' sign-ins are, so that it cannot fill the hashing pool.
     public func adminSignIn(email text: String, password: String, origin: RequestOrigin) throws -> IssuedAdminSession {
         let invalid = AccountsError(.invalidCredentials, "The email or password is wrong.")
-        try context.refuseWhenHashingIsFull(for: origin)
-        let email = EmailAddress(text)
-        let emailID = email?.normalized ?? "sha256:" + SHA256.hexDigest(text.lowercased().utf8)
-        let throttles = [
-            (key: "admin-signin:pair:" + emailID + " " + origin.throttleAddress, rule: context.configuration.signInPerEmailAndAddress),
-            (key: "admin-signin:email:" + emailID, rule: context.configuration.signInPerEmail),
-            (key: "admin-signin:address:" + origin.throttleAddress, rule: context.configuration.signInPerAddress),
-        ]
-        let (wait, credentials) = try context.pool.withConnection { connection in
-            (
-                try context.throttles.acquire(connection, throttles),
-                try email.flatMap { try AdminRepository.credentials(connection, email: $0) }
-            )
+        let credentials = try EmailAddress(text).flatMap { email in
+            try context.pool.withConnection { try AdminRepository.credentials($0, email: email) }
         }
-        if let wait { throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait) }
         let tooLong = password.utf8.count > context.configuration.passwordPolicy.maxBytes
-        let valid: Bool
-        do {
-            valid = try context.onHashingPool(.interactive, origin) { [hasher = context.hasher] () -> Bool in
-                guard let credentials, !tooLong else {
-                    try hasher.dummyVerify(password: tooLong ? "" : password)
-                    return false
-                }
-                return (try? hasher.verify(password: password, phc: credentials.passwordHash).isValid) ?? false
+        let valid = try context.onHashingPool(origin) { [hasher = context.hasher] () -> Bool in
+            guard let credentials, !tooLong else {
+                try hasher.dummyVerify(password: tooLong ? "" : password)
+                return false
             }
-        } catch {
-            // Refused or abandoned before any hashing: the attempt does not count.
-            context.throttles.giveBack(throttles.map(\.key))
-            throw error
+            return (try? hasher.verify(password: password, phc: credentials.passwordHash).isValid) ?? false
         }
         guard valid, let credentials else {
             SecurityEvent.log(context.logger, .signInFailed, outcome: .failure, userID: nil, origin: origin, detail: "administrator sign-in")
@@ -154,7 +135,6 @@ public final class Administrators: Sendable {
             try AdminRepository.audit(connection, admin: credentials.admin, action: .adminSignIn, target: nil, address: origin.address)
             return expiresAt
         }
-        context.throttles.giveBack([throttles[1].key, throttles[2].key], clearing: throttles[0].key)
         return IssuedAdminSession(accessToken: token.text, expiresAt: expiresAt, admin: credentials.admin)
     }
 

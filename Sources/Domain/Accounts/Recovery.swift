@@ -15,29 +15,16 @@ public final class Recovery: Sendable {
     }
 
     /// `POST /users/password-reset`: the same work and answer for a registered and an unknown
-    /// address. One statement (`exo_request_password_reset`) counts the attempt on the address's
-    /// and the client's throttles and queues the request; `resolvePasswordResets`, in the
-    /// background, turns it into a token's slot, a mail and an event if the address is registered
-    /// (the token itself is made when the mail is sent). Doing that here would make a registered
-    /// address's answer slower.
+    /// address (the route counts the request per address and per client first). One statement
+    /// queues the request; `resolvePasswordResets`, in the background, turns it into a token's
+    /// slot, a mail and an event if the address is registered (the token itself is made when the
+    /// mail is sent). Doing that here would make a registered address's answer slower.
     public func requestPasswordReset(email: EmailAddress, origin: RequestOrigin) throws {
-        let throttles = [
-            (key: "reset:email:" + email.normalized, rule: context.configuration.resetRequestsPerEmail),
-            (key: "reset:address:" + origin.throttleAddress, rule: context.configuration.resetRequestsPerAddress),
-        ].filter { $0.rule.limit > 0 }
-        let wait = try context.pool.withConnection { connection in
-            try connection.query(
-                """
-                SELECT exo_request_password_reset(
-                    \(email.normalized), \(context.configuration.resetTokenSeconds),
-                    \(PostgresArray(throttles.map(\.key)))::text[], \(PostgresArray(throttles.map(\.rule.limit)))::integer[],
-                    \(PostgresArray(throttles.map(\.rule.windowSeconds)))::double precision[],
-                    \(origin.byAdministrator ? nil : origin.address), \(origin.byAdministrator ? nil : origin.userAgent), \(context.clock.now()))
-                """)[0].decode(Int32.self, at: 0)
-        }
-        if wait > 0 {
-            context.statistics.resetThrottled.add(1, ordering: .relaxed)
-            throw AccountsError(.tooManyAttempts, "Too many password reset requests; try again later.", retryAfterSeconds: Int(wait))
+        try context.pool.withConnection { connection in
+            try AccountTokenRepository.queueReset(
+                connection, email: email, lifetimeSeconds: context.configuration.resetTokenSeconds,
+                address: origin.byAdministrator ? nil : origin.address, agent: origin.byAdministrator ? nil : origin.userAgent,
+                at: context.clock.now())
         }
     }
 
@@ -56,44 +43,26 @@ public final class Recovery: Sendable {
         return taken
     }
 
+    /// The normalized address of the account a live reset token belongs to, or nil: what the
+    /// confirmation's throttle counts per email (a dead token is counted per client address only).
+    public func resetTokenOwner(_ token: String) throws -> String? {
+        guard SessionToken.isWellFormed(token) else { return nil }
+        return try context.pool.withConnection { connection in
+            try AccountTokenRepository.liveUserEmail(connection, hash: SessionToken.hash(of: token), purpose: .passwordReset, at: context.clock.now())
+        }
+    }
+
     /// `POST /users/password-reset/confirm`: sets the password, ends every session, clears the
     /// user's throttles and lock, and opens a session for this device, all in one transaction.
     /// A dead token is refused before any hashing; of two requests racing with one token, the
-    /// transaction that deletes it first wins and the other is refused. Attempts are throttled per
-    /// client address and per email, as sign-ins are.
+    /// transaction that deletes it first wins and the other is refused. The route counts the
+    /// attempts per client address and per email, as sign-ins are.
     public func confirmPasswordReset(token: String, newPassword: String, origin: RequestOrigin) throws -> IssuedSession {
         let invalid = AccountsError.field("token", .invalidResetToken, "is unknown, used, expired or superseded by a newer one")
         try context.configuration.passwordPolicy.validate(newPassword, field: "newPassword")
-        guard SessionToken.isWellFormed(token) else { throw invalid }
+        guard try resetTokenOwner(token) != nil else { throw invalid }
         let tokenHash = SessionToken.hash(of: token)
-        // Counted before any hashing, per client address (every attempt, a dead token's too) and
-        // per email of a live token's user, with the sign-in's defaults; a success gives them back.
-        let addressKey = "reset-confirm:address:" + origin.throttleAddress
-        let (wait, email) = try context.pool.withConnection { connection -> (Int?, String?) in
-            if let wait = try context.throttles.acquire(connection, [(addressKey, context.configuration.signInPerAddress)]) {
-                return (wait, nil)
-            }
-            guard let email = try AccountTokenRepository.liveUserEmail(connection, hash: tokenHash, purpose: .passwordReset, at: context.clock.now())
-            else {
-                return (nil, nil)
-            }
-            return (
-                try context.throttles.acquire(connection, [("reset-confirm:email:" + email, context.configuration.signInPerEmail)]), email
-            )
-        }
-        if let wait {
-            context.statistics.resetThrottled.add(1, ordering: .relaxed)
-            throw AccountsError(.tooManyAttempts, "Too many attempts; try again later.", retryAfterSeconds: wait)
-        }
-        guard let email else { throw invalid }
-        let throttleKeys = [addressKey, "reset-confirm:email:" + email]
-        let passwordHash: String
-        do {
-            passwordHash = try context.onHashingPool(.interactive, origin) { [hasher = context.hasher] in try hasher.hash(password: newPassword) }
-        } catch {
-            context.throttles.giveBack(throttleKeys)
-            throw error
-        }
+        let passwordHash = try context.onHashingPool(origin) { [hasher = context.hasher] in try hasher.hash(password: newPassword) }
         let sessionToken = try SessionToken.generate()
         let issued = try context.pool.withTransaction { connection in
             guard
@@ -111,8 +80,8 @@ public final class Recovery: Sendable {
             // are voided when it changes).
             guard let user = try UserRepository.markVerified(connection, id: userID, emailNormalized: EmailAddress.normalized(stored.email))
             else { throw invalid }
-            try context.throttles.clear(connection, key: Throttles.passwordKey(userID))
-            try context.throttles.clearSignIn(connection, emailID: EmailAddress.normalized(user.email))
+            try ThrottleRepository.clear(connection, key: ThrottleKey(.passwordCheck, .user(userID)))
+            try ThrottleRepository.clearSignIn(connection, emailID: EmailAddress.normalized(user.email))
             try mail.passwordChanged(connection, user: user, .passwordReset, origin: origin)
             let session = try SessionRepository.insert(
                 connection, userID: userID, tokenHash: sessionToken.hash, userAgent: origin.userAgent, lifetime: context.configuration.lifetime,
@@ -120,7 +89,6 @@ public final class Recovery: Sendable {
             return IssuedSession(accessToken: sessionToken.text, session: session, user: user)
         }
         context.mailQueued()
-        context.throttles.giveBack(throttleKeys)
         SecurityEvent.log(context.logger, .passwordReset, outcome: .success, userID: issued.user.id, origin: origin)
         return issued
     }
@@ -190,16 +158,11 @@ public final class Recovery: Sendable {
         return user
     }
 
-    /// `GET /users/me/export`, before its first byte: once an hour per user (`429`), recorded in
-    /// the user's activity, and the account's address gets a notice (an export is everything a
-    /// stolen token could take at once).
+    /// `GET /users/me/export`, before its first byte (the route allows one an hour per user):
+    /// recorded in the user's activity, and the account's address gets a notice (an export is
+    /// everything a stolen token could take at once).
     public func recordExport(of user: User, origin: RequestOrigin) throws {
         try context.pool.withTransaction { connection in
-            let throttle = [(key: "export:user:" + user.id.lowercasedText, rule: context.configuration.exportsPerUser)]
-            if let wait = try context.throttles.acquire(connection, throttle) {
-                throw AccountsError(
-                    .tooManyAttempts, "The account's data was exported less than an hour ago; try again later.", retryAfterSeconds: wait)
-            }
             try ActivityRepository.record(connection, userID: user.id, .dataExported, origin: origin)
             try OutboxRepository.enqueue(connection, OutgoingMail(.dataExported, to: user.email, ["firstname": user.firstname, "email": user.email]))
         }
@@ -211,11 +174,7 @@ public final class Recovery: Sendable {
     public func resendVerification(user: User, origin: RequestOrigin) throws {
         let alreadyVerified = AccountsError(.alreadyVerified, "The email address is verified already.")
         guard !user.emailVerified else { throw alreadyVerified }
-        let throttle = [(key: "verify:user:" + user.id.lowercasedText, rule: context.configuration.verificationResends)]
         try context.pool.withTransaction { connection in
-            if let wait = try context.throttles.acquire(connection, throttle) {
-                throw AccountsError(.tooManyAttempts, "Too many verification mails; try again later.", retryAfterSeconds: wait)
-            }
             guard let stored = try UserRepository.find(connection, id: user.id, forUpdate: true) else {
                 throw AccountsError(.invalidToken, "The user no longer exists.")
             }

@@ -91,30 +91,21 @@ extension SignInMethods {
         try removeWayIn(.passkey(id), userID: userID, origin: origin, by: admin)
     }
 
-    /// `POST /users/signin/passkey/options`: a challenge for whoever asks, counted per client address.
+    /// `POST /users/signin/passkey/options`: a challenge for whoever asks (the route counts it per client address).
     public func passkeySignInChallenge(origin: RequestOrigin) throws -> [UInt8] {
-        let throttle = [(key: "passkey-challenge:address:" + origin.throttleAddress, rule: context.configuration.signInPerAddress)]
         let challenge = try SecureRandom.bytes(count: 32)
-        let wait = try context.pool.withConnection { connection -> Int? in
-            if let wait = try context.throttles.acquire(connection, throttle) { return wait }
+        try context.pool.withConnection { connection in
             try PasskeyRepository.insertChallenge(
                 connection, hash: SHA256.hash(challenge), purpose: .authentication, userID: nil, lifetimeSeconds: Self.challengeSeconds,
                 at: context.clock.now())
-            return nil
         }
-        if let wait { throw AccountsError(.tooManyAttempts, "Too many passkey sign-ins; try again later.", retryAfterSeconds: wait) }
         return challenge
     }
 
     /// `POST /users/signin/passkey`: a discoverable credential's assertion. Every refusal is the
-    /// same `401 invalid_credentials` (its reason goes to the security log); failures count per
-    /// client address like wrong passwords, and a success gives its attempt back.
+    /// same `401 invalid_credentials` (its reason goes to the security log). The route counts
+    /// failures per client address like wrong passwords; a success gives its attempt back.
     public func signIn(with assertion: PasskeyAssertion, party: RelyingParty, origin: RequestOrigin) throws -> IssuedSession {
-        let throttle = [(key: "passkey:address:" + origin.throttleAddress, rule: context.configuration.signInPerAddress)]
-        if let wait = try context.throttles.acquire(throttle) {
-            context.statistics.signInThrottled.add(1, ordering: .relaxed)
-            throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
-        }
         var userID: UUID?
         func refuse(_ reason: String) -> AccountsError {
             context.statistics.signInFailures.add(1, ordering: .relaxed)
@@ -161,7 +152,6 @@ extension SignInMethods {
         } catch let failure as WebAuthnFailure {
             throw refuse(failure.description)
         }
-        context.throttles.giveBack(throttle.map(\.key))
         SecurityEvent.log(context.logger, .signedIn, outcome: .success, userID: issued.user.id, origin: origin, detail: "passkey")
         return issued
     }

@@ -17,9 +17,9 @@ public final class SignInMethods: Sendable {
         self.mail = mail
     }
 
-    /// `POST /users/signin/{provider}`: `verify` checks the ID token (the caller's `KeySetCache`)
-    /// once the client address's attempt is counted, so a flood of forged tokens is throttled like
-    /// wrong passwords; a success gives the attempt back.
+    /// `POST /users/signin/{provider}`: `verify` checks the ID token (the caller's `KeySetCache`).
+    /// The route counts the attempt per client address first, so that a flood of forged tokens is
+    /// throttled like wrong passwords, and gives a success's back.
     ///
     /// The identity's account signs in. Without one, an account holding the token's address is
     /// linked when the provider verified the address and so did the account (`409
@@ -29,13 +29,6 @@ public final class SignInMethods: Sendable {
     public func signIn(
         with provider: IdentityProvider, origin: RequestOrigin, verifying verify: () throws -> ProviderIdentity
     ) throws -> IssuedSession {
-        let throttle = [(key: "idtoken:address:" + origin.throttleAddress, rule: context.configuration.signInPerAddress)]
-        if let wait = try context.throttles.acquire(throttle) {
-            context.statistics.signInThrottled.add(1, ordering: .relaxed)
-            SecurityEvent.log(
-                context.logger, .lockedOut, outcome: .refused, userID: nil, origin: origin, detail: "\(provider.rawValue) sign-in throttled")
-            throw AccountsError(.tooManyAttempts, "Too many failed sign-ins; try again later.", retryAfterSeconds: wait)
-        }
         let identity: ProviderIdentity
         do {
             identity = try verify()
@@ -44,10 +37,6 @@ public final class SignInMethods: Sendable {
             SecurityEvent.log(
                 context.logger, .signInFailed, outcome: .failure, userID: nil, origin: origin, detail: "\(provider.rawValue): \(error.detail)")
             throw error
-        } catch {
-            // The provider's keys are out of reach: the token was never judged.
-            context.throttles.giveBack(throttle.map(\.key))
-            throw error
         }
         let token = try SessionToken.generate()
         let (issued, outcome) = try retryingOnce { () throws -> (IssuedSession, SignInOutcome) in
@@ -55,7 +44,6 @@ public final class SignInMethods: Sendable {
                 try signIn(connection, identity, tokenHash: token.hash, tokenText: token.text, origin: origin)
             }
         }
-        context.throttles.giveBack(throttle.map(\.key))
         if outcome != .existing { context.mailQueued() }
         let detail = "\(provider.rawValue)" + (outcome == .created ? ", account created" : outcome == .linked ? ", identity linked" : "")
         SecurityEvent.log(
@@ -110,18 +98,11 @@ public final class SignInMethods: Sendable {
     public func linkIdentity(
         userID: UUID, origin: RequestOrigin, verifying verify: () throws -> ProviderIdentity
     ) throws -> (identity: LinkedIdentity, isNew: Bool) {
-        let throttle = [(key: "idtoken:user:" + userID.lowercasedText, rule: context.configuration.signInPerAddress)]
-        if let wait = try context.throttles.acquire(throttle) {
-            throw AccountsError(.tooManyAttempts, "Too many failed attempts; try again later.", retryAfterSeconds: wait)
-        }
         let identity: ProviderIdentity
         do {
             identity = try verify()
         } catch let error as AccountsError where error.code == .invalidIDToken {
             SecurityEvent.log(context.logger, .identityLinked, outcome: .failure, userID: userID, origin: origin, detail: error.detail)
-            throw error
-        } catch {
-            context.throttles.giveBack(throttle.map(\.key))
             throw error
         }
         let (linked, isNew) = try retryingOnce { () throws -> (LinkedIdentity, Bool) in
@@ -136,7 +117,6 @@ public final class SignInMethods: Sendable {
                 return (try link(connection, identity, to: user, origin: origin), true)
             }
         }
-        context.throttles.giveBack(throttle.map(\.key))
         if isNew {
             context.mailQueued()
             SecurityEvent.log(context.logger, .identityLinked, outcome: .success, userID: userID, origin: origin, detail: identity.provider.rawValue)

@@ -7,53 +7,51 @@ import Postgres
 /// An attempt is counted *before* the work it guards (`acquire`), atomically for all of a
 /// request's keys (`exo_throttle_acquire`, migrations 0003 and 0017): counting after the work let every
 /// guess sent at once pass a check that none of them had been recorded in yet. A success then
-/// gives its attempt back (`release`) or clears the key.
+/// gives its attempt back (`release`) or clears the key. `Throttles` runs these for the route table.
 enum ThrottleRepository {
-    /// Counts one attempt on every key at `now`, or none when any key is full: nil when counted,
-    /// else the seconds until the longest of the full keys' windows ends. Rules with limit 0 are off.
-    static func acquire(_ connection: PostgresConnection, _ keys: [(key: String, rule: ThrottleRule)], at now: Date) throws -> Int? {
-        let active = keys.filter { $0.rule.limit > 0 }
-        guard !active.isEmpty else { return nil }
-        let rows = try connection.query(
-            """
-            SELECT exo_throttle_acquire(\(PostgresArray(active.map(\.key)))::text[],
-                                        \(PostgresArray(active.map(\.rule.limit)))::integer[],
-                                        \(PostgresArray(active.map(\.rule.windowSeconds)))::double precision[], \(now))
-            """)
-        let wait = Int(try rows[0].decode(Int32.self, at: 0))
-        return wait > 0 ? wait : nil
+    /// Counts one attempt on every key at `now`, or none when any key is full: 0 when counted,
+    /// else the seconds until the longest of the full keys' windows ends.
+    static func acquire(_ keys: [(key: String, rule: ThrottleRule)], at now: Date) -> PreparedQuery<Int32> {
+        var binds = PostgresBindings()
+        binds.append(PostgresArray(keys.map(\.key)))
+        binds.append(PostgresArray(keys.map(\.rule.limit)))
+        binds.append(PostgresArray(keys.map(\.rule.windowSeconds)))
+        binds.append(now)
+        return PreparedQuery(acquireStatement, binds) { try $0.decode(Int32.self, at: 0) }
     }
 
-    /// Seconds until the key unlocks, or nil when it is not full (a read: counts nothing).
-    static func lockedFor(_ connection: PostgresConnection, key: String, rule: ThrottleRule, at now: Date) throws -> Int? {
-        let rows = try connection.query(
-            """
-            SELECT ceil(extract(epoch FROM window_start + make_interval(secs => \(rule.windowSeconds)) - \(now)))::bigint
-            FROM auth_throttles
-            WHERE key = \(key) AND failures >= \(rule.limit)
-              AND window_start > \(now) - make_interval(secs => \(rule.windowSeconds))
-            """)
-        guard let row = rows.first else { return nil }
-        return max(1, Int(try row.decode(Int64.self, at: 0)))
-    }
+    private static let acquireStatement = PostgresStatement(
+        unsafeSQL: "SELECT exo_throttle_acquire($1::text[], $2::integer[], $3::double precision[], $4)")
 
-    /// Gives back one attempt on each key: the attempt succeeded, or never ran. One row per
+    /// Gives back one attempt on `key`: the attempt succeeded, or was never judged. One key per
     /// statement, outside any transaction, so that it never holds one row while waiting for
     /// another (`exo_throttle_acquire` locks several, in key order).
-    static func release(_ connection: PostgresConnection, keys: [String]) throws {
-        for key in keys {
-            try connection.execute("UPDATE auth_throttles SET failures = failures - 1 WHERE key = \(key) AND failures > 0")
-        }
+    static func release(_ key: String) -> PreparedQuery<Void> {
+        var binds = PostgresBindings()
+        binds.append(key)
+        return PreparedQuery(releaseStatement, binds) { _ in () }
     }
 
-    static func clear(_ connection: PostgresConnection, key: String) throws {
-        try connection.execute("DELETE FROM auth_throttles WHERE key = \(key)")
+    private static let releaseStatement = PostgresStatement(
+        unsafeSQL: "UPDATE auth_throttles SET failures = failures - 1 WHERE key = $1 AND failures > 0")
+
+    static func clear(_ key: String) -> PreparedQuery<Void> {
+        var binds = PostgresBindings()
+        binds.append(key)
+        return PreparedQuery(clearStatement, binds) { _ in () }
+    }
+
+    private static let clearStatement = PostgresStatement(unsafeSQL: "DELETE FROM auth_throttles WHERE key = $1")
+
+    static func clear(_ connection: PostgresConnection, key: ThrottleKey) throws {
+        _ = try connection.query(clear(key.text))
     }
 
     /// Clears an email's sign-in throttles: its own, and those of each address with it.
     static func clearSignIn(_ connection: PostgresConnection, emailID: String) throws {
-        try connection.execute(
-            "DELETE FROM auth_throttles WHERE key = \("signin:email:" + emailID) OR starts_with(key, \("signin:pair:" + emailID + " "))")
+        let email = ThrottleKey(.signIn, .email(emailID)).text
+        let pairs = ThrottleKey(.signIn, .emailAndAddress(email: emailID, address: "")).text
+        try connection.execute("DELETE FROM auth_throttles WHERE key = \(email) OR starts_with(key, \(pairs))")
     }
 
     /// Deletes up to `limit` rows whose window ended more than `olderThanSeconds` before `now`; returns how many.

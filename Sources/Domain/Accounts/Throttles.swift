@@ -1,57 +1,197 @@
+import Cryptography
 import FoundationEssentials
 import Postgres
 import StructuredLogging
-import Time
 
-/// The throttles every part of `AccountService` counts attempts on (`ThrottleRepository`, in
-/// PostgreSQL), at the clock's now. Each part names its keys and rules; an attempt is counted
-/// before the work it guards, in the caller's connection when a read goes with it.
-struct Throttles: Sendable {
-    let pool: PostgresPool
-    /// What the windows are measured by (`AccountService.Configuration.clock`).
-    let clock: WallClock
-    let logger: Logger
+/// A kind of attempt the accounts' rules limit. With a subject it names one counter
+/// (`ThrottleKey`), whose rule the configuration gives (`AccountService.Configuration.rule(for:)`).
+public enum ThrottleAction: String, Sendable, CaseIterable {
+    /// A sign-in with a password: guesses.
+    case signIn = "signin"
+    /// An administrator's sign-in with a password.
+    case adminSignIn = "admin-signin"
+    /// A new account by email and password.
+    case registration = "register"
+    /// A mailed reset link asked for.
+    case passwordResetRequest = "reset"
+    /// A reset link's token used to set a password.
+    case passwordResetConfirmation = "reset-confirm"
+    /// A signed-in user's current password checked (a password change, an account deletion).
+    case passwordCheck = "password"
+    /// A change of address asked for (each mails the new address).
+    case emailChange = "email-change"
+    /// A verification mail asked for again.
+    case verificationMail = "verify"
+    /// Everything a user holds, exported.
+    case export
+    /// An Apple or Google ID token checked (a sign-in, a link).
+    case identityToken = "idtoken"
+    /// A passkey sign-in's challenge handed out.
+    case passkeyChallenge = "passkey-challenge"
+    /// A passkey's assertion checked.
+    case passkeySignIn = "passkey"
+}
 
-    /// The key of a user's wrong current passwords (password change, account deletion).
-    static func passwordKey(_ userID: UUID) -> String { "password:" + userID.lowercasedText }
+/// What one counter of an action is kept per, taken from a decoded request and who sent it.
+public enum ThrottleSubject: Sendable, Hashable {
+    /// The client address, as throttles count it (`RequestOrigin.throttleAddress`: IPv6 by its /64).
+    case address(String)
+    /// An email the request names, from every address together (`ThrottleSubject.emailID`).
+    case email(String)
+    /// An email the request names, from one client address: the owner rule (an address exhausts
+    /// its own tries, never the owner's).
+    case emailAndAddress(email: String, address: String)
+    /// The signed-in user.
+    case user(UUID)
 
-    /// Counts one attempt on every key, in `connection`, or none when any key is full: nil when
-    /// counted, else the seconds to wait (`ThrottleRepository.acquire`).
-    func acquire(_ connection: PostgresConnection, _ keys: [(key: String, rule: ThrottleRule)]) throws -> Int? {
-        try ThrottleRepository.acquire(connection, keys, at: clock.now())
+    /// How an email text is counted: a valid address by its normalized form; any other text
+    /// (which can hold anything: U+0000, which PostgreSQL text refuses; kilobytes, past the key
+    /// index's row limit) under its digest.
+    public static func emailID(_ text: String) -> String {
+        EmailAddress(text)?.normalized ?? "sha256:" + SHA256.hexDigest(text.lowercased().utf8)
     }
 
-    /// `acquire` on a connection of its own.
-    func acquire(_ keys: [(key: String, rule: ThrottleRule)]) throws -> Int? {
-        try pool.withConnection { try acquire($0, keys) }
-    }
-
-    /// Seconds until the key unlocks, or nil when it is not full (a read: counts nothing).
-    func lockedFor(key: String, rule: ThrottleRule) throws -> Int? {
-        try pool.withConnection { try ThrottleRepository.lockedFor($0, key: key, rule: rule, at: clock.now()) }
-    }
-
-    /// Gives back one counted attempt on each key (and clears `clearing`): the attempt succeeded,
-    /// or was never hashed. Bookkeeping only: a failure is logged, not the request's failure.
-    func giveBack(_ keys: [String], clearing: String? = nil) {
-        do {
-            try pool.withConnection { connection in
-                try ThrottleRepository.release(connection, keys: keys)
-                if let clearing { try ThrottleRepository.clear(connection, key: clearing) }
-            }
-        } catch {
-            logger.warning("could not give back throttle attempts", ["keys": String(keys.count), "error": String(describing: error)])
+    /// The kind, as the key shows it.
+    public var kind: String {
+        switch self {
+        case .address: "address"
+        case .email: "email"
+        case .emailAndAddress: "pair"
+        case .user: "user"
         }
     }
 
-    /// Clears a key, in the caller's transaction.
-    func clear(_ connection: PostgresConnection, key: String) throws {
-        try ThrottleRepository.clear(connection, key: key)
+    var value: String {
+        switch self {
+        case .address(let address): address
+        case .email(let email): email
+        case .emailAndAddress(let email, let address): email + " " + address
+        case .user(let id): id.lowercasedText
+        }
+    }
+}
+
+/// One counter: an action's attempts per a subject. Stored under `text`
+/// (`<action>:<kind>:<value>`, as `signin:pair:ann@example.com 192.0.2.1`).
+public struct ThrottleKey: Sendable, Hashable {
+    public let action: ThrottleAction
+    public let subject: ThrottleSubject
+
+    public init(_ action: ThrottleAction, _ subject: ThrottleSubject) {
+        self.action = action
+        self.subject = subject
     }
 
-    /// Clears an email's sign-in throttles, in the caller's transaction: its own, and those of
-    /// each address with it.
-    func clearSignIn(_ connection: PostgresConnection, emailID: String) throws {
-        try ThrottleRepository.clearSignIn(connection, emailID: emailID)
+    public var text: String { action.rawValue + ":" + subject.kind + ":" + subject.value }
+}
+
+extension AccountService.Configuration {
+    /// The rule of a counter, or nil when its action has none of that kind.
+    public func rule(for key: ThrottleKey) -> ThrottleRule? {
+        switch (key.action, key.subject) {
+        case (.signIn, .emailAndAddress), (.adminSignIn, .emailAndAddress): signInPerEmailAndAddress
+        case (.signIn, .email), (.adminSignIn, .email), (.registration, .email), (.passwordResetConfirmation, .email): signInPerEmail
+        case (.signIn, .address), (.adminSignIn, .address), (.passwordResetConfirmation, .address), (.identityToken, .address),
+            (.identityToken, .user), (.passkeyChallenge, .address), (.passkeySignIn, .address):
+            signInPerAddress
+        case (.registration, .address): registrationsPerAddress
+        case (.passwordResetRequest, .email): resetRequestsPerEmail
+        case (.passwordResetRequest, .address): resetRequestsPerAddress
+        case (.passwordCheck, .user): passwordChecks
+        case (.emailChange, .user): emailChangesPerUser
+        case (.emailChange, .email): emailChangesPerAddress
+        case (.verificationMail, .user): verificationResends
+        case (.export, .user): exportsPerUser
+        default: nil
+        }
     }
+}
+
+/// The attempt counters (`ThrottleRepository`, in PostgreSQL, so every instance sees the same),
+/// at the clock's now. The API's route table is their only caller for counting: it takes a
+/// route's keys from the decoded request, counts the attempt before the handler runs, and settles
+/// it after (`acquire`, `giveBack`). The services only clear counters a change makes moot (a
+/// reset clears the user's lock-outs).
+public final class Throttles: Sendable {
+    private let context: AccountsContext
+
+    init(context: AccountsContext) {
+        self.context = context
+    }
+
+    /// Counts one attempt on every key, or none when any key is full: nil when counted, else the
+    /// seconds to wait. One statement, for all the keys at once (`exo_throttle_acquire`).
+    public func acquire(_ keys: [ThrottleKey], on executor: some QueryExecutor) async throws -> Int? {
+        let counted = keys.compactMap { key in rule(key).map { (key.text, $0) } }.filter { $0.1.limit > 0 }
+        guard !counted.isEmpty else { return nil }
+        let query = ThrottleRepository.acquire(counted, at: context.clock.now())
+        let wait = try await executor.write(query, lockOrder: counted.map(\.0).min()!)[0]
+        return wait > 0 ? Int(wait) : nil
+    }
+
+    /// Gives back one counted attempt on each key (and clears `clearing`): the attempt succeeded,
+    /// or was never judged. Bookkeeping only: a failure is logged, not the request's failure.
+    public func giveBack(_ keys: [ThrottleKey], clearing: ThrottleKey? = nil, on executor: some QueryExecutor) async {
+        let released = keys.filter { $0 != clearing && rule($0).map { $0.limit > 0 } == true }.map(\.text)
+        do {
+            for key in released { _ = try await executor.write(ThrottleRepository.release(key), lockOrder: key) }
+            if let clearing { _ = try await executor.write(ThrottleRepository.clear(clearing.text), lockOrder: clearing.text) }
+        } catch {
+            context.logger.warning(
+                "could not give back throttle attempts", ["keys": String(keys.count), "error": String(describing: error)])
+        }
+    }
+
+    /// The answer to an attempt a full counter refused: `429 too_many_attempts` with its wait.
+    /// Counted in the metrics and the security log; a locked-out user (the email or user a
+    /// sign-in or password check named) gets `locked_out` in their activity, once per window.
+    public func refusal(_ keys: [ThrottleKey], wait: Int, origin: RequestOrigin) -> AccountsError {
+        guard let action = keys.first?.action else { preconditionFailure("a refusal names the keys it counted") }
+        let statistics = context.statistics
+        switch action {
+        case .signIn, .identityToken, .passkeySignIn: statistics.signInThrottled.add(1, ordering: .relaxed)
+        case .passwordCheck: statistics.passwordChecksThrottled.add(1, ordering: .relaxed)
+        case .registration: statistics.registrationThrottled.add(1, ordering: .relaxed)
+        case .passwordResetRequest, .passwordResetConfirmation: statistics.resetThrottled.add(1, ordering: .relaxed)
+        default: break
+        }
+        var userID: UUID?
+        var email: String?
+        for key in keys {
+            switch key.subject {
+            case .user(let id): userID = id
+            case .email(let id): email = id
+            default: break
+            }
+        }
+        switch action {
+        case .signIn, .adminSignIn, .identityToken, .passkeySignIn, .passwordCheck:
+            SecurityEvent.log(context.logger, .lockedOut, outcome: .refused, userID: userID, origin: origin, detail: action.rawValue + " throttled")
+        case .registration:
+            SecurityEvent.log(context.logger, .registrationThrottled, outcome: .refused, userID: nil, origin: origin)
+        default: break
+        }
+        if action == .signIn, let email {
+            context.recordLockOutLater(email: email, origin: origin, oncePer: context.configuration.signInPerEmailAndAddress.windowSeconds)
+        } else if action == .passwordCheck, let userID {
+            context.recordActivityLater(.lockedOut, userID: userID, origin: origin, oncePer: context.configuration.passwordChecks.windowSeconds)
+        }
+        return AccountsError(.tooManyAttempts, Self.message(action), retryAfterSeconds: wait)
+    }
+
+    private static func message(_ action: ThrottleAction) -> String {
+        switch action {
+        case .signIn, .adminSignIn, .identityToken, .passkeySignIn: "Too many failed sign-ins; try again later."
+        case .passkeyChallenge: "Too many passkey sign-ins; try again later."
+        case .registration: "Too many registrations from this address or of this email; try again later."
+        case .passwordResetRequest: "Too many password reset requests; try again later."
+        case .passwordResetConfirmation: "Too many attempts; try again later."
+        case .passwordCheck: "Too many wrong passwords; try again later."
+        case .emailChange: "Too many changes of address; try again later."
+        case .verificationMail: "Too many verification mails; try again later."
+        case .export: "The account's data was exported less than an hour ago; try again later."
+        }
+    }
+
+    private func rule(_ key: ThrottleKey) -> ThrottleRule? { context.configuration.rule(for: key) }
 }

@@ -8,23 +8,43 @@ struct AccountsController: Controller {
     let accounts: AccountService
 
     static func declare(_ routes: inout Routes<Self>) {
-        routes.open(.post, "/users", throttles: [.perAddress, .perEmail], hashing: .bulk, use: Self.register)
-        routes.open(.post, "/users/signin", throttles: [.perAddress, .perEmail, .perEmailAndAddress], hashing: .interactive, use: Self.signIn)
+        // Per address, and per email with the sign-in's rule: many addresses racing to register
+        // one address each hash once at most up to that limit before the first one commits.
+        routes.open(
+            .post, "/users", body: Self.registration,
+            throttle: Throttling(.registration, [.perAddress, .perEmail { registration, _ in registration.email.value }]), hashing: .bulk,
+            use: Self.register)
+        // Guesses are counted before their hash, per email from one address (the owner rule), per
+        // email and per address; a success gives its attempt back and clears its address's count.
+        routes.open(
+            .post, "/users/signin", body: Self.signInAttempt,
+            throttle: Throttling(
+                .signIn, [.perEmailAndAddress(\.email), .perEmail { attempt, _ in attempt.email }, .perAddress],
+                success: .givesBack(clearing: .perEmailAndAddress)),
+            hashing: .interactive, use: Self.signIn)
         routes.user(.post, "/users/signout", use: Self.signOut)
         routes.user(.get, "/users/me/sessions", use: Self.sessions)
         routes.user(.delete, "/users/me/sessions/{id}", use: Self.revokeSession)
     }
 
-    @Sendable func register(_ call: Call) throws -> Response {
-        let issued = try accounts.passwordSignIn.register(try AccountBodies.registration(try JSONBody.object(call.request)), origin: call.origin)
+    @Sendable func registration(_ call: Call) async throws -> Registration {
+        try AccountBodies.registration(try await JSONBody.object(call))
+    }
+
+    @Sendable func register(_ call: Call, _ registration: Registration) throws -> Response {
+        let issued = try accounts.passwordSignIn.register(registration, origin: call.origin)
         var response = JSONBody.response(.created) { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Location", value: "/users/me")
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
     }
 
-    @Sendable func signIn(_ call: Call) throws -> Response {
-        let issued = try accounts.passwordSignIn.signIn(try AccountBodies.signIn(try JSONBody.object(call.request)), origin: call.origin)
+    @Sendable func signInAttempt(_ call: Call) async throws -> SignInAttempt {
+        try AccountBodies.signIn(try await JSONBody.object(call))
+    }
+
+    @Sendable func signIn(_ call: Call, _ attempt: SignInAttempt) throws -> Response {
+        let issued = try accounts.passwordSignIn.signIn(attempt, origin: call.origin)
         var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response

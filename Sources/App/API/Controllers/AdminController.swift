@@ -19,7 +19,13 @@ struct AdminController: Controller {
     let imageResponses: ImagesController
 
     static func declare(_ routes: inout Routes<Self>) {
-        routes.open(.post, "/admin/signin", throttles: [.perAddress, .perEmail, .perEmailAndAddress], hashing: .interactive, use: Self.signIn)
+        // As a user's sign-in: its own counters, with the users' rules (the owner rule too).
+        routes.open(
+            .post, "/admin/signin", body: Self.credentials,
+            throttle: Throttling(
+                .adminSignIn, [.perEmailAndAddress(\.email), .perEmail { credentials, _ in credentials.email }, .perAddress],
+                success: .givesBack(clearing: .perEmailAndAddress)),
+            hashing: .interactive, use: Self.signIn)
         routes.open(.post, "/admin/setup", .linkToken, hashing: .interactive, use: Self.setup)
         routes.admin(.post, "/admin/signout", audit: .change, use: Self.signOut)
         // A read of a user's data is an entry of the audit log, named here; a change audits
@@ -45,12 +51,16 @@ struct AdminController: Controller {
         routes.admin(.get, "/admin/audit", audit: .read(.auditRead), use: Self.auditLog)
     }
 
-    @Sendable func signIn(_ call: Call) throws -> Response {
+    @Sendable func credentials(_ call: Call) throws -> SignInAttempt {
         let body = try JSONBody.object(call.request)
         guard let email = body["email"]?.stringValue, let password = body["password"]?.stringValue, body.count == 2 else {
             throw AccountsError(.invalidValue, "The body is {\"email\", \"password\"}, both strings.")
         }
-        let issued = try accounts.administrators.adminSignIn(email: email, password: password, origin: call.origin)
+        return SignInAttempt(email: email, password: password)
+    }
+
+    @Sendable func signIn(_ call: Call, _ credentials: SignInAttempt) throws -> Response {
+        let issued = try accounts.administrators.adminSignIn(email: credentials.email, password: credentials.password, origin: call.origin)
         return AdminController.sessionResponse(issued)
     }
 

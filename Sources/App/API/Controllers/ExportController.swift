@@ -18,13 +18,15 @@ struct ExportController: Controller {
     let signer: URLSigner
 
     static func declare(_ routes: inout Routes<Self>) {
-        routes.user(.get, "/users/me/export", throttles: [.perUser], use: Self.export)
+        // Once an hour per user; `HEAD` tells the archive's length and costs nothing: no export is
+        // counted or noticed.
+        routes.user(
+            .get, "/users/me/export", throttle: Throttling(.export, [.perUser { _, call in call.request.method != .head }]), use: Self.export)
     }
 
     @Sendable func export(_ call: Call) throws -> Response {
         let signedIn = call.signedIn
         let (session, user, request) = (signedIn.session, signedIn.user, call.request)
-        // `HEAD` tells the archive's length and costs nothing: no export is counted or noticed.
         if request.method != .head { try accounts.recovery.recordExport(of: user, origin: call.origin) }
         let sessions = try accounts.sessions.sessions(of: user.id)
         var events: [ActivityEvent] = []

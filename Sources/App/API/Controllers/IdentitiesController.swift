@@ -11,24 +11,37 @@ struct IdentitiesController: Controller {
     let providers: IdentityProviders
 
     static func declare(_ routes: inout Routes<Self>) {
+        // Forged tokens are counted like wrong passwords; a success gives its attempt back.
         for provider in IdentityProvider.allCases {
-            routes.open(.post, "/users/signin/" + provider.rawValue, throttles: [.perAddress]) { controller in
-                { call in try controller.signIn(call, provider) }
-            }
+            routes.open(
+                .post, "/users/signin/" + provider.rawValue, body: { controller in { call in try controller.idToken(call, provider) } },
+                throttle: Throttling(.identityToken, [.perAddress], success: .givesBack()), use: Self.signIn)
         }
         routes.user(.get, "/users/me/identities", use: Self.list)
-        routes.user(.post, "/users/me/identities", throttles: [.perUser], use: Self.link)
+        routes.user(
+            .post, "/users/me/identities", body: Self.linkRequest, throttle: Throttling(.identityToken, [.perUser], success: .givesBack()),
+            use: Self.link)
         routes.user(.delete, "/users/me/identities/{id}", use: Self.unlink)
     }
 
+    /// An ID token to check, and the provider that signed it.
+    struct IDToken: Sendable {
+        let provider: IdentityProvider
+        let idToken: String
+        let nonce: String?
+    }
+
     /// `{"idToken": "…", "nonce": "…"?}`: a provider that is off is `404`, before anything is counted.
-    func signIn(_ call: Call, _ provider: IdentityProvider) throws -> Response {
+    func idToken(_ call: Call, _ provider: IdentityProvider) throws -> IDToken {
         guard providers.isOn(provider) else { throw AccountsError(.notFound, "\(provider.displayName) is not configured.") }
         let body = RequestBody(object: try JSONBody.object(call.request))
         try body.checkKeys(allowed: ["idToken", "nonce"])
-        let (idToken, nonce) = (try body.string("idToken", required: true)!, try body.string("nonce"))
-        let issued = try accounts.signInMethods.signIn(with: provider, origin: call.origin) {
-            try providers.verify(provider, idToken: idToken, nonce: nonce)
+        return IDToken(provider: provider, idToken: try body.string("idToken", required: true)!, nonce: try body.string("nonce"))
+    }
+
+    @Sendable func signIn(_ call: Call, _ token: IDToken) throws -> Response {
+        let issued = try accounts.signInMethods.signIn(with: token.provider, origin: call.origin) {
+            try providers.verify(token.provider, idToken: token.idToken, nonce: token.nonce)
         }
         var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
@@ -53,20 +66,22 @@ struct IdentitiesController: Controller {
 
     /// `{"provider": "apple"|"google", "idToken": "…", "nonce": "…"?}` → `201` the identity (`200`
     /// when it was linked to this user already).
-    @Sendable func link(_ call: Call) throws -> Response {
-        let signedIn = call.signedIn
+    @Sendable func linkRequest(_ call: Call) throws -> IDToken {
         let body = RequestBody(object: try JSONBody.object(call.request))
         try body.checkKeys(allowed: ["provider", "idToken", "nonce"])
         let providerText = try body.string("provider", required: true)!
         guard let provider = IdentityProvider(rawValue: providerText) else {
             throw AccountsError.field("provider", .invalidValue, "expected apple or google")
         }
-        // As its sign-in route: a provider that is off is not found here.
+        // As its sign-in route: a provider that is off is not found here, before anything is counted.
         guard providers.isOn(provider) else { throw AccountsError(.notFound, "\(provider.displayName) is not configured.") }
-        let (idToken, nonce) = (try body.string("idToken", required: true)!, try body.string("nonce"))
-        let (linked, isNew) = try accounts.signInMethods.linkIdentity(userID: signedIn.user.id, origin: call.origin) {
+        return IDToken(provider: provider, idToken: try body.string("idToken", required: true)!, nonce: try body.string("nonce"))
+    }
+
+    @Sendable func link(_ call: Call, _ token: IDToken) throws -> Response {
+        let (linked, isNew) = try accounts.signInMethods.linkIdentity(userID: call.signedIn.user.id, origin: call.origin) {
             do {
-                return try providers.verify(provider, idToken: idToken, nonce: nonce)
+                return try providers.verify(token.provider, idToken: token.idToken, nonce: token.nonce)
             } catch let error as AccountsError where error.code == .invalidIDToken {
                 // Not a 401: the session is good, and a client that hears 401 signs its user out.
                 throw AccountsError.field("idToken", .invalidIDToken, error.detail)

@@ -67,8 +67,12 @@ struct PasskeysController: Controller {
         routes.user(.get, "/users/me/passkeys", use: Self.list)
         routes.user(.patch, "/users/me/passkeys/{id}", use: Self.rename)
         routes.user(.delete, "/users/me/passkeys/{id}", use: Self.delete)
-        routes.open(.post, "/users/signin/passkey/options", throttles: [.perAddress], use: Self.signInOptions)
-        routes.open(.post, "/users/signin/passkey", throttles: [.perAddress], use: Self.signIn)
+        // Each challenge counts per client address; an assertion counts as a guess, and a success
+        // gives its attempt back.
+        routes.open(.post, "/users/signin/passkey/options", throttle: Throttling(.passkeyChallenge, [.perAddress]), use: Self.signInOptions)
+        routes.open(
+            .post, "/users/signin/passkey", body: Self.assertion, throttle: Throttling(.passkeySignIn, [.perAddress], success: .givesBack()),
+            use: Self.signIn)
     }
 
     /// How long the browser may take, in milliseconds (the challenge lives 5 minutes).
@@ -188,16 +192,19 @@ struct PasskeysController: Controller {
     }
 
     /// `AuthenticationResponseJSON`: the session body.
-    @Sendable func signIn(_ call: Call) throws -> Response {
+    @Sendable func assertion(_ call: Call) throws -> PasskeyAssertion {
         let (credential, response) = try Self.credential(try JSONBody.object(call.request), allowing: [])
         let userHandle = try response["userHandle"].flatMap { value -> [UInt8]? in
             if case .null = value { return nil }
             return try Self.bytes(response, "userHandle")
         }
-        let assertion = PasskeyAssertion(
+        return PasskeyAssertion(
             credentialID: credential, clientDataJSON: try Self.bytes(response, "clientDataJSON"),
             authenticatorData: try Self.bytes(response, "authenticatorData"), signature: try Self.bytes(response, "signature"),
             userHandle: userHandle)
+    }
+
+    @Sendable func signIn(_ call: Call, _ assertion: PasskeyAssertion) throws -> Response {
         let issued = try accounts.signInMethods.signIn(with: assertion, party: try party.current, origin: call.origin)
         var answer = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
         answer.headers.add(name: "Cache-Control", value: "no-store")

@@ -16,11 +16,28 @@ struct ProfileController: Controller {
         // `GET`, `PUT` and `PATCH /users/me` never wait for the hashing pool: their statements are
         // pipelined on the event loops' connections.
         routes.user(.get, "/users/me", execution: .pipelined, use: Self.show)
-        // A change of address is throttled per user and per target address.
-        routes.user(.put, "/users/me", throttles: [.perUser, .perEmail], execution: .pipelined, use: Self.replace)
-        routes.user(.patch, "/users/me", throttles: [.perUser, .perEmail], execution: .pipelined, use: Self.patch)
-        routes.user(.delete, "/users/me", throttles: [.perUser], hashing: .interactive, use: Self.deleteAccount)
-        routes.user(.post, "/users/me/password", throttles: [.perUser], hashing: .interactive, use: Self.changePassword)
+        // A change of address (each mails the new one) is counted per user and per target address.
+        routes.user(
+            .put, "/users/me", body: Self.replacement,
+            throttle: Throttling(
+                .emailChange,
+                [.perUser { body, call in Self.changesAddress(body.email, call) }, .perEmail { body, call in Self.newAddress(body.email, call) }]),
+            execution: .pipelined, use: Self.replace)
+        routes.user(
+            .patch, "/users/me", body: Self.patchBody,
+            throttle: Throttling(
+                .emailChange,
+                [.perUser { body, call in Self.changesAddress(body.email, call) }, .perEmail { body, call in Self.newAddress(body.email, call) }]),
+            execution: .pipelined, use: Self.patch)
+        // Wrong current passwords lock the user's password checks; a right one clears the count.
+        routes.user(
+            .delete, "/users/me", body: Self.currentPassword,
+            throttle: Throttling(.passwordCheck, [.perUser], success: .givesBack(clearing: .perUser)),
+            hashing: .interactive, use: Self.deleteAccount)
+        routes.user(
+            .post, "/users/me/password", body: Self.passwordChange,
+            throttle: Throttling(.passwordCheck, [.perUser], success: .givesBack(clearing: .perUser)), hashing: .interactive,
+            use: Self.changePassword)
         routes.user(.get, "/users/schema", use: Self.schema)
     }
 
@@ -32,30 +49,43 @@ struct ProfileController: Controller {
         return userResponse(user)
     }
 
-    @Sendable func replace(_ call: Call) async throws -> Response {
+    /// Whether a profile's `email` is another address than the signed-in user's.
+    private static func changesAddress(_ email: EmailAddress?, _ call: Call) -> Bool {
+        guard let email else { return false }
+        return email.normalized != EmailAddress.normalized(call.signedIn.user.email)
+    }
+
+    private static func newAddress(_ email: EmailAddress?, _ call: Call) -> String? {
+        changesAddress(email, call) ? email?.value : nil
+    }
+
+    @Sendable func replacement(_ call: Call) async throws -> ProfileReplacement {
+        try AccountBodies.replacement(try await JSONBody.object(call))
+    }
+
+    @Sendable func replace(_ call: Call, _ replacement: ProfileReplacement) async throws -> Response {
         let condition = ETag.condition(call.request.headers["If-Match"])
-        let replacement = try AccountBodies.replacement(try await JSONBody.object(call))
         return userResponse(
             try await accounts.profiles.replaceProfile(
                 replacement, of: call.signedIn.user, condition: condition, origin: call.origin, on: call.statements))
     }
 
-    @Sendable func patch(_ call: Call) async throws -> Response {
-        let condition = ETag.condition(call.request.headers["If-Match"])
-        let body = try await JSONBody.object(call, accepting: ["application/merge-patch+json", "application/json"])
-        return userResponse(
-            try await accounts.profiles.patchProfile(
-                try AccountBodies.patch(body), of: call.signedIn.user, condition: condition, origin: call.origin, on: call.statements))
+    @Sendable func patchBody(_ call: Call) async throws -> ProfilePatch {
+        try AccountBodies.patch(try await JSONBody.object(call, accepting: ["application/merge-patch+json", "application/json"]))
     }
 
-    @Sendable func changePassword(_ call: Call) throws -> Response {
-        let signedIn = call.signedIn
-        let origin = call.origin
-        // While locked, every attempt gets 429, whatever the body says.
-        try accounts.passwords.checkPasswordLock(userID: signedIn.user.id, origin: origin)
-        let (issued, revoked) = try accounts.passwords.changePassword(
-            try AccountBodies.passwordChange(try JSONBody.object(call.request)),
-            session: signedIn.session, origin: origin)
+    @Sendable func patch(_ call: Call, _ patch: ProfilePatch) async throws -> Response {
+        let condition = ETag.condition(call.request.headers["If-Match"])
+        return userResponse(
+            try await accounts.profiles.patchProfile(patch, of: call.signedIn.user, condition: condition, origin: call.origin, on: call.statements))
+    }
+
+    @Sendable func passwordChange(_ call: Call) throws -> PasswordChange {
+        try AccountBodies.passwordChange(try JSONBody.object(call.request))
+    }
+
+    @Sendable func changePassword(_ call: Call, _ change: PasswordChange) throws -> Response {
+        let (issued, revoked) = try accounts.passwords.changePassword(change, session: call.signedIn.session, origin: call.origin)
         var response = JSONBody.response { writer in
             UserJSON.writeSession(issued, into: &writer) { writer in
                 writer.key("revokedSessions")
@@ -66,15 +96,15 @@ struct ProfileController: Controller {
         return response
     }
 
-    @Sendable func deleteAccount(_ call: Call) throws -> Response {
-        let signedIn = call.signedIn
-        let user = signedIn.user
+    @Sendable func currentPassword(_ call: Call) throws -> String {
+        try AccountBodies.accountDeletion(try JSONBody.object(call.request))
+    }
+
+    @Sendable func deleteAccount(_ call: Call, _ password: String) throws -> Response {
+        let user = call.signedIn.user
         // The image rows go in the account's transaction; their files after it commits.
         var files: [UUID] = []
-        let origin = call.origin
-        try accounts.passwords.checkPasswordLock(userID: user.id, origin: origin)
-        let password = try AccountBodies.accountDeletion(try JSONBody.object(call.request))
-        try accounts.passwords.deleteAccount(password: password, userID: user.id, origin: origin) { connection in
+        try accounts.passwords.deleteAccount(password: password, userID: user.id, origin: call.origin) { connection in
             files = try images.deleteAll(userID: user.id, connection)
         }
         images.removeFiles(files)

@@ -8,30 +8,55 @@ struct RecoveryController: Controller {
     let accounts: AccountService
 
     static func declare(_ routes: inout Routes<Self>) {
-        routes.open(.post, "/users/password-reset", throttles: [.perAddress, .perEmail], use: Self.requestReset)
+        // Counted per address and per email, registered or not, so that a 429 tells nothing.
         routes.open(
-            .post, "/users/password-reset/confirm", .linkToken, throttles: [.perAddress, .perEmail], hashing: .interactive,
-            use: Self.confirmReset)
+            .post, "/users/password-reset", body: Self.resetRequest,
+            throttle: Throttling(.passwordResetRequest, [.perEmail { email, _ in email.value }, .perAddress]), use: Self.requestReset)
+        // Every attempt per client address (a dead token's too), and per email of a live token's
+        // user, with the sign-in's rules; a success gives them back.
+        routes.open(
+            .post, "/users/password-reset/confirm", .linkToken, body: Self.resetConfirmation,
+            throttle: Throttling(
+                .passwordResetConfirmation, [.perAddress, .perEmail { confirmation, _ in confirmation.accountEmail }],
+                success: .givesBack()),
+            hashing: .interactive, use: Self.confirmReset)
         routes.open(.post, "/users/verify-email", .linkToken, use: Self.verify)
         routes.open(.post, "/users/email-change/undo", .linkToken, use: Self.undoEmailChange)
-        routes.user(.post, "/users/me/verify-email", throttles: [.perUser], use: Self.resendVerification)
+        routes.user(
+            .post, "/users/me/verify-email",
+            throttle: Throttling(.verificationMail, [.perUser { _, call in !call.signedIn.user.emailVerified }]), use: Self.resendVerification)
         routes.user(.get, "/users/me/activity", use: Self.activity)
     }
 
     /// The one body of `202` for a reset request, registered address or not.
     static let resetAccepted = #"{"status":"accepted","detail":"If the address belongs to an account, a mail with a reset link is on its way."}"#
 
-    @Sendable func requestReset(_ call: Call) throws -> Response {
-        try accounts.recovery.requestPasswordReset(
-            email: try AccountBodies.resetRequest(try JSONBody.object(call.request)), origin: call.origin)
+    @Sendable func resetRequest(_ call: Call) throws -> EmailAddress {
+        try AccountBodies.resetRequest(try JSONBody.object(call.request))
+    }
+
+    @Sendable func requestReset(_ call: Call, _ email: EmailAddress) throws -> Response {
+        try accounts.recovery.requestPasswordReset(email: email, origin: call.origin)
         var response = Response(status: .accepted, contentType: "application/json", body: Array(RecoveryController.resetAccepted.utf8))
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
     }
 
-    @Sendable func confirmReset(_ call: Call) throws -> Response {
+    /// `{token, newPassword}`, and the account a live token belongs to (its throttle's email).
+    struct ResetConfirmation: Sendable {
+        let token: String
+        let newPassword: String
+        let accountEmail: String?
+    }
+
+    @Sendable func resetConfirmation(_ call: Call) throws -> ResetConfirmation {
         let (token, newPassword) = try AccountBodies.resetConfirmation(try JSONBody.object(call.request))
-        let issued = try accounts.recovery.confirmPasswordReset(token: token, newPassword: newPassword, origin: call.origin)
+        return ResetConfirmation(token: token, newPassword: newPassword, accountEmail: try accounts.recovery.resetTokenOwner(token))
+    }
+
+    @Sendable func confirmReset(_ call: Call, _ confirmation: ResetConfirmation) throws -> Response {
+        let issued = try accounts.recovery.confirmPasswordReset(
+            token: confirmation.token, newPassword: confirmation.newPassword, origin: call.origin)
         var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response

@@ -1,3 +1,7 @@
+import Accounts
+import Cryptography
+import FoundationEssentials
+
 /// What a route must have, declared with it as data: who may call it, the throttles it counts
 /// against, the hashing lane its password work takes, and what it writes to the audit log. The
 /// server's layers above read it to apply the policies (`exosphere routes` prints it); the router only
@@ -32,6 +36,16 @@ public struct RoutePolicy: Sendable, Equatable {
         public static func < (a: Throttle, b: Throttle) -> Bool {
             allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
         }
+
+        /// A subject of this kind (for checking that an action has a rule per it).
+        var example: ThrottleSubject {
+            switch self {
+            case .perAddress: .address("192.0.2.1")
+            case .perEmail: .email("ann@example.com")
+            case .perEmailAndAddress: .emailAndAddress(email: "ann@example.com", address: "192.0.2.1")
+            case .perUser: .user(UUID())
+            }
+        }
     }
 
     /// The hashing pool's lane a route's password work takes.
@@ -41,6 +55,14 @@ public struct RoutePolicy: Sendable, Equatable {
         /// New accounts: queued behind interactive work, so that a wave of registrations cannot
         /// delay sign-ins.
         case bulk
+
+        /// The hashing pool's lane.
+        var lane: HashingPool.Lane {
+            switch self {
+            case .interactive: .interactive
+            case .bulk: .bulk
+            }
+        }
     }
 
     /// What the route writes to the administrators' audit log.

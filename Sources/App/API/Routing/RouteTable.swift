@@ -111,22 +111,27 @@ struct DatabaseAccess: Sendable {
 }
 
 /// The API's route table. Every route is added with its policy (`RoutePolicy`), and the table
-/// applies the policy around the route's one handler, in this order, whatever the handler does:
+/// applies the policy around the route's one handler, in this order, whatever the handler does
+/// (`PolicyChain.run`):
 ///
-/// 1. **authentication** (`authenticate`): the user's or administrator's session, before the
-///    handler runs; for a body over the admission threshold, from the head, before the body is
-///    read, and that result is the request's (it is not checked twice);
-/// 2. **the handler**, given a `Call`;
-/// 3. **audit**: a route's read audit is written once its answer is made (the request fails
+/// 1. **authentication** (`authenticate`): the user's or administrator's session, or a signed
+///    URL, before the handler runs; for a body over the admission threshold, from the head,
+///    before the body is read, and that result is the request's (it is not checked twice);
+/// 2. **the body**, decoded once, for a route that declares its type: the throttles' keys come
+///    from it, and the handler gets it;
+/// 3. **the hashing lane**: a route that hashes passwords is refused at once (`503`) while the
+///    hashing pool is full, before anything is counted, and its handler's hashing runs in the
+///    lane it declares (`HashingLane`); a route that declares none cannot hash;
+/// 4. **throttles** (`Throttling`): the attempt is counted on every declared counter before the
+///    handler runs (`429` when one is full), and settled after it;
+/// 5. **the handler**, given a `Call` (and the body);
+/// 6. **audit**: a route's read audit is written once its answer is made (the request fails
 ///    without it); a change's entry is written by the service, in the change's transaction;
-/// 4. **cache invalidation**: a route that can write (any method but `GET` and `HEAD`) keeps this
+/// 7. **cache invalidation**: a route that can write (any method but `GET` and `HEAD`) keeps this
 ///    instance's session cache true before its answer goes out: a user's route drops the user's
 ///    entries; any other waits until the cache has applied every change committed before
 ///    (`Sessions.catchUpWithTheDatabase`), as it cannot know whom it changed. Whether the
 ///    handler failed or not.
-///
-/// Throttles and the hashing lane are declared with the route and applied by the service it
-/// calls (the throttles' keys need the body); `RouteTableTests` holds the two together.
 ///
 /// Where the handler runs is declared too (`RouteExecution`): on the event loop for what never
 /// blocks, on the worker pool for what does, and, for routes whose statements can be pipelined,
@@ -162,6 +167,10 @@ struct RouteTable {
 
     /// Every route's handler.
     typealias Handler = @Sendable (Call) async throws -> Response
+    /// The handler of a route whose body the table decodes.
+    typealias BodyHandler<Body> = @Sendable (Call, Body) async throws -> Response
+    /// How a route's body is read: from the call, once, before its throttles.
+    typealias BodyDecoder<Body> = @Sendable (Call) async throws -> Body
 
     /// Adds the routes `C` declares, their handlers bound to `controller` (nil when the table is only read).
     mutating func mount<C: Controller>(_ type: C.Type, _ controller: C?) {
@@ -170,39 +179,13 @@ struct RouteTable {
         self = routes.table
     }
 
-    /// A route without a session: anyone, a signed URL's holder, or a mailed token's holder
-    /// (`authentication` says which; the table checks a signed URL, the service the token).
-    mutating func open(
-        _ method: HTTPMethod, _ pattern: String, _ authentication: RoutePolicy.Authentication = .none,
-        throttles: Set<RoutePolicy.Throttle> = [], hashing: RoutePolicy.Hashing? = nil, execution: RouteExecution = .workers,
-        bodyLimit: Router.BodyLimit? = nil, use handler: Handler?
-    ) {
-        precondition(![.user, .admin].contains(authentication), "\(method) \(pattern): a session's routes are added by user(…) or admin(…)")
-        add(method, pattern, RoutePolicy(authentication, throttles: throttles, hashing: hashing), execution, bodyLimit, handler)
-    }
-
-    /// A route of a signed-in user: the session is checked before the handler runs.
-    mutating func user(
-        _ method: HTTPMethod, _ pattern: String, throttles: Set<RoutePolicy.Throttle> = [], hashing: RoutePolicy.Hashing? = nil,
-        execution: RouteExecution = .workers, bodyLimit: Router.BodyLimit? = nil, use handler: Handler?
-    ) {
-        add(method, pattern, RoutePolicy(.user, throttles: throttles, hashing: hashing), execution, bodyLimit, handler)
-    }
-
-    /// An administrator's route: the admin session is checked before the handler runs; a `.read`
-    /// audit is written once the handler has made its answer, and the request fails without it.
-    mutating func admin(_ method: HTTPMethod, _ pattern: String, audit: AdminAudit, use handler: Handler?) {
-        switch audit {
-        case .read(let action): add(method, pattern, RoutePolicy(.admin, audit: .read(action.text)), .workers, nil, handler, readAudit: action)
-        case .change: add(method, pattern, RoutePolicy(.admin, audit: .change), .workers, nil, handler)
-        }
-    }
-
     /// Declares a route and, in a table that serves, adds it with its policy chain.
-    private mutating func add(
-        _ method: HTTPMethod, _ pattern: String, _ policy: RoutePolicy, _ execution: RouteExecution, _ bodyLimit: Router.BodyLimit?,
-        _ handler: Handler?, readAudit: AuditAction? = nil
+    fileprivate mutating func add<Body: Sendable>(
+        _ method: HTTPMethod, _ pattern: String, _ authentication: RoutePolicy.Authentication, body decode: BodyDecoder<Body>?,
+        throttle throttling: Throttling<Body>?, hashing: RoutePolicy.Hashing?, audit: RoutePolicy.Audit = .none,
+        execution: RouteExecution, bodyLimit: Router.BodyLimit?, _ handler: BodyHandler<Body>?, readAudit: AuditAction? = nil
     ) {
+        let policy = RoutePolicy(authentication, throttles: throttling?.kinds ?? [], hashing: hashing, audit: audit)
         let writes = Self.writes(method)
         if execution == .loop || execution == .pipelined {
             precondition(!writes || policy.authentication == .user, "\(method) \(pattern): a write that waits for the cache never runs on a loop")
@@ -212,7 +195,14 @@ struct RouteTable {
             method: method, pattern: pattern, policy: policy, execution: execution, bodyLimit: bodyLimit?.largest ?? settings.defaultBodyLimit)
         declarations.append(declaration)
         guard let services else { return }
-        guard let handler else { preconditionFailure("\(method) \(pattern): a table that serves needs every handler") }
+        guard let handler, let decode else { preconditionFailure("\(method) \(pattern): a table that serves needs every handler") }
+        if let throttling {
+            for counter in throttling.counters {
+                precondition(
+                    services.accounts.configuration.rule(for: ThrottleKey(throttling.action, counter.kind.example)) != nil,
+                    "\(method) \(pattern): \(throttling.action) has no rule per \(counter.kind)")
+            }
+        }
         let chain = PolicyChain(
             policy: policy, readAudit: readAudit, writes: writes, accounts: services.accounts, authenticator: services.authenticator,
             database: services.database, signer: services.signer, needsSession: execution != .pipelined)
@@ -223,7 +213,9 @@ struct RouteTable {
             } else {
                 nil
             }
-        let run: Router.Handler = { request, context in try await chain.run(request, context, handler) }
+        let run: Router.Handler = { request, context in
+            try await chain.run(request, context, body: decode, throttle: throttling, handler)
+        }
         router.add(
             method, pattern, execution: execution.executor(pipelined: services.database.pipelines != nil), bodyLimit: bodyLimit,
             admission: admission, declaration: declaration, run)
@@ -276,26 +268,75 @@ struct Routes<C: Controller> {
     var settings: RouteSettings { table.settings }
 
     typealias Bind = (C) -> RouteTable.Handler
+    typealias BodyBind<Body> = (C) -> RouteTable.BodyHandler<Body>
+    typealias DecoderBind<Body> = (C) -> RouteTable.BodyDecoder<Body>
 
+    /// A route without a session: anyone, a signed URL's holder, or a mailed token's holder
+    /// (`authentication` says which; the table checks a signed URL, the service the token).
     mutating func open(
-        _ method: HTTPMethod, _ pattern: String, _ authentication: RoutePolicy.Authentication = .none,
-        throttles: Set<RoutePolicy.Throttle> = [], hashing: RoutePolicy.Hashing? = nil, execution: RouteExecution = .workers,
-        bodyLimit: Router.BodyLimit? = nil, use bind: Bind
+        _ method: HTTPMethod, _ pattern: String, _ authentication: RoutePolicy.Authentication = .none, throttle: Throttling<Void>? = nil,
+        hashing: RoutePolicy.Hashing? = nil, execution: RouteExecution = .workers, bodyLimit: Router.BodyLimit? = nil, use bind: @escaping Bind
     ) {
-        table.open(
-            method, pattern, authentication, throttles: throttles, hashing: hashing, execution: execution, bodyLimit: bodyLimit,
-            use: controller.map(bind))
+        open(
+            method, pattern, authentication, body: Self.noBody, throttle: throttle, hashing: hashing, execution: execution, bodyLimit: bodyLimit,
+            use: Self.ignoringBody(bind))
     }
 
+    /// `open`, for a route whose body the table decodes (`body`, a function of the controller)
+    /// before its throttles, and hands to its handler.
+    mutating func open<Body: Sendable>(
+        _ method: HTTPMethod, _ pattern: String, _ authentication: RoutePolicy.Authentication = .none, body: DecoderBind<Body>,
+        throttle: Throttling<Body>? = nil, hashing: RoutePolicy.Hashing? = nil, execution: RouteExecution = .workers,
+        bodyLimit: Router.BodyLimit? = nil, use bind: BodyBind<Body>
+    ) {
+        precondition(![.user, .admin].contains(authentication), "\(method) \(pattern): a session's routes are added by user(…) or admin(…)")
+        table.add(
+            method, pattern, authentication, body: controller.map(body), throttle: throttle, hashing: hashing, execution: execution,
+            bodyLimit: bodyLimit, controller.map(bind))
+    }
+
+    /// A route of a signed-in user: the session is checked before the handler runs.
     mutating func user(
-        _ method: HTTPMethod, _ pattern: String, throttles: Set<RoutePolicy.Throttle> = [], hashing: RoutePolicy.Hashing? = nil,
-        execution: RouteExecution = .workers, bodyLimit: Router.BodyLimit? = nil, use bind: Bind
+        _ method: HTTPMethod, _ pattern: String, throttle: Throttling<Void>? = nil, execution: RouteExecution = .workers,
+        bodyLimit: Router.BodyLimit? = nil, use bind: @escaping Bind
     ) {
-        table.user(method, pattern, throttles: throttles, hashing: hashing, execution: execution, bodyLimit: bodyLimit, use: controller.map(bind))
+        user(method, pattern, body: Self.noBody, throttle: throttle, execution: execution, bodyLimit: bodyLimit, use: Self.ignoringBody(bind))
     }
 
-    mutating func admin(_ method: HTTPMethod, _ pattern: String, audit: RouteTable.AdminAudit, use bind: Bind) {
-        table.admin(method, pattern, audit: audit, use: controller.map(bind))
+    /// `user`, for a route whose body the table decodes (`body`, a function of the controller)
+    /// before its throttles, and hands to its handler.
+    mutating func user<Body: Sendable>(
+        _ method: HTTPMethod, _ pattern: String, body: DecoderBind<Body>, throttle: Throttling<Body>? = nil,
+        hashing: RoutePolicy.Hashing? = nil, execution: RouteExecution = .workers, bodyLimit: Router.BodyLimit? = nil, use bind: BodyBind<Body>
+    ) {
+        table.add(
+            method, pattern, .user, body: controller.map(body), throttle: throttle, hashing: hashing, execution: execution,
+            bodyLimit: bodyLimit, controller.map(bind))
+    }
+
+    /// An administrator's route: the admin session is checked before the handler runs; a `.read`
+    /// audit is written once the handler has made its answer, and the request fails without it.
+    mutating func admin(_ method: HTTPMethod, _ pattern: String, audit: RouteTable.AdminAudit, use bind: @escaping Bind) {
+        let (body, handler) = (controller.map(Self.noBody), controller.map(Self.ignoringBody(bind)))
+        switch audit {
+        case .read(let action):
+            table.add(
+                method, pattern, .admin, body: body, throttle: nil, hashing: nil, audit: .read(action.text), execution: .workers,
+                bodyLimit: nil, handler, readAudit: action)
+        case .change:
+            table.add(
+                method, pattern, .admin, body: body, throttle: nil, hashing: nil, audit: .change, execution: .workers, bodyLimit: nil, handler)
+        }
+    }
+
+    /// The decoder of a route whose handler reads its body itself, if it has one.
+    private static func noBody(_: C) -> RouteTable.BodyDecoder<Void> { { _ in () } }
+
+    private static func ignoringBody(_ bind: @escaping Bind) -> BodyBind<Void> {
+        { controller in
+            let handler = bind(controller)
+            return { call, _ in try await handler(call) }
+        }
     }
 }
 
@@ -331,7 +372,10 @@ private struct PolicyChain: Sendable {
     /// Whether the handler reads the session, beyond the user (`SignedIn.session`).
     let needsSession: Bool
 
-    func run(_ request: Request, _ context: RequestContext, _ handler: RouteTable.Handler) async throws -> Response {
+    func run<Body: Sendable>(
+        _ request: Request, _ context: RequestContext, body decode: RouteTable.BodyDecoder<Body>, throttle throttling: Throttling<Body>?,
+        _ handler: RouteTable.BodyHandler<Body>
+    ) async throws -> Response {
         // 1. Authentication (already done from the head when the body was large).
         let principal: Principal
         if let admitted = context.admitted as? Principal {
@@ -340,7 +384,7 @@ private struct PolicyChain: Sendable {
             principal = try await authenticate(request.headers, request.query, context)
         }
         let call = Call(request: request, context: context, authenticator: authenticator, principal: principal, database: database)
-        // 4. Cache invalidation, whether the handler failed or not.
+        // 7. Cache invalidation, whether the handler failed or not.
         defer {
             if writes {
                 if case .user(let signedIn) = principal {
@@ -350,12 +394,47 @@ private struct PolicyChain: Sendable {
                 }
             }
         }
-        // 2. The handler.
-        let response = try await handler(call)
-        // 3. The read audit.
+        // 2. The body.
+        let body = try await decode(call)
+        // 3. The hashing lane: a full pool refuses before anything is counted.
+        if policy.hashing != nil { try accounts.refuseWhenHashingIsFull(for: call.origin) }
+        let response = try await HashingLane.$declared.withValue(policy.hashing.map(\.lane)) {
+            // 4. Throttles, around 5. the handler.
+            try await throttled(throttling, body, call) { try await handler(call, body) }
+        }
+        // 6. The read audit.
         if let action = readAudit, case .admin(let admin) = principal {
             let target = context.parameters["id"].flatMap { UUID(uuidString: $0) }
             try accounts.administration.audit(admin, action, target: target, origin: call.origin)
+        }
+        return response
+    }
+
+    /// Counts the attempt on the route's counters (`429` when one is full, and `handler` does not
+    /// run), runs `handler`, and settles the attempt: a judged failure keeps it; a failure that
+    /// judged nothing gives it back; a success does what the route declares.
+    private func throttled<Body>(
+        _ throttling: Throttling<Body>?, _ body: Body, _ call: Call, _ handler: () async throws -> Response
+    ) async throws -> Response {
+        guard let throttling else { return try await handler() }
+        var keys: [(kind: RoutePolicy.Throttle, key: ThrottleKey)] = []
+        for counter in throttling.counters {
+            if let subject = try await counter.subject(body, call) { keys.append((counter.kind, ThrottleKey(throttling.action, subject))) }
+        }
+        guard !keys.isEmpty else { return try await handler() }
+        let (throttles, statements) = (accounts.throttles, call.statements)
+        if let wait = try await throttles.acquire(keys.map(\.key), on: statements) {
+            throw throttles.refusal(keys.map(\.key), wait: wait, origin: call.origin)
+        }
+        let response: Response
+        do {
+            response = try await handler()
+        } catch {
+            if !Throttling<Body>.countsAsAttempt(error) { await throttles.giveBack(keys.map(\.key), on: statements) }
+            throw error
+        }
+        if case .givesBack(let clearing) = throttling.success {
+            await throttles.giveBack(keys.map(\.key), clearing: keys.first { $0.kind == clearing }?.key, on: statements)
         }
         return response
     }

@@ -1,0 +1,79 @@
+import Accounts
+import HTTP
+
+/// A route's throttle, declared with it: the action its counters count, what each counter is
+/// kept per (a subject taken from the route's decoded body and its principal), and what a success
+/// does with the attempt. The table counts the attempt before the handler runs, so a route that
+/// declares a throttle cannot skip it, and nothing else counts one (`PolicyChain.throttled`).
+///
+/// An attempt refused by a full counter is `429 too_many_attempts` with `Retry-After`, and the
+/// handler does not run. One the handler refuses as malformed or could not judge (the hashing
+/// pool full, the client gone, a provider's keys out of reach: `Throttling.countsAsAttempt`)
+/// is given back; one it judged (a wrong password, a dead token) stays counted.
+struct Throttling<Body: Sendable>: Sendable {
+    let action: ThrottleAction
+    let counters: [Counter]
+    let success: Success
+
+    init(_ action: ThrottleAction, _ counters: [Counter], success: Success = .counts) {
+        self.action = action
+        self.counters = counters
+        self.success = success
+    }
+
+    /// What a success does with its attempt.
+    enum Success: Sendable, Equatable {
+        /// It stays counted: the throttle limits the action itself (registrations, mail).
+        case counts
+        /// It is given back, and the counter of `clearing`'s kind is cleared: the throttle limits
+        /// failures (guesses), and a success proves the owner.
+        case givesBack(clearing: RoutePolicy.Throttle? = nil)
+    }
+
+    /// One counter: its kind (what `exosphere routes` shows) and its subject, or nil when this
+    /// request counts nothing on it.
+    struct Counter: Sendable {
+        let kind: RoutePolicy.Throttle
+        let subject: @Sendable (Body, Call) async throws -> ThrottleSubject?
+
+        /// The client address (IPv6: its /64).
+        static var perAddress: Counter { Counter(kind: .perAddress) { _, call in .address(call.origin.throttleAddress) } }
+
+        /// The signed-in user.
+        static var perUser: Counter { perUser { _, _ in true } }
+
+        /// The signed-in user, for a request that `counts`.
+        static func perUser(when counts: @escaping @Sendable (Body, Call) -> Bool) -> Counter {
+            Counter(kind: .perUser) { body, call in counts(body, call) ? .user(call.signedIn.user.id) : nil }
+        }
+
+        /// An email text the body names (`ThrottleSubject.emailID`), from every address together.
+        static func perEmail(_ email: @escaping @Sendable (Body, Call) async throws -> String?) -> Counter {
+            Counter(kind: .perEmail) { body, call in try await email(body, call).map { .email(ThrottleSubject.emailID($0)) } }
+        }
+
+        /// An email text the body names, from the client's address: the owner rule.
+        static func perEmailAndAddress(_ email: @escaping @Sendable (Body) -> String) -> Counter {
+            Counter(kind: .perEmailAndAddress) { body, call in
+                .emailAndAddress(email: ThrottleSubject.emailID(email(body)), address: call.origin.throttleAddress)
+            }
+        }
+    }
+
+    /// The kinds of its counters, as the route's policy lists them.
+    var kinds: Set<RoutePolicy.Throttle> { Set(counters.map(\.kind)) }
+
+    /// Whether a failure of the handler keeps its attempt counted: it judged the attempt. A body
+    /// or value refused before any judgement, work refused or abandoned before it ran, and any
+    /// failure of the server give it back.
+    static func countsAsAttempt(_ error: any Error) -> Bool {
+        guard let error = error as? AccountsError else { return false }
+        switch error.code {
+        case .invalidJSON, .unknownField, .invalidType, .invalidValue, .invalidEmail, .weakPassword, .passwordNotAllowed,
+            .passwordUnchanged, .passwordMismatch, .fieldLimitReached, .overloaded, .cancelled, .providerUnavailable:
+            return false
+        default:
+            return true
+        }
+    }
+}
