@@ -25,8 +25,15 @@ final class EventStreamReader {
     /// The last `retry:` the stream sent, in milliseconds.
     private(set) var retry: Int?
 
-    init(port: Int, token: String, lastEventID: String? = nil, timeout: Duration = .seconds(5)) throws {
-        connection = try HTTPClientConnection(port: port, timeout: timeout)
+    /// A `receiveBuffer` makes a slow reader (`HTTPClientConnection`). `timeout` bounds each
+    /// read; `lifetime` the whole stream, so that heartbeats cannot keep a reader waiting for an
+    /// event that never comes.
+    init(
+        port: Int, token: String, lastEventID: String? = nil, timeout: Duration = .seconds(5), lifetime: Duration = .seconds(120),
+        receiveBuffer: Int32? = nil
+    ) throws {
+        connection = try HTTPClientConnection(
+            port: port, timeout: timeout, deadline: .now + lifetime, receiveBuffer: receiveBuffer)
         var head = "GET /users/me/events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAccept: text/event-stream\r\nAuthorization: Bearer \(token)\r\n"
         if let lastEventID { head += "Last-Event-ID: \(lastEventID)\r\n" }
         try connection.send(head + "\r\n")

@@ -282,6 +282,7 @@ struct IdentitySignInAPITests {
 
         // Another account links Apple-less Google from its session; then that identity signs it in.
         let other = try server.register()
+        try server.verifyAddress(other)
         let token = try Self.googleToken(subject: "g-other", email: server.uniqueEmail("elsewhere"))
         server.remember(token: token)
         let added = try server.call("POST", "/users/me/identities", token: other.token, json: #"{"provider": "google", "idToken": "\#(token)"}"#)
@@ -334,6 +335,7 @@ struct IdentitySignInAPITests {
 
         // With a password, the only identity may go.
         let withPassword = try server.register()
+        try server.verifyAddress(withPassword)
         let linkToken = try Self.googleToken(subject: "g-pw", email: server.uniqueEmail())
         server.remember(token: linkToken)
         let linked = try server.call(

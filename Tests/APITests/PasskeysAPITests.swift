@@ -37,6 +37,7 @@ struct PasskeysAPITests {
         let (server, port) = try Self.server("passkeys_browser")
         defer { Self.finish(server) }
         let account = try server.register(extra: #", "firstname": "Ayu""#)
+        try server.verifyAddress(account)
         let screenshots = TestServer.repositoryRoot + "/artifacts/screenshots/passkeys"
         try FileManager.default.createDirectory(atPath: screenshots, withIntermediateDirectories: true)
         let output = try run(
@@ -96,6 +97,7 @@ struct PasskeysAPITests {
         let (server, port) = try Self.server("passkeys_shapes")
         defer { Self.finish(server) }
         let account = try server.register()
+        try server.verifyAddress(account)
         // Control characters are dropped from a name (U+0000, which PostgreSQL text cannot hold,
         // was a 500 the conformance run found); a name of nothing else is refused.
         for escaped in [#"\u0014\u0000."#, #"Work\u0000"#, #"a\u0007b"#] {
@@ -156,6 +158,7 @@ struct PasskeysAPITests {
         let origin = "http://localhost:\(port)"
         let key = try SoftwareAuthenticator()
         let (owner, stranger) = (try server.register(), try server.register())
+        for account in [owner, stranger] { try server.verifyAddress(account) }
         func challenge(_ path: String, _ token: String? = nil) throws -> String {
             try #require(try server.call("POST", path, token: token).json["challenge"]?.stringValue)
         }
@@ -184,6 +187,10 @@ struct PasskeysAPITests {
         #expect(foreign.status == 422 && foreign.code == "invalid_passkey", "\(foreign.text)")
         let stale = try challenge(options, owner.token)
         server.advanceClock(by: 301)
+        // The registration's sign-in is as old now: the holder proves the password again first.
+        #expect(try registration(stale, token: owner.token).code == "reauthentication_required")
+        let proved = try server.call("POST", "/users/me/reauthenticate", token: owner.token, json: #"{"password": "\#(owner.password)"}"#)
+        #expect(proved.status == 200, "\(proved.text)")
         #expect(try registration(stale, token: owner.token).status == 422)
         let registered = try registration(try challenge(options, owner.token), token: owner.token)
         #expect(registered.status == 201, "\(registered.text)")

@@ -4,6 +4,7 @@ import Glibc
 import HTTPServer
 import JSON
 import Postgres
+import Synchronization
 import TestSupport
 import Testing
 
@@ -135,6 +136,10 @@ struct RouteTableTests {
         defer { server.shutdown() }
         let entries = RouteListing.entries(server.app.server.router)
         let user = try server.register()
+        // Changes of the ways in need it (and a fresh authentication, which registering is); a
+        // verification mail is asked for an unverified address only.
+        try server.verifyAddress(user)
+        let unverified = try server.register()
         let password = server.uniquePassword("new")
         let calls: [String: (token: String?, body: String)] = [
             "POST /users": (nil, #"{"email": "scopes-\#(UUID().uuidString)@example.com", "password": "\#(password)"}"#),
@@ -144,7 +149,7 @@ struct RouteTableTests {
             "POST /users/password-reset/confirm": (nil, #"{"token": "\#(String(repeating: "A", count: 43))", "newPassword": "\#(password)"}"#),
             "POST /users/me/password": (user.token, #"{"oldPassword": "not the password", "newPassword": "\#(password)"}"#),
             "DELETE /users/me": (user.token, #"{"password": "not the password"}"#),
-            "POST /users/me/verify-email": (user.token, ""),
+            "POST /users/me/verify-email": (unverified.token, ""),
             "GET /users/me/export": (user.token, ""),
             "PATCH /users/me": (user.token, #"{"email": "scopes-patch-\#(UUID().uuidString)@example.com"}"#),
             "POST /users/signin/apple": (nil, #"{"idToken": "not.a.token"}"#),
@@ -156,6 +161,13 @@ struct RouteTableTests {
                 #"{"type": "public-key", "id": "AAAAAAAAAAAAAAAAAAAAAA", "rawId": "AAAAAAAAAAAAAAAAAAAAAA", "response": {"clientDataJSON": "e30", "authenticatorData": "AAAA", "signature": "AAAA"}}"#
             ),
             "PUT /users/me": (user.token, #"{"email": "scopes-put-\#(UUID().uuidString)@example.com", "firstname": "A", "lastname": "B"}"#),
+            "POST /users/me/reauthenticate": (user.token, #"{"password": "not the password"}"#),
+            "POST /users/me/passkeys/registration": (
+                user.token,
+                #"{"id": "AAAAAAAAAAAAAAAAAAAAAA", "rawId": "AAAAAAAAAAAAAAAAAAAAAA", "type": "public-key", "response": {"clientDataJSON": "e30", "attestationObject": "AAAA"}}"#
+            ),
+            "DELETE /users/me/passkeys/{id}": (user.token, ""),
+            "DELETE /users/me/identities/{id}": (user.token, ""),
         ]
         let throttled = entries.filter { !$0.policy.throttles.isEmpty }.map { "\($0.method) \($0.path)" }
         #expect(Set(throttled) == Set(calls.keys), "a throttled route without a call here, or a call of a route that declares none")
@@ -168,11 +180,10 @@ struct RouteTableTests {
                     })
             }
         }
-        /// `signin:pair:…` counts per email and address, `…:address:…` per address, `…:email:…` per
-        /// email, `…:user:…` and `password:<user>` per user.
+        /// `<action>:pair:…` counts per email and address, `…:address:…` per address, `…:email:…` per
+        /// email, `…:user:…` per user.
         func scope(of key: String) -> RoutePolicy.Throttle? {
             let parts = key.split(separator: ":", maxSplits: 2)
-            if parts.first == "password" { return .perUser }
             guard parts.count == 3 else { return nil }
             return ["pair": .perEmailAndAddress, "address": .perAddress, "email": .perEmail, "user": .perUser][String(parts[1])]
         }
@@ -206,6 +217,83 @@ struct RouteTableTests {
                 #expect(scopes == entry.policy.throttles, "\(route) declares \(entry.policy.throttles.sorted()) and moved \(moved)")
             }
         }
+    }
+
+    /// Every route that adds or removes a way into the account (a passkey, an identity) needs a
+    /// verified address and a recent authentication, and counts against the user's changes.
+    @Test func theRoutesThatChangeTheWaysInDeclareTheirRequirements() {
+        let waysIn: Set<String> = [
+            "POST /users/me/passkeys/registration/options", "POST /users/me/passkeys/registration", "DELETE /users/me/passkeys/{id}",
+            "POST /users/me/identities", "DELETE /users/me/identities/{id}",
+        ]
+        let requiring = entries.filter { !$0.policy.requirements.isEmpty }
+        #expect(Set(requiring.map { "\($0.method) \($0.path)" }) == waysIn)
+        for entry in requiring {
+            #expect(entry.policy.requirements == [.verifiedAddress, .recentAuthentication], "\(entry.method) \(entry.path)")
+            if entry.path != "/users/me/passkeys/registration/options" {
+                #expect(entry.policy.throttles == [.perUser], "\(entry.method) \(entry.path)")
+            }
+        }
+    }
+
+    /// The event stream is the one route whose responses a user holds open, and it caps them at
+    /// `--max-streams-per-user` (`EventLimitsAPITests` proves the cap).
+    @Test func theEventStreamCapsWhatAUserHoldsOpen() {
+        let capped = entries.filter { $0.policy.openPerUser != nil }
+        #expect(capped.map { "\($0.method) \($0.path)" } == ["GET /users/me/events"])
+        #expect(capped.first?.policy.openPerUser == 5)
+    }
+
+    /// The table applies what a route requires, before its body is read: every route that declares
+    /// requirements is called by an account whose address is unverified (`403 email_unverified`),
+    /// then verified but authenticated 301 s ago (`403 reauthentication_required`), then after
+    /// `POST /users/me/reauthenticate` (neither: the route's own answer).
+    @Test func everyRouteThatRequiresAFreshVerifiedSessionRefusesAnyOther() throws {
+        let server = try TestServer("route_requirements")
+        defer { server.shutdown() }
+        let requiring = RouteListing.entries(server.app.server.router).filter { !$0.policy.requirements.isEmpty }
+        #expect(requiring.count == 5)
+        let account = try server.register()
+        func callEach() throws -> [String: String] {
+            var codes: [String: String] = [:]
+            for entry in requiring {
+                let path = entry.path.split(separator: "/").map { $0.hasPrefix("{") ? UUID().uuidString.lowercased() : String($0) }
+                    .joined(separator: "/")
+                let reply = try server.call(entry.method, "/" + path, token: account.token, json: "{}")
+                codes["\(entry.method) \(entry.path)"] = reply.code ?? String(reply.status)
+            }
+            return codes
+        }
+        for (route, code) in try callEach() { #expect(code == "email_unverified", "\(route)") }
+        try server.verifyAddress(account)
+        server.advanceClock(by: 301)
+        for (route, code) in try callEach() { #expect(code == "reauthentication_required", "\(route)") }
+        let wrong = try server.call("POST", "/users/me/reauthenticate", token: account.token, json: #"{"password": "not the password"}"#)
+        #expect(wrong.status == 403 && wrong.code == "invalid_password", "\(wrong.text)")
+        let proved = try server.call("POST", "/users/me/reauthenticate", token: account.token, json: #"{"password": "\#(account.password)"}"#)
+        #expect(proved.status == 200, "\(proved.text)")
+        let sessions = try server.call("GET", "/users/me/sessions", token: account.token).json["sessions"]?.arrayValue ?? []
+        #expect(sessions.first?["authenticatedAt"] == proved.json["authenticatedAt"] && proved.json["authenticatedAt"] != nil)
+        for (route, code) in try callEach() {
+            #expect(!["email_unverified", "reauthentication_required"].contains(code), "\(route): \(code)")
+        }
+        // 300 s later, stale again.
+        server.advanceClock(by: 301)
+        for (route, code) in try callEach() { #expect(code == "reauthentication_required", "\(route)") }
+    }
+
+    /// At most 10 changes of the ways in per user an hour, however many are sent at once.
+    @Test func changesOfTheWaysInAreLimitedUnderRacingRequests() throws {
+        let server = try TestServer("route_way_in_changes")
+        defer { server.shutdown() }
+        let account = try server.register()
+        try server.verifyAddress(account)
+        let statuses = Mutex<[Int]>([])
+        try onThreads(16) { _ in
+            let reply = try server.call("DELETE", "/users/me/passkeys/\(UUID().uuidString.lowercased())", token: account.token)
+            statuses.withLock { $0.append(reply.status) }
+        }
+        #expect(statuses.withLock { $0.sorted() } == Array(repeating: 404, count: 10) + Array(repeating: 429, count: 6))
     }
 
     /// Every `/admin/` route but the sign-in and the setup writes an entry of the audit log,

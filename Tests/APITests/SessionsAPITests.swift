@@ -131,10 +131,12 @@ struct SessionsAPITests {
         let sessions = try #require(reply.json["sessions"]?.arrayValue)
         #expect(sessions.count == 3)
         for session in sessions {
-            #expect(keys(session) == ["createdAt", "current", "expiresAt", "id", "lastSeenAt", "userAgent"])
-            for key in ["createdAt", "lastSeenAt", "expiresAt"] {
+            #expect(keys(session) == ["authenticatedAt", "createdAt", "current", "expiresAt", "id", "lastSeenAt", "userAgent"])
+            for key in ["createdAt", "lastSeenAt", "expiresAt", "authenticatedAt"] {
                 #expect(epochMilliseconds(session[key]?.stringValue ?? "") != nil, "\(key)")
             }
+            // Each was opened by a sign-in (or the registration): proved when it started.
+            #expect(session["authenticatedAt"] == session["createdAt"])
             #expect(session["id"]?.stringValue.flatMap { UUID(uuidString: $0) } != nil)
             #expect(session["current"]?.boolValue != nil)
         }

@@ -21,7 +21,8 @@ import Testing
 
     static func session(of user: User, expiresIn seconds: Double = 3_600) -> Session {
         Session(
-            id: UUID(), userID: user.id, createdAt: now, lastSeenAt: now, expiresAt: now.addingTimeInterval(seconds), userAgent: nil)
+            id: UUID(), userID: user.id, createdAt: now, lastSeenAt: now, expiresAt: now.addingTimeInterval(seconds), userAgent: nil,
+            authenticatedAt: now)
     }
 
     /// A cache whose feed has just read (fresh for 80 ms from `readAt`).

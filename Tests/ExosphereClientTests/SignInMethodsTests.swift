@@ -55,4 +55,21 @@ struct SignInMethodsTests {
         let signIn = await exosphereError { try await server.client().signIn(withPasskey: assertion) }
         #expect(signIn?.status == 401 && signIn?.code == .invalidCredentials)
     }
+
+    /// A change of the ways in needs a verified address and a recent proof of a credential; the
+    /// client proves the password again with `reauthenticate(password:)`, which the sessions show.
+    @Test func reauthenticationProvesThePasswordAgain() async throws {
+        let server = try LiveServer("reauthenticate")
+        defer { server.stop() }
+        let client = try server.client()
+        let password = "correct horse battery staple"
+        _ = try await client.register(email: server.uniqueEmail("reauth"), password: password)
+        let unverified = await exosphereError { _ = try await client.passkeyRegistrationOptions() }
+        #expect(unverified?.status == 403 && unverified?.code == .emailUnverified)
+        let wrong = await exosphereError { try await client.reauthenticate(password: "not the password") }
+        #expect(wrong?.status == 403 && wrong?.code == .invalidPassword)
+        let at = try await client.reauthenticate(password: password)
+        let current = try #require(try await client.sessions().first { $0.isCurrent })
+        #expect(current.authenticatedAt == at && at >= current.createdAt)
+    }
 }

@@ -86,6 +86,23 @@ extension Exosphere {
         return json["revokedSessions"]?.intValue ?? 0
     }
 
+    /// Proves the password again for this client's session: adding or removing a passkey or an
+    /// identity needs it within the server's `--recent-authentication-seconds` (5 minutes by
+    /// default), and answers `403 reauthentication_required` otherwise.
+    ///
+    /// - Returns: the session's new `authenticatedAt`.
+    /// - Throws: `ExosphereError` `403 invalid_password`, `429` after five wrong passwords in 15
+    ///   minutes (shared with `changePassword`).
+    @discardableResult
+    public func reauthenticate(password: String) async throws -> Date {
+        let request = APIRequest("POST", "/users/me/reauthenticate", body: .json(.object(["password": .string(password)])))
+        let (response, _) = try await sendSignedIn(request)
+        guard let at = try response.json()["authenticatedAt"]?.stringValue.flatMap(Timestamp.parse) else {
+            throw ExosphereError.invalidResponse("a reauthentication without authenticatedAt")
+        }
+        return at
+    }
+
     /// Deletes the account, with its sessions and images, and signs out.
     ///
     /// - Throws: `ExosphereError` `403 invalid_password`, `429` after five wrong passwords.

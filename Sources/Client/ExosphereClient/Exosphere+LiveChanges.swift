@@ -8,7 +8,9 @@ public enum LiveChange: Sendable, Equatable {
     case imageAdded(UserImage)
     /// An image was deleted.
     case imageDeleted(id: String)
-    /// The stream was away longer than the server keeps changes (10 minutes): reload what you show.
+    /// The stream was away longer than the server keeps changes (10 minutes), or left more
+    /// unread than the server holds for it (256 KiB): reload what you show. The sequence goes on
+    /// from there (it reconnects without `Last-Event-ID` when the server ended the stream).
     case resync
     /// This session ended (signed out elsewhere, a password change, revoked): the client is
     /// signed out, and the sequence ends after this element.
@@ -67,6 +69,8 @@ extension Exosphere {
                             failures = 0
                             if let id = event.id { last = id }
                             guard let change = try Exosphere.liveChange(event) else { continue }
+                            // What came before is reloaded: the next connection starts from now.
+                            if change == .resync { last = nil }
                             continuation.yield(change)
                             if change == .sessionEnded {
                                 end(announcing: .sessionExpired, ifToken: token)

@@ -70,6 +70,11 @@ public struct ExosphereError: Error, Sendable, CustomStringConvertible, CustomDe
         public static let invalidUndoToken: Code = "invalid_undo_token"
         /// `409` from `resendVerificationEmail()`: the address is verified already.
         public static let alreadyVerified: Code = "already_verified"
+        /// `403` from a change of the ways in (passkeys, identities): the holder last proved a
+        /// credential too long ago; call `reauthenticate(password:)`, then try again.
+        public static let reauthenticationRequired: Code = "reauthentication_required"
+        /// `403` from a change of the ways in: the account's address is not verified yet.
+        public static let emailUnverified: Code = "email_unverified"
         /// `429`: throttled; see `retryAfter`.
         public static let tooManyAttempts: Code = "too_many_attempts"
         /// `503`: the server is at its limit; see `retryAfter`.

@@ -10,6 +10,8 @@ public struct Session: Identifiable, Hashable, Sendable {
     public let lastSeenAt: Date
     /// When it ends if unused.
     public let expiresAt: Date
+    /// When its holder last proved a credential (its sign-in, or `Exosphere.reauthenticate(password:)`).
+    public let authenticatedAt: Date
     /// The `User-Agent` of the request that started it (`Exosphere.Configuration.userAgent`).
     public let userAgent: String?
     /// Whether this is this client's own session.
@@ -19,7 +21,8 @@ public struct Session: Identifiable, Hashable, Sendable {
         guard let id = json["id"]?.stringValue,
             let createdAt = json["createdAt"]?.stringValue.flatMap(Timestamp.parse),
             let lastSeenAt = json["lastSeenAt"]?.stringValue.flatMap(Timestamp.parse),
-            let expiresAt = json["expiresAt"]?.stringValue.flatMap(Timestamp.parse)
+            let expiresAt = json["expiresAt"]?.stringValue.flatMap(Timestamp.parse),
+            let authenticatedAt = json["authenticatedAt"]?.stringValue.flatMap(Timestamp.parse)
         else {
             throw ExosphereError.invalidResponse("a session without id or timestamps")
         }
@@ -27,6 +30,7 @@ public struct Session: Identifiable, Hashable, Sendable {
         self.createdAt = createdAt
         self.lastSeenAt = lastSeenAt
         self.expiresAt = expiresAt
+        self.authenticatedAt = authenticatedAt
         self.userAgent = json["userAgent"]?.stringValue
         self.isCurrent = json["current"]?.boolValue ?? false
     }

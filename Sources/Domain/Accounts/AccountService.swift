@@ -43,6 +43,10 @@ public final class AccountService: Sendable {
         public var emailChangesPerAddress = ThrottleRule(limit: 3, windowSeconds: 60 * 60)
         /// Exports of everything a user holds (`GET /users/me/export`).
         public var exportsPerUser = ThrottleRule(limit: 1, windowSeconds: 60 * 60)
+        /// Ways in added or removed per user (passkeys, identities).
+        public var signInMethodChangesPerUser = ThrottleRule(limit: 10, windowSeconds: 60 * 60)
+        /// How long after its holder proved a credential a session may change the ways in.
+        public var recentAuthenticationSeconds: Double = 300
         /// How long the link that undoes an applied change of address works (the contract: 7 days).
         public var emailChangeUndoSeconds: Double = 7 * 86_400
         /// How long a mailed reset link works (the contract: 1 hour).
@@ -75,7 +79,7 @@ public final class AccountService: Sendable {
             [
                 signInPerEmailAndAddress, signInPerEmail, signInPerAddress, passwordChecks, registrationsPerAddress,
                 resetRequestsPerEmail, resetRequestsPerAddress, verificationResends, emailChangesPerUser, emailChangesPerAddress,
-                exportsPerUser,
+                exportsPerUser, signInMethodChangesPerUser,
             ]
             .map(\.windowSeconds).max()!
         }

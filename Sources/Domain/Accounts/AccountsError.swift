@@ -56,6 +56,11 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         case providerUnavailable = "provider_unavailable"
         /// A passkey registration that failed its checks (challenge, origin, RP id, flags, attestation).
         case invalidPasskey = "invalid_passkey"
+        /// A change of the ways into an account asked for by a session whose holder has not proved a
+        /// credential recently (`POST /users/me/reauthenticate`).
+        case reauthenticationRequired = "reauthentication_required"
+        /// A change of the ways into an account whose address is not verified.
+        case emailUnverified = "email_unverified"
     }
 
     /// One offending field, named by its JSON path (`data.height`).

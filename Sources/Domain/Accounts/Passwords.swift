@@ -53,6 +53,19 @@ public final class Passwords: Sendable {
         return changed
     }
 
+    /// `POST /users/me/reauthenticate` with the password: records that the session's holder
+    /// proved it now, and returns that time. Throttled per user as the password change is.
+    public func reauthenticate(password: String, session: Session, origin: RequestOrigin) throws -> Date {
+        _ = try verifyCurrentPassword(password, userID: session.userID, origin: origin)
+        let now = context.clock.now()
+        let marked = try context.pool.withConnection { connection in
+            try SessionRepository.markAuthenticated(connection, id: session.id, userID: session.userID, at: now)
+        }
+        guard marked else { throw AccountsError(.invalidToken, "The session ended.") }
+        SecurityEvent.log(context.logger, .reauthenticated, outcome: .success, userID: session.userID, origin: origin)
+        return now
+    }
+
     /// `DELETE /users/me`: the user and, by cascade, their sessions.
     /// `alsoDelete` runs in the same transaction, after the password check and before the user row goes:
     /// what other modules keep for the user (images) is deleted with it or not at all. Locked as

@@ -26,6 +26,7 @@ struct SecurityEvent {
         case identityUnlinked = "identity_unlinked"
         case passkeyAdded = "passkey_added"
         case passkeyRemoved = "passkey_removed"
+        case reauthenticated
     }
 
     /// How the attempt ended.

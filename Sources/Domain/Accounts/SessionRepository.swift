@@ -4,13 +4,14 @@ import Postgres
 /// The SQL of sessions; tokens appear only as their SHA-256.
 enum SessionRepository {
 
-    /// Reads a session selected as `id, user_id, created_at, last_seen_at, expires_at, user_agent`
-    /// (`expires_at` the earlier of its absolute end and its idle end), by those names.
+    /// Reads a session selected as `id, user_id, created_at, last_seen_at, expires_at, user_agent,
+    /// authenticated_at` (`expires_at` the earlier of its absolute end and its idle end), by those names.
     static func decode(_ row: PostgresRow) throws -> Session {
         Session(
             id: try row.decode(UUID.self, column: "id"), userID: try row.decode(UUID.self, column: "user_id"),
             createdAt: try row.decode(Date.self, column: "created_at"), lastSeenAt: try row.decode(Date.self, column: "last_seen_at"),
-            expiresAt: try row.decode(Date.self, column: "expires_at"), userAgent: try row.decode(String?.self, column: "user_agent"))
+            expiresAt: try row.decode(Date.self, column: "expires_at"), userAgent: try row.decode(String?.self, column: "user_agent"),
+            authenticatedAt: try row.decode(Date.self, column: "authenticated_at"))
     }
 
     static func insert(
@@ -20,10 +21,11 @@ enum SessionRepository {
         // Its times are the clock's, not the defaults' now(): they are compared with the clock.
         let rows = try connection.query(
             """
-            INSERT INTO sessions AS s (user_id, token_hash, created_at, last_seen_at, expires_at, user_agent)
-            VALUES (\(userID), \(tokenHash), \(now), \(now), \(now) + make_interval(secs => \(lifetime.absoluteSeconds)), \(userAgent))
+            INSERT INTO sessions AS s (user_id, token_hash, created_at, last_seen_at, expires_at, user_agent, authenticated_at)
+            VALUES (\(userID), \(tokenHash), \(now), \(now), \(now) + make_interval(secs => \(lifetime.absoluteSeconds)), \(userAgent), \(now))
             RETURNING s.id, s.user_id, s.created_at, s.last_seen_at,
-                LEAST(s.expires_at, s.last_seen_at + make_interval(secs => \(lifetime.idleSeconds))) AS expires_at, s.user_agent
+                LEAST(s.expires_at, s.last_seen_at + make_interval(secs => \(lifetime.idleSeconds))) AS expires_at, s.user_agent,
+                s.authenticated_at
             """)
         return try decode(rows[0])
     }
@@ -41,7 +43,7 @@ enum SessionRepository {
         static let sessionColumns = SQLColumns([
             "session_id": "s.id", "session_user_id": "s.user_id", "session_created_at": "s.created_at",
             "session_last_seen_at": "s.last_seen_at", "session_expires_at": "LEAST(s.expires_at, s.last_seen_at + make_interval(secs => $1))",
-            "session_user_agent": "s.user_agent",
+            "session_user_agent": "s.user_agent", "session_authenticated_at": "s.authenticated_at",
         ])
         static let userColumns = sessionColumns.followed(by: UserRepository.columns)
         static let staleColumn = userColumns.followed(by: SQLColumns(["is_stale": "s.last_seen_at < $4 - make_interval(secs => $2)"]))
@@ -50,6 +52,7 @@ enum SessionRepository {
             static let id = sessionColumns.column("session_id"), userID = sessionColumns.column("session_user_id")
             static let createdAt = sessionColumns.column("session_created_at"), lastSeenAt = sessionColumns.column("session_last_seen_at")
             static let expiresAt = sessionColumns.column("session_expires_at"), userAgent = sessionColumns.column("session_user_agent")
+            static let authenticatedAt = sessionColumns.column("session_authenticated_at")
             static let isStale = staleColumn.column("is_stale")
         }
 
@@ -84,7 +87,8 @@ enum SessionRepository {
                             createdAt: try row.decode(Date.self, Column.createdAt, of: session),
                             lastSeenAt: try row.decode(Date.self, Column.lastSeenAt, of: session),
                             expiresAt: try row.decode(Date.self, Column.expiresAt, of: session),
-                            userAgent: try row.decode(String?.self, Column.userAgent, of: session))
+                            userAgent: try row.decode(String?.self, Column.userAgent, of: session),
+                            authenticatedAt: try row.decode(Date.self, Column.authenticatedAt, of: session))
                         : nil,
                     user: try UserRepository.decode(row, Lookup.userColumns),
                     isStale: try row.decode(Bool.self, Column.isStale, of: Lookup.staleColumn))
@@ -106,13 +110,19 @@ enum SessionRepository {
         try connection.query(
             """
             SELECT s.id, s.user_id, s.created_at, s.last_seen_at,
-                LEAST(s.expires_at, s.last_seen_at + make_interval(secs => \(lifetime.idleSeconds))) AS expires_at, s.user_agent
+                LEAST(s.expires_at, s.last_seen_at + make_interval(secs => \(lifetime.idleSeconds))) AS expires_at, s.user_agent,
+                s.authenticated_at
             FROM sessions s
             WHERE s.user_id = \(userID) AND s.expires_at > \(now)
               AND s.last_seen_at > \(now) - make_interval(secs => \(lifetime.idleSeconds))
             ORDER BY s.created_at, s.id
             """
         ).map { try decode($0) }
+    }
+
+    /// Records that the session's holder proved a credential at `now`; false when the session ended.
+    static func markAuthenticated(_ connection: PostgresConnection, id: UUID, userID: UUID, at now: Date) throws -> Bool {
+        try connection.execute("UPDATE sessions SET authenticated_at = \(now) WHERE id = \(id) AND user_id = \(userID)") > 0
     }
 
     static func delete(_ connection: PostgresConnection, id: UUID, userID: UUID) throws -> Bool {

@@ -52,6 +52,25 @@ public final class Sessions: Sendable {
         return (row.session, row.user)
     }
 
+    /// Throws `403 email_unverified` unless the user's address is verified: a change of the ways
+    /// into the account needs it, so that whoever registered an address they do not own cannot
+    /// plant a way in that outlives the owner's password reset.
+    public func requireVerifiedAddress(_ user: User) throws(AccountsError) {
+        guard user.emailVerified else {
+            throw AccountsError(.emailUnverified, "Verify the account's email address first.")
+        }
+    }
+
+    /// Throws `403 reauthentication_required` unless the session's holder proved a credential
+    /// within `Configuration.recentAuthenticationSeconds` (a stolen token alone cannot change the
+    /// ways in).
+    public func requireRecentAuthentication(_ session: Session) throws(AccountsError) {
+        let age = context.clock.now().timeIntervalSince(session.authenticatedAt)
+        guard age <= context.configuration.recentAuthenticationSeconds else {
+            throw AccountsError(.reauthenticationRequired, "Confirm it is you: POST /users/me/reauthenticate, then try again.")
+        }
+    }
+
     /// Writes the session use noted so far now, rather than within the background writer's
     /// interval: for a test that moves the clock past a use it has just made.
     public func recordSessionUse() {

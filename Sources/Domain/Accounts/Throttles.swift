@@ -24,12 +24,14 @@ public enum ThrottleAction: String, Sendable, CaseIterable {
     case verificationMail = "verify"
     /// Everything a user holds, exported.
     case export
-    /// An Apple or Google ID token checked (a sign-in, a link).
+    /// An Apple or Google ID token checked for a sign-in.
     case identityToken = "idtoken"
     /// A passkey sign-in's challenge handed out.
     case passkeyChallenge = "passkey-challenge"
     /// A passkey's assertion checked.
     case passkeySignIn = "passkey"
+    /// A way in added or removed (a passkey, an identity).
+    case signInMethodChange = "sign-in-method"
 }
 
 /// What one counter of an action is kept per, taken from a decoded request and who sent it.
@@ -92,7 +94,7 @@ extension AccountService.Configuration {
         case (.signIn, .emailAndAddress), (.adminSignIn, .emailAndAddress): signInPerEmailAndAddress
         case (.signIn, .email), (.adminSignIn, .email), (.registration, .email), (.passwordResetConfirmation, .email): signInPerEmail
         case (.signIn, .address), (.adminSignIn, .address), (.passwordResetConfirmation, .address), (.identityToken, .address),
-            (.identityToken, .user), (.passkeyChallenge, .address), (.passkeySignIn, .address):
+            (.passkeyChallenge, .address), (.passkeySignIn, .address):
             signInPerAddress
         case (.registration, .address): registrationsPerAddress
         case (.passwordResetRequest, .email): resetRequestsPerEmail
@@ -102,6 +104,7 @@ extension AccountService.Configuration {
         case (.emailChange, .email): emailChangesPerAddress
         case (.verificationMail, .user): verificationResends
         case (.export, .user): exportsPerUser
+        case (.signInMethodChange, .user): signInMethodChangesPerUser
         default: nil
         }
     }
@@ -190,6 +193,7 @@ public final class Throttles: Sendable {
         case .emailChange: "Too many changes of address; try again later."
         case .verificationMail: "Too many verification mails; try again later."
         case .export: "The account's data was exported less than an hour ago; try again later."
+        case .signInMethodChange: "Too many changes of the ways into the account; try again later."
         }
     }
 

@@ -54,6 +54,9 @@ public struct Session: Sendable, Equatable {
     /// When the session ends: the earlier of its absolute end and `lastSeenAt` + the idle timeout.
     public var expiresAt: Date
     public let userAgent: String?
+    /// When its holder last proved a credential: a sign-in, a registration, a reset
+    /// confirmation, a reauthentication.
+    public var authenticatedAt: Date
 }
 
 /// A new session: the bearer token (shown to the client once) and its row.

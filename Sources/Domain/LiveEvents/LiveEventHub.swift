@@ -97,6 +97,9 @@ public final class LiveEventHub: @unchecked Sendable {
         /// How long a user's mark outlives the user's last stream here: changes meanwhile are kept
         /// for a client that resumes (the contract promises 5 minutes).
         public var watchLinger: Duration = .seconds(600)
+        /// The most bytes a stream holds for its client: past them (a client that does not read),
+        /// the stream says `resync` and ends, and what it held is let go.
+        public var maxPendingBytes = 256 * 1024
 
         public init() {}
     }
@@ -161,6 +164,10 @@ public final class LiveEventHub: @unchecked Sendable {
         public var listening = false
         /// Users this instance has marked as having streams here.
         public var watchedUsers = 0
+        /// Streams ended because their client did not read what they held (`maxPendingBytes`).
+        public var overflowed: UInt64 = 0
+        /// The bytes the open streams hold for their clients, all together.
+        public var pendingBytes = 0
     }
 
     public init(source: any LiveEventSource, configuration: Configuration = Configuration(), logger: Logger) {
@@ -190,6 +197,7 @@ public final class LiveEventHub: @unchecked Sendable {
         lock.withLock {
             var figures = counters
             figures.open = byUser.values.reduce(0) { $0 + $1.count }
+            figures.pendingBytes = byUser.values.reduce(0) { total, subscribers in subscribers.values.reduce(total) { $0 + $1.pending.count } }
             figures.listening = listening
             figures.watchedUsers = watched.count
             return figures
@@ -416,6 +424,21 @@ public final class LiveEventHub: @unchecked Sendable {
         subscriber.ending = true
     }
 
+    /// Under the lock: `bytes` for the stream's client, unless that makes it hold more than
+    /// `maxPendingBytes`: then what it holds goes, and it says `resync` (the client reloads what
+    /// it shows and reconnects) and ends. A client that reads keeps its stream; one that does not
+    /// costs at most that much.
+    private func append(_ bytes: [UInt8], to subscriber: Subscriber) {
+        guard !subscriber.ending else { return }
+        guard subscriber.pending.count + bytes.count > configuration.maxPendingBytes else {
+            subscriber.pending += bytes
+            return
+        }
+        subscriber.pending = LiveEventHub.frame(LiveEvent(id: subscriber.lastID, name: "resync", data: Array("{}".utf8)))
+        subscriber.ending = true
+        counters.overflowed += 1
+    }
+
     /// Catches up marked users, one at a time, in the order they were marked, and removes the
     /// marks of users whose last stream here ended long enough ago.
     private func deliver() {
@@ -458,14 +481,14 @@ public final class LiveEventHub: @unchecked Sendable {
                     } else if caughtUp.reached > subscriber.lastID {
                         if let first = caughtUp.firstKept, first <= subscriber.lastID + 1 {
                             for event in caughtUp.events where event.id > subscriber.lastID {
-                                subscriber.pending += LiveEventHub.frame(event)
+                                append(LiveEventHub.frame(event), to: subscriber)
                                 counters.delivered += 1
                             }
                         } else {
                             // What it missed is no longer kept: the client reloads what it shows.
-                            subscriber.pending += LiveEventHub.frame(LiveEvent(id: caughtUp.reached, name: "resync", data: Array("{}".utf8)))
+                            append(LiveEventHub.frame(LiveEvent(id: caughtUp.reached, name: "resync", data: Array("{}".utf8))), to: subscriber)
                         }
-                        subscriber.lastID = caughtUp.reached
+                        if !subscriber.ending { subscriber.lastID = caughtUp.reached }
                     }
                     if let delivery = take(subscriber) { ready.append(delivery) }
                 }
@@ -539,7 +562,7 @@ public final class LiveEventHub: @unchecked Sendable {
             var ready: [Delivery] = []
             for subscribers in byUser.values {
                 for subscriber in subscribers.values where subscriber.waiter != nil && now - subscriber.lastSentAt >= quiet {
-                    subscriber.pending += LiveEventHub.comment
+                    append(LiveEventHub.comment, to: subscriber)
                     if let delivery = take(subscriber) { ready.append(delivery) }
                 }
             }

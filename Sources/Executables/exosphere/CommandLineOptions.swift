@@ -230,6 +230,20 @@ extension Configuration {
             config.accounts.registrationsPerAddress.limit = try integer(value, "--registration-address-limit", 0...1_000_000)
         },
         Option(
+            flag: "--recent-authentication-seconds", environment: "EXOSPHERE_RECENT_AUTHENTICATION_SECONDS", placeholder: "S",
+            help: "how recently a session's holder must have proved a credential to add or remove a way in (passkeys, identities)",
+            defaultValue: { String(Int($0.accounts.recentAuthenticationSeconds)) }
+        ) { config, value throws(ConfigurationError) in
+            config.accounts.recentAuthenticationSeconds = Double(try integer(value, "--recent-authentication-seconds", 10...86_400))
+        },
+        Option(
+            flag: "--max-streams-per-user", environment: "EXOSPHERE_MAX_STREAMS_PER_USER", placeholder: "N",
+            help: "event streams (GET /users/me/events) one user may hold open on an instance at once; 429 beyond",
+            defaultValue: { String($0.maxStreamsPerUser) }
+        ) { config, value throws(ConfigurationError) in
+            config.maxStreamsPerUser = try integer(value, "--max-streams-per-user", 1...1_000)
+        },
+        Option(
             flag: "--max-sessions-per-user", environment: "EXOSPHERE_MAX_SESSIONS_PER_USER", placeholder: "N",
             help: "sessions a user keeps; a sign-in beyond it ends the oldest",
             defaultValue: { String($0.accounts.maxSessionsPerUser) }

@@ -163,7 +163,7 @@ public final class Application: Sendable {
                     database: database, accounts: accounts, images: images, signer: signer, trustedProxies: configuration.trustedProxies,
                     pipelines: pipelines, appLinks: configuration.appLinks, metrics: configuration.metricsListen == nil ? metricsController : nil,
                     liveEvents: liveEvents, identityProviders: identityProviders, relyingParty: relyingParty,
-                    defaultBodyLimit: serverConfiguration.limits.maxBodyBytes),
+                    settings: RouteSettings(configuration, defaultBodyLimit: serverConfiguration.limits.maxBodyBytes)),
                 logger: logger, metrics: metrics)
             self.server = server
             try services.start("http", server.start, stop: server.shutdown)
@@ -203,13 +203,14 @@ public final class Application: Sendable {
         database: Database, accounts: AccountService, images: ImageService, signer: URLSigner, trustedProxies: Set<String> = [],
         pipelines: Pipelines? = nil, appLinks: AppLinks = AppLinks(), metrics: MetricsController? = nil, liveEvents: LiveEventHub? = nil,
         identityProviders: IdentityProviders = IdentityProviders(IdentityProviderConfiguration()),
-        relyingParty: RelyingPartySource = RelyingPartySource(), defaultBodyLimit: Int = ServerConfiguration().limits.maxBodyBytes
+        relyingParty: RelyingPartySource = RelyingPartySource(), settings: RouteSettings? = nil
     ) -> Router {
         var table = RouteTable(
             services: RouteTable.Services(
                 accounts: accounts, authenticator: Authenticator(trustedProxies: trustedProxies),
                 database: DatabaseAccess(pool: database.pool, pipelines: pipelines), signer: signer),
-            settings: RouteSettings(defaultBodyLimit: defaultBodyLimit, imageMaxBytes: images.configuration.maxBytes))
+            settings: settings
+                ?? RouteSettings(defaultBodyLimit: ServerConfiguration().limits.maxBodyBytes, imageMaxBytes: images.configuration.maxBytes))
         let parts = Parts(
             database: database, accounts: accounts, images: images, signer: signer, liveEvents: liveEvents,
             identityProviders: identityProviders, relyingParty: relyingParty, metrics: metrics)
@@ -220,8 +221,7 @@ public final class Application: Sendable {
     /// The routes the deployment `configuration` describes, as declared: no database opened, no
     /// service started (`exosphere routes`).
     static func declarations(_ configuration: Configuration) -> [RouteTable.Declaration] {
-        var table = RouteTable(
-            listing: RouteSettings(defaultBodyLimit: configuration.server.limits.maxBodyBytes, imageMaxBytes: configuration.images.maxBytes))
+        var table = RouteTable(listing: RouteSettings(configuration, defaultBodyLimit: configuration.server.limits.maxBodyBytes))
         mount(into: &table, nil, appLinks: configuration.appLinks, servesMetrics: configuration.metricsListen == nil)
         return table.declarations
     }

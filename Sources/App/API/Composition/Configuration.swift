@@ -45,6 +45,8 @@ public struct Configuration: Sendable {
     public var hashingQueue = 8 * HashingPool.defaultWorkerCount
     /// Event streams: their heartbeat, and how often a lost listening connection is tried again.
     public var liveEvents = LiveEventHub.Configuration()
+    /// The event streams one user may hold open on an instance at once (`429 too_many_streams` beyond).
+    public var maxStreamsPerUser = 5
     /// The hashing threads' scheduling: `idle` by default (see `HashingPool.Priority`).
     public var hashingPriority = HashingPool.Priority.idle
     /// A JSON file `{"fields": {"name": "type", …}}` that pins custom field types.

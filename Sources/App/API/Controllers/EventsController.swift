@@ -16,7 +16,8 @@ struct EventsController: Controller {
     let hub: LiveEventHub?
 
     static func declare(_ routes: inout Routes<Self>) {
-        routes.user(.get, "/users/me/events", use: Self.events)
+        // Each open stream holds the server's memory (up to 256 KiB unread): a few per user.
+        routes.user(.get, "/users/me/events", openPerUser: routes.settings.maxStreamsPerUser, use: Self.events)
     }
 
     @Sendable func events(_ call: Call) throws -> Response {
@@ -83,12 +84,15 @@ struct DatabaseEventSource: LiveEventSource {
         let backlog = try accounts.userEvents.eventBacklog(
             of: id, after: after, limit: Self.batch, sessions: sessions.compactMap { UUID(uuidString: $0) })
         var events: [LiveEvent] = []
+        // A `profile` event shows the user as they are now, so every one in a batch shows the same:
+        // only the batch's last is sent (the user rendered once, up to 64 KiB of custom fields),
+        // and a loop of profile writes costs a reader one user a round, not one a write.
+        let lastProfile = backlog.events.last { $0.kind == .profile }?.number
         for record in backlog.events {
             var writer = JSONWriter(capacity: 512)
             switch record.kind {
             case .profile:
-                // The user as they are now (a later change is another event of its own).
-                guard let user = backlog.user else { continue }
+                guard record.number == lastProfile, let user = backlog.user else { continue }
                 UserJSON.write(user, into: &writer)
             case .imageAdded:
                 guard let imageID = record.objectID else { continue }

@@ -18,10 +18,14 @@ struct IdentitiesController: Controller {
                 throttle: Throttling(.identityToken, [.perAddress], success: .givesBack()), use: Self.signIn)
         }
         routes.user(.get, "/users/me/identities", use: Self.list)
+        // A way in is added or removed only by the holder of a verified address who proved a
+        // credential recently, 10 times an hour at most (forged tokens included).
+        let wayIn: Set<RoutePolicy.Requirement> = [.verifiedAddress, .recentAuthentication]
         routes.user(
-            .post, "/users/me/identities", body: Self.linkRequest, throttle: Throttling(.identityToken, [.perUser], success: .givesBack()),
+            .post, "/users/me/identities", requires: wayIn, body: Self.linkRequest, throttle: Throttling(.signInMethodChange, [.perUser]),
             use: Self.link)
-        routes.user(.delete, "/users/me/identities/{id}", use: Self.unlink)
+        routes.user(
+            .delete, "/users/me/identities/{id}", requires: wayIn, throttle: Throttling(.signInMethodChange, [.perUser]), use: Self.unlink)
     }
 
     /// An ID token to check, and the provider that signed it.

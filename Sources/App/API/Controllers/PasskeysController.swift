@@ -62,11 +62,15 @@ struct PasskeysController: Controller {
     let party: RelyingPartySource
 
     static func declare(_ routes: inout Routes<Self>) {
-        routes.user(.post, "/users/me/passkeys/registration/options", use: Self.registrationOptions)
-        routes.user(.post, "/users/me/passkeys/registration", use: Self.registration)
+        // A way in is added or removed only by the holder of a verified address who proved a
+        // credential recently, 10 times an hour at most.
+        let wayIn: Set<RoutePolicy.Requirement> = [.verifiedAddress, .recentAuthentication]
+        let changes = Throttling<Void>(.signInMethodChange, [.perUser])
+        routes.user(.post, "/users/me/passkeys/registration/options", requires: wayIn, use: Self.registrationOptions)
+        routes.user(.post, "/users/me/passkeys/registration", requires: wayIn, throttle: changes, use: Self.registration)
         routes.user(.get, "/users/me/passkeys", use: Self.list)
         routes.user(.patch, "/users/me/passkeys/{id}", use: Self.rename)
-        routes.user(.delete, "/users/me/passkeys/{id}", use: Self.delete)
+        routes.user(.delete, "/users/me/passkeys/{id}", requires: wayIn, throttle: changes, use: Self.delete)
         // Each challenge counts per client address; an assertion counts as a guess, and a success
         // gives its attempt back.
         routes.open(.post, "/users/signin/passkey/options", throttle: Throttling(.passkeyChallenge, [.perAddress]), use: Self.signInOptions)

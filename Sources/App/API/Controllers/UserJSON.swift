@@ -37,6 +37,7 @@ enum UserJSON {
         writer.key("createdAt"); writer.string(timestamp(session.createdAt))
         writer.key("lastSeenAt"); writer.string(timestamp(session.lastSeenAt))
         writer.key("expiresAt"); writer.string(timestamp(session.expiresAt))
+        writer.key("authenticatedAt"); writer.string(timestamp(session.authenticatedAt))
         writer.key("userAgent")
         if let agent = session.userAgent { writer.string(agent) } else { writer.null() }
         writer.key("current"); writer.bool(current)

@@ -24,6 +24,7 @@ enum APIProblemCode: String, Sendable, CaseIterable {
     case exportTooLarge = "export_too_large"
     case eventsUnavailable = "events_unavailable"
     case invalidLastEventID = "invalid_last_event_id"
+    case tooManyStreams = "too_many_streams"
 }
 
 extension Problem {

@@ -13,7 +13,7 @@ extension AccountsError: HTTPResponseError {
         case .invalidCredentials, .invalidToken, .missingToken:
             status = .unauthorized
             headers.add(name: "WWW-Authenticate", value: code == .invalidToken ? #"Bearer error="invalid_token""# : "Bearer")
-        case .invalidPassword, .accountDisabled: status = .forbidden
+        case .invalidPassword, .accountDisabled, .reauthenticationRequired, .emailUnverified: status = .forbidden
         case .adminExists, .schemaConflict, .accountExists, .identityTaken, .lastSignInMethod: status = .conflict
         // Signing in; linking while signed in names the field instead (422).
         case .invalidIDToken where fields.isEmpty: status = .unauthorized

@@ -43,14 +43,16 @@ public enum RouteListing {
 
     /// Aligned columns under a header line.
     public static func text(_ entries: [Entry]) -> String {
-        let header = ["METHOD", "PATH", "AUTH", "RUNS ON", "BODY", "THROTTLES", "HASHING", "AUDIT"]
+        let header = ["METHOD", "PATH", "AUTH", "REQUIRES", "RUNS ON", "BODY", "THROTTLES", "OPEN", "HASHING", "AUDIT"]
         let rows =
             [header]
             + entries.map { entry in
                 [
-                    entry.method, entry.path, entry.policy.authentication.rawValue, entry.execution, bytes(entry.bodyLimit),
+                    entry.method, entry.path, entry.policy.authentication.rawValue,
+                    entry.policy.requirements.isEmpty ? "-" : entry.policy.requirements.sorted().map(\.rawValue).joined(separator: ","),
+                    entry.execution, bytes(entry.bodyLimit),
                     entry.policy.throttles.isEmpty ? "-" : entry.policy.throttles.sorted().map(\.rawValue).joined(separator: ","),
-                    entry.policy.hashing?.rawValue ?? "-", entry.policy.audit.description,
+                    entry.policy.openPerUser.map { "\($0)/user" } ?? "-", entry.policy.hashing?.rawValue ?? "-", entry.policy.audit.description,
                 ]
             }
         let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
@@ -61,7 +63,8 @@ public enum RouteListing {
         }.joined(separator: "\n")
     }
 
-    /// `[{"method", "path", "authentication", "execution", "bodyLimit", "throttles", "hashing", "audit", "auditAction"}]`.
+    /// `[{"method", "path", "authentication", "requires", "execution", "bodyLimit", "throttles", "openPerUser", "hashing", "audit",
+    /// "auditAction"}]`.
     public static func json(_ entries: [Entry]) -> String {
         var writer = JSONWriter(capacity: 16 * 1024)
         writer.beginArray()
@@ -70,12 +73,18 @@ public enum RouteListing {
             writer.key("method"); writer.string(entry.method)
             writer.key("path"); writer.string(entry.path)
             writer.key("authentication"); writer.string(entry.policy.authentication.rawValue)
+            writer.key("requires")
+            writer.beginArray()
+            for requirement in entry.policy.requirements.sorted() { writer.string(requirement.rawValue) }
+            writer.endArray()
             writer.key("execution"); writer.string(entry.execution)
             writer.key("bodyLimit"); writer.int(entry.bodyLimit)
             writer.key("throttles")
             writer.beginArray()
             for throttle in entry.policy.throttles.sorted() { writer.string(throttle.rawValue) }
             writer.endArray()
+            writer.key("openPerUser")
+            if let open = entry.policy.openPerUser { writer.int(open) } else { writer.null() }
             writer.key("hashing")
             if let hashing = entry.policy.hashing { writer.string(hashing.rawValue) } else { writer.null() }
             writer.key("audit")

@@ -21,6 +21,19 @@ public struct RoutePolicy: Sendable, Equatable {
         case linkToken = "link_token"
     }
 
+    /// What a user's route needs of its caller beyond a session.
+    public enum Requirement: String, Sendable, CaseIterable, Comparable {
+        /// The account's address is verified (`403 email_unverified`).
+        case verifiedAddress = "verified_address"
+        /// The session's holder proved a credential within `--recent-authentication-seconds`
+        /// (`403 reauthentication_required`; then `POST /users/me/reauthenticate`).
+        case recentAuthentication = "recent_authentication"
+
+        public static func < (a: Requirement, b: Requirement) -> Bool {
+            allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
+        }
+    }
+
     /// A throttle: what its counter is kept per.
     public enum Throttle: String, Sendable, CaseIterable, Comparable {
         /// The client address (IPv6: one /64).
@@ -86,17 +99,25 @@ public struct RoutePolicy: Sendable, Equatable {
     }
 
     public var authentication: Authentication
+    /// What a user's route needs beyond the session, checked right after it.
+    public var requirements: Set<Requirement>
     /// Counted per these, before any password is hashed.
     public var throttles: Set<Throttle>
     /// The lane of the hashing pool the route verifies or hashes a password on, nil when it
     /// hashes none.
     public var hashing: Hashing?
+    /// How many of the route's responses (event streams) one user may hold open at once on an
+    /// instance, nil for no cap (`429 too_many_streams` beyond).
+    public var openPerUser: Int?
     public var audit: Audit
 
     public init(
-        _ authentication: Authentication, throttles: Set<Throttle> = [], hashing: Hashing? = nil, audit: Audit = .none
+        _ authentication: Authentication, requirements: Set<Requirement> = [], throttles: Set<Throttle> = [], hashing: Hashing? = nil,
+        openPerUser: Int? = nil, audit: Audit = .none
     ) {
         self.authentication = authentication
+        self.requirements = requirements
+        self.openPerUser = openPerUser
         self.throttles = throttles
         self.hashing = hashing
         self.audit = audit

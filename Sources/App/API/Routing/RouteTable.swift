@@ -57,7 +57,15 @@ struct Call: Sendable {
     /// Runs `body`, which may block, on the worker pool when the handler runs on its event loop
     /// (and resumes there), or right here when it already runs on a worker.
     func blocking<T: Sendable>(_ body: @Sendable () throws -> T) async throws -> T {
-        guard let loop = context.loop, loop.isCurrent else { return try body() }
+        try await context.blocking(body)
+    }
+}
+
+extension RequestContext {
+    /// Runs `body`, which may block, on the worker pool when the request's task runs on its event
+    /// loop (and resumes there), or right here when it already runs on a worker.
+    func blocking<T: Sendable>(_ body: @Sendable () throws -> T) async throws -> T {
+        guard let loop, loop.isCurrent else { return try body() }
         return try await loop.blocking(body)
     }
 }
@@ -117,17 +125,21 @@ struct DatabaseAccess: Sendable {
 /// 1. **authentication** (`authenticate`): the user's or administrator's session, or a signed
 ///    URL, before the handler runs; for a body over the admission threshold, from the head,
 ///    before the body is read, and that result is the request's (it is not checked twice);
-/// 2. **the body**, decoded once, for a route that declares its type: the throttles' keys come
+/// 2. **requirements** of a signed-in user's route: a verified address (`403 email_unverified`),
+///    a credential proved within `--recent-authentication-seconds` (`403 reauthentication_required`);
+/// 3. **what a user holds open** (`OpenPerUser`): a place among the event streams the user may
+///    hold at once (`429 too_many_streams` beyond), kept for as long as the response's stream lives;
+/// 4. **the body**, decoded once, for a route that declares its type: the throttles' keys come
 ///    from it, and the handler gets it;
-/// 3. **the hashing lane**: a route that hashes passwords is refused at once (`503`) while the
+/// 5. **the hashing lane**: a route that hashes passwords is refused at once (`503`) while the
 ///    hashing pool is full, before anything is counted, and its handler's hashing runs in the
 ///    lane it declares (`HashingLane`); a route that declares none cannot hash;
-/// 4. **throttles** (`Throttling`): the attempt is counted on every declared counter before the
+/// 6. **throttles** (`Throttling`): the attempt is counted on every declared counter before the
 ///    handler runs (`429` when one is full), and settled after it;
-/// 5. **the handler**, given a `Call` (and the body);
-/// 6. **audit**: a route's read audit is written once its answer is made (the request fails
+/// 7. **the handler**, given a `Call` (and the body);
+/// 8. **audit**: a route's read audit is written once its answer is made (the request fails
 ///    without it); a change's entry is written by the service, in the change's transaction;
-/// 7. **cache invalidation**: a route that can write (any method but `GET` and `HEAD`) keeps this
+/// 9. **cache invalidation**: a route that can write (any method but `GET` and `HEAD`) keeps this
 ///    instance's session cache true before its answer goes out: a user's route drops the user's
 ///    entries; any other waits until the cache has applied every change committed before
 ///    (`Sessions.catchUpWithTheDatabase`), as it cannot know whom it changed. Whether the
@@ -181,11 +193,19 @@ struct RouteTable {
 
     /// Declares a route and, in a table that serves, adds it with its policy chain.
     fileprivate mutating func add<Body: Sendable>(
-        _ method: HTTPMethod, _ pattern: String, _ authentication: RoutePolicy.Authentication, body decode: BodyDecoder<Body>?,
-        throttle throttling: Throttling<Body>?, hashing: RoutePolicy.Hashing?, audit: RoutePolicy.Audit = .none,
-        execution: RouteExecution, bodyLimit: Router.BodyLimit?, _ handler: BodyHandler<Body>?, readAudit: AuditAction? = nil
+        _ method: HTTPMethod, _ pattern: String, _ authentication: RoutePolicy.Authentication,
+        requires requirements: Set<RoutePolicy.Requirement> = [], body decode: BodyDecoder<Body>?, throttle throttling: Throttling<Body>?,
+        hashing: RoutePolicy.Hashing?, openPerUser: Int? = nil, audit: RoutePolicy.Audit = .none, execution: RouteExecution,
+        bodyLimit: Router.BodyLimit?, _ handler: BodyHandler<Body>?, readAudit: AuditAction? = nil
     ) {
-        let policy = RoutePolicy(authentication, throttles: throttling?.kinds ?? [], hashing: hashing, audit: audit)
+        let policy = RoutePolicy(
+            authentication, requirements: requirements, throttles: throttling?.kinds ?? [], hashing: hashing, openPerUser: openPerUser,
+            audit: audit)
+        precondition(openPerUser == nil || authentication == .user, "\(method) \(pattern): a cap per user is a signed-in user's")
+        precondition(requirements.isEmpty || authentication == .user, "\(method) \(pattern): requirements are a signed-in user's")
+        precondition(
+            !requirements.contains(.recentAuthentication) || execution != .pipelined,
+            "\(method) \(pattern): a pipelined route reads no session, so it cannot check when it was authenticated")
         let writes = Self.writes(method)
         if execution == .loop || execution == .pipelined {
             precondition(!writes || policy.authentication == .user, "\(method) \(pattern): a write that waits for the cache never runs on a loop")
@@ -205,7 +225,8 @@ struct RouteTable {
         }
         let chain = PolicyChain(
             policy: policy, readAudit: readAudit, writes: writes, accounts: services.accounts, authenticator: services.authenticator,
-            database: services.database, signer: services.signer, needsSession: execution != .pipelined)
+            database: services.database, signer: services.signer, needsSession: execution != .pipelined,
+            openPerUser: openPerUser.map(OpenPerUser.init))
         // A session's route authenticates from the head when the body is large (see the order above).
         let admission: Router.Admission? =
             if policy.needsBearerToken {
@@ -249,6 +270,18 @@ struct RouteSettings: Sendable {
     var defaultBodyLimit: Int
     /// The largest image an upload may carry (`ImageService.Configuration.maxBytes`).
     var imageMaxBytes: Int
+    /// The event streams one user may hold open at once (`Configuration.maxStreamsPerUser`).
+    var maxStreamsPerUser = 5
+
+    init(defaultBodyLimit: Int, imageMaxBytes: Int) {
+        self.defaultBodyLimit = defaultBodyLimit
+        self.imageMaxBytes = imageMaxBytes
+    }
+
+    init(_ configuration: Configuration, defaultBodyLimit: Int) {
+        self.init(defaultBodyLimit: defaultBodyLimit, imageMaxBytes: configuration.images.maxBytes)
+        maxStreamsPerUser = configuration.maxStreamsPerUser
+    }
 }
 
 /// A set of routes whose handlers belong to one value (a controller, holding the services they
@@ -297,21 +330,24 @@ struct Routes<C: Controller> {
 
     /// A route of a signed-in user: the session is checked before the handler runs.
     mutating func user(
-        _ method: HTTPMethod, _ pattern: String, throttle: Throttling<Void>? = nil, execution: RouteExecution = .workers,
-        bodyLimit: Router.BodyLimit? = nil, use bind: @escaping Bind
+        _ method: HTTPMethod, _ pattern: String, requires requirements: Set<RoutePolicy.Requirement> = [], throttle: Throttling<Void>? = nil,
+        openPerUser: Int? = nil, execution: RouteExecution = .workers, bodyLimit: Router.BodyLimit? = nil, use bind: @escaping Bind
     ) {
-        user(method, pattern, body: Self.noBody, throttle: throttle, execution: execution, bodyLimit: bodyLimit, use: Self.ignoringBody(bind))
+        table.add(
+            method, pattern, .user, requires: requirements, body: controller.map(Self.noBody), throttle: throttle, hashing: nil,
+            openPerUser: openPerUser, execution: execution, bodyLimit: bodyLimit, controller.map(Self.ignoringBody(bind)))
     }
 
     /// `user`, for a route whose body the table decodes (`body`, a function of the controller)
     /// before its throttles, and hands to its handler.
     mutating func user<Body: Sendable>(
-        _ method: HTTPMethod, _ pattern: String, body: DecoderBind<Body>, throttle: Throttling<Body>? = nil,
-        hashing: RoutePolicy.Hashing? = nil, execution: RouteExecution = .workers, bodyLimit: Router.BodyLimit? = nil, use bind: BodyBind<Body>
+        _ method: HTTPMethod, _ pattern: String, requires requirements: Set<RoutePolicy.Requirement> = [], body: DecoderBind<Body>,
+        throttle: Throttling<Body>? = nil, hashing: RoutePolicy.Hashing? = nil, execution: RouteExecution = .workers,
+        bodyLimit: Router.BodyLimit? = nil, use bind: BodyBind<Body>
     ) {
         table.add(
-            method, pattern, .user, body: controller.map(body), throttle: throttle, hashing: hashing, execution: execution,
-            bodyLimit: bodyLimit, controller.map(bind))
+            method, pattern, .user, requires: requirements, body: controller.map(body), throttle: throttle, hashing: hashing,
+            execution: execution, bodyLimit: bodyLimit, controller.map(bind))
     }
 
     /// An administrator's route: the admin session is checked before the handler runs; a `.read`
@@ -371,6 +407,8 @@ private struct PolicyChain: Sendable {
     let signer: URLSigner
     /// Whether the handler reads the session, beyond the user (`SignedIn.session`).
     let needsSession: Bool
+    /// The route's cap on what one user holds open at once, if it has one.
+    let openPerUser: OpenPerUser?
 
     func run<Body: Sendable>(
         _ request: Request, _ context: RequestContext, body decode: RouteTable.BodyDecoder<Body>, throttle throttling: Throttling<Body>?,
@@ -384,7 +422,12 @@ private struct PolicyChain: Sendable {
             principal = try await authenticate(request.headers, request.query, context)
         }
         let call = Call(request: request, context: context, authenticator: authenticator, principal: principal, database: database)
-        // 7. Cache invalidation, whether the handler failed or not.
+        // 2. What the route requires of the signed-in user beyond the session.
+        if !policy.requirements.isEmpty, case .user(let signedIn) = principal {
+            if policy.requirements.contains(.verifiedAddress) { try accounts.sessions.requireVerifiedAddress(signedIn.user) }
+            if policy.requirements.contains(.recentAuthentication) { try accounts.sessions.requireRecentAuthentication(signedIn.session) }
+        }
+        // 9. Cache invalidation, whether the handler failed or not.
         defer {
             if writes {
                 if case .user(let signedIn) = principal {
@@ -394,15 +437,28 @@ private struct PolicyChain: Sendable {
                 }
             }
         }
-        // 2. The body.
+        // 3. A place among what the user holds open, for as long as the response's stream lives.
+        var place: OpenPerUser.Place?
+        if let openPerUser, case .user(let signedIn) = principal {
+            guard let taken = openPerUser.take(signedIn.user.id) else {
+                var headers = HTTPHeaders()
+                headers.add(name: "Retry-After", value: "10")
+                throw Problem(
+                    status: .tooManyRequests, code: .tooManyStreams,
+                    detail: "The user has \(openPerUser.limit) streams open here; close one first.", headers: headers)
+            }
+            place = taken
+        }
+        // 4. The body.
         let body = try await decode(call)
-        // 3. The hashing lane: a full pool refuses before anything is counted.
+        // 5. The hashing lane: a full pool refuses before anything is counted.
         if policy.hashing != nil { try accounts.refuseWhenHashingIsFull(for: call.origin) }
-        let response = try await HashingLane.$declared.withValue(policy.hashing.map(\.lane)) {
-            // 4. Throttles, around 5. the handler.
+        var response = try await HashingLane.$declared.withValue(policy.hashing.map(\.lane)) {
+            // 6. Throttles, around 7. the handler.
             try await throttled(throttling, body, call) { try await handler(call, body) }
         }
-        // 6. The read audit.
+        if let place, let stream = response.file as? any ResponseEventStream { response.file = OpenPerUser.Held(stream, place) }
+        // 8. The read audit.
         if let action = readAudit, case .admin(let admin) = principal {
             let target = context.parameters["id"].flatMap { UUID(uuidString: $0) }
             try accounts.administration.audit(admin, action, target: target, origin: call.origin)
@@ -469,8 +525,7 @@ private struct PolicyChain: Sendable {
         var secondsLeft = signer.verifyWithKnownKeys(id: id, expiry: expiry, signature: signature, rendition: rendition)
         if secondsLeft == nil {
             let signer = signer
-            let verify: @Sendable () -> Int? = { signer.verify(id: id, expiry: expiry, signature: signature, rendition: rendition) }
-            if let loop = context.loop, loop.isCurrent { secondsLeft = try await loop.blocking(verify) } else { secondsLeft = verify() }
+            secondsLeft = try await context.blocking { signer.verify(id: id, expiry: expiry, signature: signature, rendition: rendition) }
         }
         guard let secondsLeft else { throw PolicyChain.invalidSignature }
         return SignedURLGrant(id: id, rendition: rendition, secondsLeft: secondsLeft)
