@@ -160,7 +160,7 @@ let package = Package(
         // The client against a real server started in-process on a throwaway PostgreSQL.
         .testTarget(
             name: "ExosphereClientTests",
-            dependencies: ["ExosphereClient", "API", "Postgres", "PostgresCluster", "StructuredLogging", "TestSupport", "Time"]),
+            dependencies: ["ExosphereClient", "API", "Cryptography", "Postgres", "PostgresCluster", "StructuredLogging", "TestSupport", "Time"]),
     ],
     swiftLanguageModes: [.v6]
 )

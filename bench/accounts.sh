@@ -18,11 +18,7 @@ PORT=18483
 USERS=${USERS:-1000}
 DIR=$(mktemp -d /tmp/exo-accounts-bench.XXXXXX)
 cleanup() {
-    [ -n "${RSS_PID:-}" ] && # Clients that give up (10) and connections that retry at once (8), against 2 polite clients.
-python3 bench/signin_retry.py "$PORT" "$DURATION" 2 8 10 "$USERS" "$PASSWORD" > "$DIR/retry.txt"
-HASHING=$(curl -fs "http://127.0.0.1:$PORT/metrics" | awk '/^exosphere_hashing_(completed|abandoned|rejected)_total / { sub("exosphere_hashing_", "", $1); sub("_total", "", $1); printf "%s=%s ", $1, $2 }')
-
-kill "$RSS_PID" 2>/dev/null || true
+    [ -n "${RSS_PID:-}" ] && kill "$RSS_PID" 2>/dev/null || true
     [ -n "${EXO_PID:-}" ] && kill -TERM "$EXO_PID" 2>/dev/null && wait "$EXO_PID" 2>/dev/null || true
     leave_bench_cgroup
     rm -rf "$DIR"
@@ -96,8 +92,13 @@ printf '\\set i random(1, %s)\n%s\n' "$USERS" "$LOOKUP" > "$DIR/lookup.sql"
 printf '\\set i random(1, %s)\n%s\nUPDATE users SET email = email, firstname = %s, lastname = %s, data = %s::jsonb, version = version + 1, updated_at = now() WHERE email_normalized = %s RETURNING id, email, firstname, lastname, email_verified, created_at, updated_at, data::text, version;\n' \
     "$USERS" "$LOOKUP" "'Ayu'" "'Lestari'" "'{\"height\": 171.5, \"weight\": 71}'" "'user' || :i || '@bench.example'" > "$DIR/update.sql"
 
-pgbench_tps() { # script [clients=8]
-    pgbench -n -M prepared -c "${2:-8}" -j 2 -T "$DURATION" -f "$1" "$CONN" 2>/dev/null | awk '/^tps = / { printf "%d", $3 }'
+# Prints: transactions per second, p99 latency (from pgbench's log of every transaction).
+pgbench_run() { # name script [clients=8]
+    local prefix="$DIR/pgbench-$1"
+    pgbench -n -M prepared -c "${3:-8}" -j 2 -T "$DURATION" -f "$2" -l --log-prefix="$prefix" "$CONN" 2>/dev/null \
+        | awk '/^tps = / { printf "%d", $3 }'
+    cat "$prefix".* | awk '{ print $3 }' | sort -n | awk '{ v[NR] = $1 } END { printf " %.2fms\n", v[int(NR * 0.99)] / 1000 }'
+    rm -f "$prefix".*
 }
 # Prints: 2xx responses per second, p99, non-2xx count (wrk's own rate counts errors too).
 wrk_run() { # name script connections
@@ -108,11 +109,11 @@ wrk_run() { # name script connections
 
 wrk -t2 -c64 -d2s -s "$DIR/me.lua" "http://127.0.0.1:$PORT" >/dev/null  # warm-up
 read -r ME_RPS ME_P99 ME_ERR <<<"$(wrk_run me "$DIR/me.lua" 64)"
-PG_LOOKUP=$(pgbench_tps "$DIR/lookup.sql")
+read -r PG_LOOKUP PG_LOOKUP_P99 <<<"$(pgbench_run lookup "$DIR/lookup.sql")"
 read -r PUT8_RPS PUT8_P99 PUT8_ERR <<<"$(wrk_run put8 "$DIR/put.lua" 8)"
-PG_UPDATE=$(pgbench_tps "$DIR/update.sql" 8)
+read -r PG_UPDATE PG_UPDATE_P99 <<<"$(pgbench_run update8 "$DIR/update.sql" 8)"
 read -r PUT_RPS PUT_P99 PUT_ERR <<<"$(wrk_run put "$DIR/put.lua" 64)"
-PG_UPDATE64=$(pgbench_tps "$DIR/update.sql" 64)
+read -r PG_UPDATE64 PG_UPDATE64_P99 <<<"$(pgbench_run update64 "$DIR/update.sql" 64)"
 
 # Raw scrypt rate: the release binary hashes on every core, half the time just before the sign-in
 # run and half just after, so that the machine's other load weighs on both sides of the ratio alike.
@@ -147,11 +148,11 @@ echo
 echo "accounts benchmark: ${DURATION}s per run, $USERS users, wrk -t2 (64 connections; sign-in $((3 * $(nproc)))), pgbench -M prepared -c 8 -j 2"
 echo "scheduling: $BENCH_SCHEDULING"
 printf '%-34s %12s %10s %10s\n' measurement "per second" p99 ratio
-printf '%-34s %12s %10s\n' "pgbench session lookup" "$PG_LOOKUP" "-"
+printf '%-34s %12s %10s\n' "pgbench session lookup" "$PG_LOOKUP" "$PG_LOOKUP_P99"
 printf '%-34s %12s %10s %10s\n' "GET /users/me" "$ME_RPS" "$ME_P99" "$(ratio "$ME_RPS" "$PG_LOOKUP")"
-printf '%-34s %12s %10s\n' "pgbench lookup + update (8)" "$PG_UPDATE" "-"
+printf '%-34s %12s %10s\n' "pgbench lookup + update (8)" "$PG_UPDATE" "$PG_UPDATE_P99"
 printf '%-34s %12s %10s %10s\n' "PUT /users/me (8 connections)" "$PUT8_RPS" "$PUT8_P99" "$(ratio "$PUT8_RPS" "$PG_UPDATE")"
-printf '%-34s %12s %10s\n' "pgbench lookup + update (64)" "$PG_UPDATE64" "-"
+printf '%-34s %12s %10s\n' "pgbench lookup + update (64)" "$PG_UPDATE64" "$PG_UPDATE64_P99"
 printf '%-34s %12s %10s %10s\n' "PUT /users/me (64 connections)" "$PUT_RPS" "$PUT_P99" "$(ratio "$PUT_RPS" "$PG_UPDATE64")"
 printf '%-34s %12s %10s\n' "raw scrypt hashes (all cores)" "$HASH_RATE" "-"
 printf '%-34s %12s %10s %10s\n' "POST /users/signin" "$SIGNIN_RPS" "$SIGNIN_P99" "$(ratio "$SIGNIN_RPS" "$HASH_RATE")"

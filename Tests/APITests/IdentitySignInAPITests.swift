@@ -20,10 +20,14 @@ struct IdentitySignInAPITests {
 
     /// A server with Google (and Apple, when `apple`) on, reading keys from `provider`.
     static func server(
-        _ name: String, _ provider: TestIdentityProvider, apple: Bool = false, _ adjust: @escaping (inout Configuration) -> Void = { _ in }
+        _ name: String, _ provider: TestIdentityProvider, apple: Bool = false, sharingDatabaseWith sibling: TestServer? = nil,
+        _ adjust: @escaping (inout Configuration) -> Void = { _ in }
     ) throws -> TestServer {
         let caFile = try TestCertificates.shared().caFile
-        return try TestServer(name) { configuration in
+        return try TestServer(name, sharingDatabaseWith: sibling) { configuration in
+            // These tests are of the tokens' checks: their nonces are the app's own
+            // (`IDTokenNonceAPITests` has the server's, which are required by default).
+            configuration.accounts.idTokenNonceRequired = false
             configuration.identityProviders.google.clientIDs = ["another-client", googleClient]
             configuration.identityProviders.google.keySetURL = provider.keySetURL
             configuration.identityProviders.google.caFile = caFile
@@ -287,11 +291,21 @@ struct IdentitySignInAPITests {
         server.remember(token: token)
         let added = try server.call("POST", "/users/me/identities", token: other.token, json: #"{"provider": "google", "idToken": "\#(token)"}"#)
         #expect(added.status == 201, "\(added.text)")
-        let again = try server.call("POST", "/users/me/identities", token: other.token, json: #"{"provider": "google", "idToken": "\#(token)"}"#)
+        // Each call with a token of its own: an accepted token is used up.
+        func another() throws -> String {
+            let token = try Self.googleToken(subject: "g-other", email: nil)
+            server.remember(token: token)
+            return token
+        }
+        let reused = try server.call("POST", "/users/me/identities", token: other.token, json: #"{"provider": "google", "idToken": "\#(token)"}"#)
+        #expect(reused.status == 422 && reused.code == "invalid_id_token", "the same token again: \(reused.text)")
+        let again = try server.call(
+            "POST", "/users/me/identities", token: other.token, json: #"{"provider": "google", "idToken": "\#(try another())"}"#)
         #expect(again.status == 200, "linking the same identity again changes nothing: \(again.text)")
-        let taken = try server.call("POST", "/users/me/identities", token: owner.token, json: #"{"provider": "google", "idToken": "\#(token)"}"#)
+        let taken = try server.call(
+            "POST", "/users/me/identities", token: owner.token, json: #"{"provider": "google", "idToken": "\#(try another())"}"#)
         #expect(taken.status == 409 && taken.code == "identity_taken", "\(taken.text)")
-        let byIdentity = try Self.signIn(server, token)
+        let byIdentity = try Self.signIn(server, try another())
         #expect(byIdentity.json["user"]?["id"]?.stringValue == other.id)
         let unknownProvider = try server.call(
             "POST", "/users/me/identities", token: other.token, json: #"{"provider": "apple", "idToken": "\#(token)"}"#)
@@ -353,10 +367,11 @@ struct IdentitySignInAPITests {
         let server = try Self.server("idp_race", provider)
         defer { Self.finish(server) }
         let email = server.uniqueEmail("race")
-        let token = try Self.googleToken(subject: "g-race", email: email)
+        // Eight tokens of the identity (one token signs in once).
+        let tokens = try (0..<8).map { _ in try Self.googleToken(subject: "g-race", email: email) }
         let users = Mutex<[String]>([])
-        try onThreads(8) { _ in
-            let reply = try Self.signIn(server, token)
+        try onThreads(8) { index in
+            let reply = try Self.signIn(server, tokens[index])
             guard reply.status == 200, let id = reply.json["user"]?["id"]?.stringValue else {
                 throw TestFailure("\(reply.status) \(reply.text)")
             }

@@ -80,6 +80,7 @@ struct PasskeysAPITests {
         #expect(cleaned.status == 200 && cleaned.json["name"]?.stringValue == "Work phone", "\(cleaned.text)")
         // Another user sees none of it.
         let other = try server.register()
+        try server.verifyAddress(other)
         #expect(try server.call("DELETE", "/users/me/passkeys/\(passkey)", token: other.token).status == 404)
         #expect(try server.call("GET", "/users/me/passkeys", token: other.token).json["passkeys"]?.arrayValue?.count == 0)
         // Without a password, the only passkey is the last way in.

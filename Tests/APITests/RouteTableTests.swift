@@ -156,6 +156,7 @@ struct RouteTableTests {
             "POST /users/signin/google": (nil, #"{"idToken": "not.a.token"}"#),
             "POST /users/me/identities": (user.token, #"{"provider": "google", "idToken": "not.a.token"}"#),
             "POST /users/signin/passkey/options": (nil, ""),
+            "POST /users/signin/nonce": (nil, ""),
             "POST /users/signin/passkey": (
                 nil,
                 #"{"type": "public-key", "id": "AAAAAAAAAAAAAAAAAAAAAA", "rawId": "AAAAAAAAAAAAAAAAAAAAAA", "response": {"clientDataJSON": "e30", "authenticatorData": "AAAA", "signature": "AAAA"}}"#

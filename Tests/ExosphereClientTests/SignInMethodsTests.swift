@@ -1,4 +1,5 @@
 import API
+import Cryptography
 import ExosphereClient
 import Foundation
 import TestSupport
@@ -20,12 +21,18 @@ struct SignInMethodsTests {
         }
         defer { server.stop() }
         let email = server.uniqueEmail("google")
+        let client = try server.client()
+        // The server's nonce: the provider gets its SHA-256, the server the nonce beside the token.
+        let nonce = try await client.identityTokenNonce()
         let claims = TestSigningKeys.claims(
             issuer: "https://accounts.google.com", audience: Self.client, subject: "client-g-1",
-            extra: ["email": "\"\(email)\"", "email_verified": "true", "given_name": "\"Ayu\""])
+            extra: [
+                "email": "\"\(email)\"", "email_verified": "true", "given_name": "\"Ayu\"", "nonce": "\"\(SHA256.hexDigest(nonce.utf8))\"",
+            ])
         let token = try TestSigningKeys.shared().token(claims)
-        let client = try server.client()
-        let user = try await client.signIn(withGoogle: token)
+        let withoutNonce = await exosphereError { try await server.client().signIn(withGoogle: token) }
+        #expect(withoutNonce?.status == 401 && withoutNonce?.code == .invalidIDToken, "nonces are required by default")
+        let user = try await client.signIn(withGoogle: token, nonce: nonce)
         #expect(user.email == email && user.emailVerified && user.firstname == "Ayu")
         #expect(client.isSignedIn)
         let (identities, hasPassword) = try await client.identities()

@@ -139,6 +139,8 @@ public struct TestSigningKeys: Sendable {
         let now = Int(Date().timeIntervalSince1970)
         var fields = [
             #""iss": "\#(issuer)""#, #""aud": "\#(audience)""#, #""sub": "\#(subject)""#, #""exp": \#(now + Int(expiresIn))"#, #""iat": \#(now - 5)"#,
+            // Unique, as the providers' are: two tokens made in one second are two tokens.
+            #""jti": "\#(UUID().uuidString)""#,
         ]
         for (name, json) in extra.sorted(by: { $0.key < $1.key }) { fields.append(#""\#(name)": \#(json)"#) }
         return "{" + fields.joined(separator: ", ") + "}"

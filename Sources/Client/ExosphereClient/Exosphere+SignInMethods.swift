@@ -129,10 +129,22 @@ public struct PasskeyAssertion: Sendable {
 extension Exosphere {
     // MARK: - Sign in with Apple and Google
 
+    /// A nonce for one Sign in with Apple or Google (`POST /users/signin/nonce`; single use, 5
+    /// minutes): give the provider its SHA-256 in lowercase hex (`ASAuthorizationAppleIDRequest.nonce`,
+    /// Google's `nonce`), then pass the nonce itself to `signIn(withApple:nonce:)`,
+    /// `signIn(withGoogle:nonce:)` or `linkIdentity(_:idToken:nonce:)`. A server with
+    /// `--id-token-nonce required` (the default) refuses a token without one.
+    public func identityTokenNonce() async throws -> String {
+        let response = try await send(APIRequest("POST", "/users/signin/nonce"))
+        guard let nonce = try response.json()["nonce"]?.stringValue else { throw ExosphereError.invalidResponse("a nonce response without nonce") }
+        return nonce
+    }
+
     /// Signs in with the ID token Sign in with Apple gave the app (`ASAuthorizationAppleIDCredential.identityToken`);
     /// the first sign-in makes the account.
     ///
-    /// - Parameter nonce: the nonce whose SHA-256 (hex) the app put in the request, when it did.
+    /// - Parameter nonce: the nonce from `identityTokenNonce()` whose SHA-256 (hex) the app put in
+    ///   the request.
     /// - Throws: `ExosphereError` `401 invalid_id_token`, `409 account_exists` (an account holds
     ///   the address: sign in to it and call `linkIdentity`), `404` when the server has Apple off,
     ///   `503 provider_unavailable`.

@@ -47,6 +47,11 @@ public final class AccountService: Sendable {
         public var signInMethodChangesPerUser = ThrottleRule(limit: 10, windowSeconds: 60 * 60)
         /// How long after its holder proved a credential a session may change the ways in.
         public var recentAuthenticationSeconds: Double = 300
+        /// Whether an ID token must carry a nonce this server issued (`POST /users/signin/nonce`);
+        /// off, a nonce the app made is checked against the token's claim, and none is needed.
+        public var idTokenNonceRequired = true
+        /// How long an issued nonce may be used (the contract: 5 minutes).
+        public var idTokenNonceSeconds: Double = 300
         /// How long the link that undoes an applied change of address works (the contract: 7 days).
         public var emailChangeUndoSeconds: Double = 7 * 86_400
         /// How long a mailed reset link works (the contract: 1 hour).

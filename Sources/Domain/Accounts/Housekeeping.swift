@@ -55,7 +55,10 @@ public final class Housekeeping: Sendable {
         let throttles = try drain {
             try ThrottleRepository.purge($0, olderThanSeconds: throttleRetentionSeconds, limit: Housekeeping.batchSize, at: now)
         }
-        let tokens = try drain { try AccountTokenRepository.purgeExpired($0, limit: Housekeeping.batchSize, at: now) }
+        let tokens = try drain {
+            try AccountTokenRepository.purgeExpired($0, limit: Housekeeping.batchSize, at: now)
+                + IDTokenFreshnessRepository.purgeExpired($0, limit: Housekeeping.batchSize, at: now)
+        }
         let events = try drain {
             try ActivityRepository.purge($0, olderThanSeconds: activityRetentionSeconds, limit: Housekeeping.batchSize)
         }

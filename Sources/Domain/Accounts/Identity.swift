@@ -25,9 +25,13 @@ public struct ProviderIdentity: Sendable, Equatable {
     /// The names the token carries (Google's `given_name`, `family_name`), for a new account.
     public var givenName: String?
     public var familyName: String?
+    /// The token's SHA-256 and end (`exp`): an accepted token is refused again until then.
+    public var tokenHash: [UInt8]
+    public var expiresAt: Date
 
     public init(
-        provider: IdentityProvider, subject: String, email: String?, emailVerified: Bool, givenName: String? = nil, familyName: String? = nil
+        provider: IdentityProvider, subject: String, email: String?, emailVerified: Bool, givenName: String? = nil, familyName: String? = nil,
+        tokenHash: [UInt8], expiresAt: Date
     ) {
         self.provider = provider
         self.subject = subject
@@ -35,6 +39,8 @@ public struct ProviderIdentity: Sendable, Equatable {
         self.emailVerified = emailVerified
         self.givenName = givenName
         self.familyName = familyName
+        self.tokenHash = tokenHash
+        self.expiresAt = expiresAt
     }
 }
 

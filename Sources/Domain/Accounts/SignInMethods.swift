@@ -26,8 +26,12 @@ public final class SignInMethods: Sendable {
     /// account_exists` otherwise: its owner signs in and links from there); else a new account is
     /// made, without a password, its address verified when the provider says so. Two first sign-ins
     /// racing end in one account: the loser's transaction finds the winner's identity on its retry.
+    ///
+    /// The token is used up with the sign-in: its nonce, which this server must have issued
+    /// (`issueIDTokenNonce`) unless `Configuration.idTokenNonceRequired` is off, and the token
+    /// itself, refused again on every instance until it expires (`useUp`).
     public func signIn(
-        with provider: IdentityProvider, origin: RequestOrigin, verifying verify: () throws -> ProviderIdentity
+        with provider: IdentityProvider, nonce: String?, origin: RequestOrigin, verifying verify: () throws -> ProviderIdentity
     ) throws -> IssuedSession {
         let identity: ProviderIdentity
         do {
@@ -41,7 +45,8 @@ public final class SignInMethods: Sendable {
         let token = try SessionToken.generate()
         let (issued, outcome) = try retryingOnce { () throws -> (IssuedSession, SignInOutcome) in
             try context.pool.withTransaction { connection in
-                try signIn(connection, identity, tokenHash: token.hash, tokenText: token.text, origin: origin)
+                try useUp(connection, identity, nonce: nonce, refusing: { AccountsError(.invalidIDToken, "The ID token was refused: \($0).") })
+                return try signIn(connection, identity, tokenHash: token.hash, tokenText: token.text, origin: origin)
             }
         }
         if outcome != .existing { context.mailQueued() }
@@ -96,7 +101,7 @@ public final class SignInMethods: Sendable {
     /// `POST /users/me/identities`: links the identity `verify` returns to the signed-in
     /// user (the same identity again changes nothing); `409 identity_taken` when another account has it.
     public func linkIdentity(
-        userID: UUID, origin: RequestOrigin, verifying verify: () throws -> ProviderIdentity
+        userID: UUID, nonce: String?, origin: RequestOrigin, verifying verify: () throws -> ProviderIdentity
     ) throws -> (identity: LinkedIdentity, isNew: Bool) {
         let identity: ProviderIdentity
         do {
@@ -107,6 +112,8 @@ public final class SignInMethods: Sendable {
         }
         let (linked, isNew) = try retryingOnce { () throws -> (LinkedIdentity, Bool) in
             try context.pool.withTransaction { connection in
+                // Not a 401: the session is good, and a client that hears 401 signs its user out.
+                try useUp(connection, identity, nonce: nonce, refusing: { AccountsError.field("idToken", .invalidIDToken, "was refused: \($0)") })
                 if let (owner, found) = try IdentityRepository.find(connection, provider: identity.provider, subject: identity.subject) {
                     guard owner == userID else {
                         throw AccountsError(.identityTaken, "This \(identity.provider.displayName) account is linked to another account.")
@@ -147,6 +154,34 @@ public final class SignInMethods: Sendable {
     /// Another request linked the identity, or took the address, between this one's read and its
     /// write (a unique index said so): the whole transaction runs once more and sees it.
     private struct RaceLost: Error {}
+
+    /// `POST /users/signin/nonce`: a nonce for one ID token (32 random bytes, base64url), live for
+    /// `Configuration.idTokenNonceSeconds`; only its SHA-256 is kept. The app gives the provider
+    /// the nonce's SHA-256 in lowercase hex, and the server the nonce beside the token.
+    public func issueIDTokenNonce() throws -> (nonce: String, expiresAt: Date) {
+        let nonce = Base64URL.encode(try SecureRandom.bytes(count: 32))
+        let expiresAt = context.clock.now().addingTimeInterval(context.configuration.idTokenNonceSeconds)
+        try context.pool.withConnection { try IDTokenFreshnessRepository.insertNonce($0, hash: SHA256.hash(Array(nonce.utf8)), expiresAt: expiresAt) }
+        return (nonce, expiresAt)
+    }
+
+    /// In the sign-in's (or link's) transaction, and rolled back with it: the nonce, when this
+    /// server issued it, is used up (one it did not issue, or none, is refused while nonces are
+    /// required); the token is recorded as accepted, and refused if it was before.
+    private func useUp(
+        _ connection: PostgresConnection, _ identity: ProviderIdentity, nonce: String?, refusing: (String) -> AccountsError
+    ) throws {
+        let required = context.configuration.idTokenNonceRequired
+        if let nonce {
+            let issued = try IDTokenFreshnessRepository.consumeNonce(connection, hash: SHA256.hash(Array(nonce.utf8)), at: context.clock.now())
+            if required, !issued { throw refusing("its nonce was not issued by this server, or was used or expired") }
+        } else if required {
+            throw refusing("it carries no nonce from POST /users/signin/nonce")
+        }
+        guard try IDTokenFreshnessRepository.markUsed(connection, tokenHash: identity.tokenHash, expiresAt: identity.expiresAt) else {
+            throw refusing("it was used before")
+        }
+    }
 
     private func retryingOnce<T>(_ body: () throws -> T) throws -> T {
         func again() throws -> T {

@@ -26,6 +26,8 @@ public enum ThrottleAction: String, Sendable, CaseIterable {
     case export
     /// An Apple or Google ID token checked for a sign-in.
     case identityToken = "idtoken"
+    /// A nonce for an ID token handed out.
+    case identityNonce = "idtoken-nonce"
     /// A passkey sign-in's challenge handed out.
     case passkeyChallenge = "passkey-challenge"
     /// A passkey's assertion checked.
@@ -94,7 +96,7 @@ extension AccountService.Configuration {
         case (.signIn, .emailAndAddress), (.adminSignIn, .emailAndAddress): signInPerEmailAndAddress
         case (.signIn, .email), (.adminSignIn, .email), (.registration, .email), (.passwordResetConfirmation, .email): signInPerEmail
         case (.signIn, .address), (.adminSignIn, .address), (.passwordResetConfirmation, .address), (.identityToken, .address),
-            (.passkeyChallenge, .address), (.passkeySignIn, .address):
+            (.identityNonce, .address), (.passkeyChallenge, .address), (.passkeySignIn, .address):
             signInPerAddress
         case (.registration, .address): registrationsPerAddress
         case (.passwordResetRequest, .email): resetRequestsPerEmail
@@ -186,6 +188,7 @@ public final class Throttles: Sendable {
         switch action {
         case .signIn, .adminSignIn, .identityToken, .passkeySignIn: "Too many failed sign-ins; try again later."
         case .passkeyChallenge: "Too many passkey sign-ins; try again later."
+        case .identityNonce: "Too many sign-ins; try again later."
         case .registration: "Too many registrations from this address or of this email; try again later."
         case .passwordResetRequest: "Too many password reset requests; try again later."
         case .passwordResetConfirmation: "Too many attempts; try again later."

@@ -237,6 +237,17 @@ extension Configuration {
             config.accounts.recentAuthenticationSeconds = Double(try integer(value, "--recent-authentication-seconds", 10...86_400))
         },
         Option(
+            flag: "--id-token-nonce", environment: "EXOSPHERE_ID_TOKEN_NONCE", placeholder: "required|optional",
+            help: "whether an Apple or Google ID token must carry a nonce from POST /users/signin/nonce",
+            defaultValue: { $0.accounts.idTokenNonceRequired ? "required" : "optional" }
+        ) { config, value throws(ConfigurationError) in
+            switch value {
+            case "required": config.accounts.idTokenNonceRequired = true
+            case "optional": config.accounts.idTokenNonceRequired = false
+            default: throw ConfigurationError("--id-token-nonce: expected required or optional, got \(value)")
+            }
+        },
+        Option(
             flag: "--max-streams-per-user", environment: "EXOSPHERE_MAX_STREAMS_PER_USER", placeholder: "N",
             help: "event streams (GET /users/me/events) one user may hold open on an instance at once; 429 beyond",
             defaultValue: { String($0.maxStreamsPerUser) }

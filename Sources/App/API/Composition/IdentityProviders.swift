@@ -1,4 +1,5 @@
 import Accounts
+import Cryptography
 import FoundationEssentials
 import IdentityTokens
 import JSON
@@ -90,9 +91,11 @@ final class IdentityProviders: Sendable {
             throw AccountsError(
                 .providerUnavailable, "\(provider.displayName) cannot be checked now: its keys could not be fetched.", retryAfterSeconds: 5)
         }
+        // Refused again until no check could accept it: its `exp` plus the clocks' skew.
         return ProviderIdentity(
             provider: provider, subject: token.subject, email: token.email, emailVerified: token.emailVerified,
-            givenName: token.claims["given_name"]?.stringValue, familyName: token.claims["family_name"]?.stringValue)
+            givenName: token.claims["given_name"]?.stringValue, familyName: token.claims["family_name"]?.stringValue,
+            tokenHash: SHA256.hash(Array(idToken.utf8)), expiresAt: token.expiresAt.addingTimeInterval(settings.expectations.skewSeconds))
     }
 
     private static func reason(_ failure: IDToken.Failure) -> String {

@@ -11,6 +11,8 @@ struct IdentitiesController: Controller {
     let providers: IdentityProviders
 
     static func declare(_ routes: inout Routes<Self>) {
+        // A nonce for one ID token (`issueIDTokenNonce`), counted per client address.
+        routes.open(.post, "/users/signin/nonce", throttle: Throttling(.identityNonce, [.perAddress]), use: Self.nonce)
         // Forged tokens are counted like wrong passwords; a success gives its attempt back.
         for provider in IdentityProvider.allCases {
             routes.open(
@@ -44,10 +46,24 @@ struct IdentitiesController: Controller {
     }
 
     @Sendable func signIn(_ call: Call, _ token: IDToken) throws -> Response {
-        let issued = try accounts.signInMethods.signIn(with: token.provider, origin: call.origin) {
+        let issued = try accounts.signInMethods.signIn(with: token.provider, nonce: token.nonce, origin: call.origin) {
             try providers.verify(token.provider, idToken: token.idToken, nonce: token.nonce)
         }
         var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    /// `200 {"nonce", "expiresAt"}`: single use, 5 minutes. The app hands the provider the
+    /// nonce's SHA-256 in lowercase hex, and sends the nonce itself beside the ID token.
+    @Sendable func nonce(_ call: Call) throws -> Response {
+        let (nonce, expiresAt) = try accounts.signInMethods.issueIDTokenNonce()
+        var response = JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("nonce"); writer.string(nonce)
+            writer.key("expiresAt"); writer.string(UserJSON.timestamp(expiresAt))
+            writer.endObject()
+        }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
     }
@@ -83,7 +99,7 @@ struct IdentitiesController: Controller {
     }
 
     @Sendable func link(_ call: Call, _ token: IDToken) throws -> Response {
-        let (linked, isNew) = try accounts.signInMethods.linkIdentity(userID: call.signedIn.user.id, origin: call.origin) {
+        let (linked, isNew) = try accounts.signInMethods.linkIdentity(userID: call.signedIn.user.id, nonce: token.nonce, origin: call.origin) {
             do {
                 return try providers.verify(token.provider, idToken: token.idToken, nonce: token.nonce)
             } catch let error as AccountsError where error.code == .invalidIDToken {
