@@ -451,11 +451,16 @@ private struct PolicyChain: Sendable {
         }
         // 4. The body.
         let body = try await decode(call)
-        // 5. The hashing lane: a full pool refuses before anything is counted.
-        if policy.hashing != nil { try accounts.refuseWhenHashingIsFull(for: call.origin) }
-        var response = try await HashingLane.$declared.withValue(policy.hashing.map(\.lane)) {
-            // 6. Throttles, around 7. the handler.
-            try await throttled(throttling, body, call) { try await handler(call, body) }
+        // 5. The hashing lane: a full pool refuses before anything is counted. 6. Throttles,
+        // around 7. the handler.
+        var response: Response
+        if let hashing = policy.hashing {
+            try accounts.refuseWhenHashingIsFull(for: call.origin)
+            response = try await HashingLane.$declared.withValue(hashing.lane) {
+                try await throttled(throttling, body, call) { try await handler(call, body) }
+            }
+        } else {
+            response = try await throttled(throttling, body, call) { try await handler(call, body) }
         }
         if let place, let stream = response.file as? any ResponseEventStream { response.file = OpenPerUser.Held(stream, place) }
         // 8. The read audit.
