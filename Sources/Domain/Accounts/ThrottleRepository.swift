@@ -23,6 +23,23 @@ enum ThrottleRepository {
     private static let acquireStatement = PostgresStatement(
         unsafeSQL: "SELECT exo_throttle_acquire($1::text[], $2::integer[], $3::double precision[], $4)")
 
+    /// Seconds until the key unlocks at `now`, or nothing when it is not full (a read: counts nothing).
+    static func lockedFor(_ key: String, rule: ThrottleRule, at now: Date) -> PreparedQuery<Int64> {
+        var binds = PostgresBindings()
+        binds.append(key)
+        binds.append(rule.limit)
+        binds.append(rule.windowSeconds)
+        binds.append(now)
+        return PreparedQuery(lockedForStatement, binds) { try $0.decode(Int64.self, at: 0) }
+    }
+
+    private static let lockedForStatement = PostgresStatement(
+        unsafeSQL: """
+            SELECT greatest(1, ceil(extract(epoch FROM window_start + make_interval(secs => $3) - $4)))::bigint
+            FROM auth_throttles
+            WHERE key = $1 AND failures >= $2 AND window_start > $4 - make_interval(secs => $3)
+            """)
+
     /// Gives back one attempt on `key`: the attempt succeeded, or was never judged. One key per
     /// statement, outside any transaction, so that it never holds one row while waiting for
     /// another (`exo_throttle_acquire` locks several, in key order).

@@ -134,6 +134,19 @@ public final class Throttles: Sendable {
         return wait > 0 ? Int(wait) : nil
     }
 
+    /// The seconds until the longest of the full keys unlocks, or nil when none is full: a read,
+    /// for a request that may be answered as its counted kind would be but counts nothing.
+    public func lockedFor(_ keys: [ThrottleKey], on executor: some QueryExecutor) async throws -> Int? {
+        var wait: Int64 = 0
+        for key in keys {
+            guard let rule = rule(key), rule.limit > 0 else { continue }
+            if let seconds = try await executor.read(ThrottleRepository.lockedFor(key.text, rule: rule, at: context.clock.now())).first {
+                wait = max(wait, seconds)
+            }
+        }
+        return wait > 0 ? Int(wait) : nil
+    }
+
     /// Gives back one counted attempt on each key (and clears `clearing`): the attempt succeeded,
     /// or was never judged. Bookkeeping only: a failure is logged, not the request's failure.
     public func giveBack(_ keys: [ThrottleKey], clearing: ThrottleKey? = nil, on executor: some QueryExecutor) async {

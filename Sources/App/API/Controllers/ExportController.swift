@@ -18,16 +18,24 @@ struct ExportController: Controller {
     let signer: URLSigner
 
     static func declare(_ routes: inout Routes<Self>) {
-        // Once an hour per user; `HEAD` tells the archive's length and costs nothing: no export is
-        // counted or noticed.
+        // Once an hour per user. `HEAD` answers the status a `GET` would get (`429` within the
+        // hour) and costs nothing: it counts nothing and builds nothing.
         routes.user(
-            .get, "/users/me/export", throttle: Throttling(.export, [.perUser { _, call in call.request.method != .head }]), use: Self.export)
+            .get, "/users/me/export",
+            throttle: Throttling(.export, [.perUser], checksOnly: { _, call in call.request.method == .head }), use: Self.export)
     }
 
     @Sendable func export(_ call: Call) throws -> Response {
         let signedIn = call.signedIn
         let (session, user, request) = (signedIn.session, signedIn.user, call.request)
-        if request.method != .head { try accounts.recovery.recordExport(of: user, origin: call.origin) }
+        guard request.method != .head else {
+            // The archive's length is known only once it is laid out, which is the work a `HEAD`
+            // must not cost: it goes without (RFC 9110 §9.3.2), as a body of unknown length.
+            var response = Self.head()
+            response.file = UnknownLength()
+            return response
+        }
+        try accounts.recovery.recordExport(of: user, origin: call.origin)
         let sessions = try accounts.sessions.sessions(of: user.id)
         var events: [ActivityEvent] = []
         var eventCursor: KeysetCursor?
@@ -82,12 +90,23 @@ struct ExportController: Controller {
                 status: .contentTooLarge, code: .exportTooLarge,
                 detail: "The account holds more than one archive can (4 GiB, 65,534 files); ask the operator for a copy.")
         }
+        var response = Self.head()
+        response.file = ExportArchive(layout: layout, contents: contents, images: images)
+        return response
+    }
+
+    /// The answer's status and headers, without its body.
+    private static func head() -> Response {
         let day = UserJSON.timestamp(Date()).prefix(10)
         var response = Response(status: .ok)
         response.headers.add(name: "Content-Type", value: "application/zip")
         response.headers.add(name: "Content-Disposition", value: "attachment; filename=\"exosphere-export-\(day).zip\"")
         response.headers.add(name: "Cache-Control", value: "no-store")
-        response.file = ExportArchive(layout: layout, contents: contents, images: images)
         return response
+    }
+
+    /// A body whose length is not known, for a `HEAD` (never sent).
+    private final class UnknownLength: ResponseEventStream {
+        func next(_ completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) { completion(.success([])) }
     }
 }

@@ -484,6 +484,12 @@ private struct PolicyChain: Sendable {
         }
         guard !keys.isEmpty else { return try await handler() }
         let (throttles, statements) = (accounts.throttles, call.statements)
+        if let checksOnly = throttling.checksOnly, checksOnly(body, call) {
+            if let wait = try await throttles.lockedFor(keys.map(\.key), on: statements) {
+                throw throttles.refusal(keys.map(\.key), wait: wait, origin: call.origin)
+            }
+            return try await handler()
+        }
         if let wait = try await throttles.acquire(keys.map(\.key), on: statements) {
             throw throttles.refusal(keys.map(\.key), wait: wait, origin: call.origin)
         }

@@ -14,11 +14,17 @@ struct Throttling<Body: Sendable>: Sendable {
     let action: ThrottleAction
     let counters: [Counter]
     let success: Success
+    /// Whether a request only reads its counters: refused while one is full, as a counted one
+    /// would be, but counting nothing (`HEAD` of what `GET` counts).
+    let checksOnly: (@Sendable (Body, Call) -> Bool)?
 
-    init(_ action: ThrottleAction, _ counters: [Counter], success: Success = .counts) {
+    init(
+        _ action: ThrottleAction, _ counters: [Counter], success: Success = .counts, checksOnly: (@Sendable (Body, Call) -> Bool)? = nil
+    ) {
         self.action = action
         self.counters = counters
         self.success = success
+        self.checksOnly = checksOnly
     }
 
     /// What a success does with its attempt.
