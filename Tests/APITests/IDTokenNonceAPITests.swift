@@ -80,4 +80,40 @@ struct IDTokenNonceAPITests {
         // A new token of the same identity signs in: it is the token that is used up, not the identity.
         #expect(try Identities.signIn(second, try Identities.googleToken(subject: "g-replay", email: nil)).status == 200)
     }
+
+    /// An account without a password proves itself again with an ID token of its own identity
+    /// (its nonce and single use checked as at sign-in), and may then change its ways in.
+    @Test func anAccountWithoutAPasswordReauthenticatesWithItsIdentity() throws {
+        let provider = try TestIdentityProvider()
+        try provider.serve(["key-1"])
+        let server = try Identities.server("idtoken_reauth", provider) { $0.accounts.idTokenNonceRequired = true }
+        defer { Identities.finish(server) }
+        let email = server.uniqueEmail("reauth")
+        let first = try Self.nonce(server)
+        let session = try Identities.signIn(server, try Identities.googleToken(subject: "g-reauth", email: email, nonce: first), nonce: first)
+        let token = try #require(session.json["accessToken"]?.stringValue)
+        server.advanceClock(by: 301)
+        func link() throws -> Reply {
+            let nonce = try Self.nonce(server)
+            let other = try Identities.googleToken(subject: "g-reauth-2", email: server.uniqueEmail("second"), nonce: nonce)
+            server.remember(token: other)
+            return try server.call(
+                "POST", "/users/me/identities", token: token, json: #"{"provider": "google", "idToken": "\#(other)", "nonce": "\#(nonce)"}"#)
+        }
+        #expect(try link().code == "reauthentication_required")
+        func reauthenticate(subject: String) throws -> Reply {
+            let nonce = try Self.nonce(server)
+            let proof = try Identities.googleToken(subject: subject, email: nil, nonce: nonce)
+            server.remember(token: proof)
+            return try server.call(
+                "POST", "/users/me/reauthenticate", token: token, json: #"{"provider": "google", "idToken": "\#(proof)", "nonce": "\#(nonce)"}"#)
+        }
+        // Another identity's token proves nothing of this account.
+        let stranger = try reauthenticate(subject: "g-someone-else")
+        #expect(stranger.status == 422 && stranger.code == "invalid_id_token", "\(stranger.text)")
+        let proved = try reauthenticate(subject: "g-reauth")
+        #expect(proved.status == 200 && proved.json["authenticatedAt"]?.stringValue != nil, "\(proved.text)")
+        let linked = try link()
+        #expect(linked.status == 201, "\(linked.text)")
+    }
 }

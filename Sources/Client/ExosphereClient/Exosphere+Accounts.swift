@@ -95,7 +95,22 @@ extension Exosphere {
     ///   minutes (shared with `changePassword`).
     @discardableResult
     public func reauthenticate(password: String) async throws -> Date {
-        let request = APIRequest("POST", "/users/me/reauthenticate", body: .json(.object(["password": .string(password)])))
+        try await reauthenticate(["password": .string(password)])
+    }
+
+    /// `reauthenticate(password:)` for an account that signs in with Apple or Google: an ID token
+    /// of an identity linked to it, with the nonce from `identityTokenNonce()` as at sign-in.
+    ///
+    /// - Throws: `ExosphereError` `422 invalid_id_token` (refused, or of no identity of this account).
+    @discardableResult
+    public func reauthenticate(with provider: IdentityProvider, idToken: String, nonce: String?) async throws -> Date {
+        var body: [String: JSONValue] = ["provider": .string(provider.rawValue), "idToken": .string(idToken)]
+        if let nonce { body["nonce"] = .string(nonce) }
+        return try await reauthenticate(body)
+    }
+
+    private func reauthenticate(_ body: [String: JSONValue]) async throws -> Date {
+        let request = APIRequest("POST", "/users/me/reauthenticate", body: .json(.object(body)))
         let (response, _) = try await sendSignedIn(request)
         guard let at = try response.json()["authenticatedAt"]?.stringValue.flatMap(Timestamp.parse) else {
             throw ExosphereError.invalidResponse("a reauthentication without authenticatedAt")

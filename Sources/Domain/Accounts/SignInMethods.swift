@@ -155,6 +155,36 @@ public final class SignInMethods: Sendable {
     /// write (a unique index said so): the whole transaction runs once more and sees it.
     private struct RaceLost: Error {}
 
+    /// `POST /users/me/reauthenticate` with an ID token: records that the session's holder proved
+    /// an identity linked to the account now, and returns that time. The token's nonce and its
+    /// single use are checked as at sign-in; its refusals name `idToken` (`422`: the session is
+    /// good, and a client that hears 401 signs its user out).
+    public func reauthenticate(
+        session: Session, nonce: String?, origin: RequestOrigin, verifying verify: () throws -> ProviderIdentity
+    ) throws -> Date {
+        let identity: ProviderIdentity
+        do {
+            identity = try verify()
+        } catch let error as AccountsError where error.code == .invalidIDToken {
+            throw AccountsError.field("idToken", .invalidIDToken, error.detail)
+        }
+        let now = context.clock.now()
+        try context.pool.withTransaction { connection in
+            try useUp(connection, identity, nonce: nonce, refusing: { AccountsError.field("idToken", .invalidIDToken, "was refused: \($0)") })
+            guard let (owner, _) = try IdentityRepository.find(connection, provider: identity.provider, subject: identity.subject),
+                owner == session.userID
+            else {
+                throw AccountsError.field("idToken", .invalidIDToken, "is not of an identity linked to this account")
+            }
+            guard try SessionRepository.markAuthenticated(connection, id: session.id, userID: session.userID, at: now) else {
+                throw AccountsError(.invalidToken, "The session ended.")
+            }
+        }
+        SecurityEvent.log(
+            context.logger, .reauthenticated, outcome: .success, userID: session.userID, origin: origin, detail: identity.provider.rawValue)
+        return now
+    }
+
     /// `POST /users/signin/nonce`: a nonce for one ID token (32 random bytes, base64url), live for
     /// `Configuration.idTokenNonceSeconds`; only its SHA-256 is kept. The app gives the provider
     /// the nonce's SHA-256 in lowercase hex, and the server the nonce beside the token.

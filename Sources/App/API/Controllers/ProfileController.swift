@@ -38,12 +38,6 @@ struct ProfileController: Controller {
             .post, "/users/me/password", body: Self.passwordChange,
             throttle: Throttling(.passwordCheck, [.perUser], success: .givesBack(clearing: .perUser)), hashing: .interactive,
             use: Self.changePassword)
-        // Proves the holder again (the changes of the ways in need it recent); wrong passwords
-        // count as the password change's do.
-        routes.user(
-            .post, "/users/me/reauthenticate", body: Self.currentPassword,
-            throttle: Throttling(.passwordCheck, [.perUser], success: .givesBack(clearing: .perUser)), hashing: .interactive,
-            use: Self.reauthenticate)
         routes.user(.get, "/users/schema", use: Self.schema)
     }
 
@@ -115,18 +109,6 @@ struct ProfileController: Controller {
         }
         images.removeFiles(files)
         return Response(status: .noContent)
-    }
-
-    /// `{password}` → `200 {"authenticatedAt"}`.
-    @Sendable func reauthenticate(_ call: Call, _ password: String) throws -> Response {
-        let at = try accounts.passwords.reauthenticate(password: password, session: call.signedIn.session, origin: call.origin)
-        var response = JSONBody.response { writer in
-            writer.beginObject()
-            writer.key("authenticatedAt"); writer.string(UserJSON.timestamp(at))
-            writer.endObject()
-        }
-        response.headers.add(name: "Cache-Control", value: "no-store")
-        return response
     }
 
     @Sendable func schema(_ call: Call) throws -> Response {

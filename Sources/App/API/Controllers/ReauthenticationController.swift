@@ -1,0 +1,69 @@
+import Accounts
+import FoundationEssentials
+import HTTP
+import HTTPServer
+import JSON
+
+/// `POST /users/me/reauthenticate`: the session's holder proves a credential again (adding or
+/// removing a way in needs one within `--recent-authentication-seconds`), with the password or
+/// with the ID token of an identity linked to the account.
+struct ReauthenticationController: Controller {
+    let accounts: AccountService
+    let providers: IdentityProviders
+
+    static func declare(_ routes: inout Routes<Self>) {
+        // Failures count as wrong current passwords do (the password change's counter); a success clears it.
+        routes.user(
+            .post, "/users/me/reauthenticate", body: Self.proof,
+            throttle: Throttling(.passwordCheck, [.perUser], success: .givesBack(clearing: .perUser)), hashing: .interactive,
+            use: Self.reauthenticate)
+    }
+
+    /// What a holder proves themselves with.
+    enum Proof: Sendable {
+        /// `{password}`.
+        case password(String)
+        /// `{provider, idToken, nonce}`.
+        case identity(IdentitiesController.IDToken)
+    }
+
+    @Sendable func proof(_ call: Call) throws -> Proof {
+        let object = try JSONBody.object(call.request)
+        let body = RequestBody(object: object)
+        if object["password"] != nil {
+            try body.checkKeys(allowed: ["password"])
+            return .password(try body.string("password", required: true)!)
+        }
+        try body.checkKeys(allowed: ["provider", "idToken", "nonce"])
+        guard let providerText = try body.string("provider") else {
+            throw AccountsError.field("password", .invalidValue, "is required (or provider, idToken and nonce)")
+        }
+        guard let provider = IdentityProvider(rawValue: providerText) else {
+            throw AccountsError.field("provider", .invalidValue, "expected apple or google")
+        }
+        guard providers.isOn(provider) else { throw AccountsError(.notFound, "\(provider.displayName) is not configured.") }
+        return .identity(
+            IdentitiesController.IDToken(provider: provider, idToken: try body.string("idToken", required: true)!, nonce: try body.string("nonce")))
+    }
+
+    /// `200 {"authenticatedAt"}`.
+    @Sendable func reauthenticate(_ call: Call, _ proof: Proof) throws -> Response {
+        let (session, origin) = (call.signedIn.session, call.origin)
+        let at: Date
+        switch proof {
+        case .password(let password):
+            at = try accounts.passwords.reauthenticate(password: password, session: session, origin: origin)
+        case .identity(let token):
+            at = try accounts.signInMethods.reauthenticate(session: session, nonce: token.nonce, origin: origin) {
+                try providers.verify(token.provider, idToken: token.idToken, nonce: token.nonce)
+            }
+        }
+        var response = JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("authenticatedAt"); writer.string(UserJSON.timestamp(at))
+            writer.endObject()
+        }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+}
