@@ -183,6 +183,43 @@ struct RecoveryAPITests {
         #expect(server.leaks().isEmpty, "\(server.leaks())")
     }
 
+    /// A reset removes the ways in added while the address was unverified (the database flags them
+    /// as they are made), keeps the others, and its answer lists what remains, as
+    /// `GET /users/me/sign-in-methods` does.
+    @Test func aResetRemovesTheWaysInAddedWhileTheAddressWasUnverified() throws {
+        let smtp = try TestSMTPServer()
+        let server = try Self.server("reset_ways_in", smtp: smtp)
+        defer { server.shutdown() }
+        let account = try server.register()
+        func addIdentity(_ subject: String) throws {
+            try server.withDatabase { connection in
+                _ = try connection.execute(
+                    "INSERT INTO identities (user_id, provider, subject) VALUES (\(account.id)::uuid, 'google', \(subject))")
+            }
+        }
+        // One planted before the mailbox was proved, one after.
+        try addIdentity("planted-\(UUID())")
+        try server.verifyAddress(account)
+        try addIdentity("owners-\(UUID())")
+        let before = try server.call("GET", "/users/me/sign-in-methods", token: account.token)
+        #expect(before.status == 200 && before.json["identities"]?.arrayValue?.count == 2, "\(before.text)")
+        #expect(before.json["password"] == .bool(true) && before.json["passkeys"]?.arrayValue?.isEmpty == true)
+
+        #expect(try server.call("POST", "/users/password-reset", json: #"{"email": "\#(account.email)"}"#).status == 202)
+        let mail = try smtp.waitForMessages(where: { Self.isTo(account.email)($0) && $0.contains("/reset-password#") })[0]
+        let token = try Self.token(in: mail)
+        server.remember(token: token)
+        let confirmed = try server.call(
+            "POST", "/users/password-reset/confirm", json: #"{"token": "\#(token)", "newPassword": "\#(server.uniquePassword("reset"))"}"#)
+        #expect(confirmed.status == 200, "\(confirmed.text)")
+        let remaining = confirmed.json["signInMethods"]?["identities"]?.arrayValue ?? []
+        #expect(remaining.count == 1 && confirmed.json["signInMethods"]?["password"] == .bool(true), "\(confirmed.text)")
+        let subjects = try server.withDatabase { connection in
+            try connection.query("SELECT subject FROM identities WHERE user_id = \(account.id)::uuid").map { try $0.decode(String.self, at: 0) }
+        }
+        #expect(subjects.count == 1 && subjects.first?.hasPrefix("owners-") == true, "\(subjects)")
+    }
+
     @Test func aNewerRequestOrAPasswordChangeVoidsTheOlderLinks() throws {
         let smtp = try TestSMTPServer()
         let server = try Self.server("supersede", smtp: smtp)

@@ -76,6 +76,15 @@ public final class Recovery: Sendable {
             }
             try UserRepository.setPasswordHash(connection, id: userID, hash: passwordHash)
             _ = try SessionRepository.deleteAll(connection, userID: userID)
+            // Ways in added while the address was unverified go: whoever added them never proved
+            // the mailbox this reset came through.
+            let removed = try connection.execute("DELETE FROM passkeys WHERE user_id = \(userID) AND added_while_unverified")
+                + connection.execute("DELETE FROM identities WHERE user_id = \(userID) AND added_while_unverified")
+            if removed > 0 {
+                SecurityEvent.log(
+                    context.logger, .passwordReset, outcome: .success, userID: userID, origin: origin,
+                    detail: "\(removed) ways in added while the address was unverified removed")
+            }
             // The link came through the account's mailbox: that proves the address (reset tokens
             // are voided when it changes).
             guard let user = try UserRepository.markVerified(connection, id: userID, emailNormalized: EmailAddress.normalized(stored.email))

@@ -24,6 +24,7 @@ struct AccountsController: Controller {
             hashing: .interactive, use: Self.signIn)
         routes.user(.post, "/users/signout", use: Self.signOut)
         routes.user(.get, "/users/me/sessions", use: Self.sessions)
+        routes.user(.get, "/users/me/sign-in-methods", use: Self.signInMethods)
         routes.user(.delete, "/users/me/sessions/{id}", use: Self.revokeSession)
     }
 
@@ -68,6 +69,16 @@ struct AccountsController: Controller {
             for session in sessions { UserJSON.writeSessionEntry(session, current: session.id == signedIn.session.id, into: &writer) }
             writer.endArray()
             writer.endObject()
+        }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    /// `{"password", "passkeys", "identities"}`: every way into the account.
+    @Sendable func signInMethods(_ call: Call) throws -> Response {
+        let (hasPassword, identities, passkeys) = try accounts.signInMethods.signInMethods(of: call.signedIn.user.id)
+        var response = JSONBody.response { writer in
+            UserJSON.writeSignInMethods(hasPassword: hasPassword, identities: identities, passkeys: passkeys, into: &writer)
         }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response

@@ -57,7 +57,14 @@ struct RecoveryController: Controller {
     @Sendable func confirmReset(_ call: Call, _ confirmation: ResetConfirmation) throws -> Response {
         let issued = try accounts.recovery.confirmPasswordReset(
             token: confirmation.token, newPassword: confirmation.newPassword, origin: call.origin)
-        var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
+        // The ways in that remain (those added while the address was unverified went with the reset).
+        let (hasPassword, identities, passkeys) = try accounts.signInMethods.signInMethods(of: issued.user.id)
+        var response = JSONBody.response { writer in
+            UserJSON.writeSession(issued, into: &writer) { writer in
+                writer.key("signInMethods")
+                UserJSON.writeSignInMethods(hasPassword: hasPassword, identities: identities, passkeys: passkeys, into: &writer)
+            }
+        }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
     }

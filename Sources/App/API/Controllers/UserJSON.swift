@@ -31,6 +31,24 @@ enum UserJSON {
         writer.endObject()
     }
 
+    /// `{"password", "passkeys", "identities"}`: the ways into an account
+    /// (`GET /users/me/sign-in-methods`, and the answer of a password reset).
+    static func writeSignInMethods(
+        hasPassword: Bool, identities: [LinkedIdentity], passkeys: [Passkey], into writer: inout JSONWriter
+    ) {
+        writer.beginObject()
+        writer.key("password"); writer.bool(hasPassword)
+        writer.key("passkeys")
+        writer.beginArray()
+        for passkey in passkeys { PasskeysController.write(passkey, into: &writer) }
+        writer.endArray()
+        writer.key("identities")
+        writer.beginArray()
+        for identity in identities { IdentitiesController.write(identity, into: &writer) }
+        writer.endArray()
+        writer.endObject()
+    }
+
     static func writeSessionEntry(_ session: Session, current: Bool, into writer: inout JSONWriter) {
         writer.beginObject()
         writer.key("id"); writer.string(session.id.lowercasedText)
