@@ -52,4 +52,9 @@ enum IdentityRepository {
             .first.map(decode)
     }
 
+    /// Deletes the user's identities added while the account's address was unverified (migration
+    /// 0021 flags them as they are made); returns how many.
+    static func deleteAddedWhileUnverified(_ connection: PostgresConnection, userID: UUID) throws -> Int {
+        try connection.execute("DELETE FROM identities WHERE user_id = \(userID) AND added_while_unverified")
+    }
 }

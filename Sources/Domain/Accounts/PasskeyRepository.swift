@@ -93,4 +93,10 @@ enum PasskeyRepository {
     static func delete(_ connection: PostgresConnection, id: UUID, userID: UUID) throws -> Passkey? {
         try connection.query("DELETE FROM passkeys WHERE id = \(id) AND user_id = \(userID) RETURNING \(unsafeRaw: columns)").first.map(decode)
     }
+
+    /// Deletes the user's passkeys added while the account's address was unverified (migration
+    /// 0021 flags them as they are made); returns how many.
+    static func deleteAddedWhileUnverified(_ connection: PostgresConnection, userID: UUID) throws -> Int {
+        try connection.execute("DELETE FROM passkeys WHERE user_id = \(userID) AND added_while_unverified")
+    }
 }

@@ -78,8 +78,9 @@ public final class Recovery: Sendable {
             _ = try SessionRepository.deleteAll(connection, userID: userID)
             // Ways in added while the address was unverified go: whoever added them never proved
             // the mailbox this reset came through.
-            let removed = try connection.execute("DELETE FROM passkeys WHERE user_id = \(userID) AND added_while_unverified")
-                + connection.execute("DELETE FROM identities WHERE user_id = \(userID) AND added_while_unverified")
+            let removed =
+                try PasskeyRepository.deleteAddedWhileUnverified(connection, userID: userID)
+                + IdentityRepository.deleteAddedWhileUnverified(connection, userID: userID)
             if removed > 0 {
                 SecurityEvent.log(
                     context.logger, .passwordReset, outcome: .success, userID: userID, origin: origin,
