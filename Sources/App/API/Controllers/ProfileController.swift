@@ -18,17 +18,8 @@ struct ProfileController: Controller {
         routes.user(.get, "/users/me", execution: .pipelined, use: Self.show)
         // A change of address (each mails the new one) is counted per user and per target address.
         routes.user(
-            .put, "/users/me", body: Self.replacement,
-            throttle: Throttling(
-                .emailChange,
-                [.perUser { body, call in Self.changesAddress(body.email, call) }, .perEmail { body, call in Self.newAddress(body.email, call) }]),
-            execution: .pipelined, use: Self.replace)
-        routes.user(
-            .patch, "/users/me", body: Self.patchBody,
-            throttle: Throttling(
-                .emailChange,
-                [.perUser { body, call in Self.changesAddress(body.email, call) }, .perEmail { body, call in Self.newAddress(body.email, call) }]),
-            execution: .pipelined, use: Self.patch)
+            .put, "/users/me", body: Self.replacement, throttle: Self.addressChange { $0.email }, execution: .pipelined, use: Self.replace)
+        routes.user(.patch, "/users/me", body: Self.patchBody, throttle: Self.addressChange { $0.email }, execution: .pipelined, use: Self.patch)
         // Wrong current passwords lock the user's password checks; a right one clears the count.
         routes.user(
             .delete, "/users/me", body: Self.currentPassword,
@@ -47,6 +38,14 @@ struct ProfileController: Controller {
             return notModified(user)
         }
         return userResponse(user)
+    }
+
+    /// The throttle of a profile write: counted when its `email` is another address than the
+    /// signed-in user's, per user and per that address.
+    private static func addressChange<Body>(_ email: @escaping @Sendable (Body) -> EmailAddress?) -> Throttling<Body> {
+        Throttling(
+            .emailChange,
+            [.perUser { body, call in changesAddress(email(body), call) }, .perEmail { body, call in newAddress(email(body), call) }])
     }
 
     /// Whether a profile's `email` is another address than the signed-in user's.
