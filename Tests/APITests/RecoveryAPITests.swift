@@ -167,6 +167,10 @@ struct RecoveryAPITests {
         #expect(try server.me(session).status == 200)
         for old in [account.token, second] { #expect(try server.me(old).status == 401) }
         #expect(try server.signIn(account.email, account.password).status == 401)
+        // That refusal's row is written after its answer: waited for, so that the sign-in comes after it.
+        try waitUntil(timeout: .seconds(10), "the old password's refusal in the activity") {
+            try activity(server, session).filter { $0 == "sign_in_failed" }.count == 4
+        }
         #expect(try server.signIn(account.email, newPassword).status == 200)
         // Used up.
         let reused = try server.call(
