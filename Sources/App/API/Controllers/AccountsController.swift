@@ -14,14 +14,9 @@ struct AccountsController: Controller {
             .post, "/users", body: Self.registration,
             throttle: Throttling(.registration, [.perAddress, .perEmail { registration, _ in registration.email.value }]), hashing: .bulk,
             use: Self.register)
-        // Guesses are counted before their hash, per email from one address (the owner rule), per
-        // email and per address; a success gives its attempt back and clears its address's count.
+        // Guesses are counted before their hash.
         routes.open(
-            .post, "/users/signin", body: Self.signInAttempt,
-            throttle: Throttling(
-                .signIn, [.perEmailAndAddress(\.email), .perEmail { attempt, _ in attempt.email }, .perAddress],
-                success: .givesBack(clearing: .perEmailAndAddress)),
-            hashing: .interactive, use: Self.signIn)
+            .post, "/users/signin", body: Self.signInAttempt, throttle: .passwordGuesses(.signIn), hashing: .interactive, use: Self.signIn)
         routes.user(.post, "/users/signout", use: Self.signOut)
         routes.user(.get, "/users/me/sessions", use: Self.sessions)
         routes.user(.get, "/users/me/sign-in-methods", use: Self.signInMethods)

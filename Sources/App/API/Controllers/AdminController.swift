@@ -21,11 +21,7 @@ struct AdminController: Controller {
     static func declare(_ routes: inout Routes<Self>) {
         // As a user's sign-in: its own counters, with the users' rules (the owner rule too).
         routes.open(
-            .post, "/admin/signin", body: Self.credentials,
-            throttle: Throttling(
-                .adminSignIn, [.perEmailAndAddress(\.email), .perEmail { credentials, _ in credentials.email }, .perAddress],
-                success: .givesBack(clearing: .perEmailAndAddress)),
-            hashing: .interactive, use: Self.signIn)
+            .post, "/admin/signin", body: Self.credentials, throttle: .passwordGuesses(.adminSignIn), hashing: .interactive, use: Self.signIn)
         routes.open(.post, "/admin/setup", .linkToken, hashing: .interactive, use: Self.setup)
         routes.admin(.post, "/admin/signout", audit: .change, use: Self.signOut)
         // A read of a user's data is an entry of the audit log, named here; a change audits

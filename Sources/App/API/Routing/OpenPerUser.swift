@@ -23,9 +23,6 @@ final class OpenPerUser: Sendable {
         return taken ? Place(cap: self, user: user) : nil
     }
 
-    /// How many `user` holds.
-    func count(_ user: UUID) -> Int { open.withLock { $0[user, default: 0] } }
-
     fileprivate func release(_ user: UUID) {
         open.withLock { open in
             open[user, default: 1] -= 1

@@ -66,6 +66,15 @@ struct Throttling<Body: Sendable>: Sendable {
         }
     }
 
+    /// Password guesses of a sign-in (a user's or an administrator's): per email from one client
+    /// address (the owner rule), per email and per address; a success gives its attempt back and
+    /// clears its address's count.
+    static func passwordGuesses(_ action: ThrottleAction) -> Throttling<SignInAttempt> {
+        Throttling<SignInAttempt>(
+            action, [.perEmailAndAddress(\.email), .perEmail { attempt, _ in attempt.email }, .perAddress],
+            success: .givesBack(clearing: .perEmailAndAddress))
+    }
+
     /// The kinds of its counters, as the route's policy lists them.
     var kinds: Set<RoutePolicy.Throttle> { Set(counters.map(\.kind)) }
 
