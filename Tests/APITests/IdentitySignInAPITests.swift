@@ -221,6 +221,34 @@ struct IdentitySignInAPITests {
         #expect(provider.requestCount - before == 1, "unknown kids fetched \(provider.requestCount - before - 1) more times")
     }
 
+    /// A forged `kid` made the server fetch the key set a moment ago; the provider then publishes a
+    /// new key: a token signed by it waits for the next allowed fetch and signs in, where it used to
+    /// be refused as "signed by an unknown key" for the rest of the refetch interval. Forged `kid`s
+    /// sent at once share that fetch.
+    @Test func aNewKeyIsNotRefusedBecauseForgedKeysWereFetchedFor() throws {
+        let provider = try TestIdentityProvider()
+        try provider.serve(["key-1"])
+        try provider.cacheControl("max-age=86400")
+        let server = try Self.server("idp_rotate_wait", provider) { $0.identityProviders.keyTiming.refetchInterval = 2 }
+        defer { Self.finish(server) }
+        #expect(try Self.signIn(server, try Self.googleToken(subject: "g-w1", email: server.uniqueEmail())).status == 200)
+        let keys = try TestSigningKeys.shared()
+        let claims = TestSigningKeys.claims(issuer: Self.google, audience: Self.googleClient, subject: "g-forged")
+        let forged = try (0..<4).map { try keys.token(claims, keyID: "key-3", headerKeyID: "forged-\($0)") }
+        let statuses = Mutex<[Int]>([])
+        try onThreads(forged.count) { index in
+            let status = try Self.signIn(server, forged[index]).status
+            statuses.withLock { $0.append(status) }
+        }
+        #expect(statuses.withLock { $0 } == Array(repeating: 401, count: forged.count))
+        let afterFlood = provider.requestCount
+        #expect(afterFlood <= 3, "the forged kids fetched \(afterFlood - 1) times")
+        try provider.serve(["key-2"])
+        let rotated = try Self.signIn(server, try Self.googleToken(subject: "g-w2", email: server.uniqueEmail(), keyID: "key-2"))
+        #expect(rotated.status == 200, "\(rotated.text)")
+        #expect(provider.requestCount == afterFlood + 1)
+    }
+
     /// The provider unreachable: with a set fetched before, sign-ins go on with it (the set is
     /// stale and each sign-in tries again); without one ever fetched, `503`, and a provider that
     /// answers an error is unreachable too.

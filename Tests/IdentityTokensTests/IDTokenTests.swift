@@ -108,7 +108,8 @@ import Testing
         #expect(checked.emailVerified, "Apple's \"true\" string")
         let ec = try Self.token(
             header: #"{"alg": "ES256", "kid": "ec-1"}"#,
-            claims: Self.claims(audience: #"["someone.else", "other.client"]"#, extra: #", "email_verified": false"#), keyFile: "ec.pem")
+            claims: Self.claims(audience: #"["someone.else", "other.client"]"#, extra: #", "azp": "other.client", "email_verified": false"#),
+            keyFile: "ec.pem")
         let second = try Self.verify(ec)
         #expect(second.audiences == ["someone.else", "other.client"])
         #expect(!second.emailVerified)
@@ -121,6 +122,12 @@ import Testing
             try Self.token(header: header, claims: claims, keyFile: key)
         }
         #expect(try Self.failure(try signed(Self.claims(audience: #""someone.else""#))) == .wrongAudience)
+        // Several audiences: `azp` must name one of ours; with one audience it is not looked at.
+        let several = #"["com.example.app", "someone.else"]"#
+        #expect(try Self.failure(try signed(Self.claims(audience: several))) == .wrongAuthorizedParty)
+        #expect(try Self.failure(try signed(Self.claims(audience: several, extra: #", "azp": "someone.else""#))) == .wrongAuthorizedParty)
+        #expect(try Self.failure(try signed(Self.claims(audience: several, extra: #", "azp": "com.example.app""#))) == nil)
+        #expect(try Self.failure(try signed(Self.claims(extra: #", "azp": "an.android.client""#))) == nil)
         #expect(try Self.failure(try signed(Self.claims(issuer: "https://accounts.google.com"))) == .wrongIssuer("https://accounts.google.com"))
         #expect(try Self.failure(try signed(Self.claims(expiresIn: -61))) == .expired)
         #expect(try Self.failure(try signed(Self.claims(expiresIn: -30))) == nil, "within the clock skew")

@@ -24,6 +24,8 @@ public struct IDToken: Sendable {
         case badSignature
         case wrongIssuer(String)
         case wrongAudience
+        /// Issued for several apps, and `azp` (the app it was issued to) is missing or not one of ours.
+        case wrongAuthorizedParty
         case expired
         case notYetValid
         case nonceMismatch
@@ -42,7 +44,7 @@ public struct IDToken: Sendable {
     }
 
     /// Checks `token`'s signature with `keys` (RS256 or ES256, the key its `kid` names, of the
-    /// algorithm its `alg` says), then its issuer, audience, expiry (`exp` after `now` less the
+    /// algorithm its `alg` says), then its issuer, audience (and `azp` when there are several), expiry (`exp` after `now` less the
     /// skew; `iat` and `nbf`, when present, not after `now` plus the skew) and, when the app sent a
     /// nonce, that the token's `nonce` is the lowercase hex SHA-256 of it (as apps give Apple and
     /// Google the hash, and the server the nonce itself).
@@ -73,6 +75,11 @@ public struct IDToken: Sendable {
         default: audiences = []
         }
         guard audiences.contains(where: expected.audiences.contains) else { throw .wrongAudience }
+        // OpenID Connect Core 3.1.3.7: a token for several audiences names the one it was issued
+        // to. With one audience `azp` is left alone (Google's names the app's own client there).
+        if audiences.count > 1 {
+            guard let party = claims["azp"]?.stringValue, expected.audiences.contains(party) else { throw .wrongAuthorizedParty }
+        }
         guard let subject = claims["sub"]?.stringValue, !subject.isEmpty else { throw .malformed("no sub") }
         guard let expiry = claims["exp"]?.doubleValue else { throw .malformed("no exp") }
         let nowSeconds = now.timeIntervalSince1970

@@ -78,13 +78,23 @@ final class IdentityProviders: Sendable {
     /// How many times the provider's key set was fetched (0 when it is off).
     func fetchCount(_ provider: IdentityProvider) -> Int { providers[provider]?.keys.fetchCount ?? 0 }
 
+    /// The identity `idToken` names, or why not, for a service that checks it inside its own steps.
+    func verify(_ provider: IdentityProvider, idToken: String, nonce: String?) async -> Result<ProviderIdentity, any Error> {
+        do {
+            return .success(try await verifying(provider, idToken: idToken, nonce: nonce))
+        } catch {
+            return .failure(error)
+        }
+    }
+
     /// The identity `idToken` names: `401 invalid_id_token` for any fault of the token (the reason
     /// is in the detail, no claim of it), `503 provider_unavailable` when no key set was ever fetched.
-    func verify(_ provider: IdentityProvider, idToken: String, nonce: String?) throws -> ProviderIdentity {
+    /// A token of a key not yet fetched may wait up to the key set's `longestWait`, suspended.
+    private func verifying(_ provider: IdentityProvider, idToken: String, nonce: String?) async throws -> ProviderIdentity {
         guard let settings = providers[provider] else { throw AccountsError(.notFound, "\(provider.displayName) is not configured.") }
         let token: IDToken
         do {
-            token = try settings.keys.verify(idToken, expecting: settings.expectations, nonce: nonce)
+            token = try await settings.keys.verify(idToken, expecting: settings.expectations, nonce: nonce)
         } catch let failure as IDToken.Failure {
             throw AccountsError(.invalidIDToken, "The ID token was refused: \(Self.reason(failure)).")
         } catch is KeySetCache.Unavailable {
@@ -106,6 +116,7 @@ final class IdentityProviders: Sendable {
         case .badSignature: "bad signature"
         case .wrongIssuer: "wrong issuer"
         case .wrongAudience: "issued for another app"
+        case .wrongAuthorizedParty: "issued to another app"
         case .expired: "expired"
         case .notYetValid: "not valid yet"
         case .nonceMismatch: "nonce mismatch"

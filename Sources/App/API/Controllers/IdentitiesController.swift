@@ -45,10 +45,9 @@ struct IdentitiesController: Controller {
         return IDToken(provider: provider, idToken: try body.string("idToken", required: true)!, nonce: try body.string("nonce"))
     }
 
-    @Sendable func signIn(_ call: Call, _ token: IDToken) throws -> Response {
-        let issued = try accounts.signInMethods.signIn(with: token.provider, nonce: token.nonce, origin: call.origin) {
-            try providers.verify(token.provider, idToken: token.idToken, nonce: token.nonce)
-        }
+    @Sendable func signIn(_ call: Call, _ token: IDToken) async throws -> Response {
+        let verified = await providers.verify(token.provider, idToken: token.idToken, nonce: token.nonce)
+        let issued = try accounts.signInMethods.signIn(with: token.provider, nonce: token.nonce, origin: call.origin) { try verified.get() }
         var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
@@ -98,10 +97,11 @@ struct IdentitiesController: Controller {
         return IDToken(provider: provider, idToken: try body.string("idToken", required: true)!, nonce: try body.string("nonce"))
     }
 
-    @Sendable func link(_ call: Call, _ token: IDToken) throws -> Response {
+    @Sendable func link(_ call: Call, _ token: IDToken) async throws -> Response {
+        let verified = await providers.verify(token.provider, idToken: token.idToken, nonce: token.nonce)
         let (linked, isNew) = try accounts.signInMethods.linkIdentity(userID: call.signedIn.user.id, nonce: token.nonce, origin: call.origin) {
             do {
-                return try providers.verify(token.provider, idToken: token.idToken, nonce: token.nonce)
+                return try verified.get()
             } catch let error as AccountsError where error.code == .invalidIDToken {
                 // Not a 401: the session is good, and a client that hears 401 signs its user out.
                 throw AccountsError.field("idToken", .invalidIDToken, error.detail)

@@ -47,16 +47,15 @@ struct ReauthenticationController: Controller {
     }
 
     /// `200 {"authenticatedAt"}`.
-    @Sendable func reauthenticate(_ call: Call, _ proof: Proof) throws -> Response {
+    @Sendable func reauthenticate(_ call: Call, _ proof: Proof) async throws -> Response {
         let (session, origin) = (call.signedIn.session, call.origin)
         let at: Date
         switch proof {
         case .password(let password):
             at = try accounts.passwords.reauthenticate(password: password, session: session, origin: origin)
         case .identity(let token):
-            at = try accounts.signInMethods.reauthenticate(session: session, nonce: token.nonce, origin: origin) {
-                try providers.verify(token.provider, idToken: token.idToken, nonce: token.nonce)
-            }
+            let verified = await providers.verify(token.provider, idToken: token.idToken, nonce: token.nonce)
+            at = try accounts.signInMethods.reauthenticate(session: session, nonce: token.nonce, origin: origin) { try verified.get() }
         }
         var response = JSONBody.response { writer in
             writer.beginObject()
