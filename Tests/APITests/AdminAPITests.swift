@@ -459,6 +459,60 @@ struct AdminAPITests {
         #expect(try signIn("root@example.com", Self.adminPassword, from: "192.0.2.10") == 200)
     }
 
+    /// Strangers' guesses from many addresses fill the per-email counter and are slowed by it, but
+    /// cannot lock the administrator out: a sign-in from an address, or with the device cookie, that
+    /// signed in as the email before is not held by that counter. The device's token is kept only
+    /// as a hash, and its cookie goes to the sign-in alone.
+    @Test func strangersFromManyAddressesCannotLockAnAdministratorOut() throws {
+        let server = try TestServer("admin_known_clients") { configuration in
+            configuration.trustedProxies = ["127.0.0.1"]
+            configuration.accounts.signInPerEmailAndAddress = ThrottleRule(limit: 3, windowSeconds: 900)
+            configuration.accounts.signInPerEmail = ThrottleRule(limit: 10, windowSeconds: 900)
+        }
+        defer { server.shutdown() }
+        _ = try server.app.accounts.administrators.createAdmin(email: "root@example.com", password: Self.adminPassword)
+        @Sendable func signIn(_ password: String, from address: String, cookie: String? = nil) throws -> Reply {
+            var headers = [("X-Forwarded-For", address)]
+            if let cookie { headers.append(("Cookie", "theme=dark; exo_admin_device=\(cookie)")) }
+            return try server.call(
+                "POST", "/admin/signin", json: #"{"email": "root@example.com", "password": "\#(password)"}"#, headers: headers)
+        }
+        let first = try signIn(Self.adminPassword, from: "192.0.2.10")
+        #expect(first.status == 200)
+        let setCookie = try #require(first.header("Set-Cookie"))
+        #expect(setCookie.hasPrefix("exo_admin_device="))
+        for attribute in ["Path=/admin/signin", "HttpOnly", "Secure", "SameSite=Strict", "Max-Age=7776000"] {
+            #expect(setCookie.contains("; \(attribute)"), "\(setCookie)")
+        }
+        let device = String(setCookie.dropFirst("exo_admin_device=".count).prefix { $0 != ";" })
+        #expect(device.count >= 40)
+        let stored = try server.withDatabase {
+            try $0.query("SELECT client_hash FROM admin_known_clients").map { try $0.decode([UInt8].self, at: 0) }
+        }
+        #expect(stored.count == 2, "the address and the device")
+        #expect(!stored.contains(Array(device.utf8)) && !stored.contains(Base64URL.decode(device) ?? []), "only hashes at rest")
+
+        // Ten strangers guess at once, two guesses each from their own address: ten fill the
+        // per-email counter, and the rest are slowed.
+        let statuses = Mutex<[Int]>([])
+        try onThreads(10) { index in
+            for _ in 0..<2 {
+                let status = try signIn("a stranger's guess", from: "203.0.113.\(index + 1)").status
+                statuses.withLock { $0.append(status) }
+            }
+        }
+        #expect(tally(statuses.withLock { $0 }) == [401: 10, 429: 10])
+        #expect(try signIn(Self.adminPassword, from: "198.51.100.1").status == 429, "a new address is held by the per-email counter")
+        #expect(try signIn(Self.adminPassword, from: "198.51.100.2", cookie: "not-a-device-this-server-made").status == 429)
+        let fromKnownAddress = try signIn(Self.adminPassword, from: "192.0.2.10")
+        #expect(fromKnownAddress.status == 200, "the address that signed in before: \(fromKnownAddress.text)")
+        let withDevice = try signIn(Self.adminPassword, from: "198.51.100.3", cookie: device)
+        #expect(withDevice.status == 200, "a new address with the device cookie: \(withDevice.text)")
+        #expect(withDevice.header("Set-Cookie") == nil, "a known device keeps its token")
+        // A stranger from a known address still meets the owner rule of that address.
+        #expect(try signIn("a wrong guess", from: "198.51.100.3", cookie: device).status == 401)
+    }
+
     @Test func theConsoleIsOnePageWithAStrictPolicyAndNoInlineCode() throws {
         let server = try TestServer("admin_console_files")
         defer { server.shutdown() }

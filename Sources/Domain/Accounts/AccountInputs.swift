@@ -25,6 +25,9 @@ public struct Registration: Sendable {
 public struct SignInAttempt: Sendable {
     public var email: String
     public var password: String
+    /// An administrator's client that signed in as this email before (`AdminClient`): its
+    /// guesses are not held by the per-email counter, which strangers can fill.
+    public var fromKnownClient = false
 
     public init(email: String, password: String) {
         self.email = email

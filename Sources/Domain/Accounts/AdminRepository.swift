@@ -15,6 +15,9 @@ public struct IssuedAdminSession: Sendable {
     public let accessToken: String
     public let expiresAt: Date
     public let admin: Admin
+    /// A new device token for the sign-in's client to keep (a cookie), when it brought none this
+    /// administrator knows: a later sign-in with it is not held by the per-email counter.
+    public var deviceToken: String? = nil
 }
 
 /// One administrator action.
@@ -108,6 +111,46 @@ enum AdminRepository {
         try connection.query(
             "SELECT \(adminColumns), \(passwordHashColumn) FROM admins a WHERE a.email_normalized = \(email.normalized)"
         ).first.map { (try decodeAdmin($0), try $0.decode(String.self, "password_hash", of: passwordHashColumn)) }
+    }
+
+    /// Whether the administrator of `email` signed in successfully since `since` from one of the
+    /// clients `hashes` names (`KnownAdminClient`).
+    static func isKnownClient(_ connection: PostgresConnection, email: EmailAddress, hashes: [[UInt8]], since: Date) throws -> Bool {
+        guard let first = hashes.first else { return false }
+        let second = hashes.count > 1 ? hashes[1] : first
+        return try !connection.query(
+            """
+            SELECT 1 FROM admin_known_clients k JOIN admins a ON a.id = k.admin_id
+            WHERE a.email_normalized = \(email.normalized) AND k.client_hash IN (\(first), \(second)) AND k.last_signed_in_at > \(since)
+            LIMIT 1
+            """
+        ).isEmpty
+    }
+
+    /// Whether administrator `adminID` signed in successfully since `since` from the client `hash` names.
+    static func isKnownClient(_ connection: PostgresConnection, adminID: UUID, hash: [UInt8], since: Date) throws -> Bool {
+        try !connection.query(
+            """
+            SELECT 1 FROM admin_known_clients WHERE admin_id = \(adminID) AND client_hash = \(hash) AND last_signed_in_at > \(since)
+            """
+        ).isEmpty
+    }
+
+    /// Remembers the clients of a successful sign-in at `now`, keeping each administrator's
+    /// newest `kept` only.
+    static func rememberClients(_ connection: PostgresConnection, adminID: UUID, hashes: [[UInt8]], at now: Date, kept: Int) throws {
+        for hash in hashes {
+            try connection.execute(
+                """
+                INSERT INTO admin_known_clients (admin_id, client_hash, last_signed_in_at) VALUES (\(adminID), \(hash), \(now))
+                ON CONFLICT (admin_id, client_hash) DO UPDATE SET last_signed_in_at = excluded.last_signed_in_at
+                """)
+        }
+        try connection.execute(
+            """
+            DELETE FROM admin_known_clients WHERE admin_id = \(adminID) AND client_hash NOT IN (
+                SELECT client_hash FROM admin_known_clients WHERE admin_id = \(adminID) ORDER BY last_signed_in_at DESC LIMIT \(kept))
+            """)
     }
 
     /// Opens a session at `now` (its times are the clock's: they are compared with it); returns its end.

@@ -110,7 +110,10 @@ public final class Administrators: Sendable {
     /// guessed wrong exhausts its own tries; the owner, from elsewhere, still signs in), per email
     /// from all addresses, and per address whatever the email; in a storm it is refused before any
     /// database work, as users' sign-ins are, so that it cannot fill the hashing pool.
-    public func adminSignIn(email text: String, password: String, origin: RequestOrigin) throws -> IssuedAdminSession {
+    ///
+    /// A success remembers its client (`AdminClient`): its address, and its device token, a new
+    /// one when it brought none this administrator knows (`IssuedAdminSession.deviceToken`).
+    public func adminSignIn(email text: String, password: String, client: AdminClient, origin: RequestOrigin) throws -> IssuedAdminSession {
         let invalid = AccountsError(.invalidCredentials, "The email or password is wrong.")
         let credentials = try EmailAddress(text).flatMap { email in
             try context.pool.withConnection { try AdminRepository.credentials($0, email: email) }
@@ -130,12 +133,33 @@ public final class Administrators: Sendable {
             throw invalid
         }
         let token = try SessionToken.generate()
-        let expiresAt = try context.pool.withTransaction { connection in
-            let expiresAt = try AdminRepository.openSession(connection, adminID: credentials.admin.id, tokenHash: token.hash, at: context.clock.now())
+        let newDevice = try SessionToken.generate()
+        let now = context.clock.now()
+        let adminID = credentials.admin.id
+        let (expiresAt, deviceIsKnown) = try context.pool.withTransaction { connection in
+            let expiresAt = try AdminRepository.openSession(connection, adminID: adminID, tokenHash: token.hash, at: now)
             try AdminRepository.audit(connection, admin: credentials.admin, action: .adminSignIn, target: nil, address: origin.address)
-            return expiresAt
+            let deviceIsKnown =
+                try client.device.map { device in
+                    try AdminRepository.isKnownClient(connection, adminID: adminID, hash: device, since: now - AdminClient.remembered)
+                } ?? false
+            let device = deviceIsKnown ? client.device! : AdminClient.deviceHash(of: newDevice.text)
+            try AdminRepository.rememberClients(
+                connection, adminID: adminID, hashes: [client.address, device], at: now, kept: AdminClient.keptPerAdministrator)
+            return (expiresAt, deviceIsKnown)
         }
-        return IssuedAdminSession(accessToken: token.text, expiresAt: expiresAt, admin: credentials.admin)
+        return IssuedAdminSession(
+            accessToken: token.text, expiresAt: expiresAt, admin: credentials.admin, deviceToken: deviceIsKnown ? nil : newDevice.text)
+    }
+
+    /// Whether `client` signed in as the administrator of `email` in the last 90 days: such a
+    /// sign-in is not held by the per-email counter that strangers' guesses fill.
+    public func isKnownClient(email text: String, client: AdminClient) throws -> Bool {
+        guard let email = EmailAddress(text) else { return false }
+        let since = context.clock.now() - AdminClient.remembered
+        return try context.pool.withConnection { connection in
+            try AdminRepository.isKnownClient(connection, email: email, hashes: [client.address] + (client.device.map { [$0] } ?? []), since: since)
+        }
     }
 
     /// The administrator of a live admin session, or `invalid_token` (a user's token included).
@@ -169,4 +193,23 @@ public final class Administrators: Sendable {
     private func checkAdminPassword(_ password: String) throws {
         try context.configuration.passwordPolicy.validate(password, field: "password")
     }
+}
+
+/// Where an administrator's sign-in comes from, as the known clients remember it: the SHA-256 of
+/// its address, and of the device token its cookie carries (when one is well formed).
+public struct AdminClient: Sendable {
+    /// How long a client is remembered after its last successful sign-in.
+    static let remembered: TimeInterval = 90 * 86_400
+    /// The newest clients kept per administrator (addresses and devices together).
+    static let keptPerAdministrator = 20
+
+    let address: [UInt8]
+    let device: [UInt8]?
+
+    public init(address: String, deviceToken: String?) {
+        self.address = SHA256.hash(Array("address:\(address)".utf8))
+        self.device = deviceToken.flatMap { SessionToken.isWellFormed($0) ? Self.deviceHash(of: $0) : nil }
+    }
+
+    static func deviceHash(of token: String) -> [UInt8] { SHA256.hash(Array("device:\(token)".utf8)) }
 }

@@ -19,7 +19,8 @@ struct AdminController: Controller {
     let imageResponses: ImagesController
 
     static func declare(_ routes: inout Routes<Self>) {
-        // As a user's sign-in: its own counters, with the users' rules (the owner rule too).
+        // As a user's sign-in: its own counters, with the users' rules (the owner rule too); a
+        // client that signed in as the email before is not held by the per-email counter.
         routes.open(
             .post, "/admin/signin", body: Self.credentials, throttle: .passwordGuesses(.adminSignIn), hashing: .interactive, use: Self.signIn)
         routes.open(.post, "/admin/setup", .linkToken, hashing: .interactive, use: Self.setup)
@@ -52,12 +53,37 @@ struct AdminController: Controller {
         guard let email = body["email"]?.stringValue, let password = body["password"]?.stringValue, body.count == 2 else {
             throw AccountsError(.invalidValue, "The body is {\"email\", \"password\"}, both strings.")
         }
-        return SignInAttempt(email: email, password: password)
+        var attempt = SignInAttempt(email: email, password: password)
+        attempt.fromKnownClient = try accounts.administrators.isKnownClient(email: email, client: Self.client(call))
+        return attempt
     }
 
     @Sendable func signIn(_ call: Call, _ credentials: SignInAttempt) throws -> Response {
-        let issued = try accounts.administrators.adminSignIn(email: credentials.email, password: credentials.password, origin: call.origin)
-        return AdminController.sessionResponse(issued)
+        let issued = try accounts.administrators.adminSignIn(
+            email: credentials.email, password: credentials.password, client: Self.client(call), origin: call.origin)
+        var response = AdminController.sessionResponse(issued)
+        if let device = issued.deviceToken {
+            // Sent back to the sign-in alone, never readable by a script or sent from another site.
+            response.headers.add(
+                name: "Set-Cookie",
+                value: "\(Self.deviceCookie)=\(device); Path=/admin/signin; Max-Age=\(90 * 86_400); Secure; HttpOnly; SameSite=Strict")
+        }
+        return response
+    }
+
+    /// The cookie that names an administrator's device to the sign-in.
+    static let deviceCookie = "exo_admin_device"
+
+    /// The sign-in's client: its address, and its device cookie.
+    static func client(_ call: Call) -> AdminClient {
+        var device: String?
+        for field in call.request.headers.values("Cookie") {
+            for pair in field.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1).map { $0.filter { $0 != " " && $0 != "\t" } }
+                if parts.count == 2, parts[0] == deviceCookie { device = parts[1] }
+            }
+        }
+        return AdminClient(address: call.origin.address, deviceToken: device)
     }
 
     /// The first administrator, from the one-time link `serve` prints while there is none: the

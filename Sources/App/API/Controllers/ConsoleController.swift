@@ -4,7 +4,9 @@ import HTTPServer
 /// The administrators' console at `/console/`: one page, its style and script, embedded in the
 /// binary. It runs only these files (the `Content-Security-Policy` allows nothing inline and
 /// nothing from another origin), keeps the admin token in the tab's `sessionStorage` and sends
-/// it as a bearer token: no cookie, so nothing another site could make the browser send.
+/// it as a bearer token: no cookie, so nothing another site could make the browser send. (The one
+/// cookie, `exo_admin_device`, only tells the sign-in a device it saw sign in before; it is
+/// `HttpOnly`, `SameSite=Strict` and sent to `/admin/signin` alone.)
 struct ConsoleController: Controller {
     static func declare(_ routes: inout Routes<Self>) {
         let files: [(String, String, [UInt8])] = [

@@ -67,11 +67,12 @@ struct Throttling<Body: Sendable>: Sendable {
     }
 
     /// Password guesses of a sign-in (a user's or an administrator's): per email from one client
-    /// address (the owner rule), per email and per address; a success gives its attempt back and
-    /// clears its address's count.
+    /// address (the owner rule), per email (but for a client known to have signed in as it
+    /// before, so that strangers cannot lock its owner out) and per address; a success gives its
+    /// attempt back and clears its address's count.
     static func passwordGuesses(_ action: ThrottleAction) -> Throttling<SignInAttempt> {
         Throttling<SignInAttempt>(
-            action, [.perEmailAndAddress(\.email), .perEmail { attempt, _ in attempt.email }, .perAddress],
+            action, [.perEmailAndAddress(\.email), .perEmail { attempt, _ in attempt.fromKnownClient ? nil : attempt.email }, .perAddress],
             success: .givesBack(clearing: .perEmailAndAddress))
     }
 
