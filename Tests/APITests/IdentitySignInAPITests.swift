@@ -340,6 +340,58 @@ struct IdentitySignInAPITests {
         #expect(unknownProvider.status == 404, "Apple is off here: \(unknownProvider.text)")
     }
 
+    /// A linked identity's notice carries a link (to the verified address) that removes it and
+    /// ends every session of the user: once, whichever of two clients racing with it comes
+    /// first; a used, unknown or malformed link is `422 invalid_token`. Only the link's hash is kept.
+    @Test func theNoticeOfALinkedIdentityRemovesItAndEndsEverySession() throws {
+        let provider = try TestIdentityProvider()
+        try provider.serve(["key-1"])
+        let server = try Self.server("idp_remove_link", provider)
+        defer { Self.finish(server) }
+        let owner = try server.register(extra: #", "firstname": "Ayu""#)
+        try server.verifyAddress(owner)
+        let second = try server.newSession(owner)
+        let token = try Self.googleToken(subject: "g-planted", email: server.uniqueEmail("planted"))
+        server.remember(token: token)
+        let linked = try server.call("POST", "/users/me/identities", token: owner.token, json: #"{"provider": "google", "idToken": "\#(token)"}"#)
+        #expect(linked.status == 201, "\(linked.text)")
+        let notice = try #require(try PasskeysAPITests.mails(server, subject: "A new way to sign in to").first)
+        let flat = notice.replacingOccurrences(of: "=\r\n", with: "").replacingOccurrences(of: "=3D", with: "=")
+        #expect(flat.contains("/remove-sign-in-method#token="), "\(flat.prefix(1500))")
+        #expect(flat.contains("Hi Ayu"), "a verified address is greeted by name")
+        let link = try RecoveryAPITests.token(in: notice)
+        server.remember(token: link)
+        let stored = try server.withDatabase { connection in
+            try connection.query(
+                "SELECT token_hash, target_kind FROM account_tokens WHERE user_id = \(owner.id)::uuid AND purpose = 'sign_in_method_removal'"
+            ).map { (try $0.decode([UInt8].self, at: 0), try $0.decode(String.self, at: 1)) }
+        }
+        #expect(stored.count == 1 && stored.first?.0 == SHA256.hash(Array(link.utf8)) && stored.first?.1 == "identity")
+
+        for bad in ["not-a-token", String(repeating: "A", count: 43)] {
+            let refused = try server.call("POST", "/users/sign-in-methods/remove", json: #"{"token": "\#(bad)"}"#)
+            #expect(refused.status == 422 && refused.code == "invalid_token" && refused.json["errors"]?[0]?["field"] == "token", "\(refused.text)")
+        }
+        #expect(try server.me(owner.token).status == 200, "a refused link changes nothing")
+        let statuses = Mutex<[Int]>([])
+        let barrier = Barrier(2)
+        try onThreads(2) { _ in
+            try barrier.arrive()
+            let status = try server.call("POST", "/users/sign-in-methods/remove", json: #"{"token": "\#(link)"}"#).status
+            statuses.withLock { $0.append(status) }
+        }
+        #expect(statuses.withLock { $0.sorted() } == [200, 422])
+        #expect(try Self.count(server, "SELECT count(*)::int8 FROM identities WHERE user_id = \(owner.id)::uuid") == 0)
+        #expect(try server.me(owner.token).status == 401, "every session ended")
+        #expect(try server.me(second).status == 401, "every session ended")
+        let again = try server.call("POST", "/users/sign-in-methods/remove", json: #"{"token": "\#(link)"}"#)
+        #expect(again.status == 422 && again.code == "invalid_token", "\(again.text)")
+        // The account's owner signs in again and sees what happened.
+        let back = try server.newSession(owner)
+        let events = try server.call("GET", "/users/me/activity", token: back).json["events"]?.arrayValue ?? []
+        #expect(events.contains { $0["type"] == "identity_unlinked" }, "\(events)")
+    }
+
     /// Never the last way in: an account without a password keeps its only identity; with two, or
     /// with a password, one goes (and the address is told). Two removals racing leave one.
     @Test func theLastWayInStays() throws {

@@ -77,7 +77,8 @@ import Thumbnails
                 "GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json", "POST /users", "POST /users/signin",
                 "POST /users/password-reset", "POST /users/password-reset/confirm", "POST /users/verify-email",
                 "POST /users/email-change/undo", "GET /reset-password", "GET /verify-email", "GET /undo-email-change",
-                "GET /pages/undo-email-change.js", "GET /pages/theme.css", "GET /pages/pages.css", "GET /pages/pages.js",
+                "GET /pages/undo-email-change.js", "POST /users/sign-in-methods/remove", "GET /remove-sign-in-method",
+                "GET /pages/remove-sign-in-method.js", "GET /pages/theme.css", "GET /pages/pages.css", "GET /pages/pages.js",
                 "GET /pages/reset-password.js",
                 "GET /pages/verify-email.js", "GET /favicon.svg", "GET /favicon.ico", "GET /.well-known/apple-app-site-association",
                 "GET /.well-known/assetlinks.json", "GET /images/{id}",
@@ -155,7 +156,9 @@ import Thumbnails
                     #expect(content.keys == ["text/event-stream"], "\(method) \(path) \(status)")
                 } else if let content, path == "/metrics" {
                     #expect(content.keys == ["text/plain; version=0.0.4; charset=utf-8"], "\(method) \(path) \(status)")
-                } else if let content, ["/reset-password", "/verify-email", "/undo-email-change", "/console/"].contains(path) {
+                } else if let content,
+                    ["/reset-password", "/verify-email", "/undo-email-change", "/remove-sign-in-method", "/console/"].contains(path)
+                {
                     #expect(content.keys == ["text/html"], "\(method) \(path) \(status)")
                 } else if let content, path.hasPrefix("/favicon.") {
                     #expect(content.keys == ["image/svg+xml"], "\(method) \(path) \(status)")

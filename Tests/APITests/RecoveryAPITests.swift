@@ -224,6 +224,40 @@ struct RecoveryAPITests {
         #expect(subjects.count == 1 && subjects.first?.hasPrefix("owners-") == true, "\(subjects)")
     }
 
+    /// Mail to an address its mailbox has not proved carries no text the account's registrant
+    /// chose (who may be a stranger to that mailbox): the reset, the password-change and the
+    /// export notices greet the address itself. Once the address is verified, the name is used.
+    @Test func mailToAnUnverifiedAddressCarriesNoTextTheRegistrantChose() throws {
+        let smtp = try TestSMTPServer()
+        let server = try Self.server("unverified_text", smtp: smtp)
+        defer { server.shutdown() }
+        let chosen = "Visit evil example"
+        var account = try server.register(extra: #", "firstname": "\#(chosen)""#)
+        func flat(_ message: String) -> String { message.replacingOccurrences(of: "=\r\n", with: "") }
+        func mail(_ containing: String, count: Int = 1) throws -> String {
+            flat(try smtp.waitForMessages(count: count, where: { Self.isTo(account.email)($0) && flat($0).contains(containing) })[count - 1])
+        }
+        #expect(try server.call("POST", "/users/password-reset", json: #"{"email": "\#(account.email)"}"#).status == 202)
+        let reset = try mail("/reset-password#")
+        #expect(try server.call("GET", "/users/me/export", token: account.token).status == 200)
+        let exported = try mail("was just downloaded")
+        let newPassword = server.uniquePassword("changed")
+        let changed = try server.call(
+            "POST", "/users/me/password", token: account.token,
+            json: #"{"oldPassword": "\#(account.password)", "newPassword": "\#(newPassword)"}"#)
+        #expect(changed.status == 200, "\(changed.text)")
+        if let token = changed.json["accessToken"]?.stringValue { account.token = token }
+        account.password = newPassword
+        let passwordNotice = try mail("was just changed")
+        for message in [reset, exported, passwordNotice] {
+            #expect(!message.contains(chosen), "\(message.prefix(1200))")
+            #expect(message.contains("Hi \(account.email)"), "greets the address: \(message.prefix(1200))")
+        }
+        try server.verifyAddress(account)
+        #expect(try server.call("POST", "/users/password-reset", json: #"{"email": "\#(account.email)"}"#).status == 202)
+        #expect(try mail("/reset-password#", count: 2).contains("Hi \(chosen)"), "a verified address is greeted by name")
+    }
+
     @Test func aNewerRequestOrAPasswordChangeVoidsTheOlderLinks() throws {
         let smtp = try TestSMTPServer()
         let server = try Self.server("supersede", smtp: smtp)
@@ -664,6 +698,7 @@ struct RecoveryAPITests {
         for (path, type) in [
             ("/reset-password", "text/html; charset=utf-8"), ("/verify-email", "text/html; charset=utf-8"),
             ("/undo-email-change", "text/html; charset=utf-8"), ("/pages/undo-email-change.js", "text/javascript; charset=utf-8"),
+            ("/remove-sign-in-method", "text/html; charset=utf-8"), ("/pages/remove-sign-in-method.js", "text/javascript; charset=utf-8"),
             ("/pages/theme.css", "text/css; charset=utf-8"), ("/pages/pages.css", "text/css; charset=utf-8"),
             ("/pages/pages.js", "text/javascript; charset=utf-8"),
             ("/pages/reset-password.js", "text/javascript; charset=utf-8"),
@@ -698,6 +733,18 @@ struct RecoveryAPITests {
         defer { server.shutdown() }
         let account = try server.register()
         let verifyMail = try smtp.waitForMessages(where: Self.isTo(account.email))[0]
+        // Two identities, one planted while the address was unverified (the reset removes it)
+        // and one taken as added after verification: the reset page lists the password and it.
+        try server.withDatabase { connection in
+            for (subject, email, planted) in [("g-planted", "planted@example.net", true), ("g-kept", "kept@example.net", false)] {
+                _ = try connection.execute(
+                    """
+                    INSERT INTO identities (user_id, provider, subject, email) VALUES (\(account.id)::uuid, 'google', \(subject + "-" + UUID().uuidString), \(email))
+                    """)
+                _ = try connection.execute(
+                    "UPDATE identities SET added_while_unverified = \(planted) WHERE email = \(email) AND user_id = \(account.id)::uuid")
+            }
+        }
         #expect(try server.call("POST", "/users/password-reset", json: #"{"email": "\#(account.email)"}"#).status == 202)
         let resetMail = try smtp.waitForMessages(where: { Self.isTo(account.email)($0) && $0.contains("/reset-password#") })[0]
         let resetLink = "http://127.0.0.1:\(port)/reset-password#token=\(try Self.token(in: resetMail))"
@@ -719,6 +766,7 @@ struct RecoveryAPITests {
                 TestServer.repositoryRoot + "/Tests/Browser/recovery_pages.py", "--reset-link", resetLink, "--new-password", newPassword,
                 "--verify-link", verifyLink, "--expect-email", account.email, "--screenshots", screenshots,
                 "--invalid-reset-link", resetLink, "--undo-link", undoLink, "--expect-restored", mover.email,
+                "--expect-ways-in", "Your password", "--expect-ways-in", "Sign in with Google (kept@example.net)",
             ])
         #expect(output.contains("OK: recovery pages behave"), "\(output)")
         // What the browser did is what the server now holds.
@@ -748,7 +796,7 @@ struct RecoveryAPITests {
         #expect(details.first?["appIDs"] == .array(["ABCDE12345.com.example.health"]))
         #expect(
             details.first?["components"]?.arrayValue?.compactMap { $0["/"]?.stringValue } == [
-                "/reset-password", "/verify-email", "/undo-email-change",
+                "/reset-password", "/verify-email", "/undo-email-change", "/remove-sign-in-method",
             ])
         // Passkeys of this server in the app (the associated domain's webcredentials).
         #expect(apple.json["webcredentials"]?["apps"] == .array(["ABCDE12345.com.example.health"]))

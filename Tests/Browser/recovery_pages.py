@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""Drives the account-recovery pages (/reset-password, /verify-email, /undo-email-change) in headless Chromium.
+"""Drives the account-recovery pages (/reset-password, /verify-email, /undo-email-change,
+/remove-sign-in-method) in headless Chromium.
 
 Run with Debian's /usr/bin/python3 (python3-selenium, chromium, chromium-driver):
 
-    /usr/bin/python3 Tests/Browser/recovery_pages.py --reset-link URL --new-password PW \
-        --verify-link URL --expect-email EMAIL --screenshots DIR [--invalid-reset-link URL] \
-        [--undo-link URL --expect-restored EMAIL]
+    /usr/bin/python3 Tests/Browser/recovery_pages.py --screenshots DIR \
+        [--reset-link URL --new-password PW --verify-link URL --expect-email EMAIL] \
+        [--invalid-reset-link URL] [--undo-link URL --expect-restored EMAIL] [--remove-link URL]
 
 The links are the real ones the server mailed. Prints one line per step, saves a PNG of each page
 state in DIR and exits non-zero with a FAIL line on a wrong page state, a timeout, any SEVERE
@@ -26,10 +27,12 @@ TEXT_RESET_DONE = "Your password has been changed. You can now sign in with it i
 TEXT_VERIFIED = "Your email address {email} is verified."
 TEXT_NO_TOKEN = "This link is incomplete."
 TEXT_RESTORED = "Your address {email} is back."
+TEXT_REMOVED = "It was removed, and every device was signed out."
 TOO_SHORT_PASSWORD = "short12"  # 7 characters: one under the minimum
 
 CONFIRM_PATH = "/users/password-reset/confirm"
 UNDO_PATH = "/users/email-change/undo"
+REMOVE_PATH = "/users/sign-in-methods/remove"
 
 
 def fill_passwords(browser, password, confirmation):
@@ -41,6 +44,15 @@ def fill_passwords(browser, password, confirmation):
 
 
 def run(browser, args):
+    if args.reset_link:
+        reset_and_verify(browser, args)
+    if args.undo_link:
+        undo_email_change(browser, args)
+    if args.remove_link:
+        remove_sign_in_method(browser, args)
+
+
+def reset_and_verify(browser, args):
     step(f"open the reset link on a phone-sized window ({PHONE[0]}x{PHONE[1]})")
     browser.open(args.reset_link, PHONE)
     browser.wait("the reset form", lambda: browser.element("reset-form").is_displayed())
@@ -62,11 +74,15 @@ def run(browser, args):
         raise Failure("the page sent the invalid passwords to the API instead of refusing them itself")
     browser.check_console()
 
-    step("the real password is accepted")
+    step("the real password is accepted, and the ways in that remain are listed")
     fill_passwords(browser, args.new_password, args.new_password)
     browser.wait_for_text("message", TEXT_RESET_DONE)
     if browser.element("reset-form").is_displayed():
         raise Failure("the reset form is still shown after success")
+    browser.wait("the list of ways in", lambda: browser.element("ways-in").is_displayed())
+    listed = [item.text for item in browser.element("ways-in-list").find_elements("tag name", "li")]
+    if listed != args.expect_ways_in:
+        raise Failure(f"expected the ways in {args.expect_ways_in}, the page lists {listed}")
     browser.screenshot("reset-done.png")
     browser.check_console()
 
@@ -103,9 +119,6 @@ def run(browser, args):
         print(f"  detail shown: {problem['detail']!r}", flush=True)
         browser.screenshot("reset-invalid.png")
         browser.check_console(allowed_network_status=(CONFIRM_PATH, 422))
-
-    if args.undo_link:
-        undo_email_change(browser, args)
 
 
 def undo_email_change(browser, args):
@@ -144,20 +157,62 @@ def undo_email_change(browser, args):
     browser.check_console(allowed_network_status=(UNDO_PATH, 422))
 
 
+def remove_sign_in_method(browser, args):
+    step("open the removal link on a phone-sized window: nothing happens until the button is pressed")
+    browser.open(args.remove_link, PHONE)
+    browser.wait("the remove button", lambda: browser.element("remove").is_displayed())
+    browser.check_fragment_gone()
+    if browser.api_responses(REMOVE_PATH):
+        raise Failure("the page removed the way in on opening, before the button was pressed")
+    browser.screenshot("remove-confirm.png")
+    browser.check_console()
+
+    step("press the button: the way in is gone and every device signed out")
+    browser.element("remove").click()
+    browser.wait_for_text("message", TEXT_REMOVED)
+    if browser.element("remove").is_displayed():
+        raise Failure("the remove button is still shown after success")
+    if [status for _, status in browser.api_responses(REMOVE_PATH)] != [200]:
+        raise Failure(f"expected one 200 answer to {REMOVE_PATH}")
+    browser.screenshot("remove-done.png")
+    browser.check_console()
+
+    step("the used link again shows the API's detail and no button")
+    browser.open(args.remove_link, PHONE)
+    browser.wait("the remove button", lambda: browser.element("remove").is_displayed())
+    browser.element("remove").click()
+    browser.wait("the button to go", lambda: not browser.element("remove").is_displayed())
+    answers = browser.api_responses(REMOVE_PATH)
+    if [status for _, status in answers] != [422]:
+        raise Failure(f"expected one 422 answer to {REMOVE_PATH}, got {[status for _, status in answers]}")
+    problem = json.loads(browser.driver.execute_cdp_cmd("Network.getResponseBody", {"requestId": answers[0][0]})["body"])
+    if problem.get("code") != "invalid_token":
+        raise Failure(f"expected code invalid_token, got {problem.get('code')!r}")
+    browser.wait_for_text("message", problem["detail"])
+    browser.screenshot("remove-invalid.png")
+    browser.check_console(allowed_network_status=(REMOVE_PATH, 422))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reset-link", required=True, help="mailed <public-url>/reset-password#token=…")
-    parser.add_argument("--new-password", required=True, help="password to set (at least 8 characters)")
-    parser.add_argument("--verify-link", required=True, help="mailed <public-url>/verify-email#token=…")
-    parser.add_argument("--expect-email", required=True, help="address the verify page must name")
+    parser.add_argument("--reset-link", help="mailed <public-url>/reset-password#token=…")
+    parser.add_argument("--new-password", help="password to set (at least 8 characters)")
+    parser.add_argument("--verify-link", help="mailed <public-url>/verify-email#token=…")
+    parser.add_argument("--expect-email", help="address the verify page must name")
+    parser.add_argument("--expect-ways-in", action="append", default=[], help="a way in the reset page must list, in order")
     parser.add_argument("--screenshots", required=True, help="directory for the PNG screenshots")
     parser.add_argument("--invalid-reset-link", help="an already-used reset link")
     parser.add_argument("--undo-link", help="mailed <public-url>/undo-email-change#token=…")
     parser.add_argument("--expect-restored", help="the address the undo page must say is back")
+    parser.add_argument("--remove-link", help="mailed <public-url>/remove-sign-in-method#token=…")
     parser.add_argument("--timeout", type=float, default=20, help="seconds per wait (default 20)")
     args = parser.parse_args()
-    if len(args.new_password) < 8:
+    if args.reset_link and not (args.new_password and args.verify_link and args.expect_email):
+        parser.error("--reset-link needs --new-password, --verify-link and --expect-email")
+    if args.reset_link and len(args.new_password) < 8:
         parser.error("--new-password must have at least 8 characters")
+    if args.undo_link and not args.expect_restored:
+        parser.error("--undo-link needs --expect-restored")
     return drive(args, run, "recovery pages behave")
 
 

@@ -31,8 +31,24 @@ public struct AccountMail: Sendable {
         try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.passwordReset])
         try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress.normalized(user.email))
         try ActivityRepository.record(connection, userID: user.id, kind, origin: origin)
+        try OutboxRepository.enqueue(connection, .notice(.passwordChanged, to: user))
+    }
+
+    /// After a way in was added: the account's address (verified: the routes that add one
+    /// require it) gets a notice with a link that removes it and ends every session. `method`
+    /// names it; `chosenMethod`, with text the user chose (a passkey's name), replaces it for a
+    /// verified address.
+    func wayInAdded(
+        _ connection: PostgresConnection, user: User, method: String, chosenMethod: String? = nil, _ target: AccountTokenRepository.Target
+    ) throws {
+        let slot = try AccountTokenRepository.insertSlot(
+            connection, userID: user.id, purpose: .signInMethodRemoval, target: target,
+            lifetimeSeconds: context.configuration.signInMethodRemovalSeconds, at: context.clock.now())
         try OutboxRepository.enqueue(
-            connection, OutgoingMail(.passwordChanged, to: user.email, ["firstname": user.firstname, "email": user.email]))
+            connection,
+            .notice(
+                .signInMethodAdded, to: user, [OutgoingMail.tokenSlotVariable: String(slot), "method": method],
+                chosen: chosenMethod.map { ["method": $0] } ?? [:]))
     }
 
     /// A change of address asked for by the user (the route counts it per user and per target
@@ -63,9 +79,9 @@ public struct AccountMail: Sendable {
             at: context.clock.now())
         try OutboxRepository.enqueue(
             connection,
-            OutgoingMail(
-                .emailChangeApplied, to: old.email,
-                [OutgoingMail.tokenSlotVariable: String(slot), "firstname": new.firstname, "email": old.email, "newEmail": new.email]))
+            .notice(
+                .emailChangeApplied, to: old.email, verified: old.emailVerified, firstname: new.firstname,
+                [OutgoingMail.tokenSlotVariable: String(slot), "newEmail": new.email]))
     }
 
     /// After an administrator's change of address: links sent to the old one die, the new one
@@ -75,8 +91,7 @@ public struct AccountMail: Sendable {
         try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress.normalized(old.email))
         try ActivityRepository.record(connection, userID: new.id, .emailChanged, origin: origin)
         try OutboxRepository.enqueue(
-            connection,
-            OutgoingMail(.emailChanged, to: old.email, ["firstname": new.firstname, "email": old.email, "newEmail": new.email]))
+            connection, .notice(.emailChanged, to: old.email, verified: old.emailVerified, firstname: new.firstname, ["newEmail": new.email]))
         try queueVerification(connection, user: new)
     }
 
@@ -88,5 +103,29 @@ public struct AccountMail: Sendable {
         let token = try SessionToken.generate()
         let minted = try pool.withConnection { try AccountTokenRepository.mint($0, slot: slot, hash: token.hash, at: clock.now()) }
         return minted ? token.text : nil
+    }
+}
+
+extension OutgoingMail {
+    /// A notice about an account to `address`. Text the account's holder chose (the first name, a
+    /// passkey's name: `chosen`) goes only to an address its mailbox proved; an unverified address
+    /// may be a stranger's, whose inbox must not carry what a registrant wrote. Without its first
+    /// name a mail greets the address itself.
+    static func notice(
+        _ kind: MailKind, to address: String, verified: Bool, firstname: String, _ variables: [String: String] = [:],
+        chosen: [String: String] = [:]
+    ) -> OutgoingMail {
+        var values = variables
+        values["email"] = address
+        if verified {
+            values["firstname"] = firstname
+            values.merge(chosen) { _, chosen in chosen }
+        }
+        return OutgoingMail(kind, to: address, values)
+    }
+
+    /// A notice to `user`'s own address.
+    static func notice(_ kind: MailKind, to user: User, _ variables: [String: String] = [:], chosen: [String: String] = [:]) -> OutgoingMail {
+        notice(kind, to: user.email, verified: user.emailVerified, firstname: user.firstname, variables, chosen: chosen)
     }
 }

@@ -54,6 +54,8 @@ public final class AccountService: Sendable {
         public var idTokenNonceSeconds: Double = 300
         /// How long the link that undoes an applied change of address works (the contract: 7 days).
         public var emailChangeUndoSeconds: Double = 7 * 86_400
+        /// How long the link that removes a way in just added works (the contract: 7 days).
+        public var signInMethodRemovalSeconds: Double = 7 * 86_400
         /// How long a mailed reset link works (the contract: 1 hour).
         public var resetTokenSeconds: Double = 3_600
         /// How long a mailed verification link works (the contract: 24 hours).

@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Postgres
 
-/// The SQL of `account_tokens` (migrations 0004, 0009, 0010): mailed tokens, kept only as their
+/// The SQL of `account_tokens` (migrations 0004, 0009, 0010, 0023): mailed tokens, kept only as their
 /// SHA-256. A row is made as a slot, without a hash, when its mail is queued; the mail's sender
 /// makes the token and stores its hash just before sending (`mint`), so no table holds a token.
 enum AccountTokenRepository {
@@ -13,6 +13,37 @@ enum AccountTokenRepository {
         case emailChange = "email_change"
         /// Puts back the address a change moved away from; mailed there, bound to it.
         case emailChangeUndo = "email_change_undo"
+        /// Removes a way in that was added (its `target`) and ends every session; mailed to the
+        /// account's verified address.
+        case signInMethodRemoval = "sign_in_method_removal"
+    }
+
+    /// The way in a removal link removes.
+    enum Target: Equatable {
+        case passkey(UUID)
+        case identity(UUID)
+
+        var kind: String {
+            switch self {
+            case .passkey: "passkey"
+            case .identity: "identity"
+            }
+        }
+
+        var id: UUID {
+            switch self {
+            case .passkey(let id), .identity(let id): id
+            }
+        }
+
+        init?(kind: String?, id: UUID?) {
+            guard let id else { return nil }
+            switch kind {
+            case "passkey": self = .passkey(id)
+            case "identity": self = .identity(id)
+            default: return nil
+            }
+        }
     }
 
     /// A live token, used up.
@@ -23,18 +54,21 @@ enum AccountTokenRepository {
         /// The address the token is bound to, normalized, and as it was written (undo links).
         let emailNormalized: String?
         let email: String?
+        /// The way in of a removal link.
+        let target: Target?
     }
 
     /// Makes the slot of a token to be mailed and returns its id, for the mail's `tokenSlot`;
     /// `email` binds the token to the address it is sent to (verification, a change, an undo).
     /// It is made at `now` (`created_at` too, which the reset resolver compares with its requests').
     static func insertSlot(
-        _ connection: PostgresConnection, userID: UUID, purpose: Purpose, email: EmailAddress? = nil, lifetimeSeconds: Double, at now: Date
+        _ connection: PostgresConnection, userID: UUID, purpose: Purpose, email: EmailAddress? = nil, target: Target? = nil,
+        lifetimeSeconds: Double, at now: Date
     ) throws -> Int64 {
         try connection.query(
             """
-            INSERT INTO account_tokens (token_hash, user_id, purpose, email_normalized, email, created_at, expires_at)
-            VALUES (NULL, \(userID), \(purpose.rawValue), \(email?.normalized), \(email?.value),
+            INSERT INTO account_tokens (token_hash, user_id, purpose, email_normalized, email, target_kind, target_id, created_at, expires_at)
+            VALUES (NULL, \(userID), \(purpose.rawValue), \(email?.normalized), \(email?.value), \(target?.kind), \(target?.id),
                     \(now), \(now) + make_interval(secs => \(lifetimeSeconds)))
             RETURNING id
             """)[0].decode(Int64.self, at: 0)
@@ -65,7 +99,7 @@ enum AccountTokenRepository {
             """
             DELETE FROM account_tokens
             WHERE token_hash = \(hash) AND purpose = ANY (\(PostgresArray(purposes.map(\.rawValue)))::text[]) AND expires_at > \(now)
-            RETURNING id, user_id, purpose, email_normalized, email
+            RETURNING id, user_id, purpose, email_normalized, email, target_kind, target_id
             """)
         return try rows.first.map { row in
             let purposeText = try row.decode(String.self, column: "purpose")
@@ -74,7 +108,8 @@ enum AccountTokenRepository {
             }
             return Consumed(
                 id: try row.decode(Int64.self, column: "id"), userID: try row.decode(UUID.self, column: "user_id"), purpose: purpose,
-                emailNormalized: try row.decode(String?.self, column: "email_normalized"), email: try row.decode(String?.self, column: "email"))
+                emailNormalized: try row.decode(String?.self, column: "email_normalized"), email: try row.decode(String?.self, column: "email"),
+                target: Target(kind: try row.decode(String?.self, column: "target_kind"), id: try row.decode(UUID?.self, column: "target_id")))
         }
     }
 

@@ -174,7 +174,7 @@ public final class Recovery: Sendable {
     public func recordExport(of user: User, origin: RequestOrigin) throws {
         try context.pool.withTransaction { connection in
             try ActivityRepository.record(connection, userID: user.id, .dataExported, origin: origin)
-            try OutboxRepository.enqueue(connection, OutgoingMail(.dataExported, to: user.email, ["firstname": user.firstname, "email": user.email]))
+            try OutboxRepository.enqueue(connection, .notice(.dataExported, to: user))
         }
         context.mailQueued()
         SecurityEvent.log(context.logger, .dataExported, outcome: .success, userID: user.id, origin: origin)

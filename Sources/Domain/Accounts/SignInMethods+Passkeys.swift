@@ -32,9 +32,7 @@ extension SignInMethods {
             SecurityEvent.log(context.logger, .passkeyAdded, outcome: .failure, userID: userID, origin: origin, detail: reason)
             return AccountsError(.invalidPasskey, "The passkey was not registered: \(reason).")
         }
-        let name = Self.trimmed(registration.name ?? "")
-        // Counted as the database counts (code points), not as Swift's characters.
-        guard name.unicodeScalars.count <= 64 else { throw AccountsError.field("name", .invalidValue, "at most 64 characters") }
+        let name = try Self.passkeyName(registration.name ?? "", allowingEmpty: true)
         let credential: NewCredential
         do {
             let clientData = try ClientData(json: registration.clientDataJSON)
@@ -59,11 +57,7 @@ extension SignInMethods {
                     backupEligible: credential.backupEligible, backedUp: credential.backedUp)
             else { throw refuse("this credential is registered already") }
             try ActivityRepository.record(connection, userID: userID, .passkeyAdded, origin: origin)
-            try OutboxRepository.enqueue(
-                connection,
-                OutgoingMail(
-                    .signInMethodAdded, to: user.email,
-                    ["firstname": user.firstname, "email": user.email, "method": "A passkey (\(passkey.name))"]))
+            try mail.wayInAdded(connection, user: user, method: "A passkey", chosenMethod: "A passkey (\(passkey.name))", .passkey(passkey.id))
             return passkey
         }
         context.mailQueued()
@@ -76,8 +70,7 @@ extension SignInMethods {
     }
 
     public func renamePasskey(id: UUID, userID: UUID, name: String) throws -> Passkey {
-        let name = Self.trimmed(name)
-        guard (1...64).contains(name.unicodeScalars.count) else { throw AccountsError.field("name", .invalidValue, "1 to 64 characters") }
+        let name = try Self.passkeyName(name, allowingEmpty: false)
         guard let renamed = try context.pool.withConnection({ try PasskeyRepository.rename($0, id: id, userID: userID, name: name) }) else {
             throw AccountsError(.notFound, "No such passkey.")
         }
@@ -160,9 +153,16 @@ extension SignInMethods {
     /// A name as stored: without the spaces around it, and without line breaks and control
     /// characters anywhere (`PersonName`'s refused scalars: U+0000, which PostgreSQL text cannot
     /// hold, among them), which a name shown in a list has no use for.
-    static func trimmed(_ text: String) -> String {
-        String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
-            .filter { !$0.isNewline && !$0.unicodeScalars.contains(where: PersonName.isRefused) }
+    /// A passkey's name, without the whitespace around it: 1 to 64 characters (counted as the
+    /// database counts, in code points), by the name rules (`PersonName`: no control character or
+    /// line break, `422 invalid_value`), since notices and the console show it.
+    static func passkeyName(_ text: String, allowingEmpty: Bool) throws -> String {
+        let name = String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+        guard (allowingEmpty ? 0...64 : 1...64).contains(name.unicodeScalars.count) else {
+            throw AccountsError.field("name", .invalidValue, allowingEmpty ? "at most 64 characters" : "1 to 64 characters")
+        }
+        if let problem = PersonName.problem(name) { throw AccountsError.field("name", .invalidValue, problem) }
+        return name
     }
 
     /// The WebAuthn user handle of a user: the 16 bytes of their id (opaque, no personal data).

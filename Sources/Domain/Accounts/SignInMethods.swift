@@ -139,15 +139,50 @@ public final class SignInMethods: Sendable {
         try removeWayIn(.identity(id), userID: userID, origin: origin, by: admin)
     }
 
+    /// `POST /users/sign-in-methods/remove`: the link the notice of a new way in carried removes
+    /// that way in (when it is still there: the user may have removed it already), ends every
+    /// session of the user, and is used up. It works even on the account's last way in: the
+    /// mailbox that holds the link can reset the password. `422 invalid_token` for a link that is
+    /// unknown, used or expired.
+    public func removeWayIn(byLink token: String, origin: RequestOrigin) throws {
+        let invalid = AccountsError.field("token", .invalidToken, "is unknown, used or expired")
+        guard SessionToken.isWellFormed(token) else { throw invalid }
+        let (userID, removed) = try context.pool.withTransaction { connection -> (UUID, (SecurityEvent.Kind, String)?) in
+            guard
+                let consumed = try AccountTokenRepository.consume(
+                    connection, hash: SessionToken.hash(of: token), purposes: [.signInMethodRemoval], at: context.clock.now()),
+                let target = consumed.target, let user = try UserRepository.find(connection, id: consumed.userID, forUpdate: true)
+            else { throw invalid }
+            var removed: (SecurityEvent.Kind, String)?
+            switch target {
+            case .passkey(let id):
+                if let passkey = try PasskeyRepository.delete(connection, id: id, userID: user.id) {
+                    try ActivityRepository.record(connection, userID: user.id, .passkeyRemoved, origin: origin)
+                    removed = (.passkeyRemoved, passkey.id.lowercasedText)
+                }
+            case .identity(let id):
+                if let identity = try IdentityRepository.delete(connection, id: id, userID: user.id) {
+                    try ActivityRepository.record(connection, userID: user.id, .identityUnlinked, origin: origin)
+                    removed = (.identityUnlinked, identity.provider.rawValue)
+                }
+            }
+            _ = try SessionRepository.deleteAll(connection, userID: user.id)
+            return (user.id, removed)
+        }
+        if let (event, detail) = removed {
+            SecurityEvent.log(
+                context.logger, event, outcome: .success, userID: userID, origin: origin, detail: "by the link mailed when it was added: \(detail)")
+        }
+        SecurityEvent.log(
+            context.logger, .sessionRevoked, outcome: .success, userID: userID, origin: origin, detail: "every session, by a removal link")
+    }
+
     /// Links and tells the account's address: a new way into the account is news its owner must hear.
     @discardableResult
     private func link(_ connection: PostgresConnection, _ identity: ProviderIdentity, to user: User, origin: RequestOrigin) throws -> LinkedIdentity {
         guard let linked = try IdentityRepository.insert(connection, userID: user.id, identity, used: false) else { throw RaceLost() }
         try ActivityRepository.record(connection, userID: user.id, .identityLinked, origin: origin)
-        try OutboxRepository.enqueue(
-            connection,
-            OutgoingMail(
-                .signInMethodAdded, to: user.email, ["firstname": user.firstname, "email": user.email, "method": identity.provider.displayName]))
+        try mail.wayInAdded(connection, user: user, method: identity.provider.displayName, .identity(linked.id))
         return linked
     }
 
@@ -265,17 +300,18 @@ public final class SignInMethods: Sendable {
                 guard ways.passkeys.contains(where: { $0.id == id }) else { throw notFound }
             }
             guard ways.count > 1 || admin != nil else { throw Self.lastWayIn }
-            let (method, detail, activity, action, event): (String, String, ActivityEvent.Kind, AuditAction, SecurityEvent.Kind)
+            let (method, chosenMethod, detail, activity, action, event):
+                (String, String?, String, ActivityEvent.Kind, AuditAction, SecurityEvent.Kind)
             switch way {
             case .identity(let id):
                 guard let removed = try IdentityRepository.delete(connection, id: id, userID: userID) else { throw notFound }
-                (method, detail, activity, action, event) = (
-                    removed.provider.displayName, removed.provider.rawValue, .identityUnlinked, .userIdentityUnlink, .identityUnlinked
+                (method, chosenMethod, detail, activity, action, event) = (
+                    removed.provider.displayName, nil, removed.provider.rawValue, .identityUnlinked, .userIdentityUnlink, .identityUnlinked
                 )
             case .passkey(let id):
                 guard let removed = try PasskeyRepository.delete(connection, id: id, userID: userID) else { throw notFound }
-                (method, detail, activity, action, event) = (
-                    "A passkey (\(removed.name))", removed.id.lowercasedText, .passkeyRemoved, .userPasskeyRemove, .passkeyRemoved
+                (method, chosenMethod, detail, activity, action, event) = (
+                    "A passkey", "A passkey (\(removed.name))", removed.id.lowercasedText, .passkeyRemoved, .userPasskeyRemove, .passkeyRemoved
                 )
             }
             if let admin {
@@ -283,9 +319,7 @@ public final class SignInMethods: Sendable {
             }
             try ActivityRepository.record(connection, userID: userID, activity, origin: origin)
             try OutboxRepository.enqueue(
-                connection,
-                OutgoingMail(
-                    .signInMethodRemoved, to: ways.user.email, ["firstname": ways.user.firstname, "email": ways.user.email, "method": method]))
+                connection, .notice(.signInMethodRemoved, to: ways.user, ["method": method], chosen: chosenMethod.map { ["method": $0] } ?? [:]))
             return (event, detail)
         }
         context.mailQueued()

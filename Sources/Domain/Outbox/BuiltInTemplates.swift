@@ -139,13 +139,18 @@ enum BuiltInTemplates {
                 used to sign in.
 
                 If this was you, there is nothing to do. If it was not, someone else has access to
-                your account: remove it from your account's settings and change your password.
+                your account: open this link within 7 days. It removes this way to sign in and
+                signs every device out; then change your password.
+
+                {{link}}
                 """,
             html: page(
                 """
                 <p>Hi {{name}},</p>
                 <p><strong>{{method}}</strong> was just added to your {{appName}} account (<strong>{{email}}</strong>): it can now be used to sign in.</p>
-                <p>If this was you, there is nothing to do. If it was not, someone else has access to your account: remove it from your account's settings and change your password.</p>
+                <p>If this was you, there is nothing to do. If it was not, someone else has access to your account: this link removes this way to sign in and signs every device out.</p>
+                <p><a href="{{link}}" style="display:inline-block;padding:12px 20px;background:#cf222e;color:#ffffff;text-decoration:none;border-radius:6px">This was not me: remove it</a></p>
+                <p>The link works once, within 7 days. Then change your password.</p>
                 """)),
         .signInMethodRemoved: .init(
             subject: "A way to sign in to {{appName}} was removed",

@@ -33,7 +33,8 @@ public enum MailKind: String, Sendable, CaseIterable {
     case emailChangeApplied = "email_change_applied"
     /// A notice that everything the account holds was downloaded (`GET /users/me/export`).
     case dataExported = "data_exported"
-    /// A notice that a new way to sign in (`method`: Sign in with Apple, a passkey) was added to the account.
+    /// A notice that a new way to sign in (`method`: Sign in with Apple, a passkey) was added to
+    /// the account, with a link that removes it and ends every session (7 days).
     case signInMethodAdded = "sign_in_method_added"
     /// A notice that a way to sign in (`method`) was removed from the account.
     case signInMethodRemoved = "sign_in_method_removed"
@@ -44,7 +45,8 @@ public enum MailKind: String, Sendable, CaseIterable {
         case .verifyEmail, .confirmEmailChange: "/verify-email"
         case .passwordReset: "/reset-password"
         case .emailChangeApplied: "/undo-email-change"
-        case .passwordChanged, .emailChanged, .dataExported, .signInMethodAdded, .signInMethodRemoved: nil
+        case .signInMethodAdded: "/remove-sign-in-method"
+        case .passwordChanged, .emailChanged, .dataExported, .signInMethodRemoved: nil
         }
     }
 }

@@ -3,7 +3,7 @@ import HTTPServer
 import JSON
 
 /// The pages that finish a mailed link in a browser (`/reset-password`, `/verify-email`,
-/// `/undo-email-change`), their script and style, and the files that let an app open those links
+/// `/undo-email-change`, `/remove-sign-in-method`), their script and style, and the files that let an app open those links
 /// itself.
 ///
 /// The pages read their token from the URL fragment, which no request carries, and run only the
@@ -20,12 +20,14 @@ struct PagesController: Controller {
             ("/reset-password", "text/html; charset=utf-8", EmbeddedResource.bytes("pages/reset-password.html")),
             ("/verify-email", "text/html; charset=utf-8", EmbeddedResource.bytes("pages/verify-email.html")),
             ("/undo-email-change", "text/html; charset=utf-8", EmbeddedResource.bytes("pages/undo-email-change.html")),
+            ("/remove-sign-in-method", "text/html; charset=utf-8", EmbeddedResource.bytes("pages/remove-sign-in-method.html")),
             ("/pages/theme.css", "text/css; charset=utf-8", EmbeddedResource.bytes("pages/theme.css")),
             ("/pages/pages.css", "text/css; charset=utf-8", EmbeddedResource.bytes("pages/pages.css")),
             ("/pages/pages.js", "text/javascript; charset=utf-8", EmbeddedResource.bytes("pages/pages.js")),
             ("/pages/reset-password.js", "text/javascript; charset=utf-8", EmbeddedResource.bytes("pages/reset-password.js")),
             ("/pages/verify-email.js", "text/javascript; charset=utf-8", EmbeddedResource.bytes("pages/verify-email.js")),
             ("/pages/undo-email-change.js", "text/javascript; charset=utf-8", EmbeddedResource.bytes("pages/undo-email-change.js")),
+            ("/pages/remove-sign-in-method.js", "text/javascript; charset=utf-8", EmbeddedResource.bytes("pages/remove-sign-in-method.js")),
             // The pages' and the console's icon; at /favicon.ico too, where a browser asks for
             // one on any other page of the origin (the OpenAPI document, an image).
             ("/favicon.svg", "image/svg+xml", EmbeddedResource.bytes("pages/favicon.svg")),
@@ -84,7 +86,7 @@ public struct AppLinks: Sendable, Equatable {
     public init() {}
 
     /// The paths of mailed links.
-    static let paths = ["/reset-password", "/verify-email", "/undo-email-change"]
+    static let paths = ["/reset-password", "/verify-email", "/undo-email-change", "/remove-sign-in-method"]
 
     var appleAppSiteAssociation: JSONValue? {
         guard !appleAppIDs.isEmpty else { return nil }

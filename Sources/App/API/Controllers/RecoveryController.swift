@@ -3,7 +3,8 @@ import HTTP
 import HTTPServer
 import JSON
 
-/// Password reset, email verification, undoing a change of address, and the user's activity.
+/// Password reset, email verification, undoing a change of address, removing a way in by the link
+/// its notice carried, and the user's activity.
 struct RecoveryController: Controller {
     let accounts: AccountService
 
@@ -22,6 +23,7 @@ struct RecoveryController: Controller {
             hashing: .interactive, use: Self.confirmReset)
         routes.open(.post, "/users/verify-email", .linkToken, use: Self.verify)
         routes.open(.post, "/users/email-change/undo", .linkToken, use: Self.undoEmailChange)
+        routes.open(.post, "/users/sign-in-methods/remove", .linkToken, use: Self.removeSignInMethod)
         routes.user(
             .post, "/users/me/verify-email",
             throttle: Throttling(.verificationMail, [.perUser { _, call in !call.signedIn.user.emailVerified }]), use: Self.resendVerification)
@@ -87,6 +89,20 @@ struct RecoveryController: Controller {
             writer.string("restored")
             writer.key("email")
             writer.string(user.email)
+            writer.endObject()
+        }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    /// `{token}` → `200 {"status": "removed"}`: the way in is gone and every session ended.
+    @Sendable func removeSignInMethod(_ call: Call) throws -> Response {
+        let token = try AccountBodies.verification(try JSONBody.object(call.request))
+        try accounts.signInMethods.removeWayIn(byLink: token, origin: call.origin)
+        var response = JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("status")
+            writer.string("removed")
             writer.endObject()
         }
         response.headers.add(name: "Cache-Control", value: "no-store")

@@ -10,9 +10,13 @@ extension AccountsError: HTTPResponseError {
         switch code {
         case .invalidJSON: status = .badRequest
         case .emailTaken, .alreadyVerified: status = .conflict
-        case .invalidCredentials, .invalidToken, .missingToken:
+        case .invalidCredentials, .missingToken:
             status = .unauthorized
-            headers.add(name: "WWW-Authenticate", value: code == .invalidToken ? #"Bearer error="invalid_token""# : "Bearer")
+            headers.add(name: "WWW-Authenticate", value: "Bearer")
+        // A mailed link's token names its field instead (422): it is not the request's credential.
+        case .invalidToken where fields.isEmpty:
+            status = .unauthorized
+            headers.add(name: "WWW-Authenticate", value: #"Bearer error="invalid_token""#)
         case .invalidPassword, .accountDisabled, .reauthenticationRequired, .emailUnverified: status = .forbidden
         case .adminExists, .schemaConflict, .accountExists, .identityTaken, .lastSignInMethod: status = .conflict
         // Signing in; linking while signed in names the field instead (422).

@@ -47,11 +47,18 @@ resetForm.addEventListener("submit", async (event) => {
   try {
     const response = await postJSON("/users/password-reset/confirm", {token, newPassword: passwordInput.value});
     if (response.ok) {
-      // The 200 body is a new session; this page has no use for it, so it is not even read.
       passwordInput.value = "";
       confirmInput.value = "";
       resetForm.hidden = true;
       showMessage(["Your password has been changed. You can now sign in with it in the app."], "success", true);
+      // The 200 body is a new session, which this page does not keep, and the ways in that remain.
+      let result = null;
+      try {
+        result = await response.json();
+      } catch {
+        // changed all the same; the list is only shown when the body names it
+      }
+      showWaysIn(result && result.signInMethods);
       return;
     }
     const problem = await problemOf(response);
@@ -127,4 +134,26 @@ function clearFieldError(input, element) {
   element.textContent = "";
   element.hidden = true;
   input.removeAttribute("aria-invalid");
+}
+
+// Lists the ways in the reset left (`signInMethods`), each as text (never as markup).
+function showWaysIn(methods) {
+  if (!methods || typeof methods !== "object") return;
+  const items = [];
+  if (methods.password === true) items.push("Your password");
+  const providers = {apple: "Sign in with Apple", google: "Sign in with Google"};
+  for (const identity of Array.isArray(methods.identities) ? methods.identities : []) {
+    const name = providers[identity && identity.provider] || "An identity";
+    items.push(identity && typeof identity.email === "string" ? `${name} (${identity.email})` : name);
+  }
+  for (const passkey of Array.isArray(methods.passkeys) ? methods.passkeys : []) {
+    items.push(passkey && typeof passkey.name === "string" ? `A passkey: ${passkey.name}` : "A passkey");
+  }
+  const list = document.getElementById("ways-in-list");
+  list.replaceChildren(...items.map((text) => {
+    const item = document.createElement("li");
+    item.textContent = text;
+    return item;
+  }));
+  document.getElementById("ways-in").hidden = items.length === 0;
 }
