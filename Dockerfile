@@ -40,7 +40,12 @@ COPY --from=build /out/ /app/
 USER 10001:10001
 # The filesystem image storage (--image-storage filesystem) writes here; mount a volume on it.
 # Without EXOSPHERE_SMTP_URL, mail is written as .eml files to the dev mailbox, EXOSPHERE_MAIL_DIR.
-ENV HOST=0.0.0.0 PORT=8080 EXOSPHERE_IMAGE_DIR=/var/lib/exosphere/images EXOSPHERE_MAIL_DIR=/var/lib/exosphere/mail
+# Docker's default seccomp profile refuses unshare(2) to a container without CAP_SYS_ADMIN, so a
+# thumbnail helper cannot give itself an empty root there: best-effort starts anyway (with a
+# warning; the container's own root still bounds what a helper sees). Under a profile that allows
+# unshare (Podman, Kubernetes' Unconfined or a custom profile), set it back to required.
+ENV HOST=0.0.0.0 PORT=8080 EXOSPHERE_IMAGE_DIR=/var/lib/exosphere/images EXOSPHERE_MAIL_DIR=/var/lib/exosphere/mail \
+    EXOSPHERE_THUMBNAIL_ISOLATION=best-effort
 EXPOSE 8080
 # GET /healthz over a plain socket (no curl in the image); reads the same HOST and PORT.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 CMD ["/app/exosphere", "healthcheck"]

@@ -13,7 +13,9 @@ struct PoolTests {
         var configuration = ThumbnailerPool.Configuration()
         configuration.executable = try #require(TestImages.thumbnailerExecutable(), "build the exosphere-thumbnailer executable first")
         change(&configuration)
-        return ThumbnailerPool(configuration: configuration, logger: Logger(label: "test", level: .critical))
+        let pool = ThumbnailerPool(configuration: configuration, logger: Logger(label: "test", level: .critical))
+        try pool.start()
+        return pool
     }
 
     static func job(_ specs: [ThumbnailSpec], placeholders: Bool = false) -> ThumbnailJob {
@@ -235,6 +237,66 @@ struct PoolTests {
         #expect(pids.count == 2 && pids[0] != pids[1], "one helper decoded two images: \(pids)")
     }
 
+    /// A helper taken over by a crafted file looks for the server's files (the "image" lists the
+    /// paths): a file of the server's (mode 0600, in a directory of its own), that directory, the
+    /// server's working directory, `/etc/passwd`, the server's environment in `/proc`. It can
+    /// neither stat (`newfstatat`) nor open any of them: its root is an empty file system of its
+    /// own. Without seccomp too, so that its `EPERM` on open hides nothing of the sandbox.
+    @Test(arguments: [true, false])
+    func aTakenOverHelperSeesNoneOfTheServersFiles(_ seccomp: Bool) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("exo-probe-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let secret = directory.appendingPathComponent("secret")
+        try Data("the server's secret".utf8).write(to: secret)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secret.path)
+        let paths = [secret.path, directory.path, FileManager.default.currentDirectoryPath, "/etc/passwd", "/proc/\(getpid())/environ"]
+        #expect(paths.allSatisfy { access($0, F_OK) == 0 }, "the server sees every path")
+        let pool = try Self.pool {
+            $0.helpers = 1
+            $0.seccomp = seccomp
+            $0.helperArguments = ["--simulate-compromise", "probe"]
+        }
+        defer { pool.shutdown() }
+        let list = Array(paths.joined(separator: "\n").utf8)
+        guard case .undecodable(let report) = try Self.render(pool, list, Self.job([ThumbnailSpec(size: 128, format: .jpeg)])) else {
+            Issue.record("the simulated compromise made a thumbnail")
+            return
+        }
+        let fields = Dictionary(
+            uniqueKeysWithValues: report.split(separator: " ").map { field in
+                let parts = field.split(separator: "=", maxSplits: 1)
+                return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+            })
+        // The filter refuses every open (and getuid) with EPERM; it lets newfstatat through.
+        let refusedOpen: Set<String> = seccomp ? ["EPERM"] : ["ENOENT", "EACCES"]
+        for path in paths {
+            #expect(["ENOENT", "EACCES"].contains(fields["stat(\(path))"]), "seccomp \(seccomp): \(report)")
+            #expect(refusedOpen.contains(fields["open(\(path))"] ?? ""), "seccomp \(seccomp): \(report)")
+        }
+        if !seccomp, getuid() == 0 { #expect(fields["uid"] == "65534", "a helper started by root runs as nobody: \(report)") }
+    }
+
+    /// `start` checks, on a helper of its own, how helpers hide the server's files, and says so.
+    @Test func startSaysHowHelpersAreIsolated() throws {
+        let pool = try Self.pool { $0.helpers = 1 }
+        defer { pool.shutdown() }
+        let report = try pool.start()
+        #expect(report.hasPrefix("hidden "), "\(report)")
+        if getuid() == 0 {
+            // A mount namespace here; a chroot where root lacks CAP_SYS_ADMIN (a container).
+            #expect(report.hasSuffix(", uid 65534"), "\(report)")
+        } else {
+            #expect(report == "hidden user and mount namespaces with an empty root")
+        }
+        let open = try Self.pool {
+            $0.helpers = 1
+            $0.isolation = .off
+        }
+        defer { open.shutdown() }
+        #expect(try open.start() == "off")
+    }
+
     /// A helper that answers another size or another format than it was asked is not believed
     /// (a size over the one asked is refused as the answer is read, `ThumbnailWire`; the rest by
     /// the pool's check of the renditions).
@@ -340,6 +402,7 @@ struct PoolTests {
         _ = try Self.render(pool, slow, Self.job([ThumbnailSpec(size: 128, format: .jpeg)]))
         let lines = try #require(status).split(separator: "\n")
         #expect(lines.contains("Seccomp:\t2"), "seccomp filter mode")
+        if getuid() == 0 { #expect(lines.contains { $0.hasPrefix("Uid:\t65534\t65534\t65534") }, "runs as nobody") }
         #expect(lines.contains("NoNewPrivs:\t1"))
         let limitLines = try #require(limits).split(separator: "\n")
         #expect(limitLines.contains { $0.hasPrefix("Max address space") && $0.contains("1073741824") })

@@ -7,8 +7,9 @@ import Thumbnails
 /// request frames on stdin and writes answers on stdout, one image at a time, until stdin ends.
 ///
 /// Before the first image it closes every other descriptor it inherited, loads libvips (with every
-/// loader blocked but the five accepted formats), then confines itself: no core dumps, no file
-/// written, an address-space limit, and a seccomp filter that leaves it the system calls of
+/// loader blocked but the five accepted formats), then confines itself: the server's files hidden
+/// (`Sandbox`: an empty root of its own, and nobody's uid when started by root), no core dumps, no
+/// file written, an address-space limit, and a seccomp filter that leaves it the system calls of
 /// decoding (no open, socket, exec or fork, no signal or limit for another process, no executable
 /// memory). Each image gets a CPU-time allowance before it starts: a file that makes a decoder spin
 /// gets the process killed by the kernel. The server gives each helper one image and then ends it,
@@ -19,6 +20,11 @@ public enum ThumbnailerProcess {
         public var memoryLimitBytes: Int = 1 << 30
         /// Whether to install the seccomp filter.
         public var seccomp = true
+        /// Whether the server's files must be hidden (`Sandbox`).
+        public var isolation = Sandbox.Mode.required
+        /// `--check-isolation`: confine itself as for an image, write one line on stdout (`hidden
+        /// HOW`, `visible WHY` or `off`) and exit; the server runs this once as it starts.
+        public var checkIsolation = false
         /// For tests only (`--simulate-compromise`): behave as a decoder taken over by a crafted
         /// file would, once confined, so that the tests can show what it can and cannot do.
         public var compromise: Compromise?
@@ -34,6 +40,9 @@ public enum ThumbnailerProcess {
         case wrongSize = "wrong-size"
         /// Answers a rendition in another format than the one asked for.
         case wrongFormat = "wrong-format"
+        /// Tries to stat and open each path of the "image" (one a line): answers what each call
+        /// returned.
+        case probe
     }
 
     /// Runs until stdin is closed; the process's exit status.
@@ -46,6 +55,18 @@ public enum ThumbnailerProcess {
             report("libvips failed to start")
             return 70
         }
+        // Once libvips has loaded every library and module it will use (it opens no file after
+        // start-up: the seccomp filter below would refuse it), and while the process has one thread.
+        var isolation = "off"
+        if options.isolation != .off {
+            let outcome = Sandbox.enter()
+            isolation = (outcome.hidden ? "hidden " : "visible ") + outcome.description
+            if !outcome.hidden, options.isolation == .required {
+                report("the server's files could not be hidden (\(outcome)); see --thumbnail-isolation")
+                if options.checkIsolation { _ = writeAll(1, Array((isolation + "\n").utf8)) }
+                return 73
+            }
+        }
         var limit = rlimit(rlim_cur: 0, rlim_max: 0)
         _ = setrlimit(Int32(RLIMIT_CORE.rawValue), &limit)
         _ = setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
@@ -55,6 +76,7 @@ public enum ThumbnailerProcess {
             report("the seccomp filter could not be installed")
             return 71
         }
+        if options.checkIsolation { return writeAll(1, Array((isolation + "\n").utf8)) ? 0 : 74 }
         var input = FrameReader(fd: 0)
         while let frame = input.next() {
             guard let (job, range) = try? ThumbnailWire.decodeRequest(frame) else {
@@ -117,6 +139,26 @@ public enum ThumbnailerProcess {
             return .undecodable(
                 "pid=\(getpid()) tgkill(server)=\(signalServer) prlimit(server)=\(limitServer) tgkill(self)=\(signalSelf) "
                     + "prlimit(self)=\(limitSelf) mmap(wx)=\(mapWX) mprotect(x)=\(protectX)")
+        case .probe:
+            func answer(_ result: Int32) -> String {
+                switch result >= 0 ? 0 : errno {
+                case 0: "allowed"
+                case ENOENT: "ENOENT"
+                case EACCES: "EACCES"
+                case EPERM: "EPERM"
+                case let other: "errno-\(other)"
+                }
+            }
+            let paths = String(decoding: original, as: UTF8.self).split(separator: "\n").map(String.init)
+            var fields = ["uid=\(getuid())"]
+            for path in paths {
+                var status = stat()
+                fields.append("stat(\(path))=\(answer(stat(path, &status)))")
+                let fd = open(path, O_RDONLY | O_CLOEXEC)
+                fields.append("open(\(path))=\(answer(fd))")
+                if fd >= 0 { close(fd) }
+            }
+            return .undecodable(fields.joined(separator: " "))
         case .wrongSize, .wrongFormat:
             var asked = job
             asked.renditions = job.renditions.map { spec in

@@ -424,6 +424,17 @@ extension Configuration {
             config.thumbnails.memoryLimitMB = try integer(value, "--thumbnail-memory-mb", 128...65_536)
         },
         Option(
+            flag: "--thumbnail-isolation", environment: "EXOSPHERE_THUMBNAIL_ISOLATION", placeholder: "required|best-effort|off",
+            help: "whether thumbnail helpers must hide the server's files (required: refuse to start where they cannot)",
+            defaultValue: { $0.thumbnails.isolation.rawValue }
+        ) { config, value throws(ConfigurationError) in
+            guard let isolation = ThumbnailerPool.Isolation(rawValue: value) else {
+                throw ConfigurationError(
+                    "--thumbnail-isolation/EXOSPHERE_THUMBNAIL_ISOLATION: expected required, best-effort or off, got '\(shown(value))'")
+            }
+            config.thumbnails.isolation = isolation
+        },
+        Option(
             flag: "--thumbnail-cache-mb", environment: "EXOSPHERE_THUMBNAIL_CACHE_MB", placeholder: "MIB",
             help: "memory that keeps recently served thumbnails", defaultValue: { String($0.images.thumbnailCacheBytes >> 20) }
         ) { config, value throws(ConfigurationError) in

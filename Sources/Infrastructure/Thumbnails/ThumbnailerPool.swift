@@ -8,8 +8,11 @@ import Threads
 ///
 /// Each helper decodes one image, over a socket pair (its stdin and stdout), and is then ended:
 /// no helper ever holds two images, so a decoder taken over by a crafted file sees no other
-/// user's original and cannot touch another image's thumbnails. A fresh helper is started as one
-/// ends, so that the next image finds it ready. What a helper answers is checked against what it
+/// user's original and cannot touch another image's thumbnails; nor can it see the server's files
+/// (its root is an empty file system of its own, `Sandbox`, checked once by `start`). Helpers are
+/// started ahead of need: besides the `helpers` at work, as many wait idle, loaded and confined, and
+/// one is started each time one is taken, so that an image never waits for a helper to start
+/// (about 0.1 s: some 100 libraries to load). What a helper answers is checked against what it
 /// was asked (the renditions, their sizes and formats); the request gets an answer:
 /// - killed by a signal other than `SIGPROF`/`SIGXCPU`: tried once more on a fresh helper, since
 ///   the helper may have died of something else than the file; a second such death is `undecodable`;
@@ -35,7 +38,7 @@ public final class ThumbnailerPool: Sendable {
     public struct Configuration: Sendable {
         /// The helper executable: `exosphere-thumbnailer` beside the running binary by default.
         public var executable = ThumbnailerPool.besideThisExecutable("exosphere-thumbnailer")
-        /// How many helpers decode at once.
+        /// How many helpers decode at once (and how many more wait, started ahead of need).
         public var helpers = 2
         /// The wall-clock deadline of one image, and of waiting for a free helper.
         public var deadlineSeconds = 10.0
@@ -49,10 +52,27 @@ public final class ThumbnailerPool: Sendable {
         public var queueLimit = 64
         /// Whether helpers install their seccomp filter.
         public var seccomp = true
+        /// Whether helpers must hide the server's files from themselves (`required`: the server
+        /// does not start where they cannot), may run with what can be hidden (`best-effort`, a
+        /// warning at start), or hide nothing (`off`).
+        public var isolation = Isolation.required
         /// More arguments for `exosphere-thumbnailer` (tests: `--simulate-compromise KIND`).
         public var helperArguments: [String] = []
 
         public init() {}
+    }
+
+    /// How much of the server's file system a helper must hide (`exosphere-thumbnailer --isolation`).
+    public enum Isolation: String, Sendable, CaseIterable {
+        case required
+        case bestEffort = "best-effort"
+        case off
+    }
+
+    /// Why the pool could not start: its helpers cannot start, or cannot hide the server's files
+    /// while that is required.
+    public struct StartFailure: Error, Sendable, CustomStringConvertible {
+        public let description: String
     }
 
     /// Counts for `/metrics`.
@@ -68,8 +88,12 @@ public final class ThumbnailerPool: Sendable {
     public let configuration: Configuration
     private let logger: Logger
     private let lock = ConditionLock()
+    /// Helpers started ahead of need, none of which has seen an image.
     private nonisolated(unsafe) var idle: [Helper] = []
-    private nonisolated(unsafe) var alive = 0
+    /// Helpers being started for `idle` (outside the lock).
+    private nonisolated(unsafe) var starting = 0
+    /// Places at work taken by a request that starts its own helper (none was idle).
+    private nonisolated(unsafe) var reserved = 0
     private nonisolated(unsafe) var waiting = 0
     private nonisolated(unsafe) var stopped = false
     private nonisolated(unsafe) var busy: Set<Int32> = []
@@ -78,6 +102,34 @@ public final class ThumbnailerPool: Sendable {
     public init(configuration: Configuration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
+    }
+
+    /// Starts one helper with `--check-isolation` (it confines itself as for an image and says how
+    /// it hid the server's files), then `helpers` idle helpers ahead of need. Throws when the check
+    /// fails, or when the files stay visible and `isolation` is `required`; logs a warning when
+    /// they stay visible under `best-effort`. What the helpers' isolation is.
+    @discardableResult
+    public func start() throws(StartFailure) -> String {
+        let report: String
+        do {
+            report = try Helper.checkIsolation(configuration)
+        } catch {
+            throw StartFailure(description: "thumbnail helpers cannot start: \(error)")
+        }
+        if report.hasPrefix("visible") {
+            let reason = String(report.dropFirst("visible ".count))
+            guard configuration.isolation != .required else {
+                throw StartFailure(
+                    description:
+                        "thumbnail helpers cannot hide the server's files from a decoder (\(reason)): allow unprivileged user namespaces, "
+                        + "run the server as root or with CAP_SYS_ADMIN, or start it with --thumbnail-isolation best-effort")
+            }
+            logger.warning("thumbnail helpers can see the server's files", ["isolation": reason])
+        } else {
+            logger.info("thumbnail helpers started", ["isolation": report, "helpers": String(configuration.helpers)])
+        }
+        refill()
+        return report
     }
 
     public var statistics: Statistics { lock.withLock { counts } }
@@ -184,21 +236,24 @@ public final class ThumbnailerPool: Sendable {
     private func checkOut() throws(ThumbnailsUnavailable) -> Helper {
         let deadline = monotonicNanoseconds() + UInt64(configuration.deadlineSeconds * 1e9)
         lock.lock()
-        var spawn = false
         var failure: ThumbnailsUnavailable?
         var helper: Helper?
-        if waiting >= configuration.queueLimit, idle.isEmpty, alive >= configuration.helpers {
+        var spawn = false
+        if waiting >= configuration.queueLimit, busy.count >= configuration.helpers {
             failure = ThumbnailsUnavailable("\(waiting) images are waiting for a thumbnail helper")
         }
         waiting += 1
         while failure == nil, helper == nil, !spawn {
             if stopped {
                 failure = ThumbnailsUnavailable("the server is shutting down")
-            } else if let free = idle.popLast() {
-                helper = free
-            } else if alive < configuration.helpers {
-                alive += 1
-                spawn = true
+            } else if busy.count + reserved < configuration.helpers {
+                if let free = idle.popLast() {
+                    helper = free
+                } else {
+                    // None ready (before `start`, or all taken faster than they start): start one here.
+                    reserved += 1
+                    spawn = true
+                }
             } else if !lock.wait(untilMonotonicNanoseconds: deadline) {
                 failure = ThumbnailsUnavailable("no thumbnail helper was free within \(configuration.deadlineSeconds) s")
             }
@@ -210,14 +265,21 @@ public final class ThumbnailerPool: Sendable {
             count { $0.unavailable += 1 }
             throw failure
         }
-        if let helper { return helper }
+        if let helper {
+            refill()
+            return helper
+        }
         do {
             let started = try Helper.start(configuration)
-            lock.withLock { busy.insert(started.pid) }
+            lock.withLock {
+                reserved -= 1
+                busy.insert(started.pid)
+            }
+            refill()
             return started
         } catch {
             lock.withLock {
-                alive -= 1
+                reserved -= 1
                 lock.signal()
             }
             logger.error("a thumbnail helper could not be started", ["error": "\(error)"])
@@ -226,40 +288,44 @@ public final class ThumbnailerPool: Sendable {
         }
     }
 
-    /// Ends a helper after its one image (killed and reaped: the signal that ended it, if one
-    /// did) and starts a fresh one in its place, which starts up while nobody waits for it.
-    private func retire(_ helper: Helper, answered: Bool = false) -> Int32? {
-        var signal: Int32?
-        if answered { helper.end() } else { signal = helper.kill() }
-        let replace = lock.withLock {
-            busy.remove(helper.pid)
-            alive -= 1
-            guard !stopped, alive < configuration.helpers else {
-                lock.signal()
-                return false
+    /// Starts helpers until `helpers` of them wait idle (counting those starting), outside the
+    /// lock: each is a `posix_spawn` (about a millisecond here) and loads its libraries while
+    /// others decode.
+    private func refill() {
+        while true {
+            let more = lock.withLock {
+                guard !stopped, idle.count + starting < configuration.helpers else { return false }
+                starting += 1
+                return true
             }
-            alive += 1
-            return true
-        }
-        guard replace else { return signal }
-        do {
-            let fresh = try Helper.start(configuration)
+            guard more else { return }
+            let fresh: Helper
+            do {
+                fresh = try Helper.start(configuration)
+            } catch {
+                lock.withLock { starting -= 1 }
+                logger.error("a thumbnail helper could not be started", ["error": "\(error)"])
+                return
+            }
             let kept = lock.withLock {
+                starting -= 1
                 defer { lock.signal() }
-                guard !stopped else {
-                    alive -= 1
-                    return false
-                }
+                guard !stopped else { return false }
                 idle.append(fresh)
                 return true
             }
             if !kept { fresh.stop() }
-        } catch {
-            lock.withLock {
-                alive -= 1
-                lock.signal()
-            }
-            logger.error("a thumbnail helper could not be started", ["error": "\(error)"])
+        }
+    }
+
+    /// Ends a helper after its one image (killed and reaped: the signal that ended it, if one
+    /// did), which frees its place for the next image, on a helper started ahead of need.
+    private func retire(_ helper: Helper, answered: Bool = false) -> Int32? {
+        var signal: Int32?
+        if answered { helper.end() } else { signal = helper.kill() }
+        lock.withLock {
+            busy.remove(helper.pid)
+            lock.signal()
         }
         return signal
     }
@@ -287,7 +353,31 @@ final class Helper: @unchecked Sendable {
         self.socket = socket
     }
 
-    static func start(_ configuration: ThumbnailerPool.Configuration) throws -> Helper {
+    /// Runs a helper with `--check-isolation` and returns its one line (`hidden HOW`, `visible
+    /// WHY` or `off`), read within the configured deadline.
+    static func checkIsolation(_ configuration: ThumbnailerPool.Configuration) throws -> String {
+        let helper = try start(configuration, checkingIsolation: true)
+        let deadline = monotonicNanoseconds() + UInt64(configuration.deadlineSeconds * 1e9)
+        var answer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 512)
+        while !answer.contains(UInt8(ascii: "\n")), answer.count < 4096 {
+            let count = chunk.withUnsafeMutableBytes { recv(helper.socket, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                answer += chunk[..<count]
+            } else if count < 0, errno == EAGAIN || errno == EINTR {
+                guard helper.wait(for: Int16(POLLIN), until: deadline) else { break }
+            } else {
+                break
+            }
+        }
+        let status = helper.exitStatus()
+        guard let line = String(validating: answer, as: UTF8.self)?.split(separator: "\n").first.map(String.init) else {
+            throw StartFailure(description: "\(configuration.executable) --check-isolation said nothing (\(status))")
+        }
+        return line
+    }
+
+    static func start(_ configuration: ThumbnailerPool.Configuration, checkingIsolation: Bool = false) throws -> Helper {
         var pair: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
             throw StartFailure(description: "socketpair: \(String(cString: strerror(errno)))")
@@ -316,6 +406,8 @@ final class Helper: @unchecked Sendable {
 
         var arguments = ["exosphere-thumbnailer", "--thumbnail-memory-mb", String(configuration.memoryLimitMB)]
         if !configuration.seccomp { arguments.append("--no-seccomp") }
+        arguments += ["--isolation", configuration.isolation.rawValue]
+        if checkingIsolation { arguments.append("--check-isolation") }
         arguments += configuration.helperArguments
         // One arena per thread would reserve 64 MiB of address space each against RLIMIT_AS.
         let environment = ["MALLOC_ARENA_MAX=2", "VIPS_WARNING=0", "PATH=/usr/bin:/bin"]
@@ -374,7 +466,7 @@ final class Helper: @unchecked Sendable {
         }
     }
 
-    private func wait(for events: Int16, until deadline: UInt64) -> Bool {
+    func wait(for events: Int16, until deadline: UInt64) -> Bool {
         while true {
             let now = monotonicNanoseconds()
             guard now < deadline else { return false }
@@ -386,17 +478,20 @@ final class Helper: @unchecked Sendable {
         }
     }
 
-    /// Closes the socket (an idle helper then exits at end of input) and reaps the process.
-    func stop() {
+    /// Closes the socket (an idle helper then exits at end of input) and reaps the process: its
+    /// wait status.
+    @discardableResult
+    func stop() -> Int32 {
         close(socket)
         var status: Int32 = 0
         // An idle helper exits within milliseconds of its input closing; one that does not is killed.
         for _ in 0..<200 {
-            if waitpid(pid, &status, WNOHANG) == pid { return }
+            if waitpid(pid, &status, WNOHANG) == pid { return status }
             usleep(5_000)
         }
         Glibc.kill(pid, SIGKILL)
         _ = waitpid(pid, &status, 0)
+        return status
     }
 
     /// Kills and reaps; the signal that ended the process (SIGKILL if this call did), nil when it
@@ -416,6 +511,14 @@ final class Helper: @unchecked Sendable {
         }
         let signaled = (status & 0x7f) != 0 && (status & 0x7f) != 0x7f
         return signaled ? status & 0x7f : nil
+    }
+
+    /// Closes the socket and reaps a helper that ends on its own (killed if it does not within a
+    /// second): how it ended, in words.
+    func exitStatus() -> String {
+        let status = stop()
+        let signal = status & 0x7f
+        return signal == 0 ? "exit status \((status >> 8) & 0xff)" : "killed by signal \(signal)"
     }
 
     /// Ends a helper that answered: killed at once and reaped (nothing of it is worth waiting for).

@@ -132,6 +132,25 @@ static inline int clinux_read_prlimit(pid_t pid) {
     return (int)syscall(__NR_prlimit64, pid, RLIMIT_NOFILE, (void *)0, &limit);
 }
 
+/// The system calls that hide the file system from a thumbnail helper (`Sandbox`), made with
+/// syscall(2): glibc declares unshare only under _GNU_SOURCE, and <sys/mount.h> clashes with the
+/// kernel's headers. 0, or -1 with errno.
+static inline int clinux_unshare(int flags) { return (int)syscall(__NR_unshare, flags); }
+static inline int clinux_mount(const char *source, const char *target, const char *type, unsigned long flags, const char *data) {
+    return (int)syscall(__NR_mount, source, target, type, flags, data);
+}
+static inline int clinux_umount_detach(const char *target) { return (int)syscall(__NR_umount2, target, 2 /* MNT_DETACH */); }
+static inline int clinux_pivot_root(const char *new_root, const char *put_old) { return (int)syscall(__NR_pivot_root, new_root, put_old); }
+/// Clears every capability of the calling thread (effective, permitted, inheritable), as
+/// capset(2) with version 3 and zeroed sets.
+static inline int clinux_drop_capabilities(void) {
+    struct { unsigned int version; int pid; } header = {0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0};
+    struct { unsigned int effective, permitted, inheritable; } data[2] = {{0, 0, 0}, {0, 0, 0}};
+    return (int)syscall(__NR_capset, &header, data);
+}
+static inline unsigned long clinux_ms_rdonly_nosuid_nodev_noexec(void) { return 1 | 2 | 4 | 8; /* MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC */ }
+static inline unsigned long clinux_ms_rec_private(void) { return 16384 | (1 << 18); /* MS_REC | MS_PRIVATE */ }
+
 /// close_range(first, ~0U, 0): closes every descriptor from `first` up.
 static inline int clinux_close_from(unsigned int first) { return (int)syscall(__NR_close_range, first, ~0U, 0); }
 #endif

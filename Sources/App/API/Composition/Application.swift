@@ -97,7 +97,12 @@ public final class Application: Sendable {
             let thumbnailer =
                 configuration.thumbnails.helpers > 0
                 ? try services.start(
-                    "thumbnailer", { ThumbnailerPool(configuration: configuration.thumbnails, logger: logger) }, stop: { $0.shutdown() })
+                    "thumbnailer",
+                    {
+                        let pool = ThumbnailerPool(configuration: configuration.thumbnails, logger: logger)
+                        try pool.start()
+                        return pool
+                    }, stop: { $0.shutdown() })
                 : nil
             self.thumbnailer = thumbnailer
             let images = try services.start(
