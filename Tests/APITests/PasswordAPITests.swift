@@ -139,6 +139,28 @@ struct PasswordAPITests {
         #expect(try change(bystander.token, old: bystander.password, new: server.uniquePassword()).status == 200)
     }
 
+    /// Each change mails the account's address a notice: a token can change the password (and
+    /// mail its owner) at most 10 times an hour, then `429`, even with the right password.
+    @Test func tenChangesAnHourThenTheChangesAreRefused() throws {
+        var account = try server.register()
+        for change in 1...10 {
+            let next = server.uniquePassword("change\(change)")
+            let reply = try self.change(account.token, old: account.password, new: next)
+            try #require(reply.status == 200, "change \(change): \(reply.text)")
+            account.password = next
+            account.token = try #require(reply.json["accessToken"]?.stringValue)
+        }
+        let refused = try change(account.token, old: account.password, new: server.uniquePassword("eleventh"))
+        #expect(refused.status == 429 && refused.code == "too_many_attempts", "\(refused.text)")
+        #expect(refused.text.contains("changed too often"), "\(refused.text)")
+        #expect(try server.signIn(account.email, account.password).status == 200, "the tenth password stays")
+        let changes = try server.withDatabase {
+            try $0.query("SELECT count(*)::int8 FROM security_events WHERE user_id = \(account.id)::uuid AND type = 'password_changed'")[0]
+                .decode(Int.self, at: 0)
+        }
+        #expect(changes == 10)
+    }
+
     @Test func concurrentChangesWithTheSameOldPasswordCannotBothSucceed() throws {
         let server = self.server
         for round in 0..<4 {

@@ -45,6 +45,8 @@ public final class AccountService: Sendable {
         public var exportsPerUser = ThrottleRule(limit: 1, windowSeconds: 60 * 60)
         /// Ways in added or removed per user (passkeys, identities).
         public var signInMethodChangesPerUser = ThrottleRule(limit: 10, windowSeconds: 60 * 60)
+        /// Password changes per user (each mails a notice, so that a token cannot flood the inbox).
+        public var passwordChangesPerUser = ThrottleRule(limit: 10, windowSeconds: 60 * 60)
         /// How long after its holder proved a credential a session may change the ways in.
         public var recentAuthenticationSeconds: Double = 300
         /// Whether an ID token must carry a nonce this server issued (`POST /users/signin/nonce`);
@@ -86,7 +88,7 @@ public final class AccountService: Sendable {
             [
                 signInPerEmailAndAddress, signInPerEmail, signInPerAddress, passwordChecks, registrationsPerAddress,
                 resetRequestsPerEmail, resetRequestsPerAddress, verificationResends, emailChangesPerUser, emailChangesPerAddress,
-                exportsPerUser, signInMethodChangesPerUser,
+                exportsPerUser, signInMethodChangesPerUser, passwordChangesPerUser,
             ]
             .map(\.windowSeconds).max()!
         }

@@ -34,6 +34,8 @@ public enum ThrottleAction: String, Sendable, CaseIterable {
     case passkeySignIn = "passkey"
     /// A way in added or removed (a passkey, an identity).
     case signInMethodChange = "sign-in-method"
+    /// A password changed by its user (each mails the account's address a notice).
+    case passwordChange = "password-change"
 }
 
 /// What one counter of an action is kept per, taken from a decoded request and who sent it.
@@ -107,6 +109,7 @@ extension AccountService.Configuration {
         case (.verificationMail, .user): verificationResends
         case (.export, .user): exportsPerUser
         case (.signInMethodChange, .user): signInMethodChangesPerUser
+        case (.passwordChange, .user): passwordChangesPerUser
         default: nil
         }
     }
@@ -210,6 +213,7 @@ public final class Throttles: Sendable {
         case .verificationMail: "Too many verification mails; try again later."
         case .export: "The account's data was exported less than an hour ago; try again later."
         case .signInMethodChange: "Too many changes of the ways into the account; try again later."
+        case .passwordChange: "The password was changed too often in the last hour; try again later."
         }
     }
 

@@ -27,8 +27,9 @@ struct ProfileController: Controller {
             hashing: .interactive, use: Self.deleteAccount)
         routes.user(
             .post, "/users/me/password", body: Self.passwordChange,
-            throttle: Throttling(.passwordCheck, [.perUser], success: .givesBack(clearing: .perUser)), hashing: .interactive,
-            use: Self.changePassword)
+            throttle: Throttling(
+                .passwordCheck, [.perUser, .perUser(counting: .passwordChange)], success: .givesBack(clearing: .perUser)),
+            hashing: .interactive, use: Self.changePassword)
         routes.user(.get, "/users/schema", use: Self.schema)
     }
 

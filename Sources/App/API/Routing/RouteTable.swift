@@ -218,9 +218,10 @@ struct RouteTable {
         guard let handler, let decode else { preconditionFailure("\(method) \(pattern): a table that serves needs every handler") }
         if let throttling {
             for counter in throttling.counters {
+                let action = counter.action ?? throttling.action
                 precondition(
-                    services.accounts.configuration.rule(for: ThrottleKey(throttling.action, counter.kind.example)) != nil,
-                    "\(method) \(pattern): \(throttling.action) has no rule per \(counter.kind)")
+                    services.accounts.configuration.rule(for: ThrottleKey(action, counter.kind.example)) != nil,
+                    "\(method) \(pattern): \(action) has no rule per \(counter.kind)")
             }
         }
         let chain = PolicyChain(
@@ -478,9 +479,11 @@ private struct PolicyChain: Sendable {
         _ throttling: Throttling<Body>?, _ body: Body, _ call: Call, _ handler: () async throws -> Response
     ) async throws -> Response {
         guard let throttling else { return try await handler() }
-        var keys: [(kind: RoutePolicy.Throttle, key: ThrottleKey)] = []
+        var keys: [(kind: RoutePolicy.Throttle, key: ThrottleKey, keptOnSuccess: Bool)] = []
         for counter in throttling.counters {
-            if let subject = try await counter.subject(body, call) { keys.append((counter.kind, ThrottleKey(throttling.action, subject))) }
+            if let subject = try await counter.subject(body, call) {
+                keys.append((counter.kind, ThrottleKey(counter.action ?? throttling.action, subject), counter.action != nil))
+            }
         }
         guard !keys.isEmpty else { return try await handler() }
         let (throttles, statements) = (accounts.throttles, call.statements)
@@ -491,7 +494,12 @@ private struct PolicyChain: Sendable {
             return try await handler()
         }
         if let wait = try await throttles.acquire(keys.map(\.key), on: statements) {
-            throw throttles.refusal(keys.map(\.key), wait: wait, origin: call.origin)
+            // The refusal names the action whose counter is full (a counter of its own action's).
+            var refused = keys.map(\.key)
+            for own in keys where own.keptOnSuccess {
+                if try await throttles.lockedFor([own.key], on: statements) != nil { refused = [own.key] }
+            }
+            throw throttles.refusal(refused, wait: wait, origin: call.origin)
         }
         let response: Response
         do {
@@ -501,7 +509,8 @@ private struct PolicyChain: Sendable {
             throw error
         }
         if case .givesBack(let clearing) = throttling.success {
-            await throttles.giveBack(keys.map(\.key), clearing: keys.first { $0.kind == clearing }?.key, on: statements)
+            let given = keys.filter { !$0.keptOnSuccess }
+            await throttles.giveBack(given.map(\.key), clearing: given.first { $0.kind == clearing }?.key, on: statements)
         }
         return response
     }

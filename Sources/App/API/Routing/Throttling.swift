@@ -40,7 +40,16 @@ struct Throttling<Body: Sendable>: Sendable {
     /// request counts nothing on it.
     struct Counter: Sendable {
         let kind: RoutePolicy.Throttle
+        /// The action this counter counts instead of the throttle's, whose every success stays
+        /// counted (`perUser(counting:)`): a second limit, on the action itself.
+        var action: ThrottleAction? = nil
         let subject: @Sendable (Body, Call) async throws -> ThrottleSubject?
+
+        /// The signed-in user, on `action`, successes included: a limit on how often a route that
+        /// otherwise counts only failures may succeed (each password change mails a notice).
+        static func perUser(counting action: ThrottleAction) -> Counter {
+            Counter(kind: .perUser, action: action) { _, call in .user(call.signedIn.user.id) }
+        }
 
         /// The client address (IPv6: its /64).
         static var perAddress: Counter { Counter(kind: .perAddress) { _, call in .address(call.origin.throttleAddress) } }
