@@ -253,5 +253,30 @@ struct PasskeysAPITests {
         #expect(statuses.withLock { $0.sorted() } == [200] + Array(repeating: 401, count: 7))
         let sessions = try server.call("GET", "/users/me/sessions", token: owner.token).json["sessions"]?.arrayValue?.count
         #expect(sessions == 2, "the registration's session and the one sign-in")
+
+        // A reauthentication with the passkey: by its owner's session only, and once per
+        // assertion even when clients race with it; refusals are 422 (the session stays).
+        server.advanceClock(by: 301)
+        let reauthenticate = "/users/me/reauthenticate"
+        let foreignProof = try server.call(
+            "POST", reauthenticate, token: stranger.token,
+            json: #"{"passkey": \#(try assertion(try challenge(signIn), count: 3, userHandle: ownerHandle))}"#)
+        #expect(foreignProof.status == 422 && foreignProof.code == "invalid_credentials", "\(foreignProof.text)")
+        #expect(try server.me(stranger.token).status == 200)
+        func authenticatedAt() throws -> String? {
+            try server.call("GET", "/users/me/sessions", token: owner.token).json["sessions"]?.arrayValue?
+                .first { $0["current"] == true }?["authenticatedAt"]?.stringValue
+        }
+        let before = try #require(try authenticatedAt())
+        let proof = #"{"passkey": \#(try assertion(try challenge(signIn), count: 4, userHandle: ownerHandle))}"#
+        let proofs = Mutex<[Int]>([])
+        try onThreads(4) { _ in
+            let status = try server.call("POST", reauthenticate, token: owner.token, json: proof).status
+            proofs.withLock { $0.append(status) }
+        }
+        #expect(proofs.withLock { $0.sorted() } == [200, 422, 422, 422])
+        let after = try #require(try authenticatedAt())
+        #expect(after > before, "the reauthentication moved authenticatedAt: \(before) → \(after)")
+        #expect(try server.call("POST", reauthenticate, token: owner.token, json: #"{"passkey": "not an object"}"#).status == 422)
     }
 }

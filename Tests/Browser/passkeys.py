@@ -13,7 +13,8 @@ it fetches the options from the API, hands them to `navigator.credentials` as a 
 (`parseCreationOptionsFromJSON`, `toJSON`), and posts the result. Refusals it checks: a
 registration whose client data names another origin, a registration replayed, a sign-in replayed,
 a sign-in from another origin, an assertion whose counter went back (made, held, and posted after a
-later one), and an assertion without user verification. Prints one line per step; the last is
+later one), an assertion without user verification, and a reauthentication (`POST
+/users/me/reauthenticate {passkey}`) replayed. Prints one line per step; the last is
 `OK: passkeys behave` or a FAIL line (exit status 1).
 """
 
@@ -53,8 +54,9 @@ const unbase64url = (text) => Uint8Array.from(atob(text.replaceAll("-", "+").rep
   }
   if (ceremony === "create") json.name = "Headless laptop";
   if (tamper === "hold") return {status: -1, body: "", credential: json};
-  const path = ceremony === "create" ? "/users/me/passkeys/registration" : "/users/signin/passkey";
-  const response = await fetch(path, {method: "POST", headers, body: JSON.stringify(json)});
+  const path = {create: "/users/me/passkeys/registration", get: "/users/signin/passkey", reauth: "/users/me/reauthenticate"}[ceremony];
+  const body = ceremony === "reauth" ? {passkey: json} : json;
+  const response = await fetch(path, {method: "POST", headers, body: JSON.stringify(body)});
   return {status: response.status, body: await response.text(), credential: json};
 })().then(done, (error) => done({status: 0, body: "script error: " + error, step: "script"}));
 """
@@ -129,6 +131,14 @@ def run(browser, args):
 
     step("and the passkey still signs in")
     expect(ceremony(browser, "get"), 200, None, "sign-in again")
+
+    step("the signed-in user proves the passkey again: a reauthentication, once per assertion")
+    proved = ceremony(browser, "reauth", args.token)
+    expect(proved, 200, None, "reauthentication")
+    if '"authenticatedAt"' not in proved["body"]:
+        raise Failure(f"the reauthentication's body has no authenticatedAt: {proved['body'][:300]}")
+    expect(repost(browser, "/users/me/reauthenticate", {"passkey": proved["credential"]}, args.token),
+           422, "invalid_credentials", "the same reauthentication replayed")
     browser.screenshot("passkeys.png")
 
 

@@ -78,5 +78,13 @@ struct SignInMethodsTests {
         let at = try await client.reauthenticate(password: password)
         let current = try #require(try await client.sessions().first { $0.isCurrent })
         #expect(current.authenticatedAt == at && at >= current.createdAt)
+        // A passkey's assertion the server refuses is a 422 naming it; the client stays signed in.
+        _ = try await client.passkeySignInOptions()
+        let assertion = PasskeyAssertion(
+            credentialID: Data(count: 16), rawClientDataJSON: Data("{}".utf8), rawAuthenticatorData: Data(count: 37), signature: Data(count: 8),
+            userID: nil)
+        let passkey = await exosphereError { try await client.reauthenticate(withPasskey: assertion) }
+        #expect(passkey?.status == 422 && passkey?.code == .invalidCredentials, "\(String(describing: passkey))")
+        #expect(try await client.sessions().contains { $0.isCurrent }, "still signed in")
     }
 }

@@ -109,6 +109,15 @@ extension Exosphere {
         return try await reauthenticate(body)
     }
 
+    /// `reauthenticate(password:)` with a passkey of the account: the platform's assertion for
+    /// `passkeySignInOptions()`.
+    ///
+    /// - Throws: `ExosphereError` `422 invalid_credentials` (refused, or a passkey of another account).
+    @discardableResult
+    public func reauthenticate(withPasskey assertion: PasskeyAssertion) async throws -> Date {
+        try await reauthenticate(["passkey": assertion.json])
+    }
+
     private func reauthenticate(_ body: [String: JSONValue]) async throws -> Date {
         let request = APIRequest("POST", "/users/me/reauthenticate", body: .json(.object(body)))
         let (response, _) = try await sendSignedIn(request)

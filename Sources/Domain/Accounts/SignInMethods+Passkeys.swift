@@ -109,24 +109,7 @@ extension SignInMethods {
         let token = try SessionToken.generate()
         let issued: IssuedSession
         do {
-            let clientData = try ClientData(json: assertion.clientDataJSON)
-            try party.check(clientData, .get)
-            let (live, stored) = try context.pool.withConnection { connection in
-                (
-                    try PasskeyRepository.consumeChallenge(
-                        connection, hash: SHA256.hash(clientData.challenge), purpose: .authentication, userID: nil, at: context.clock.now()),
-                    try PasskeyRepository.credential(connection, id: assertion.credentialID)
-                )
-            }
-            guard let stored else { throw WebAuthnFailure("an unknown credential") }
-            userID = stored.userID
-            guard live else { throw WebAuthnFailure("the challenge is unknown, used or expired") }
-            if let handle = assertion.userHandle, !ConstantTime.equals(handle, Self.userHandle(stored.userID)) {
-                throw WebAuthnFailure("the user handle is not the credential's user")
-            }
-            let checked = try Assertion(
-                authenticatorData: assertion.authenticatorData, signature: assertion.signature, clientData: clientData,
-                storedKey: stored.publicKey, storedCount: stored.signCount, for: party)
+            let (stored, checked) = try checkAssertion(assertion, party: party) { userID = $0 }
             let session = try context.pool.withTransaction { connection -> IssuedSession? in
                 guard
                     try PasskeyRepository.use(
@@ -149,10 +132,62 @@ extension SignInMethods {
         return issued
     }
 
-    /// A name without white space around it; one line.
-    /// A name as stored: without the spaces around it, and without line breaks and control
-    /// characters anywhere (`PersonName`'s refused scalars: U+0000, which PostgreSQL text cannot
-    /// hold, among them), which a name shown in a list has no use for.
+    /// `POST /users/me/reauthenticate` with a passkey: an assertion (options from
+    /// `/users/signin/passkey/options`) by a passkey of the session's user records that the
+    /// session's holder proved it now, and returns that time. Its refusals are `422
+    /// invalid_credentials` naming `passkey` (not 401: the session is good, and a client that hears
+    /// 401 signs its user out); the route counts them as wrong current passwords.
+    public func reauthenticate(session: Session, with assertion: PasskeyAssertion, party: RelyingParty, origin: RequestOrigin) throws -> Date {
+        let now = context.clock.now()
+        do {
+            let (stored, checked) = try checkAssertion(assertion, party: party) { _ in }
+            guard stored.userID == session.userID else { throw WebAuthnFailure("a passkey of another account") }
+            try context.pool.withTransaction { connection in
+                guard
+                    try PasskeyRepository.use(
+                        connection, id: stored.id, from: stored.signCount, to: checked.data.signCount, backedUp: checked.data.backedUp)
+                else { throw WebAuthnFailure("another use of the passkey moved its counter first") }
+                guard try SessionRepository.markAuthenticated(connection, id: session.id, userID: session.userID, at: now) else {
+                    throw AccountsError(.invalidToken, "The session ended.")
+                }
+            }
+        } catch let failure as WebAuthnFailure {
+            SecurityEvent.log(
+                context.logger, .passwordCheckFailed, outcome: .failure, userID: session.userID, origin: origin, detail: "passkey: \(failure)")
+            throw AccountsError.field("passkey", .invalidCredentials, "was not accepted")
+        }
+        SecurityEvent.log(context.logger, .reauthenticated, outcome: .success, userID: session.userID, origin: origin, detail: "passkey")
+        return now
+    }
+
+    /// Checks an assertion: its client data (origin, type), the challenge it answers (one handed
+    /// out for a sign-in, used up here whatever follows), the credential it names and its user
+    /// handle, and its signature and counter against the stored key. `found` learns the
+    /// credential's user as soon as it is known (for the refusal's activity). Throws `WebAuthnFailure`.
+    private func checkAssertion(
+        _ assertion: PasskeyAssertion, party: RelyingParty, found: (UUID) -> Void
+    ) throws -> (stored: (id: UUID, userID: UUID, publicKey: [UInt8], signCount: UInt32), checked: Assertion) {
+        let clientData = try ClientData(json: assertion.clientDataJSON)
+        try party.check(clientData, .get)
+        let (live, stored) = try context.pool.withConnection { connection in
+            (
+                try PasskeyRepository.consumeChallenge(
+                    connection, hash: SHA256.hash(clientData.challenge), purpose: .authentication, userID: nil, at: context.clock.now()),
+                try PasskeyRepository.credential(connection, id: assertion.credentialID)
+            )
+        }
+        guard let stored else { throw WebAuthnFailure("an unknown credential") }
+        found(stored.userID)
+        guard live else { throw WebAuthnFailure("the challenge is unknown, used or expired") }
+        if let handle = assertion.userHandle, !ConstantTime.equals(handle, Self.userHandle(stored.userID)) {
+            throw WebAuthnFailure("the user handle is not the credential's user")
+        }
+        let checked = try Assertion(
+            authenticatorData: assertion.authenticatorData, signature: assertion.signature, clientData: clientData,
+            storedKey: stored.publicKey, storedCount: stored.signCount, for: party)
+        return (stored, checked)
+    }
+
     /// A passkey's name, without the whitespace around it: 1 to 64 characters (counted as the
     /// database counts, in code points), by the name rules (`PersonName`: no control character or
     /// line break, `422 invalid_value`), since notices and the console show it.

@@ -250,7 +250,9 @@ public final class Application: Sendable {
         table.mount(IdentitiesController.self, parts.map { IdentitiesController(accounts: $0.accounts, providers: $0.identityProviders) })
         table.mount(PasskeysController.self, parts.map { PasskeysController(accounts: $0.accounts, party: $0.relyingParty) })
         table.mount(ProfileController.self, parts.map { ProfileController(accounts: $0.accounts, images: $0.images) })
-        table.mount(ReauthenticationController.self, parts.map { ReauthenticationController(accounts: $0.accounts, providers: $0.identityProviders) })
+        table.mount(
+            ReauthenticationController.self,
+            parts.map { ReauthenticationController(accounts: $0.accounts, providers: $0.identityProviders, party: $0.relyingParty) })
         let images = parts.map { ImagesController(images: $0.images, signer: $0.signer) }
         table.mount(ImagesController.self, images)
         table.mount(RecoveryController.self, parts.map { RecoveryController(accounts: $0.accounts) })

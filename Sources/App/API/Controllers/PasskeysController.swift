@@ -197,7 +197,12 @@ struct PasskeysController: Controller {
 
     /// `AuthenticationResponseJSON`: the session body.
     @Sendable func assertion(_ call: Call) throws -> PasskeyAssertion {
-        let (credential, response) = try Self.credential(try JSONBody.object(call.request), allowing: [])
+        try Self.assertion(try JSONBody.object(call.request))
+    }
+
+    /// An `AuthenticationResponseJSON` object.
+    static func assertion(_ body: JSONObject) throws -> PasskeyAssertion {
+        let (credential, response) = try Self.credential(body, allowing: [])
         let userHandle = try response["userHandle"].flatMap { value -> [UInt8]? in
             if case .null = value { return nil }
             return try Self.bytes(response, "userHandle")

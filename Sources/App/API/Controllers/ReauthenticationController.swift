@@ -5,11 +5,12 @@ import HTTPServer
 import JSON
 
 /// `POST /users/me/reauthenticate`: the session's holder proves a credential again (adding or
-/// removing a way in needs one within `--recent-authentication-seconds`), with the password or
-/// with the ID token of an identity linked to the account.
+/// removing a way in needs one within `--recent-authentication-seconds`), with the password, a
+/// passkey of the account, or the ID token of an identity linked to it.
 struct ReauthenticationController: Controller {
     let accounts: AccountService
     let providers: IdentityProviders
+    let party: RelyingPartySource
 
     static func declare(_ routes: inout Routes<Self>) {
         // Failures count as wrong current passwords do (the password change's counter); a success clears it.
@@ -25,6 +26,8 @@ struct ReauthenticationController: Controller {
         case password(String)
         /// `{provider, idToken, nonce}`.
         case identity(IdentitiesController.IDToken)
+        /// `{passkey: AuthenticationResponseJSON}` (options from `/users/signin/passkey/options`).
+        case passkey(PasskeyAssertion)
     }
 
     @Sendable func proof(_ call: Call) throws -> Proof {
@@ -34,9 +37,14 @@ struct ReauthenticationController: Controller {
             try body.checkKeys(allowed: ["password"])
             return .password(try body.string("password", required: true)!)
         }
+        if let passkey = object["passkey"] {
+            try body.checkKeys(allowed: ["passkey"])
+            guard let assertion = passkey.objectValue else { throw AccountsError.field("passkey", .invalidType, "expected an object") }
+            return .passkey(try PasskeysController.assertion(assertion))
+        }
         try body.checkKeys(allowed: ["provider", "idToken", "nonce"])
         guard let providerText = try body.string("provider") else {
-            throw AccountsError.field("password", .invalidValue, "is required (or provider, idToken and nonce)")
+            throw AccountsError.field("password", .invalidValue, "is required (or passkey, or provider, idToken and nonce)")
         }
         guard let provider = IdentityProvider(rawValue: providerText) else {
             throw AccountsError.field("provider", .invalidValue, "expected apple or google")
@@ -56,6 +64,8 @@ struct ReauthenticationController: Controller {
         case .identity(let token):
             let verified = await providers.verify(token.provider, idToken: token.idToken, nonce: token.nonce)
             at = try accounts.signInMethods.reauthenticate(session: session, nonce: token.nonce, origin: origin) { try verified.get() }
+        case .passkey(let assertion):
+            at = try accounts.signInMethods.reauthenticate(session: session, with: assertion, party: try party.current, origin: origin)
         }
         var response = JSONBody.response { writer in
             writer.beginObject()

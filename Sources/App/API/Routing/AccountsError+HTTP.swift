@@ -10,7 +10,11 @@ extension AccountsError: HTTPResponseError {
         switch code {
         case .invalidJSON: status = .badRequest
         case .emailTaken, .alreadyVerified: status = .conflict
-        case .invalidCredentials, .missingToken:
+        case .missingToken:
+            status = .unauthorized
+            headers.add(name: "WWW-Authenticate", value: "Bearer")
+        // A reauthentication's passkey names its field instead (422): the session is good.
+        case .invalidCredentials where fields.isEmpty:
             status = .unauthorized
             headers.add(name: "WWW-Authenticate", value: "Bearer")
         // A mailed link's token names its field instead (422): it is not the request's credential.
