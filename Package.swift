@@ -58,6 +58,9 @@ let package = Package(
         // Passkeys (WebAuthn Level 3) for a relying party: CBOR, COSE keys, authenticator and client
         // data, the registration's attestation (none, packed) and the sign-in's assertion.
         .target(name: "WebAuthn", dependencies: ["Cryptography", "JSON"], path: "Sources/Protocols/WebAuthn"),
+        // A second factor: time-based one-time passwords (RFC 6238), base32, and the QR code that
+        // shows their otpauth URI, drawn as SVG.
+        .target(name: "OneTimePasswords", dependencies: ["Cryptography"], path: "Sources/Protocols/OneTimePasswords"),
         // The event loops' pipelined database connections and the executor handlers use on them.
         .target(
             name: "PostgresLoop", dependencies: ["Postgres", "LoopInterface", "StructuredLogging", "Threads"],
@@ -81,7 +84,9 @@ let package = Package(
         // Users, custom fields, sessions, throttles, recovery tokens, activity: rules and their SQL.
         .target(
             name: "Accounts",
-            dependencies: ["CivilTime", "Postgres", "Time", "Cryptography", "JSON", "Outbox", "StructuredLogging", "Threads", "WebAuthn"],
+            dependencies: [
+                "CivilTime", "Postgres", "Time", "Cryptography", "JSON", "Outbox", "StructuredLogging", "Threads", "WebAuthn", "OneTimePasswords",
+            ],
             path: "Sources/Domain/Accounts"),
         // Text files compiled in at build time as string literals (Plugins/EmbedFiles): the SQL of
         // migrations/, and the API's Resources/.
@@ -130,6 +135,8 @@ let package = Package(
         .testTarget(name: "IdentityTokensTests", dependencies: ["IdentityTokens", "Cryptography", "JSON", "TestSupport"]),
         // CBOR and both WebAuthn ceremonies with a software authenticator (keys from the openssl command).
         .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", "Cryptography", "TestSupport"]),
+        // RFC 6238's vectors, codes computed by Python's hmac, and QR codes read back by zbarimg.
+        .testTarget(name: "OneTimePasswordsTests", dependencies: ["OneTimePasswords", "Cryptography", "TestSupport"]),
         // The one-shot GET's answers read from bytes, and its URLs.
         .testTarget(name: "OutboundTests", dependencies: ["Outbound", "TestSupport"]),
         // What several test targets share: image builders, embedded real images, a seeded generator,

@@ -1,6 +1,7 @@
 import COpenSSL
 
-/// HMAC-SHA-256 (RFC 2104) through OpenSSL: the signatures of signed image URLs.
+/// HMAC (RFC 2104) through OpenSSL: SHA-256 signs image URLs; SHA-1 makes one-time passwords
+/// (RFC 4226, RFC 6238), as authenticator apps compute them.
 public enum HMAC {
     /// The 32-byte HMAC-SHA-256 of `message` under `key`.
     public static func sha256(key: [UInt8], message: [UInt8]) -> [UInt8] {
@@ -18,6 +19,23 @@ public enum HMAC {
         // Over memory we own this fails only with a broken libcrypto; a wrong MAC would accept or
         // refuse URLs at random, so stop rather than continue.
         precondition(result != nil && length == UInt32(SHA256.digestLength), "HMAC(SHA-256) failed")
+        return mac
+    }
+
+    /// The 20-byte HMAC-SHA-1 of `message` under `key`.
+    public static func sha1(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        var mac = [UInt8](repeating: 0, count: 20)
+        var length: UInt32 = 0
+        let result = key.withUnsafeBytes { key in
+            message.withUnsafeBytes { message in
+                mac.withUnsafeMutableBufferPointer { output in
+                    COpenSSL.HMAC(
+                        EVP_sha1(), key.baseAddress, Int32(key.count), message.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                        message.count, output.baseAddress, &length)
+                }
+            }
+        }
+        precondition(result != nil && length == 20, "HMAC(SHA-1) failed")
         return mac
     }
 }
