@@ -84,7 +84,7 @@ import Thumbnails
                 "GET /.well-known/assetlinks.json", "GET /images/{id}",
                 "POST /admin/signin", "POST /admin/setup", "GET /console", "GET /console/", "GET /console/console.css", "GET /console/console.js",
                 "POST /users/signin/apple", "POST /users/signin/google", "POST /users/signin/nonce", "POST /users/signin/passkey/options",
-                "POST /users/signin/passkey",
+                "POST /users/signin/passkey", "POST /users/signin/mfa",
             ])
     }
 

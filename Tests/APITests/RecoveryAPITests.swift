@@ -758,6 +758,14 @@ struct RecoveryAPITests {
         #expect(try server.call("POST", "/users/verify-email", json: #"{"token": "\#(confirmation)"}"#).status == 200)
         let undoMail = try smtp.waitForMessages(where: { Self.isTo(mover.email)($0) && $0.contains("/undo-email-change#") })[0]
         let undoLink = "http://127.0.0.1:\(port)/undo-email-change#token=\(try Self.token(in: undoMail))"
+        // An account whose second factor is on: its reset applies with the code.
+        let (guarded, secret, _) = try SecondFactorAPITests.enrolled(server)
+        #expect(try server.call("POST", "/users/password-reset", json: #"{"email": "\#(guarded.email)"}"#).status == 202)
+        let guardedMail = try smtp.waitForMessages(where: { Self.isTo(guarded.email)($0) && $0.contains("/reset-password#") })[0]
+        let guardedLink = "http://127.0.0.1:\(port)/reset-password#token=\(try Self.token(in: guardedMail))"
+        let guardedPassword = server.uniquePassword("guarded")
+        server.advanceClock(by: 30)
+        let code = try SecondFactorAPITests.code(secret, at: server.clock.now())
         let screenshots = TestServer.repositoryRoot + "/artifacts/screenshots/recovery-pages"
         try FileManager.default.createDirectory(atPath: screenshots, withIntermediateDirectories: true)
         let output = try run(
@@ -767,6 +775,7 @@ struct RecoveryAPITests {
                 "--verify-link", verifyLink, "--expect-email", account.email, "--screenshots", screenshots,
                 "--invalid-reset-link", resetLink, "--undo-link", undoLink, "--expect-restored", mover.email,
                 "--expect-ways-in", "Your password", "--expect-ways-in", "Sign in with Google (kept@example.net)",
+                "--mfa-reset-link", guardedLink, "--mfa-new-password", guardedPassword, "--mfa-code", code,
             ])
         #expect(output.contains("OK: recovery pages behave"), "\(output)")
         // What the browser did is what the server now holds.
@@ -777,7 +786,10 @@ struct RecoveryAPITests {
         if let token = verified.json["accessToken"]?.stringValue { server.remember(token: token) }
         #expect(try server.signIn(mover.email, mover.password).status == 200, "the browser's undo put the old address back")
         #expect(try server.me(mover.token).status == 401, "and ended the sessions")
-        for name in ["reset-form.png", "reset-done.png", "verify-done.png", "reset-invalid.png", "undo-confirm.png", "undo-done.png"] {
+        #expect(try server.signIn(guarded.email, guardedPassword).code == "mfa_required", "the browser's reset applied with the code")
+        for name in [
+            "reset-form.png", "reset-done.png", "verify-done.png", "reset-invalid.png", "undo-confirm.png", "undo-done.png", "reset-mfa-done.png",
+        ] {
             #expect(FileManager.default.fileExists(atPath: screenshots + "/" + name), "\(name)")
         }
     }

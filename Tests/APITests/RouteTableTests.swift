@@ -169,6 +169,11 @@ struct RouteTableTests {
             ),
             "DELETE /users/me/passkeys/{id}": (user.token, ""),
             "DELETE /users/me/identities/{id}": (user.token, ""),
+            "POST /users/me/mfa/totp": (user.token, ""),
+            "POST /users/me/mfa/totp/confirm": (user.token, #"{"code": "000000"}"#),
+            "DELETE /users/me/mfa/totp": (user.token, ""),
+            "POST /users/me/mfa/recovery-codes": (user.token, ""),
+            "POST /users/signin/mfa": (nil, #"{"mfaToken": "\#(String(repeating: "A", count: 43))", "code": "000000"}"#),
         ]
         let throttled = entries.filter { !$0.policy.throttles.isEmpty }.map { "\($0.method) \($0.path)" }
         #expect(Set(throttled) == Set(calls.keys), "a throttled route without a call here, or a call of a route that declares none")
@@ -210,9 +215,9 @@ struct RouteTableTests {
             let moved = try counters().filter { before[$0.key] != $0.value }.map(\.key)
             let scopes = Set(moved.compactMap(scope))
             #expect(moved.allSatisfy { scope(of: $0) != nil }, "\(route) moved a counter of no known scope: \(moved)")
-            if route == "POST /users/password-reset/confirm" {
-                // A token that is no live one's is counted per address only: the email is the
-                // live token's user's, and is counted only with one.
+            if route == "POST /users/password-reset/confirm" || route == "POST /users/signin/mfa" {
+                // A token that is no live one's is counted per address only: the email (the
+                // user) is the live token's user's, and is counted only with one.
                 #expect(scopes == [.perAddress], "\(route): \(moved)")
             } else {
                 #expect(scopes == entry.policy.throttles, "\(route) declares \(entry.policy.throttles.sorted()) and moved \(moved)")
@@ -225,7 +230,8 @@ struct RouteTableTests {
     @Test func theRoutesThatChangeTheWaysInDeclareTheirRequirements() {
         let waysIn: Set<String> = [
             "POST /users/me/passkeys/registration/options", "POST /users/me/passkeys/registration", "DELETE /users/me/passkeys/{id}",
-            "POST /users/me/identities", "DELETE /users/me/identities/{id}",
+            "POST /users/me/identities", "DELETE /users/me/identities/{id}", "POST /users/me/mfa/totp", "POST /users/me/mfa/totp/confirm",
+            "DELETE /users/me/mfa/totp", "POST /users/me/mfa/recovery-codes",
         ]
         let requiring = entries.filter { !$0.policy.requirements.isEmpty }
         #expect(Set(requiring.map { "\($0.method) \($0.path)" }) == waysIn)
@@ -253,7 +259,7 @@ struct RouteTableTests {
         let server = try TestServer("route_requirements")
         defer { server.shutdown() }
         let requiring = RouteListing.entries(server.app.server.router).filter { !$0.policy.requirements.isEmpty }
-        #expect(requiring.count == 5)
+        #expect(requiring.count == 9)
         let account = try server.register()
         func callEach() throws -> [String: String] {
             var codes: [String: String] = [:]

@@ -33,6 +33,7 @@ TOO_SHORT_PASSWORD = "short12"  # 7 characters: one under the minimum
 CONFIRM_PATH = "/users/password-reset/confirm"
 UNDO_PATH = "/users/email-change/undo"
 REMOVE_PATH = "/users/sign-in-methods/remove"
+MFA_PATH = "/users/signin/mfa"
 
 
 def fill_passwords(browser, password, confirmation):
@@ -50,6 +51,36 @@ def run(browser, args):
         undo_email_change(browser, args)
     if args.remove_link:
         remove_sign_in_method(browser, args)
+    if args.mfa_reset_link:
+        reset_with_second_factor(browser, args)
+
+
+def reset_with_second_factor(browser, args):
+    step("a reset of an account with two-step verification asks for the code before anything changes")
+    browser.open(args.mfa_reset_link, PHONE)
+    browser.wait("the reset form", lambda: browser.element("reset-form").is_displayed())
+    fill_passwords(browser, args.mfa_new_password, args.mfa_new_password)
+    browser.wait("the code form", lambda: browser.element("mfa-form").is_displayed())
+    answers = browser.api_responses(CONFIRM_PATH)
+    if [status for _, status in answers] != [401]:
+        raise Failure(f"expected one 401 mfa_required from {CONFIRM_PATH}, got {[status for _, status in answers]}")
+    browser.screenshot("reset-mfa-code.png")
+    browser.check_console(allowed_network_status=(CONFIRM_PATH, 401))
+
+    step("the authenticator's code finishes the reset, and the ways in are listed")
+    field = browser.element("mfa-code")
+    field.clear()
+    field.send_keys(args.mfa_code)
+    browser.element("mfa-submit").click()
+    browser.wait_for_text("message", TEXT_RESET_DONE)
+    browser.wait("the list of ways in", lambda: browser.element("ways-in").is_displayed())
+    listed = [item.text for item in browser.element("ways-in-list").find_elements("tag name", "li")]
+    if "Two-step verification: an authenticator app's codes" not in listed:
+        raise Failure(f"the list of ways in does not name the second factor: {listed}")
+    if [status for _, status in browser.api_responses(MFA_PATH)] != [200]:
+        raise Failure(f"expected one 200 answer to {MFA_PATH}")
+    browser.screenshot("reset-mfa-done.png")
+    browser.check_console(allowed_network_status=(CONFIRM_PATH, 401))
 
 
 def reset_and_verify(browser, args):
@@ -205,6 +236,9 @@ def main():
     parser.add_argument("--undo-link", help="mailed <public-url>/undo-email-change#token=…")
     parser.add_argument("--expect-restored", help="the address the undo page must say is back")
     parser.add_argument("--remove-link", help="mailed <public-url>/remove-sign-in-method#token=…")
+    parser.add_argument("--mfa-reset-link", help="a reset link of an account whose second factor is on")
+    parser.add_argument("--mfa-new-password", help="the password that reset sets")
+    parser.add_argument("--mfa-code", help="the authenticator's current code for that account")
     parser.add_argument("--timeout", type=float, default=20, help="seconds per wait (default 20)")
     args = parser.parse_args()
     if args.reset_link and not (args.new_password and args.verify_link and args.expect_email):

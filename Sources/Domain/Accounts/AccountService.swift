@@ -47,6 +47,8 @@ public final class AccountService: Sendable {
         public var signInMethodChangesPerUser = ThrottleRule(limit: 10, windowSeconds: 60 * 60)
         /// Password changes per user (each mails a notice, so that a token cannot flood the inbox).
         public var passwordChangesPerUser = ThrottleRule(limit: 10, windowSeconds: 60 * 60)
+        /// Wrong second-factor codes per user, from every address (each challenge ends at 5).
+        public var secondFactorCodesPerUser = ThrottleRule(limit: 20, windowSeconds: 15 * 60)
         /// How long after its holder proved a credential a session may change the ways in.
         public var recentAuthenticationSeconds: Double = 300
         /// Whether an ID token must carry a nonce this server issued (`POST /users/signin/nonce`);
@@ -56,6 +58,8 @@ public final class AccountService: Sendable {
         public var idTokenNonceSeconds: Double = 300
         /// How long the link that undoes an applied change of address works (the contract: 7 days).
         public var emailChangeUndoSeconds: Double = 7 * 86_400
+        /// The name authenticator apps show for the second factor's codes (the app's name).
+        public var issuerName = "Exosphere"
         /// How long the link that removes a way in just added works (the contract: 7 days).
         public var signInMethodRemovalSeconds: Double = 7 * 86_400
         /// How long a mailed reset link works (the contract: 1 hour).
@@ -88,7 +92,7 @@ public final class AccountService: Sendable {
             [
                 signInPerEmailAndAddress, signInPerEmail, signInPerAddress, passwordChecks, registrationsPerAddress,
                 resetRequestsPerEmail, resetRequestsPerAddress, verificationResends, emailChangesPerUser, emailChangesPerAddress,
-                exportsPerUser, signInMethodChangesPerUser, passwordChangesPerUser,
+                exportsPerUser, signInMethodChangesPerUser, passwordChangesPerUser, secondFactorCodesPerUser,
             ]
             .map(\.windowSeconds).max()!
         }
@@ -127,6 +131,8 @@ public final class AccountService: Sendable {
     public let userEvents: UserEvents
     /// The attempt counters the route table counts on before a route's handler runs.
     public let throttles: Throttles
+    /// A user's second factor: TOTP, recovery codes, the sign-ins it finishes, the step-up.
+    public let secondFactor: SecondFactor
 
     private let context: AccountsContext
     private let toucher: SessionToucher
@@ -176,6 +182,7 @@ public final class AccountService: Sendable {
         administration = Administration(context: context, profiles: profiles, recovery: recovery)
         userEvents = UserEvents(context: context)
         throttles = Throttles(context: context)
+        secondFactor = SecondFactor(context: context, sessions: sessions, mail: mail, recovery: recovery)
         resetResolver = PeriodicThread(
             name: "reset-requests", intervalNanoseconds: UInt64(max(0.01, configuration.resetResolveIntervalSeconds) * 1e9))
         schemaRefresher = PeriodicThread(

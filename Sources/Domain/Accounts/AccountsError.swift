@@ -61,6 +61,22 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         case reauthenticationRequired = "reauthentication_required"
         /// A change of the ways into an account whose address is not verified.
         case emailUnverified = "email_unverified"
+        /// A sign-in proved one factor of an account whose second factor is on: finish it with
+        /// `POST /users/signin/mfa` and the `mfaToken` the problem carries.
+        case mfaRequired = "mfa_required"
+        /// A one-time or recovery code that is wrong, used, or outside its window.
+        case invalidCode = "invalid_code"
+        /// An `mfaToken` that is unknown, used, expired, or ended by five wrong codes.
+        case invalidMFAToken = "invalid_mfa_token"
+        /// A second factor asked for while one is on already.
+        case alreadyEnabled = "already_enabled"
+    }
+
+    /// What finishes a sign-in that proved one factor (`mfaRequired`): its single-use token and
+    /// the factors that may finish it.
+    public struct SecondFactorChallenge: Sendable, Equatable {
+        public let token: String
+        public let factors: [String]
     }
 
     /// One offending field, named by its JSON path (`data.height`).
@@ -71,12 +87,21 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
     public let fields: [FieldError]
     /// For `tooManyAttempts` and `overloaded`: when to try again.
     public let retryAfterSeconds: Int?
+    /// For `mfaRequired`: the token and factors that finish the sign-in.
+    public var secondFactor: SecondFactorChallenge?
 
     public init(_ code: Code, _ detail: String, fields: [FieldError] = [], retryAfterSeconds: Int? = nil) {
         self.code = code
         self.detail = detail
         self.fields = fields
         self.retryAfterSeconds = retryAfterSeconds
+    }
+
+    /// `401 mfa_required` with the challenge that finishes the sign-in.
+    static func mfaRequired(token: String) -> AccountsError {
+        var error = AccountsError(.mfaRequired, "The second factor is on: send a code with POST /users/signin/mfa and the mfaToken.")
+        error.secondFactor = SecondFactorChallenge(token: token, factors: ["totp", "recovery_code"])
+        return error
     }
 
     /// The one answer for every token that does not lead to a live session: the causes are not told apart.

@@ -23,6 +23,13 @@ public struct ActivityEvent: Sendable, Equatable {
         /// A passkey was registered, or deleted.
         case passkeyAdded = "passkey_added"
         case passkeyRemoved = "passkey_removed"
+        /// The second factor was turned on or off (by the user, or an administrator's reset).
+        case mfaEnabled = "mfa_enabled"
+        case mfaDisabled = "mfa_disabled"
+        /// A recovery code finished a sign-in or a reauthentication.
+        case recoveryCodeUsed = "recovery_code_used"
+        /// A wrong code was sent for the second factor.
+        case mfaFailed = "mfa_failed"
     }
 
     /// How a sign-in was made (`signed_in` events); the raw values are the contract's.

@@ -9,6 +9,8 @@ public enum AuditAction: Sendable, Equatable, CustomStringConvertible {
     case userUpdate, userDisable, userEnable, userDelete, userSessionsRevokeAll, userSessionRevoke, userPasswordReset
     /// A user's passwordless ways in read, a passkey removed, an Apple or Google identity unlinked.
     case userSignInMethodsRead, userPasskeyRemove, userIdentityUnlink
+    /// A user's second factor turned off (a lost phone and no recovery code left).
+    case userMFAReset
     /// A custom field's type pinned.
     case schemaPin(field: String, type: FieldType)
     // Administrators' own sessions.
@@ -42,6 +44,7 @@ public enum AuditAction: Sendable, Equatable, CustomStringConvertible {
         case .userSignInMethodsRead: "user.sign_in_methods.read"
         case .userPasskeyRemove: "user.passkey.remove"
         case .userIdentityUnlink: "user.identity.unlink"
+        case .userMFAReset: "user.mfa.reset"
         case .schemaPin(let field, let type): "schema.pin:\(field):\(type.rawValue)"
         case .adminSetup: "admin.setup"
         case .adminSignIn: "admin.signin"

@@ -90,7 +90,7 @@ public final class PasswordSignIn: Sendable {
             upgraded = try? context.onHashingPool(origin) { [hasher = context.hasher] in try hasher.hash(password: password) }
         }
         let token = try SessionToken.generate()
-        let issued = try context.pool.withTransaction { connection -> IssuedSession? in
+        let step = try context.pool.withTransaction { connection -> SignInStep? in
             guard
                 let user = try UserRepository.find(
                     connection, id: credentials.id, passwordHash: credentials.passwordHash,
@@ -105,17 +105,22 @@ public final class PasswordSignIn: Sendable {
             if let upgraded {
                 try UserRepository.upgradePasswordHash(connection, id: credentials.id, from: credentials.passwordHash, to: upgraded)
             }
+            // With the second factor on, the password proved one factor: a challenge, no session.
+            if let challenge = try SecondFactor.challenge(connection, userID: user.id, method: "password", context: context) {
+                return .secondFactor(challenge)
+            }
             let session = try sessions.openSession(connection, userID: user.id, tokenHash: token.hash, userAgent: origin.userAgent)
             try ActivityRepository.record(connection, userID: user.id, .signedIn, origin: origin, method: .password)
-            return IssuedSession(accessToken: token.text, session: session, user: user)
+            return .session(IssuedSession(accessToken: token.text, session: session, user: user))
         }
-        guard let issued else {
+        guard let step else {
             SecurityEvent.log(
                 context.logger, .signInFailed, outcome: .failure, userID: credentials.id, origin: origin,
                 detail: "password changed during sign-in")
             context.recordActivityLater(.signInFailed, userID: credentials.id, origin: origin)
             throw invalid
         }
+        let issued = try step.session()
         SecurityEvent.log(context.logger, .signedIn, outcome: .success, userID: credentials.id, origin: origin)
         return issued
     }

@@ -57,6 +57,10 @@ public final class Recovery: Sendable {
     /// A dead token is refused before any hashing; of two requests racing with one token, the
     /// transaction that deletes it first wins and the other is refused. The route counts the
     /// attempts per client address and per email, as sign-ins are.
+    ///
+    /// With the second factor on, the link proves one factor only: nothing changes yet, the new
+    /// password's hash waits in a challenge, and the answer is `401 mfa_required`; the reset
+    /// applies with the code (`SecondFactor.finishSignIn`).
     public func confirmPasswordReset(token: String, newPassword: String, origin: RequestOrigin) throws -> IssuedSession {
         let invalid = AccountsError.field("token", .invalidResetToken, "is unknown, used, expired or superseded by a newer one")
         try context.configuration.passwordPolicy.validate(newPassword, field: "newPassword")
@@ -64,43 +68,59 @@ public final class Recovery: Sendable {
         let tokenHash = SessionToken.hash(of: token)
         let passwordHash = try context.onHashingPool(origin) { [hasher = context.hasher] in try hasher.hash(password: newPassword) }
         let sessionToken = try SessionToken.generate()
-        let issued = try context.pool.withTransaction { connection in
+        let outcome = try context.pool.withTransaction { connection -> SignInStep in
             guard
                 let userID = try AccountTokenRepository.consume(connection, hash: tokenHash, purposes: [.passwordReset], at: context.clock.now())?
                     .userID,
-                let stored = try UserRepository.find(connection, id: userID, forUpdate: true)
+                try UserRepository.find(connection, id: userID, forUpdate: true) != nil
             else { throw invalid }
             // A disabled account is not signed in by a reset either (rolled back: the link works once enabled).
             if try AdminRepository.isDisabled(connection, id: userID) {
                 throw AccountsError(.accountDisabled, "An administrator disabled this account.")
             }
-            try UserRepository.setPasswordHash(connection, id: userID, hash: passwordHash)
-            _ = try SessionRepository.deleteAll(connection, userID: userID)
-            // Ways in added while the address was unverified go: whoever added them never proved
-            // the mailbox this reset came through.
-            let removed =
-                try PasskeyRepository.deleteAddedWhileUnverified(connection, userID: userID)
-                + IdentityRepository.deleteAddedWhileUnverified(connection, userID: userID)
-            if removed > 0 {
-                SecurityEvent.log(
-                    context.logger, .passwordReset, outcome: .success, userID: userID, origin: origin,
-                    detail: "\(removed) ways in added while the address was unverified removed")
+            if let challenge = try SecondFactor.challenge(
+                connection, userID: userID, method: "reset", pendingPasswordHash: passwordHash, context: context)
+            {
+                return .secondFactor(challenge)
             }
-            // The link came through the account's mailbox: that proves the address (reset tokens
-            // are voided when it changes).
-            guard let user = try UserRepository.markVerified(connection, id: userID, emailNormalized: EmailAddress.normalized(stored.email))
-            else { throw invalid }
-            try ThrottleRepository.clear(connection, key: ThrottleKey(.passwordCheck, .user(userID)))
-            try ThrottleRepository.clearSignIn(connection, emailID: EmailAddress.normalized(user.email))
-            try mail.passwordChanged(connection, user: user, .passwordReset, origin: origin)
+            let user = try applyReset(connection, userID: userID, passwordHash: passwordHash, origin: origin)
             let session = try SessionRepository.insert(
                 connection, userID: userID, tokenHash: sessionToken.hash, userAgent: origin.userAgent, lifetime: context.configuration.lifetime,
                 at: context.clock.now())
-            return IssuedSession(accessToken: sessionToken.text, session: session, user: user)
+            return .session(IssuedSession(accessToken: sessionToken.text, session: session, user: user))
         }
+        let issued = try outcome.session()
         context.mailQueued()
         SecurityEvent.log(context.logger, .passwordReset, outcome: .success, userID: issued.user.id, origin: origin)
         return issued
+    }
+
+    /// What a reset does, in the transaction of its confirmation (or of the code that finishes
+    /// it): the password set, every session ended, the ways in added while the address was
+    /// unverified removed, the address marked verified, the user's throttles cleared, a notice.
+    func applyReset(_ connection: PostgresConnection, userID: UUID, passwordHash: String, origin: RequestOrigin) throws -> User {
+        guard let stored = try UserRepository.find(connection, id: userID, forUpdate: true) else { throw AccountsError.invalidToken }
+        try UserRepository.setPasswordHash(connection, id: userID, hash: passwordHash)
+        _ = try SessionRepository.deleteAll(connection, userID: userID)
+        // Ways in added while the address was unverified go: whoever added them never proved
+        // the mailbox this reset came through.
+        let removed =
+            try PasskeyRepository.deleteAddedWhileUnverified(connection, userID: userID)
+            + IdentityRepository.deleteAddedWhileUnverified(connection, userID: userID)
+        if removed > 0 {
+            SecurityEvent.log(
+                context.logger, .passwordReset, outcome: .success, userID: userID, origin: origin,
+                detail: "\(removed) ways in added while the address was unverified removed")
+        }
+        // The link came through the account's mailbox: that proves the address (reset tokens
+        // are voided when it changes).
+        guard let user = try UserRepository.markVerified(connection, id: userID, emailNormalized: EmailAddress.normalized(stored.email)) else {
+            throw AccountsError.invalidToken
+        }
+        try ThrottleRepository.clear(connection, key: ThrottleKey(.passwordCheck, .user(userID)))
+        try ThrottleRepository.clearSignIn(connection, emailID: EmailAddress.normalized(user.email))
+        try mail.passwordChanged(connection, user: user, .passwordReset, origin: origin)
+        return user
     }
 
     /// `POST /users/verify-email`: marks the address the token was sent to as verified, if it is

@@ -27,6 +27,10 @@ struct SecurityEvent {
         case passkeyAdded = "passkey_added"
         case passkeyRemoved = "passkey_removed"
         case reauthenticated
+        case mfaEnabled = "mfa_enabled"
+        case mfaDisabled = "mfa_disabled"
+        case recoveryCodeUsed = "recovery_code_used"
+        case mfaFailed = "mfa_failed"
     }
 
     /// How the attempt ended.

@@ -43,13 +43,14 @@ public final class SignInMethods: Sendable {
             throw error
         }
         let token = try SessionToken.generate()
-        let (issued, outcome) = try retryingOnce { () throws -> (IssuedSession, SignInOutcome) in
+        let (step, outcome) = try retryingOnce { () throws -> (SignInStep, SignInOutcome) in
             try context.pool.withTransaction { connection in
                 try useUp(connection, identity, nonce: nonce, refusing: { AccountsError(.invalidIDToken, "The ID token was refused: \($0).") })
                 return try signIn(connection, identity, tokenHash: token.hash, tokenText: token.text, origin: origin)
             }
         }
         if outcome != .existing { context.mailQueued() }
+        let issued = try step.session()
         let detail = "\(provider.rawValue)" + (outcome == .created ? ", account created" : outcome == .linked ? ", identity linked" : "")
         SecurityEvent.log(
             context.logger, outcome == .created ? .registered : .signedIn, outcome: .success, userID: issued.user.id, origin: origin, detail: detail)
@@ -60,15 +61,19 @@ public final class SignInMethods: Sendable {
 
     private func signIn(
         _ connection: PostgresConnection, _ identity: ProviderIdentity, tokenHash: [UInt8], tokenText: String, origin: RequestOrigin
-    ) throws -> (IssuedSession, SignInOutcome) {
-        func issue(_ user: User) throws -> IssuedSession {
+    ) throws -> (SignInStep, SignInOutcome) {
+        func issue(_ user: User) throws -> SignInStep {
             if try AdminRepository.isDisabled(connection, id: user.id) {
                 throw AccountsError(.accountDisabled, "An administrator disabled this account.")
+            }
+            // With the second factor on, the identity proved one factor.
+            if let challenge = try SecondFactor.challenge(connection, userID: user.id, method: identity.provider.rawValue, context: context) {
+                return .secondFactor(challenge)
             }
             let session = try sessions.openSession(connection, userID: user.id, tokenHash: tokenHash, userAgent: origin.userAgent)
             try ActivityRepository.record(
                 connection, userID: user.id, .signedIn, origin: origin, method: identity.provider == .apple ? .apple : .google)
-            return IssuedSession(accessToken: tokenText, session: session, user: user)
+            return .session(IssuedSession(accessToken: tokenText, session: session, user: user))
         }
         if let userID = try IdentityRepository.use(connection, provider: identity.provider, subject: identity.subject),
             let user = try UserRepository.find(connection, id: userID)

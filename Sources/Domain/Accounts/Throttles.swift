@@ -36,6 +36,8 @@ public enum ThrottleAction: String, Sendable, CaseIterable {
     case signInMethodChange = "sign-in-method"
     /// A password changed by its user (each mails the account's address a notice).
     case passwordChange = "password-change"
+    /// A code sent to finish a sign-in with the second factor.
+    case secondFactorCode = "mfa"
 }
 
 /// What one counter of an action is kept per, taken from a decoded request and who sent it.
@@ -98,7 +100,7 @@ extension AccountService.Configuration {
         case (.signIn, .emailAndAddress), (.adminSignIn, .emailAndAddress): signInPerEmailAndAddress
         case (.signIn, .email), (.adminSignIn, .email), (.registration, .email), (.passwordResetConfirmation, .email): signInPerEmail
         case (.signIn, .address), (.adminSignIn, .address), (.passwordResetConfirmation, .address), (.identityToken, .address),
-            (.identityNonce, .address), (.passkeyChallenge, .address), (.passkeySignIn, .address):
+            (.identityNonce, .address), (.passkeyChallenge, .address), (.passkeySignIn, .address), (.secondFactorCode, .address):
             signInPerAddress
         case (.registration, .address): registrationsPerAddress
         case (.passwordResetRequest, .email): resetRequestsPerEmail
@@ -110,6 +112,7 @@ extension AccountService.Configuration {
         case (.export, .user): exportsPerUser
         case (.signInMethodChange, .user): signInMethodChangesPerUser
         case (.passwordChange, .user): passwordChangesPerUser
+        case (.secondFactorCode, .user): secondFactorCodesPerUser
         default: nil
         }
     }
@@ -214,6 +217,7 @@ public final class Throttles: Sendable {
         case .export: "The account's data was exported less than an hour ago; try again later."
         case .signInMethodChange: "Too many changes of the ways into the account; try again later."
         case .passwordChange: "The password was changed too often in the last hour; try again later."
+        case .secondFactorCode: "Too many wrong codes; try again later, or sign in with a passkey."
         }
     }
 

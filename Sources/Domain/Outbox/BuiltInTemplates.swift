@@ -169,6 +169,22 @@ enum BuiltInTemplates {
                 <p><strong>{{method}}</strong> was just removed from your {{appName}} account (<strong>{{email}}</strong>): it no longer signs you in.</p>
                 <p>If this was not you, someone else has access to your account: change your password at once, which signs every other device out.</p>
                 """)),
+        .secondFactorChanged: .init(
+            subject: "Two-step verification of your {{appName}} account changed",
+            text: """
+                Hi {{name}},
+
+                {{change}} ({{appName}} account {{email}}).
+
+                If this was you, there is nothing to do. If it was not, someone else has access to
+                your account: change your password at once, which signs every other device out.
+                """,
+            html: page(
+                """
+                <p>Hi {{name}},</p>
+                <p>{{change}} ({{appName}} account <strong>{{email}}</strong>).</p>
+                <p>If this was you, there is nothing to do. If it was not, someone else has access to your account: change your password at once, which signs every other device out.</p>
+                """)),
     ]
 
     /// A whole HTML document around a body: inline styles only, since mail clients drop style sheets.

@@ -38,6 +38,8 @@ public enum MailKind: String, Sendable, CaseIterable {
     case signInMethodAdded = "sign_in_method_added"
     /// A notice that a way to sign in (`method`) was removed from the account.
     case signInMethodRemoved = "sign_in_method_removed"
+    /// A notice that the second factor changed (`change`: turned on, off, new recovery codes).
+    case secondFactorChanged = "second_factor_changed"
 
     /// The page a link of this mail opens, when it carries a token.
     var linkPath: String? {
@@ -46,7 +48,7 @@ public enum MailKind: String, Sendable, CaseIterable {
         case .passwordReset: "/reset-password"
         case .emailChangeApplied: "/undo-email-change"
         case .signInMethodAdded: "/remove-sign-in-method"
-        case .passwordChanged, .emailChanged, .dataExported, .signInMethodRemoved: nil
+        case .passwordChanged, .emailChanged, .dataExported, .signInMethodRemoved, .secondFactorChanged: nil
         }
     }
 }

@@ -14,6 +14,14 @@ public struct Problem: Error, Sendable, HTTPResponseError, CustomStringConvertib
     public var errors: [FieldError]
     /// Extra response headers, such as `Allow`, `Retry-After` or `WWW-Authenticate`.
     public var headers: HTTPHeaders
+    /// Members of the problem document beyond RFC 9457's, in order (`mfaToken`, `factors`).
+    public var members: [(name: String, value: Member)] = []
+
+    /// The value of an extension member.
+    public enum Member: Sendable {
+        case string(String)
+        case strings([String])
+    }
 
     public init(status: HTTPStatus, code: ProblemCode, detail: String, errors: [FieldError] = [], headers: HTTPHeaders = HTTPHeaders()) {
         self.init(status: status, domainCode: code, detail: detail, errors: errors, headers: headers)
@@ -63,6 +71,16 @@ public struct Problem: Error, Sendable, HTTPResponseError, CustomStringConvertib
             writer.endArray()
             if errors.count > Problem.maxListedErrors {
                 writer.key("errorCount"); writer.int(errors.count)
+            }
+        }
+        for (name, value) in members {
+            writer.key(name)
+            switch value {
+            case .string(let text): writer.string(text)
+            case .strings(let texts):
+                writer.beginArray()
+                for text in texts { writer.string(text) }
+                writer.endArray()
             }
         }
         writer.endObject()

@@ -85,9 +85,11 @@ public final class Application: Sendable {
             let accounts = try services.start(
                 "accounts",
                 {
-                    AccountService(
+                    var accounts = configuration.accounts
+                    accounts.issuerName = configuration.mail.appName
+                    return AccountService(
                         pool: database.pool, backgroundPool: database.backgroundPool, hasher: hasher, hashing: hashing,
-                        configuration: configuration.accounts, logger: logger, mailQueued: { mail.wake() })
+                        configuration: accounts, logger: logger, mailQueued: { mail.wake() })
                 }, stop: { $0.shutdown() })
             self.accounts = accounts
             if !pinned.isEmpty {
@@ -249,6 +251,7 @@ public final class Application: Sendable {
         table.mount(AccountsController.self, parts.map { AccountsController(accounts: $0.accounts) })
         table.mount(IdentitiesController.self, parts.map { IdentitiesController(accounts: $0.accounts, providers: $0.identityProviders) })
         table.mount(PasskeysController.self, parts.map { PasskeysController(accounts: $0.accounts, party: $0.relyingParty) })
+        table.mount(SecondFactorController.self, parts.map { SecondFactorController(accounts: $0.accounts) })
         table.mount(ProfileController.self, parts.map { ProfileController(accounts: $0.accounts, images: $0.images) })
         table.mount(
             ReauthenticationController.self,

@@ -72,8 +72,9 @@ struct AccountsController: Controller {
     /// `{"password", "passkeys", "identities"}`: every way into the account.
     @Sendable func signInMethods(_ call: Call) throws -> Response {
         let (hasPassword, identities, passkeys) = try accounts.signInMethods.signInMethods(of: call.signedIn.user.id)
+        let mfa = try accounts.secondFactor.status(of: call.signedIn.user.id)
         var response = JSONBody.response { writer in
-            UserJSON.writeSignInMethods(hasPassword: hasPassword, identities: identities, passkeys: passkeys, into: &writer)
+            UserJSON.writeSignInMethods(hasPassword: hasPassword, identities: identities, passkeys: passkeys, mfa: mfa, into: &writer)
         }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response

@@ -20,8 +20,15 @@ struct ReauthenticationController: Controller {
             use: Self.reauthenticate)
     }
 
-    /// What a holder proves themselves with.
-    enum Proof: Sendable {
+    /// What a holder proves themselves with: a first factor, and with the second factor on, a
+    /// code as well (`totp` or `recoveryCode`; a passkey with user verification is both).
+    struct Proof: Sendable {
+        let first: FirstFactor
+        /// The code and the member it came in.
+        let code: (field: String, value: String)?
+    }
+
+    enum FirstFactor: Sendable {
         /// `{password}`.
         case password(String)
         /// `{provider, idToken, nonce}`.
@@ -33,16 +40,24 @@ struct ReauthenticationController: Controller {
     @Sendable func proof(_ call: Call) throws -> Proof {
         let object = try JSONBody.object(call.request)
         let body = RequestBody(object: object)
+        let codes: Set<String> = ["totp", "recoveryCode"]
+        var code: (String, String)?
+        for field in codes.sorted() {
+            if let value = try body.string(field) {
+                guard code == nil else { throw AccountsError.field(field, .invalidValue, "send totp or recoveryCode, not both") }
+                code = (field, value)
+            }
+        }
         if object["password"] != nil {
-            try body.checkKeys(allowed: ["password"])
-            return .password(try body.string("password", required: true)!)
+            try body.checkKeys(allowed: codes.union(["password"]))
+            return Proof(first: .password(try body.string("password", required: true)!), code: code)
         }
         if let passkey = object["passkey"] {
             try body.checkKeys(allowed: ["passkey"])
             guard let assertion = passkey.objectValue else { throw AccountsError.field("passkey", .invalidType, "expected an object") }
-            return .passkey(try PasskeysController.assertion(assertion))
+            return Proof(first: .passkey(try PasskeysController.assertion(assertion)), code: nil)
         }
-        try body.checkKeys(allowed: ["provider", "idToken", "nonce"])
+        try body.checkKeys(allowed: codes.union(["provider", "idToken", "nonce"]))
         guard let providerText = try body.string("provider") else {
             throw AccountsError.field("password", .invalidValue, "is required (or passkey, or provider, idToken and nonce)")
         }
@@ -50,15 +65,22 @@ struct ReauthenticationController: Controller {
             throw AccountsError.field("provider", .invalidValue, "expected apple or google")
         }
         guard providers.isOn(provider) else { throw AccountsError(.notFound, "\(provider.displayName) is not configured.") }
-        return .identity(
-            IdentitiesController.IDToken(provider: provider, idToken: try body.string("idToken", required: true)!, nonce: try body.string("nonce")))
+        let token = IdentitiesController.IDToken(
+            provider: provider, idToken: try body.string("idToken", required: true)!, nonce: try body.string("nonce"))
+        return Proof(first: .identity(token), code: code)
     }
 
     /// `200 {"authenticatedAt"}`.
     @Sendable func reauthenticate(_ call: Call, _ proof: Proof) async throws -> Response {
         let (session, origin) = (call.signedIn.session, call.origin)
         let at: Date
-        switch proof {
+        if case .passkey = proof.first {
+            // A passkey with user verification proves both factors.
+        } else {
+            try accounts.secondFactor.verifyForStepUp(
+                userID: session.userID, code: proof.code?.value, field: proof.code?.field ?? "totp", origin: origin)
+        }
+        switch proof.first {
         case .password(let password):
             at = try accounts.passwords.reauthenticate(password: password, session: session, origin: origin)
         case .identity(let token):

@@ -61,10 +61,11 @@ struct RecoveryController: Controller {
             token: confirmation.token, newPassword: confirmation.newPassword, origin: call.origin)
         // The ways in that remain (those added while the address was unverified went with the reset).
         let (hasPassword, identities, passkeys) = try accounts.signInMethods.signInMethods(of: issued.user.id)
+        let mfa = try accounts.secondFactor.status(of: issued.user.id)
         var response = JSONBody.response { writer in
             UserJSON.writeSession(issued, into: &writer) { writer in
                 writer.key("signInMethods")
-                UserJSON.writeSignInMethods(hasPassword: hasPassword, identities: identities, passkeys: passkeys, into: &writer)
+                UserJSON.writeSignInMethods(hasPassword: hasPassword, identities: identities, passkeys: passkeys, mfa: mfa, into: &writer)
             }
         }
         response.headers.add(name: "Cache-Control", value: "no-store")

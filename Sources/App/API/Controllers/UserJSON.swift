@@ -34,7 +34,7 @@ enum UserJSON {
     /// `{"password", "passkeys", "identities"}`: the ways into an account
     /// (`GET /users/me/sign-in-methods`, and the answer of a password reset).
     static func writeSignInMethods(
-        hasPassword: Bool, identities: [LinkedIdentity], passkeys: [Passkey], into writer: inout JSONWriter
+        hasPassword: Bool, identities: [LinkedIdentity], passkeys: [Passkey], mfa: SecondFactor.Status, into writer: inout JSONWriter
     ) {
         writer.beginObject()
         writer.key("password"); writer.bool(hasPassword)
@@ -46,6 +46,8 @@ enum UserJSON {
         writer.beginArray()
         for identity in identities { IdentitiesController.write(identity, into: &writer) }
         writer.endArray()
+        writer.key("mfa")
+        SecondFactorController.write(mfa, into: &writer)
         writer.endObject()
     }
 

@@ -22,6 +22,14 @@ extension AccountsError: HTTPResponseError {
             status = .unauthorized
             headers.add(name: "WWW-Authenticate", value: #"Bearer error="invalid_token""#)
         case .invalidPassword, .accountDisabled, .reauthenticationRequired, .emailUnverified: status = .forbidden
+        // Finishing a sign-in; a code in a signed-in request names its field instead (422).
+        case .mfaRequired, .invalidMFAToken:
+            status = .unauthorized
+            headers.add(name: "WWW-Authenticate", value: "Bearer")
+        case .invalidCode where fields.isEmpty:
+            status = .unauthorized
+            headers.add(name: "WWW-Authenticate", value: "Bearer")
+        case .alreadyEnabled: status = .conflict
         case .adminExists, .schemaConflict, .accountExists, .identityTaken, .lastSignInMethod: status = .conflict
         // Signing in; linking while signed in names the field instead (422).
         case .invalidIDToken where fields.isEmpty: status = .unauthorized
@@ -32,9 +40,13 @@ extension AccountsError: HTTPResponseError {
         default: status = .unprocessableContent
         }
         if let retryAfterSeconds { headers.add(name: "Retry-After", value: String(retryAfterSeconds)) }
-        return Problem(
+        var problem = Problem(
             status: status, domainCode: code, detail: detail,
             errors: fields.map { Problem.FieldError(field: $0.field, code: $0.code.rawValue, detail: $0.detail) },
             headers: headers)
+        if let secondFactor {
+            problem.members = [("mfaToken", .string(secondFactor.token)), ("factors", .strings(secondFactor.factors))]
+        }
+        return problem
     }
 }

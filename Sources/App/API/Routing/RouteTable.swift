@@ -426,7 +426,10 @@ private struct PolicyChain: Sendable {
         // 2. What the route requires of the signed-in user beyond the session.
         if !policy.requirements.isEmpty, case .user(let signedIn) = principal {
             if policy.requirements.contains(.verifiedAddress) { try accounts.sessions.requireVerifiedAddress(signedIn.user) }
-            if policy.requirements.contains(.recentAuthentication) { try accounts.sessions.requireRecentAuthentication(signedIn.session) }
+            if policy.requirements.contains(.recentAuthentication) {
+                try accounts.sessions.requireRecentAuthentication(signedIn.session)
+                try await accounts.secondFactor.requireBothFactors(signedIn.session, on: call.statements)
+            }
         }
         // 9. Cache invalidation, whether the handler failed or not.
         defer {

@@ -1,4 +1,5 @@
 import Accounts
+import FoundationEssentials
 import HTTP
 
 /// A route's throttle, declared with it: the action its counters count, what each counter is
@@ -57,6 +58,12 @@ struct Throttling<Body: Sendable>: Sendable {
         /// The signed-in user.
         static var perUser: Counter { perUser { _, _ in true } }
 
+        /// The user a request names without a session (the owner of a sign-in's challenge), when
+        /// it names one.
+        static func perUser(of user: @escaping @Sendable (Body, Call) -> UUID?) -> Counter {
+            Counter(kind: .perUser) { body, call in user(body, call).map { .user($0) } }
+        }
+
         /// The signed-in user, for a request that `counts`.
         static func perUser(when counts: @escaping @Sendable (Body, Call) -> Bool) -> Counter {
             Counter(kind: .perUser) { body, call in counts(body, call) ? .user(call.signedIn.user.id) : nil }
@@ -95,7 +102,9 @@ struct Throttling<Body: Sendable>: Sendable {
         guard let error = error as? AccountsError else { return false }
         switch error.code {
         case .invalidJSON, .unknownField, .invalidType, .invalidValue, .invalidEmail, .weakPassword, .passwordNotAllowed,
-            .passwordUnchanged, .passwordMismatch, .fieldLimitReached, .overloaded, .cancelled, .providerUnavailable:
+            .passwordUnchanged, .passwordMismatch, .fieldLimitReached, .overloaded, .cancelled, .providerUnavailable,
+            // The first factor was right: the second is counted by its own route.
+            .mfaRequired:
             return false
         default:
             return true

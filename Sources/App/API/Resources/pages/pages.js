@@ -54,5 +54,8 @@ async function problemOf(response) {
     const wait = seconds < 90 ? `${seconds} seconds` : `${Math.ceil(seconds / 60)} minutes`;
     detail += ` Please try again in ${wait}.`;
   }
-  return {code: problem.code, detail, errors: Array.isArray(problem.errors) ? problem.errors : []};
+  return {
+    code: problem.code, detail, errors: Array.isArray(problem.errors) ? problem.errors : [],
+    mfaToken: typeof problem.mfaToken === "string" ? problem.mfaToken : null, // mfa_required's second step
+  };
 }

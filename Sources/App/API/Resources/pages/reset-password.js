@@ -24,6 +24,11 @@ const resetSubmit = document.getElementById("reset-submit");
 const requestForm = document.getElementById("request-form");
 const emailInput = document.getElementById("email");
 const requestSubmit = document.getElementById("request-submit");
+const mfaForm = document.getElementById("mfa-form");
+const mfaInput = document.getElementById("mfa-code");
+const mfaSubmit = document.getElementById("mfa-submit");
+// The token of the second step, when the account's second factor is on (kept here only).
+let mfaToken = null;
 
 if (token) {
   resetForm.hidden = false;
@@ -62,6 +67,17 @@ resetForm.addEventListener("submit", async (event) => {
       return;
     }
     const problem = await problemOf(response);
+    if (problem.code === "mfa_required" && typeof problem.mfaToken === "string") {
+      // Nothing changed yet: the reset applies with the second factor's code.
+      mfaToken = problem.mfaToken;
+      passwordInput.value = "";
+      confirmInput.value = "";
+      resetForm.hidden = true;
+      mfaForm.hidden = false;
+      showMessage(["One more step: your account has two-step verification."]);
+      mfaInput.focus();
+      return;
+    }
     if (problem.code === "invalid_reset_token") {
       // Used, expired or superseded: no password will make this link work, so offer a new one.
       passwordInput.value = "";
@@ -149,6 +165,9 @@ function showWaysIn(methods) {
   for (const passkey of Array.isArray(methods.passkeys) ? methods.passkeys : []) {
     items.push(passkey && typeof passkey.name === "string" ? `A passkey: ${passkey.name}` : "A passkey");
   }
+  if (methods.mfa && methods.mfa.totp && methods.mfa.totp.enabled === true) {
+    items.push("Two-step verification: an authenticator app's codes");
+  }
   const list = document.getElementById("ways-in-list");
   list.replaceChildren(...items.map((text) => {
     const item = document.createElement("li");
@@ -157,3 +176,45 @@ function showWaysIn(methods) {
   }));
   document.getElementById("ways-in").hidden = items.length === 0;
 }
+
+mfaForm.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const code = mfaInput.value.trim();
+  if (mfaSubmit.disabled || !mfaToken || !code) return;
+  mfaSubmit.disabled = true;
+  showMessage(["Checking the code…"]);
+  try {
+    const response = await postJSON("/users/signin/mfa", {mfaToken, code});
+    if (response.ok) {
+      mfaInput.value = "";
+      mfaForm.hidden = true;
+      showMessage(["Your password has been changed. You can now sign in with it in the app."], "success", true);
+      // The answer is a session, used once here to read the ways in that remain, then dropped.
+      let session = null;
+      try {
+        session = await response.json();
+      } catch {
+        return;
+      }
+      if (!session || typeof session.accessToken !== "string") return;
+      const methods = await fetch("/users/me/sign-in-methods", {
+        headers: {"Authorization": "Bearer " + session.accessToken, "Accept": "application/json"},
+        credentials: "omit", cache: "no-store",
+      });
+      if (methods.ok) showWaysIn(await methods.json());
+      return;
+    }
+    const problem = await problemOf(response);
+    if (problem.code === "invalid_mfa_token") {
+      // Five wrong codes, or too late: the link was used; a new one starts over.
+      mfaToken = null;
+      mfaForm.hidden = true;
+      requestForm.hidden = false;
+    }
+    showMessage([problem.detail], "error", true);
+  } catch {
+    showMessage([NETWORK_ERROR], "error", true);
+  } finally {
+    mfaSubmit.disabled = false;
+  }
+});
