@@ -587,6 +587,11 @@ public final class LiveEventStream: ResponseEventStream {
         hub.next(subscriber, completion)
     }
 
+    /// 32 KiB (64 KiB as Linux counts it): beyond what the hub holds unread (`maxPendingBytes`),
+    /// an unread stream costs the machine this much, not the megabytes the kernel would otherwise
+    /// let its buffer grow to; and its reader falls behind, gets `resync` and is closed, sooner.
+    public var sendBufferBytes: Int? { 32 * 1024 }
+
     deinit {
         hub.remove(subscriber)
     }

@@ -373,6 +373,9 @@ final class EventLoop: @unchecked Sendable {
                 if connection.output.isEmpty { connection.output = bytes } else { connection.output.append(contentsOf: bytes) }
                 // Nothing is queued after a response until it is written, so the file follows these bytes.
                 if let file {
+                    if let events = file as? ResponseEventStream, let bytes = events.sendBufferBytes {
+                        System.setSendBuffer(connection.fd, bytes: bytes)
+                    }
                     connection.file = file
                     connection.fileOffset = (file as? ResponseFile)?.offset ?? 0
                     connection.fileRemaining = (file as? any SizedResponseBody)?.length ?? 0

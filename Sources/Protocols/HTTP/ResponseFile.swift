@@ -42,4 +42,13 @@ public protocol ResponseEventStream: ResponseBodySource {
     /// `[]` when the body is over, or an error (the connection closes). Called again only once
     /// `completion` has run.
     func next(_ completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void)
+
+    /// The kernel's send buffer for the connection while the stream lasts (`SO_SNDBUF`), or nil
+    /// for the system's: a stream that bounds what it holds unread must not have the kernel hold
+    /// megabytes more for a client that reads nothing.
+    var sendBufferBytes: Int? { get }
+}
+
+extension ResponseEventStream {
+    public var sendBufferBytes: Int? { nil }
 }

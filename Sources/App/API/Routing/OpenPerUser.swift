@@ -57,5 +57,7 @@ final class OpenPerUser: Sendable {
         func next(_ completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) {
             stream.next(completion)
         }
+
+        var sendBufferBytes: Int? { stream.sendBufferBytes }
     }
 }
