@@ -67,6 +67,10 @@ struct AdminAPITests {
                 "printf '%s\\n' 'another operator 2' | \(binary) admin reset-password --email ops@example.com --password-stdin --database-url '\(server.databaseURL)' --log-level warning",
             ])
         #expect(try Self.get(server, token, "/admin/users").status == 401)
+        // An administrator without a second factor: reset-mfa says so.
+        #expect(throws: TestFailure.self) {
+            try run(binary, ["admin", "reset-mfa", "--email", "ops@example.com", "--database-url", server.databaseURL, "--log-level", "warning"])
+        }
         _ = try run(binary, ["admin", "delete", "--email", "ops@example.com", "--database-url", server.databaseURL, "--log-level", "warning"])
         let refused = try server.call("POST", "/admin/signin", json: #"{"email": "ops@example.com", "password": "another operator 2"}"#)
         #expect(refused.status == 401)
@@ -579,6 +583,13 @@ struct AdminAPITests {
             _ = try connection.query(
                 "INSERT INTO identities (user_id, provider, subject, email) VALUES (\(target.id)::uuid, 'apple', 'console', 'x@privaterelay.appleid.com')"
             )
+            // The user's second factor, on with ten recovery codes: the browser turns it off.
+            _ = try connection.query(
+                """
+                WITH factor AS (
+                    INSERT INTO mfa_factors (user_id, secret, enabled_at) VALUES (\(target.id)::uuid, decode(md5(random()::text) || left(md5(random()::text), 8), 'hex'), now()) RETURNING id)
+                INSERT INTO mfa_recovery_codes (factor_id, code_hash) SELECT factor.id, sha256(n::text::bytea) FROM factor, generate_series(1, 10) n
+                """)
         }
         let screenshots = TestServer.repositoryRoot + "/artifacts/screenshots/console"
         try FileManager.default.createDirectory(atPath: screenshots, withIntermediateDirectories: true)
@@ -593,7 +604,15 @@ struct AdminAPITests {
                 "--screenshots", screenshots,
             ])
         #expect(output.contains("OK: the console behaves"), "\(output)")
-        // What the browser did is what the server holds.
+        // What the browser did is what the server holds: the operator's own factor is on (the
+        // sign-in asks for a code), the user's is off.
+        let signIn = try server.call("POST", "/admin/signin", json: #"{"email": "operator@example.com", "password": "\#(Self.adminPassword)"}"#)
+        #expect(signIn.code == "mfa_required", "\(signIn.text)")
+        #expect(try server.app.accounts.administrators.resetAdminSecondFactor(email: "operator@example.com"))
+        let factors = try server.withDatabase {
+            try $0.query("SELECT count(*)::int8 FROM mfa_factors WHERE user_id = \(target.id)::uuid")[0].decode(Int.self, at: 0)
+        }
+        #expect(factors == 0)
         let admin = try Self.signInAdmin(server, email: "operator@example.com")
         let view = try Self.get(server, admin, "/admin/users/\(target.id)")
         #expect(view.json["data"]?["dateOfBirth"] == "1994-05-17")
@@ -609,7 +628,7 @@ struct AdminAPITests {
         #expect(removals == 1, "the console's removal is in the audit log")
         for name in [
             "dashboard.png", "users-filter.png", "user.png", "user-images.png", "user-sign-in-methods.png", "user-disabled.png", "schema.png",
-            "audit.png",
+            "audit.png", "user-mfa-reset.png", "mfa-enrolled.png", "mfa-signed-in.png",
         ] {
             #expect(FileManager.default.fileExists(atPath: screenshots + "/" + name), "\(name)")
         }

@@ -75,6 +75,41 @@ struct EventLimitsAPITests {
     }
 }
 
+extension EventLimitsAPITests {
+    /// Many unread streams share what the instance lets them hold (`maxTotalPendingBytes`, here
+    /// 320 KiB for 4 streams, 80 KiB each): together they never hold more, where each alone
+    /// could hold 256 KiB, and each says `resync` and ends once past its share.
+    @Test func unreadStreamsShareWhatTheInstanceHolds() throws {
+        let server = try TestServer("events_limits_share") { configuration in
+            configuration.thumbnails.helpers = 0
+            configuration.liveEvents.maxTotalPendingBytes = 320 * 1024
+            configuration.liveEvents.minimumPendingBytes = 80 * 1024
+        }
+        defer { server.shutdown() }
+        let account = try server.register()
+        let filler = String(repeating: "x", count: 4_000)
+        let fields = (0..<14).map { #""note\#($0)": "\#(filler)""# }.joined(separator: ", ")
+        try #require(try server.call("PATCH", "/users/me", token: account.token, json: #"{"data": {\#(fields)}}"#).status == 200)
+        let hub = try #require(server.app.liveEvents)
+        let streams = try (0..<4).map { _ in
+            try EventStreamReader(port: server.port, token: account.token, timeout: .seconds(20), receiveBuffer: 4096)
+        }
+        defer { streams.forEach { $0.close() } }
+        var writes = 0
+        var largest = 0
+        try waitUntil(timeout: .seconds(60), "the unread streams overflow") {
+            writes += 1
+            let toggled = try server.call("PATCH", "/users/me", token: account.token, json: #"{"data": {"flag": \#(writes % 2 == 0)}}"#)
+            try #require(toggled.status == 200)
+            let figures = hub.statistics
+            largest = max(largest, figures.pendingBytes)
+            return figures.overflowed == 4
+        }
+        #expect(largest <= 320 * 1024, "the streams held \(largest) bytes together after some of \(writes) writes")
+        for stream in streams { #expect(try stream.rest().last?.name == "resync") }
+    }
+}
+
 /// Streams opened by several threads: the statuses they got, and the open ones, closed at the end.
 private final class OpenStreams: @unchecked Sendable {
     private let lock = NSLock()

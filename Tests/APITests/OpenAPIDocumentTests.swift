@@ -82,7 +82,8 @@ import Thumbnails
                 "GET /pages/reset-password.js",
                 "GET /pages/verify-email.js", "GET /favicon.svg", "GET /favicon.ico", "GET /.well-known/apple-app-site-association",
                 "GET /.well-known/assetlinks.json", "GET /images/{id}",
-                "POST /admin/signin", "POST /admin/setup", "GET /console", "GET /console/", "GET /console/console.css", "GET /console/console.js",
+                "POST /admin/signin", "POST /admin/signin/mfa", "POST /admin/setup", "GET /console", "GET /console/", "GET /console/console.css",
+                "GET /console/console.js",
                 "POST /users/signin/apple", "POST /users/signin/google", "POST /users/signin/nonce", "POST /users/signin/passkey/options",
                 "POST /users/signin/passkey", "POST /users/signin/mfa",
             ])

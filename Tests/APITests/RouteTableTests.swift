@@ -174,6 +174,7 @@ struct RouteTableTests {
             "DELETE /users/me/mfa/totp": (user.token, ""),
             "POST /users/me/mfa/recovery-codes": (user.token, ""),
             "POST /users/signin/mfa": (nil, #"{"mfaToken": "\#(String(repeating: "A", count: 43))", "code": "000000"}"#),
+            "POST /admin/signin/mfa": (nil, #"{"mfaToken": "\#(String(repeating: "A", count: 43))", "code": "000000"}"#),
         ]
         let throttled = entries.filter { !$0.policy.throttles.isEmpty }.map { "\($0.method) \($0.path)" }
         #expect(Set(throttled) == Set(calls.keys), "a throttled route without a call here, or a call of a route that declares none")
@@ -233,8 +234,15 @@ struct RouteTableTests {
             "POST /users/me/identities", "DELETE /users/me/identities/{id}", "POST /users/me/mfa/totp", "POST /users/me/mfa/totp/confirm",
             "DELETE /users/me/mfa/totp", "POST /users/me/mfa/recovery-codes",
         ]
-        let requiring = entries.filter { !$0.policy.requirements.isEmpty }
+        let requiring = entries.filter { $0.policy.authentication == .user && !$0.policy.requirements.isEmpty }
         #expect(Set(requiring.map { "\($0.method) \($0.path)" }) == waysIn)
+        // Every administrator's route requires their second factor where the deployment does, but
+        // the enrolment's own and the sign-out.
+        let admins = entries.filter { $0.policy.authentication == .admin }
+        #expect(
+            Set(admins.filter { !$0.policy.requirements.contains(.adminSecondFactor) }.map { "\($0.method) \($0.path)" }) == [
+                "GET /admin/me/mfa", "POST /admin/me/mfa/totp", "POST /admin/me/mfa/totp/confirm", "POST /admin/signout",
+            ])
         for entry in requiring {
             #expect(entry.policy.requirements == [.verifiedAddress, .recentAuthentication], "\(entry.method) \(entry.path)")
             if entry.path != "/users/me/passkeys/registration/options" {
@@ -258,7 +266,7 @@ struct RouteTableTests {
     @Test func everyRouteThatRequiresAFreshVerifiedSessionRefusesAnyOther() throws {
         let server = try TestServer("route_requirements")
         defer { server.shutdown() }
-        let requiring = RouteListing.entries(server.app.server.router).filter { !$0.policy.requirements.isEmpty }
+        let requiring = RouteListing.entries(server.app.server.router).filter { $0.policy.authentication == .user && !$0.policy.requirements.isEmpty }
         #expect(requiring.count == 9)
         let account = try server.register()
         func callEach() throws -> [String: String] {
@@ -308,7 +316,7 @@ struct RouteTableTests {
     @Test func everyAdminRouteButSignInWritesAnAuditEntry() throws {
         let admins = entries.filter { $0.path.hasPrefix("/admin/") }
         #expect(
-            Set(admins.filter { $0.policy.authentication != .admin }.map(\.path)) == ["/admin/signin", "/admin/setup"],
+            Set(admins.filter { $0.policy.authentication != .admin }.map(\.path)) == ["/admin/signin", "/admin/signin/mfa", "/admin/setup"],
             "only the sign-in and the setup go without an admin session")
         for entry in admins where entry.policy.authentication == .admin {
             #expect(entry.policy.audit != .none, "\(entry.method) \(entry.path) declares no audit")
@@ -333,6 +341,14 @@ struct RouteTableTests {
                 )[0].decode(String.self, at: 0)
             )
         }
+        // A second factor on, for the console's reset of it.
+        try server.withDatabase { connection in
+            _ = try connection.query(
+                """
+                INSERT INTO mfa_factors (user_id, secret, enabled_at)
+                VALUES (\(user.id)::uuid, decode(md5(random()::text) || left(md5(random()::text), 8), 'hex'), now())
+                """)
+        }
         _ = try server.app.accounts.administrators.createAdmin(email: "auditor@example.com", password: AdminAPITests.adminPassword)
         let admin = try AdminAPITests.signInAdmin(server, email: "auditor@example.com")
 
@@ -341,15 +357,18 @@ struct RouteTableTests {
                 try connection.query("SELECT count(*)::int8 FROM admin_audit WHERE admin_email = 'auditor@example.com'")[0].decode(Int.self, at: 0)
             }
         }
-        let bodies: [String: String] = [
+        var bodies: [String: String] = [
             "PATCH /admin/users/{id}": #"{"firstname": "Audited"}"#, "PUT /admin/schema/{field}": #"{"type": "string"}"#,
         ]
+        // The administrator's own enrolment comes first, and its confirmation takes the code of its secret.
+        let first = ["POST /admin/me/mfa/totp", "POST /admin/me/mfa/totp/confirm"]
         // What ends the user or the admin session goes last.
         let last = [
             "DELETE /admin/users/{id}/sessions/{sid}", "DELETE /admin/users/{id}/sessions", "DELETE /admin/users/{id}", "POST /admin/signout",
         ]
+        func rank(_ route: String) -> Int { first.firstIndex(of: route).map { $0 - 10 } ?? last.firstIndex(of: route) ?? -1 }
         let ordered = admins.filter { $0.policy.authentication == .admin }.map { "\($0.method) \($0.path)" }
-            .sorted { (last.firstIndex(of: $0) ?? -1) < (last.firstIndex(of: $1) ?? -1) }
+            .sorted { rank($0) < rank($1) }
         for route in ordered {
             let parts = route.split(separator: " ")
             let target =
@@ -363,6 +382,11 @@ struct RouteTableTests {
                 body: bodies[route].map { Array($0.utf8) })
             #expect((200..<300).contains(reply.status), "\(route): \(reply.status) \(reply.text.prefix(200))")
             #expect(try count() > before, "\(route) wrote no audit entry")
+            if route == first[0], let secret = reply.json["secret"]?.stringValue {
+                server.remember(token: secret)
+                bodies[first[1]] = #"{"code": "\#(try totpCode(secret: secret, at: server.clock.now()))"}"#
+            }
+            if route == first[1] { reply.json["recoveryCodes"]?.arrayValue?.compactMap(\.stringValue).forEach { server.remember(token: $0) } }
         }
     }
 }

@@ -13,16 +13,9 @@ import Testing
 /// server's clock.
 @Suite(.testThreads, .serialized)
 struct SecondFactorAPITests {
-    /// The TOTP code of `secret` (base32) at `time`, by Python's standard library.
+    /// The TOTP code of `secret` (base32) at `time`, by a second implementation (`totpCode`).
     static func code(_ secret: String, at time: Date) throws -> String {
-        let script = """
-            import base64, hmac, hashlib, struct, sys
-            key = base64.b32decode(sys.argv[1] + "=" * (-len(sys.argv[1]) % 8))
-            mac = hmac.new(key, struct.pack(">Q", int(float(sys.argv[2]) // 30)), hashlib.sha1).digest()
-            offset = mac[19] & 15
-            print("%06d" % ((int.from_bytes(mac[offset:offset + 4], "big") & 0x7fffffff) % 1000000), end="")
-            """
-        return try run("/usr/bin/python3", ["-c", script, secret, String(time.timeIntervalSince1970)])
+        try totpCode(secret: secret, at: time)
     }
 
     /// A registered user with a verified address and the second factor on: their account, the
@@ -217,5 +210,71 @@ struct SecondFactorAPITests {
         #expect(try server.me(account.token).status == 401, "the reset ended the other sessions")
         #expect(try server.signIn(account.email, account.password).code == "invalid_credentials")
         #expect(try server.signIn(account.email, newPassword).code == "mfa_required")
+    }
+
+    // MARK: - Administrators
+
+    static func admin(_ server: TestServer, _ method: String, _ target: String, _ token: String, json: String? = nil) throws -> Reply {
+        var headers = [("Authorization", "Bearer \(token)")]
+        if json != nil { headers.append(("Content-Type", "application/json")) }
+        return try server.send(method, target, headers: headers, body: json.map { Array($0.utf8) })
+    }
+
+    /// `--admin-mfa required`: an administrator without a second factor may only turn one on;
+    /// with it on, the sign-in takes a code (or a recovery code); `exosphere admin reset-mfa`
+    /// turns it off; and an administrator turns a user's off (audited, the user told).
+    @Test func administratorsEnrolAndSignInWithTheSecondFactor() throws {
+        let server = try TestServer("mfa_admins") { $0.accounts.adminSecondFactorRequired = true }
+        defer { server.shutdown() }
+        let password = AdminAPITests.adminPassword
+        _ = try server.app.accounts.administrators.createAdmin(email: "root@example.com", password: password)
+        let token = try AdminAPITests.signInAdmin(server, email: "root@example.com")
+        let held = try Self.admin(server, "GET", "/admin/users", token)
+        #expect(held.status == 403 && held.code == "mfa_enrolment_required", "\(held.text)")
+        #expect(try Self.admin(server, "GET", "/admin/me/mfa", token).json["required"] == true)
+        let started = try Self.admin(server, "POST", "/admin/me/mfa/totp", token)
+        #expect(started.status == 200, "\(started.text)")
+        let secret = try #require(started.json["secret"]?.stringValue)
+        server.remember(token: secret)
+        let first = try Self.code(secret, at: server.clock.now())
+        let confirmed = try Self.admin(server, "POST", "/admin/me/mfa/totp/confirm", token, json: #"{"code": "\#(first)"}"#)
+        #expect(confirmed.status == 200, "\(confirmed.text)")
+        let codes = confirmed.json["recoveryCodes"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        codes.forEach { server.remember(token: $0) }
+        #expect(codes.count == 10)
+        #expect(try Self.admin(server, "GET", "/admin/users", token).status == 200, "on now: the console opens")
+
+        // The next sign-in takes a code.
+        let signIn = try server.call("POST", "/admin/signin", json: #"{"email": "root@example.com", "password": "\#(password)"}"#)
+        #expect(signIn.status == 401 && signIn.code == "mfa_required", "\(signIn.text)")
+        let mfaToken = try #require(signIn.json["mfaToken"]?.stringValue)
+        server.remember(token: mfaToken)
+        let wrong = try server.call("POST", "/admin/signin/mfa", json: #"{"mfaToken": "\#(mfaToken)", "code": "000000"}"#)
+        #expect(wrong.status == 401 && wrong.code == "invalid_code", "\(wrong.text)")
+        let finished = try server.call("POST", "/admin/signin/mfa", json: #"{"mfaToken": "\#(mfaToken)", "code": "\#(codes[0])"}"#)
+        #expect(finished.status == 200, "\(finished.text)")
+        let second = try #require(finished.json["accessToken"]?.stringValue)
+        server.remember(token: second)
+        #expect(try Self.admin(server, "GET", "/admin/users", second).status == 200)
+
+        // A user's factor, turned off by an administrator: audited, and the user is told.
+        let (user, _, _) = try Self.enrolled(server)
+        #expect(try Self.admin(server, "DELETE", "/admin/users/\(user.id)/mfa", second).status == 204)
+        #expect(try Self.admin(server, "DELETE", "/admin/users/\(user.id)/mfa", second).status == 404)
+        #expect(try server.signIn(user.email, user.password).status == 200, "one factor again")
+        let audit = try Self.admin(server, "GET", "/admin/audit?limit=50", second).json["entries"]?.arrayValue ?? []
+        let actions = audit.compactMap { $0["action"]?.stringValue }
+        #expect(actions.contains("user.mfa.reset") && actions.contains("admin.mfa_enabled"), "\(actions)")
+        let notices = try PasskeysAPITests.mails(server, subject: "Two-step verification of your")
+        #expect(notices.contains { $0.replacingOccurrences(of: "=\r\n", with: "").contains("An administrator turned two-step verification off") })
+
+        // On the server's machine: the administrator's factor off.
+        #expect(try server.app.accounts.administrators.resetAdminSecondFactor(email: "root@example.com"))
+        let plain = try server.call("POST", "/admin/signin", json: #"{"email": "root@example.com", "password": "\#(password)"}"#)
+        #expect(plain.status == 200, "\(plain.text)")
+        if let plainToken = plain.json["accessToken"]?.stringValue {
+            server.remember(token: plainToken)
+            #expect(try Self.admin(server, "GET", "/admin/users", plainToken).code == "mfa_enrolment_required", "required again")
+        }
     }
 }

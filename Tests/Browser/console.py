@@ -11,13 +11,20 @@ The server holds an administrator, the user U (signed in with token T, with a `d
 field and at least one image) and users whose field NAME is V. The script signs in with the
 keyboard, reads the dashboard, searches users by email and by the custom field, edits the user's
 date of birth, opens the image grid, disables the user and checks that T is refused, shows a
-refused schema change's detail, and reads the audit log. Prints one line per step, saves a PNG of
+refused schema change's detail, reads the audit log, turns the user's second factor off, turns on
+its own (the QR code, a code computed here from the key, the recovery codes), and signs in again
+with one of them. Prints one line per step, saves a PNG of
 each page in DIR and exits non-zero with a FAIL line on a wrong page state, a timeout, any SEVERE
 browser console entry or any Content-Security-Policy violation.
 """
 
 import argparse
+import base64
+import hashlib
+import hmac
+import struct
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -35,6 +42,14 @@ def table_text(browser, table_id):
 
 def rows(browser, table_id):
     return table_text(browser, table_id)
+
+
+def totp(secret):
+    """The authenticator's current code for a base32 secret (RFC 6238), as an app computes it."""
+    key = base64.b32decode(secret + "=" * (-len(secret) % 8))
+    mac = hmac.new(key, struct.pack(">Q", int(time.time() // 30)), hashlib.sha1).digest()
+    offset = mac[19] & 15
+    return "%06d" % ((int.from_bytes(mac[offset:offset + 4], "big") & 0x7FFFFFFF) % 1000000)
 
 
 def wait_for_message(browser, text):
@@ -179,6 +194,16 @@ def run(browser, args):
     browser.screenshot("user-sign-in-methods.png")
     browser.check_console()
 
+    step("the user's two-step verification is on; the administrator turns it off")
+    browser.wait("the user's second factor", lambda: "is on (10 recovery codes left)" in browser.element("user-mfa").text)
+    reset = browser.element("user-mfa-reset")
+    browser.driver.execute_script("arguments[0].scrollIntoView()", reset)
+    reset.click()
+    wait_for_message(browser, "two-step verification is off")
+    browser.wait("the factor off", lambda: browser.element("user-mfa").text == "Two-step verification is off.")
+    browser.screenshot("user-mfa-reset.png")
+    browser.check_console()
+
     step("disable the user; their token is refused")
     if user_status(args.url, args.user_token) != 200:
         raise Failure("the user's token should work before the user is disabled")
@@ -225,6 +250,32 @@ def run(browser, args):
             raise Failure(f"{action} is not in the audit log: {entries}")
     browser.screenshot("audit.png")
     browser.check_console()
+
+    step("the administrator turns on their own two-step verification with the app's code")
+    browser.driver.find_element(By.ID, "nav-mfa").click()
+    browser.wait("the enrolment button", lambda: browser.element("mfa-start").is_displayed())
+    browser.element("mfa-start").click()
+    browser.wait("the QR code", lambda: browser.element("mfa-enrol").is_displayed())
+    if not browser.driver.find_elements(By.CSS_SELECTOR, "#mfa-qr svg path"):
+        raise Failure("the enrolment shows no QR code")
+    secret = browser.element("mfa-secret").text
+    browser.element("mfa-code").send_keys(totp(secret) + Keys.ENTER)
+    browser.wait("the recovery codes", lambda: len(browser.driver.find_elements(By.CSS_SELECTOR, "#mfa-codes-list li")) == 10)
+    recovery = browser.driver.find_elements(By.CSS_SELECTOR, "#mfa-codes-list li")[0].text
+    browser.screenshot("mfa-enrolled.png")
+    browser.check_console()
+
+    step("signed out and in again: the password, then a recovery code")
+    browser.element("sign-out").click()
+    wait_for_message(browser, "You are signed out.")
+    browser.element("signin-email").send_keys(args.admin_email)
+    browser.element("signin-password").send_keys(args.admin_password + Keys.ENTER)
+    browser.wait("the code form", lambda: browser.element("signin-mfa-form").is_displayed())
+    browser.element("signin-code").send_keys(recovery + Keys.ENTER)
+    # Signed in where it was: the page of its second factor, which says it is on.
+    browser.wait("the second factor's page", lambda: browser.element("page-mfa").is_displayed() and "is on" in browser.element("mfa-state").text)
+    browser.screenshot("mfa-signed-in.png")
+    browser.check_console(allowed_network_status=("/admin/signin", 401))
 
     step("sign out ends the session")
     browser.element("sign-out").click()

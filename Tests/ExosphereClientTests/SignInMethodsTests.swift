@@ -87,4 +87,49 @@ struct SignInMethodsTests {
         #expect(passkey?.status == 422 && passkey?.code == .invalidCredentials, "\(String(describing: passkey))")
         #expect(try await client.sessions().contains { $0.isCurrent }, "still signed in")
     }
+
+    /// Two-step verification through the client: enrolment (the secret, URI and QR code), the
+    /// typed `mfa_required` whose `secondFactor` finishes the sign-in, recovery codes, and the
+    /// step-up that asks for a code with the password.
+    @Test func aSecondFactorThroughTheClient() async throws {
+        let server = try LiveServer("second_factor")
+        defer { server.stop() }
+        let client = try server.client()
+        let email = server.uniqueEmail("mfa")
+        let password = "correct horse battery staple"
+        let user = try await client.register(email: email, password: password)
+        try server.withDatabase { _ = try $0.query("UPDATE users SET email_verified = true WHERE id = \(user.id)::uuid") }
+        let off = try await client.secondFactor()
+        #expect(!off.totpEnabled && off.recoveryCodesLeft == 0)
+        let enrolment = try await client.startTOTPEnrolment()
+        #expect(enrolment.uri.contains(enrolment.secret) && enrolment.qrCodeSVG.hasPrefix("<svg"))
+        let wrong = await exosphereError { _ = try await client.confirmTOTPEnrolment(code: "000000") }
+        #expect(wrong?.status == 422 && wrong?.code == .invalidCode)
+        let codes = try await client.confirmTOTPEnrolment(code: try totpCode(secret: enrolment.secret, at: Date()))
+        #expect(codes.count == 10)
+        let again = await exosphereError { _ = try await client.startTOTPEnrolment() }
+        #expect(again?.status == 409 && again?.code == .alreadyEnabled)
+
+        let other = try server.client()
+        let required = await exosphereError { _ = try await other.signIn(email: email, password: password) }
+        #expect(required?.status == 401 && required?.code == .mfaRequired && required?.isSessionExpired == false)
+        let challenge = try #require(required?.secondFactor)
+        #expect(challenge.factors == ["totp", "recovery_code"])
+        let badCode = await exosphereError { _ = try await other.finishSignIn(challenge, code: "123456") }
+        #expect(badCode?.status == 401 && badCode?.code == .invalidCode)
+        let signedIn = try await other.finishSignIn(challenge, code: codes[0])
+        #expect(signedIn.email == email)
+        #expect(try await other.secondFactor().recoveryCodesLeft == 9)
+        let reused = await exosphereError {
+            _ = try await other.finishSignIn(try #require(required?.secondFactor), code: codes[1])
+        }
+        #expect(reused?.code == .invalidMFAToken, "the challenge was spent")
+        let withoutCode = await exosphereError { _ = try await other.reauthenticate(password: password) }
+        #expect(withoutCode?.status == 422 && withoutCode?.code == .invalidCode)
+        try await other.reauthenticate(password: password, code: codes[2])
+        let fresh = try await other.regenerateRecoveryCodes()
+        #expect(fresh.count == 10 && Set(fresh).isDisjoint(with: codes))
+        try await other.disableTOTP()
+        #expect(try await other.secondFactor().totpEnabled == false)
+    }
 }

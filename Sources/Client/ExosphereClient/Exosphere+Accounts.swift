@@ -98,6 +98,16 @@ extension Exosphere {
         try await reauthenticate(["password": .string(password)])
     }
 
+    /// `reauthenticate(password:)` while the second factor is on: the password and the
+    /// authenticator's code (6 digits) or a recovery code.
+    ///
+    /// - Throws: `ExosphereError` `422 invalid_code`, `403 invalid_password`.
+    @discardableResult
+    public func reauthenticate(password: String, code: String) async throws -> Date {
+        let isTOTP = code.count == 6 && code.allSatisfy(\.isNumber)
+        return try await reauthenticate(["password": .string(password), isTOTP ? "totp" : "recoveryCode": .string(code)])
+    }
+
     /// `reauthenticate(password:)` for an account that signs in with Apple or Google: an ID token
     /// of an identity linked to it, with the nonce from `identityTokenNonce()` as at sign-in.
     ///

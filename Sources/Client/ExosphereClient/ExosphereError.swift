@@ -75,6 +75,17 @@ public struct ExosphereError: Error, Sendable, CustomStringConvertible, CustomDe
         public static let reauthenticationRequired: Code = "reauthentication_required"
         /// `403` from a change of the ways in: the account's address is not verified yet.
         public static let emailUnverified: Code = "email_unverified"
+        /// `401` at sign-in: the first factor was right and the second factor is on; finish with
+        /// `finishSignIn(_:code:)` and the error's `secondFactor`.
+        public static let mfaRequired: Code = "mfa_required"
+        /// `401` (finishing a sign-in) or `422` (enrolment, reauthentication): a one-time or
+        /// recovery code that is wrong, used, or outside its window.
+        public static let invalidCode: Code = "invalid_code"
+        /// `401` from `finishSignIn`: the challenge is used, expired or ended by five wrong codes;
+        /// sign in again.
+        public static let invalidMFAToken: Code = "invalid_mfa_token"
+        /// `409` from `startTOTPEnrolment()`: the second factor is on already.
+        public static let alreadyEnabled: Code = "already_enabled"
         /// `429`: throttled; see `retryAfter`.
         public static let tooManyAttempts: Code = "too_many_attempts"
         /// `503`: the server is at its limit; see `retryAfter`.
@@ -135,6 +146,15 @@ public struct ExosphereError: Error, Sendable, CustomStringConvertible, CustomDe
     public let serverCopy: User?
     /// The transport's error, for `network_error`.
     public let underlyingError: (any Error)?
+    /// For `401 mfa_required`: what finishes the sign-in (`finishSignIn(_:code:)`).
+    public private(set) var secondFactor: SecondFactorChallenge?
+
+    /// A sign-in waiting for its second factor: the single-use token (5 minutes) and the factors
+    /// that may finish it (`totp`, `recovery_code`).
+    public struct SecondFactorChallenge: Sendable, Hashable {
+        public let token: String
+        public let factors: [String]
+    }
 
     init(
         status: Int? = nil, code: Code, detail: String, fieldErrors: [FieldError] = [], retryAfter: TimeInterval? = nil,
@@ -153,7 +173,7 @@ public struct ExosphereError: Error, Sendable, CustomStringConvertible, CustomDe
     public var isConflict: Bool { code == .preconditionFailed }
 
     /// Whether the session ended (`401` on an authenticated request); the client has signed out.
-    public var isSessionExpired: Bool { status == 401 && code != .invalidCredentials }
+    public var isSessionExpired: Bool { status == 401 && ![.invalidCredentials, .mfaRequired, .invalidCode, .invalidMFAToken].contains(code) }
 
     /// The status and code only: `detail` may echo what the user typed.
     public var description: String {
@@ -188,5 +208,8 @@ public struct ExosphereError: Error, Sendable, CustomStringConvertible, CustomDe
                 return FieldError(field: field, code: Code(rawValue: entry["code"]?.stringValue ?? ""), detail: entry["detail"]?.stringValue ?? "")
             } ?? []
         self.init(status: status, code: code, detail: detail, fieldErrors: fields, retryAfter: retryAfter, serverCopy: serverCopy)
+        if code == .mfaRequired, let token = problem?["mfaToken"]?.stringValue {
+            secondFactor = SecondFactorChallenge(token: token, factors: problem?["factors"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+        }
     }
 }

@@ -58,6 +58,9 @@ public final class AccountService: Sendable {
         public var idTokenNonceSeconds: Double = 300
         /// How long the link that undoes an applied change of address works (the contract: 7 days).
         public var emailChangeUndoSeconds: Double = 7 * 86_400
+        /// Whether every administrator must have a second factor: until theirs is on, their
+        /// session may only turn one on (`403 mfa_enrolment_required` elsewhere).
+        public var adminSecondFactorRequired = false
         /// The name authenticator apps show for the second factor's codes (the app's name).
         public var issuerName = "Exosphere"
         /// How long the link that removes a way in just added works (the contract: 7 days).

@@ -70,6 +70,9 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         case invalidMFAToken = "invalid_mfa_token"
         /// A second factor asked for while one is on already.
         case alreadyEnabled = "already_enabled"
+        /// An administrator without a second factor where the deployment requires one
+        /// (`--admin-mfa required`): only the enrolment is open to their session.
+        case mfaEnrolmentRequired = "mfa_enrolment_required"
     }
 
     /// What finishes a sign-in that proved one factor (`mfaRequired`): its single-use token and

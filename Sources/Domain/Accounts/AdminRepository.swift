@@ -107,6 +107,10 @@ enum AdminRepository {
         return true
     }
 
+    static func find(_ connection: PostgresConnection, id: UUID) throws -> Admin? {
+        try connection.query("SELECT \(adminColumns) FROM admins a WHERE a.id = \(id)").first.map(decodeAdmin)
+    }
+
     static func credentials(_ connection: PostgresConnection, email: EmailAddress) throws -> (admin: Admin, passwordHash: String)? {
         try connection.query(
             "SELECT \(adminColumns), \(passwordHashColumn) FROM admins a WHERE a.email_normalized = \(email.normalized)"

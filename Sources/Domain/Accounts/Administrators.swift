@@ -35,6 +35,15 @@ public final class Administrators: Sendable {
         return try context.pool.withConnection { try AdminRepository.delete($0, email: email) }
     }
 
+    /// Turns an administrator's second factor off (a lost phone); false when they have none on.
+    public func resetAdminSecondFactor(email text: String) throws -> Bool {
+        let email = try adminEmail(text)
+        return try context.pool.withTransaction { connection in
+            guard let admin = try AdminRepository.credentials(connection, email: email)?.admin else { return false }
+            return try MFARepository.delete(connection, of: .admin(admin.id))
+        }
+    }
+
     /// A new password for an administrator, ending their sessions; false when there is none.
     public func resetAdminPassword(email text: String, password: String) throws -> Bool {
         let email = try adminEmail(text)
@@ -136,20 +145,33 @@ public final class Administrators: Sendable {
         let newDevice = try SessionToken.generate()
         let now = context.clock.now()
         let adminID = credentials.admin.id
-        let (expiresAt, deviceIsKnown) = try context.pool.withTransaction { connection in
-            let expiresAt = try AdminRepository.openSession(connection, adminID: adminID, tokenHash: token.hash, at: now)
-            try AdminRepository.audit(connection, admin: credentials.admin, action: .adminSignIn, target: nil, address: origin.address)
-            let deviceIsKnown =
-                try client.device.map { device in
-                    try AdminRepository.isKnownClient(connection, adminID: adminID, hash: device, since: now - AdminClient.remembered)
-                } ?? false
-            let device = deviceIsKnown ? client.device! : AdminClient.deviceHash(of: newDevice.text)
-            try AdminRepository.rememberClients(
-                connection, adminID: adminID, hashes: [client.address, device], at: now, kept: AdminClient.keptPerAdministrator)
-            return (expiresAt, deviceIsKnown)
+        // With the administrator's second factor on, the password proved one factor.
+        if let challenge = try context.pool.withTransaction({ connection in
+            try SecondFactor.challenge(connection, owner: .admin(adminID), method: "password", context: context)
+        }) {
+            throw AccountsError.mfaRequired(token: challenge)
         }
-        return IssuedAdminSession(
-            accessToken: token.text, expiresAt: expiresAt, admin: credentials.admin, deviceToken: deviceIsKnown ? nil : newDevice.text)
+        return try context.pool.withTransaction { connection in
+            try openAdminSession(connection, admin: credentials.admin, token: token, newDevice: newDevice, client: client, origin: origin, at: now)
+        }
+    }
+
+    /// An administrator's new session, audited, with the sign-in's client remembered: its address,
+    /// and its device (a new token when it brought none this administrator knows).
+    private func openAdminSession(
+        _ connection: PostgresConnection, admin: Admin, token: SessionToken, newDevice: SessionToken, client: AdminClient, origin: RequestOrigin,
+        at now: Date
+    ) throws -> IssuedAdminSession {
+        let expiresAt = try AdminRepository.openSession(connection, adminID: admin.id, tokenHash: token.hash, at: now)
+        try AdminRepository.audit(connection, admin: admin, action: .adminSignIn, target: nil, address: origin.address)
+        let deviceIsKnown =
+            try client.device.map { device in
+                try AdminRepository.isKnownClient(connection, adminID: admin.id, hash: device, since: now - AdminClient.remembered)
+            } ?? false
+        let device = deviceIsKnown ? client.device! : AdminClient.deviceHash(of: newDevice.text)
+        try AdminRepository.rememberClients(
+            connection, adminID: admin.id, hashes: [client.address, device], at: now, kept: AdminClient.keptPerAdministrator)
+        return IssuedAdminSession(accessToken: token.text, expiresAt: expiresAt, admin: admin, deviceToken: deviceIsKnown ? nil : newDevice.text)
     }
 
     /// Whether `client` signed in as the administrator of `email` in the last 90 days: such a
@@ -159,6 +181,43 @@ public final class Administrators: Sendable {
         let since = context.clock.now() - AdminClient.remembered
         return try context.pool.withConnection { connection in
             try AdminRepository.isKnownClient(connection, email: email, hashes: [client.address] + (client.device.map { [$0] } ?? []), since: since)
+        }
+    }
+
+    /// `POST /admin/signin/mfa`: the code (TOTP or recovery) that finishes an administrator's
+    /// sign-in opens the session, as the password alone does without a second factor.
+    public func finishAdminSignIn(token text: String, code: String, client: AdminClient, origin: RequestOrigin) throws -> IssuedAdminSession {
+        let invalidToken = AccountsError(.invalidMFAToken, "The mfaToken is unknown, used or expired: sign in again.")
+        guard SessionToken.isWellFormed(text) else { throw invalidToken }
+        let tokenHash = SessionToken.hash(of: text)
+        let token = try SessionToken.generate()
+        let newDevice = try SessionToken.generate()
+        enum Outcome {
+            case issued(IssuedAdminSession)
+            case wrong(ended: Bool)
+        }
+        let outcome = try context.pool.withTransaction { connection -> Outcome in
+            let now = context.clock.now()
+            guard let challenge = try MFARepository.challenge(connection, tokenHash: tokenHash, at: now),
+                let factor = try MFARepository.factor(connection, id: challenge.factorID), case .admin(let adminID) = factor.owner,
+                let admin = try AdminRepository.find(connection, id: adminID)
+            else { throw invalidToken }
+            guard try SecondFactor.verify(connection, factor: factor, code: code, at: now) != nil else {
+                let ended = try MFARepository.countFailure(connection, tokenHash: tokenHash) >= SecondFactor.failuresPerChallenge
+                if ended { try MFARepository.deleteChallenge(connection, tokenHash: tokenHash) }
+                try AdminRepository.auditFailedSignIn(connection, email: admin.email, address: origin.address)
+                return .wrong(ended: ended)
+            }
+            try MFARepository.deleteChallenge(connection, tokenHash: tokenHash)
+            return .issued(
+                try openAdminSession(connection, admin: admin, token: token, newDevice: newDevice, client: client, origin: origin, at: now))
+        }
+        switch outcome {
+        case .issued(let issued): return issued
+        case .wrong(let ended):
+            SecurityEvent.log(context.logger, .mfaFailed, outcome: .failure, userID: nil, origin: origin, detail: "administrator sign-in")
+            if ended { throw AccountsError(.invalidMFAToken, "Five wrong codes ended this sign-in: sign in again.") }
+            throw AccountsError(.invalidCode, "The code is wrong, used, or outside its 30-second window.")
         }
     }
 

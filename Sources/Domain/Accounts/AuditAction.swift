@@ -15,6 +15,10 @@ public enum AuditAction: Sendable, Equatable, CustomStringConvertible {
     case schemaPin(field: String, type: FieldType)
     // Administrators' own sessions.
     case adminSetup, adminSignIn, adminSignInFailed, adminSignOut
+    /// An administrator turned their own second factor on, or read its state.
+    case adminMFAEnabled, adminMFARead, adminMFAEnrolmentStarted
+    /// `exosphere admin reset-mfa`.
+    case commandAdminResetMFA(email: String)
     // Commands run on the server's machine (`exosphere admin …`, `exosphere keys …`).
     case commandAdminCreate(email: String)
     case commandAdminResetPassword(email: String)
@@ -50,6 +54,10 @@ public enum AuditAction: Sendable, Equatable, CustomStringConvertible {
         case .adminSignIn: "admin.signin"
         case .adminSignInFailed: "admin.signin_failed"
         case .adminSignOut: "admin.signout"
+        case .adminMFAEnabled: "admin.mfa_enabled"
+        case .adminMFARead: "admin.mfa.read"
+        case .adminMFAEnrolmentStarted: "admin.mfa.enrol"
+        case .commandAdminResetMFA(let email): "cli.admin.reset_mfa \(email)"
         case .commandAdminCreate(let email): "cli.admin.create \(email)"
         case .commandAdminResetPassword(let email): "cli.admin.reset_password \(email)"
         case .commandAdminDelete(let email): "cli.admin.delete \(email)"

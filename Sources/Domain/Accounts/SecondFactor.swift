@@ -73,13 +73,56 @@ public final class SecondFactor: Sendable {
     /// `POST /users/me/mfa/totp`: a new secret, not on until a code confirms it (a new start
     /// replaces an unconfirmed one); `409 already_enabled` while the factor is on.
     public func startEnrolment(user: User) throws -> Enrolment {
+        try startEnrolment(.user(user.id), account: user.email)
+    }
+
+    /// `POST /admin/me/mfa/totp`: as a user's, for the administrator's own sign-in (audited).
+    public func startEnrolment(admin: Admin, origin: RequestOrigin) throws -> Enrolment {
+        let enrolment = try startEnrolment(.admin(admin.id), account: admin.email)
+        try context.pool.withConnection { connection in
+            try AdminRepository.audit(connection, admin: admin, action: .adminMFAEnrolmentStarted, target: nil, address: origin.address)
+        }
+        return enrolment
+    }
+
+    private func startEnrolment(_ owner: MFARepository.Owner, account: String) throws -> Enrolment {
         let totp = try TOTP.generate()
         let started = try context.pool.withConnection { connection in
-            try MFARepository.startEnrolment(connection, of: .user(user.id), secret: totp.secret, at: context.clock.now())
+            try MFARepository.startEnrolment(connection, of: owner, secret: totp.secret, at: context.clock.now())
         }
         guard started != nil else { throw AccountsError(.alreadyEnabled, "The second factor is on already: turn it off first.") }
-        let uri = totp.uri(issuer: context.configuration.issuerName, account: user.email)
+        let uri = totp.uri(issuer: context.configuration.issuerName, account: account)
         return Enrolment(secret: Base32.encode(totp.secret), uri: uri, qrCodeSVG: try QRCode(bytes: Array(uri.utf8)).svg())
+    }
+
+    /// In an enrolment's transaction: turns the owner's factor on with a right code and stores
+    /// `codes`' hashes; false for a wrong code.
+    private static func confirm(
+        _ connection: PostgresConnection, _ owner: MFARepository.Owner, code: String, codes: [String], at now: Date
+    ) throws -> Bool {
+        guard let factor = try MFARepository.factor(connection, of: owner, forUpdate: true) else {
+            throw AccountsError.field("code", .invalidCode, "start the enrolment first")
+        }
+        guard factor.enabledAt == nil else { throw AccountsError(.alreadyEnabled, "The second factor is on already.") }
+        guard let step = TOTP(secret: factor.secret).matchingStep(code, at: now.timeIntervalSince1970),
+            try MFARepository.useStep(connection, factorID: factor.id, step: step)
+        else { return false }
+        _ = try MFARepository.enable(connection, factorID: factor.id, at: now)
+        try MFARepository.replaceRecoveryCodes(connection, factorID: factor.id, hashes: codes.map(hash))
+        return true
+    }
+
+    /// `POST /admin/me/mfa/totp/confirm`: a right code turns the administrator's factor on
+    /// (audited); returns the ten recovery codes.
+    public func confirmEnrolment(admin: Admin, code: String, origin: RequestOrigin) throws -> [String] {
+        let codes = try Self.newRecoveryCodes()
+        let confirmed = try context.pool.withTransaction { connection -> Bool in
+            guard try Self.confirm(connection, .admin(admin.id), code: code, codes: codes, at: context.clock.now()) else { return false }
+            try AdminRepository.audit(connection, admin: admin, action: .adminMFAEnabled, target: nil, address: origin.address)
+            return true
+        }
+        guard confirmed else { throw AccountsError.field("code", .invalidCode, "is not the authenticator's current code") }
+        return codes
     }
 
     /// `POST /users/me/mfa/totp/confirm`: a right code turns the factor on. Returns the ten
@@ -88,15 +131,7 @@ public final class SecondFactor: Sendable {
         let now = context.clock.now()
         let codes = try Self.newRecoveryCodes()
         let confirmed = try context.pool.withTransaction { connection -> Bool in
-            guard let factor = try MFARepository.factor(connection, of: .user(user.id), forUpdate: true) else {
-                throw AccountsError.field("code", .invalidCode, "start the enrolment first (POST /users/me/mfa/totp)")
-            }
-            guard factor.enabledAt == nil else { throw AccountsError(.alreadyEnabled, "The second factor is on already.") }
-            guard let step = TOTP(secret: factor.secret).matchingStep(code, at: now.timeIntervalSince1970),
-                try MFARepository.useStep(connection, factorID: factor.id, step: step)
-            else { return false }
-            _ = try MFARepository.enable(connection, factorID: factor.id, at: now)
-            try MFARepository.replaceRecoveryCodes(connection, factorID: factor.id, hashes: codes.map(Self.hash))
+            guard try Self.confirm(connection, .user(user.id), code: code, codes: codes, at: now) else { return false }
             _ = try SessionRepository.markAuthenticated(connection, id: session.id, userID: user.id, at: now)
             try ActivityRepository.record(connection, userID: user.id, .mfaEnabled, origin: origin)
             try OutboxRepository.enqueue(
@@ -158,7 +193,14 @@ public final class SecondFactor: Sendable {
     static func challenge(
         _ connection: PostgresConnection, userID: UUID, method: String, pendingPasswordHash: String? = nil, context: AccountsContext
     ) throws -> String? {
-        guard let factor = try MFARepository.factor(connection, of: .user(userID)), factor.enabledAt != nil else { return nil }
+        try challenge(connection, owner: .user(userID), method: method, pendingPasswordHash: pendingPasswordHash, context: context)
+    }
+
+    /// `challenge(_:userID:…)` for a user's or an administrator's sign-in.
+    static func challenge(
+        _ connection: PostgresConnection, owner: MFARepository.Owner, method: String, pendingPasswordHash: String? = nil, context: AccountsContext
+    ) throws -> String? {
+        guard let factor = try MFARepository.factor(connection, of: owner), factor.enabledAt != nil else { return nil }
         let token = try SessionToken.generate()
         let now = context.clock.now()
         try MFARepository.insertChallenge(
@@ -236,6 +278,22 @@ public final class SecondFactor: Sendable {
             SecurityEvent.log(context.logger, .signedIn, outcome: .success, userID: issued.user.id, origin: origin, detail: "second factor")
             return issued
         }
+    }
+
+    /// With `--admin-mfa required`, an administrator whose second factor is not on may only turn
+    /// it on: `403 mfa_enrolment_required` on every other route.
+    public func requireAdminFactor(_ admin: Admin, on executor: some QueryExecutor) async throws {
+        guard context.configuration.adminSecondFactorRequired else { return }
+        let enabledAt = try await executor.transaction { connection in try MFARepository.enabledAt(connection, of: .admin(admin.id)) }
+        if enabledAt == nil {
+            throw AccountsError(
+                .mfaEnrolmentRequired, "This deployment requires two-step verification: turn it on first (POST /admin/me/mfa/totp).")
+        }
+    }
+
+    /// Whether the administrator's second factor is on.
+    public func adminFactorIsOn(_ admin: Admin) throws -> Bool {
+        try context.pool.withConnection { try MFARepository.enabledAt($0, of: .admin(admin.id)) != nil }
     }
 
     // MARK: - Step-up

@@ -100,6 +100,12 @@ public final class LiveEventHub: @unchecked Sendable {
         /// The most bytes a stream holds for its client: past them (a client that does not read),
         /// the stream says `resync` and ends, and what it held is let go.
         public var maxPendingBytes = 256 * 1024
+        /// What all the streams of this instance may hold unread together: with many streams
+        /// open, each may hold its share of it (never less than `minimumPendingBytes`, never more
+        /// than `maxPendingBytes`), so that 200 unread streams cost what 64 do.
+        public var maxTotalPendingBytes = 16 * 1024 * 1024
+        /// The least a stream may hold, whatever the share: one whole user's `profile` event.
+        public var minimumPendingBytes = 80 * 1024
 
         public init() {}
     }
@@ -130,6 +136,8 @@ public final class LiveEventHub: @unchecked Sendable {
     private let logger: Logger
     private let lock = ConditionLock()
     private var byUser: [String: [ObjectIdentifier: Subscriber]] = [:]
+    /// The streams open here (the subscribers of `byUser`).
+    private var open = 0
     private var bySession: [String: [ObjectIdentifier: Subscriber]] = [:]
     /// Users whose streams need a catch-up, in the order they were marked.
     private var dirty: [String] = []
@@ -223,6 +231,7 @@ public final class LiveEventHub: @unchecked Sendable {
             let key = ObjectIdentifier(subscriber)
             byUser[userID, default: [:]][key] = subscriber
             bySession[sessionID, default: [:]][key] = subscriber
+            open += 1
             counters.opened += 1
             if stopping { subscriber.ending = true }
             markDirty(userID)
@@ -306,7 +315,7 @@ public final class LiveEventHub: @unchecked Sendable {
     func remove(_ subscriber: Subscriber) {
         lock.withLock {
             let key = ObjectIdentifier(subscriber)
-            byUser[subscriber.userID]?[key] = nil
+            if byUser[subscriber.userID]?.removeValue(forKey: key) != nil { open -= 1 }
             if byUser[subscriber.userID]?.isEmpty == true {
                 byUser[subscriber.userID] = nil
                 // The mark stays a while: a client that comes back with Last-Event-ID finds what happened meanwhile.
@@ -424,19 +433,24 @@ public final class LiveEventHub: @unchecked Sendable {
         subscriber.ending = true
     }
 
-    /// Under the lock: `bytes` for the stream's client, unless that makes it hold more than
-    /// `maxPendingBytes`: then what it holds goes, and it says `resync` (the client reloads what
-    /// it shows and reconnects) and ends. A client that reads keeps its stream; one that does not
-    /// costs at most that much.
+    /// Under the lock: `bytes` for the stream's client, unless that makes it hold more than its
+    /// share (`maxPendingBytes`, less with many streams open: `pendingLimit`): then what it holds
+    /// goes, and it says `resync` (the client reloads what it shows and reconnects) and ends. A
+    /// client that reads keeps its stream; one that does not costs at most that much.
     private func append(_ bytes: [UInt8], to subscriber: Subscriber) {
         guard !subscriber.ending else { return }
-        guard subscriber.pending.count + bytes.count > configuration.maxPendingBytes else {
+        guard subscriber.pending.count + bytes.count > pendingLimit else {
             subscriber.pending += bytes
             return
         }
         subscriber.pending = LiveEventHub.frame(LiveEvent(id: subscriber.lastID, name: "resync", data: Array("{}".utf8)))
         subscriber.ending = true
         counters.overflowed += 1
+    }
+
+    /// Under the lock: what one stream may hold now, its share of `maxTotalPendingBytes`.
+    private var pendingLimit: Int {
+        min(configuration.maxPendingBytes, max(configuration.minimumPendingBytes, configuration.maxTotalPendingBytes / max(1, open)))
     }
 
     /// Catches up marked users, one at a time, in the order they were marked, and removes the

@@ -248,6 +248,17 @@ extension Configuration {
             }
         },
         Option(
+            flag: "--admin-mfa", environment: "EXOSPHERE_ADMIN_MFA", placeholder: "required|optional",
+            help: "whether an administrator must turn a second factor on (the console insists at the next sign-in)",
+            defaultValue: { $0.accounts.adminSecondFactorRequired ? "required" : "optional" }
+        ) { config, value throws(ConfigurationError) in
+            switch value {
+            case "required": config.accounts.adminSecondFactorRequired = true
+            case "optional": config.accounts.adminSecondFactorRequired = false
+            default: throw ConfigurationError("--admin-mfa: expected required or optional, got \(value)")
+            }
+        },
+        Option(
             flag: "--max-streams-per-user", environment: "EXOSPHERE_MAX_STREAMS_PER_USER", placeholder: "N",
             help: "event streams (GET /users/me/events) one user may hold open on an instance at once; 429 beyond",
             defaultValue: { String($0.maxStreamsPerUser) }

@@ -26,7 +26,7 @@ enum Exosphere {
                                       end a key at once: every instance refuses the URLs it signed within 2 s
                                       (the key id is the number before the dot of a URL's sig)
           exosphere admin create|reset-password --email E --password-stdin [options]
-          exosphere admin list [options] | admin delete --email E [options]
+          exosphere admin list [options] | admin delete --email E [options] | admin reset-mfa --email E [options]
                                       administrators of the console and /admin/ API (options as for serve)
           exosphere openapi           print the OpenAPI 3.1 document of the HTTP API
           exosphere routes [--json] [options]
@@ -231,12 +231,13 @@ enum Exosphere {
         }
     }
 
-    /// `exosphere admin create|reset-password|list|delete`: administrators, on the server's machine
+    /// `exosphere admin create|reset-password|reset-mfa|list|delete`: administrators, on the server's machine
     /// with its database settings. A password is read from standard input (one line), never from
     /// the command line, where other users of the machine could read it.
     static func admin(_ arguments: [String], environment: [String: String]) -> Int32 {
-        let usage = "usage: exosphere admin create|reset-password --email E --password-stdin | list | delete --email E [options as for serve]"
-        guard let action = arguments.first, ["create", "reset-password", "list", "delete"].contains(action) else {
+        let usage =
+            "usage: exosphere admin create|reset-password --email E --password-stdin | list | delete --email E | reset-mfa --email E [options as for serve]"
+        guard let action = arguments.first, ["create", "reset-password", "reset-mfa", "list", "delete"].contains(action) else {
             printError(usage)
             return 2
         }
@@ -291,6 +292,13 @@ enum Exosphere {
                 }
                 try audit(.commandAdminResetPassword(email: email!))
                 print("password set; every session of \(email!) ended")
+            case "reset-mfa":
+                guard try accounts.administrators.resetAdminSecondFactor(email: email!) else {
+                    printError("exosphere admin: no administrator with the email \(email!) has a second factor on")
+                    return 1
+                }
+                try audit(.commandAdminResetMFA(email: email!))
+                print("second factor off for \(email!): the next sign-in takes the password alone")
             case "delete":
                 guard try accounts.administrators.deleteAdmin(email: email!) else {
                     printError("exosphere admin: no administrator has the email \(email!)")

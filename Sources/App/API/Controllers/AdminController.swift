@@ -24,7 +24,17 @@ struct AdminController: Controller {
         routes.open(
             .post, "/admin/signin", body: Self.credentials, throttle: .passwordGuesses(.adminSignIn), hashing: .interactive, use: Self.signIn)
         routes.open(.post, "/admin/setup", .linkToken, hashing: .interactive, use: Self.setup)
-        routes.admin(.post, "/admin/signout", audit: .change, use: Self.signOut)
+        // The second step of an administrator's sign-in with a second factor: wrong codes count
+        // per client address (each challenge ends at five).
+        routes.open(
+            .post, "/admin/signin/mfa", body: Self.finishing, throttle: Throttling(.secondFactorCode, [.perAddress], success: .givesBack()),
+            use: Self.finishSignIn)
+        routes.admin(.post, "/admin/signout", audit: .change, enrolling: true, use: Self.signOut)
+        // Their own second factor: open to their session before it is on (`--admin-mfa required`).
+        routes.admin(.get, "/admin/me/mfa", audit: .read(.adminMFARead), enrolling: true, use: Self.ownFactor)
+        routes.admin(.post, "/admin/me/mfa/totp", audit: .change, enrolling: true, use: Self.startEnrolment)
+        routes.admin(.post, "/admin/me/mfa/totp/confirm", audit: .change, enrolling: true, use: Self.confirmEnrolment)
+        routes.admin(.delete, "/admin/users/{id}/mfa", audit: .change, use: Self.resetUserFactor)
         // A read of a user's data is an entry of the audit log, named here; a change audits
         // itself, in its own transaction.
         routes.admin(.get, "/admin/users", audit: .read(.usersSearch), use: Self.users)
@@ -61,6 +71,11 @@ struct AdminController: Controller {
     @Sendable func signIn(_ call: Call, _ credentials: SignInAttempt) throws -> Response {
         let issued = try accounts.administrators.adminSignIn(
             email: credentials.email, password: credentials.password, client: Self.client(call), origin: call.origin)
+        return Self.signedIn(issued)
+    }
+
+    /// The session's answer, and the device cookie when the sign-in made one.
+    static func signedIn(_ issued: IssuedAdminSession) -> Response {
         var response = AdminController.sessionResponse(issued)
         if let device = issued.deviceToken {
             // Sent back to the sign-in alone, never readable by a script or sent from another site.
@@ -69,6 +84,63 @@ struct AdminController: Controller {
                 value: "\(Self.deviceCookie)=\(device); Path=/admin/signin; Max-Age=\(90 * 86_400); Secure; HttpOnly; SameSite=Strict")
         }
         return response
+    }
+
+    @Sendable func finishing(_ call: Call) throws -> SecondFactorController.Finishing {
+        let body = RequestBody(object: try JSONBody.object(call.request))
+        try body.checkKeys(allowed: ["mfaToken", "code"])
+        return SecondFactorController.Finishing(
+            token: try body.string("mfaToken", required: true)!, code: try body.string("code", required: true)!, userID: nil)
+    }
+
+    @Sendable func finishSignIn(_ call: Call, _ finishing: SecondFactorController.Finishing) throws -> Response {
+        let issued = try accounts.administrators.finishAdminSignIn(
+            token: finishing.token, code: finishing.code, client: Self.client(call), origin: call.origin)
+        return Self.signedIn(issued)
+    }
+
+    /// `{"totp": {"enabled"}, "required"}`: the administrator's own factor, and whether the
+    /// deployment requires one.
+    @Sendable func ownFactor(_ call: Call) throws -> Response {
+        let on = try accounts.secondFactor.adminFactorIsOn(call.admin)
+        var response = JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("totp")
+            writer.beginObject()
+            writer.key("enabled"); writer.bool(on)
+            writer.endObject()
+            writer.key("required"); writer.bool(accounts.configuration.adminSecondFactorRequired)
+            writer.endObject()
+        }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    @Sendable func startEnrolment(_ call: Call) throws -> Response {
+        let enrolment = try accounts.secondFactor.startEnrolment(admin: call.admin, origin: call.origin)
+        var response = JSONBody.response { writer in
+            writer.beginObject()
+            writer.key("secret"); writer.string(enrolment.secret)
+            writer.key("otpauthUri"); writer.string(enrolment.uri)
+            writer.key("qrCodeSvg"); writer.string(enrolment.qrCodeSVG)
+            writer.endObject()
+        }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    @Sendable func confirmEnrolment(_ call: Call) throws -> Response {
+        let body = RequestBody(object: try JSONBody.object(call.request))
+        try body.checkKeys(allowed: ["code"])
+        let codes = try accounts.secondFactor.confirmEnrolment(admin: call.admin, code: try body.string("code", required: true)!, origin: call.origin)
+        return SecondFactorController.recoveryCodes(codes)
+    }
+
+    /// A user's second factor turned off (a lost phone and no recovery code): audited, and the
+    /// user is told by mail. `204`; `404` when none is on.
+    @Sendable func resetUserFactor(_ call: Call) throws -> Response {
+        try accounts.secondFactor.disable(userID: try AdminController.userID(call), origin: call.origin, by: call.admin)
+        return Response(status: .noContent)
     }
 
     /// The cookie that names an administrator's device to the sign-in.
@@ -211,10 +283,13 @@ struct AdminController: Controller {
 
     /// `{"hasPassword", "identities": [...], "passkeys": [...]}`: how the user signs in.
     @Sendable func signInMethods(_ call: Call) throws -> Response {
-        let (hasPassword, identities, passkeys) = try accounts.signInMethods.signInMethods(of: try AdminController.userID(call))
+        let userID = try AdminController.userID(call)
+        let (hasPassword, identities, passkeys) = try accounts.signInMethods.signInMethods(of: userID)
+        let mfa = try accounts.secondFactor.status(of: userID)
         return JSONBody.response { writer in
             writer.beginObject()
             writer.key("hasPassword"); writer.bool(hasPassword)
+            writer.key("mfa"); SecondFactorController.write(mfa, into: &writer)
             writer.key("identities")
             writer.beginArray()
             for identity in identities { IdentitiesController.write(identity, into: &writer) }

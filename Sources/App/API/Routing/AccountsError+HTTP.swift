@@ -21,7 +21,7 @@ extension AccountsError: HTTPResponseError {
         case .invalidToken where fields.isEmpty:
             status = .unauthorized
             headers.add(name: "WWW-Authenticate", value: #"Bearer error="invalid_token""#)
-        case .invalidPassword, .accountDisabled, .reauthenticationRequired, .emailUnverified: status = .forbidden
+        case .invalidPassword, .accountDisabled, .reauthenticationRequired, .emailUnverified, .mfaEnrolmentRequired: status = .forbidden
         // Finishing a sign-in; a code in a signed-in request names its field instead (422).
         case .mfaRequired, .invalidMFAToken:
             status = .unauthorized

@@ -28,6 +28,9 @@ public struct RoutePolicy: Sendable, Equatable {
         /// The session's holder proved a credential within `--recent-authentication-seconds`
         /// (`403 reauthentication_required`; then `POST /users/me/reauthenticate`).
         case recentAuthentication = "recent_authentication"
+        /// An administrator's second factor is on, where the deployment requires one (`--admin-mfa
+        /// required`; `403 mfa_enrolment_required`): every administrator's route but the enrolment's.
+        case adminSecondFactor = "admin_second_factor"
 
         public static func < (a: Requirement, b: Requirement) -> Bool {
             allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!

@@ -126,7 +126,9 @@ struct DatabaseAccess: Sendable {
 ///    URL, before the handler runs; for a body over the admission threshold, from the head,
 ///    before the body is read, and that result is the request's (it is not checked twice);
 /// 2. **requirements** of a signed-in user's route: a verified address (`403 email_unverified`),
-///    a credential proved within `--recent-authentication-seconds` (`403 reauthentication_required`);
+///    a credential proved within `--recent-authentication-seconds` (`403 reauthentication_required`;
+///    with both factors while the second is on); of an administrator's, their second factor where
+///    the deployment requires one (`403 mfa_enrolment_required`);
 /// 3. **what a user holds open** (`OpenPerUser`): a place among the event streams the user may
 ///    hold at once (`429 too_many_streams` beyond), kept for as long as the response's stream lives;
 /// 4. **the body**, decoded once, for a route that declares its type: the throttles' keys come
@@ -202,7 +204,10 @@ struct RouteTable {
             authentication, requirements: requirements, throttles: throttling?.kinds ?? [], hashing: hashing, openPerUser: openPerUser,
             audit: audit)
         precondition(openPerUser == nil || authentication == .user, "\(method) \(pattern): a cap per user is a signed-in user's")
-        precondition(requirements.isEmpty || authentication == .user, "\(method) \(pattern): requirements are a signed-in user's")
+        precondition(
+            requirements.subtracting([.adminSecondFactor]).isEmpty || authentication == .user,
+            "\(method) \(pattern): these requirements are a signed-in user's")
+        precondition(!requirements.contains(.adminSecondFactor) || authentication == .admin, "\(method) \(pattern): an administrator's")
         precondition(
             !requirements.contains(.recentAuthentication) || execution != .pipelined,
             "\(method) \(pattern): a pipelined route reads no session, so it cannot check when it was authenticated")
@@ -353,16 +358,23 @@ struct Routes<C: Controller> {
 
     /// An administrator's route: the admin session is checked before the handler runs; a `.read`
     /// audit is written once the handler has made its answer, and the request fails without it.
-    mutating func admin(_ method: HTTPMethod, _ pattern: String, audit: RouteTable.AdminAudit, use bind: @escaping Bind) {
+    ///
+    /// Every administrator's route requires their second factor where the deployment does
+    /// (`--admin-mfa required`), but those of the enrolment itself (`enrolling`).
+    mutating func admin(
+        _ method: HTTPMethod, _ pattern: String, audit: RouteTable.AdminAudit, enrolling: Bool = false, use bind: @escaping Bind
+    ) {
         let (body, handler) = (controller.map(Self.noBody), controller.map(Self.ignoringBody(bind)))
+        let requirements: Set<RoutePolicy.Requirement> = enrolling ? [] : [.adminSecondFactor]
         switch audit {
         case .read(let action):
             table.add(
-                method, pattern, .admin, body: body, throttle: nil, hashing: nil, audit: .read(action.text), execution: .workers,
-                bodyLimit: nil, handler, readAudit: action)
+                method, pattern, .admin, requires: requirements, body: body, throttle: nil, hashing: nil, audit: .read(action.text),
+                execution: .workers, bodyLimit: nil, handler, readAudit: action)
         case .change:
             table.add(
-                method, pattern, .admin, body: body, throttle: nil, hashing: nil, audit: .change, execution: .workers, bodyLimit: nil, handler)
+                method, pattern, .admin, requires: requirements, body: body, throttle: nil, hashing: nil, audit: .change, execution: .workers,
+                bodyLimit: nil, handler)
         }
     }
 
@@ -430,6 +442,9 @@ private struct PolicyChain: Sendable {
                 try accounts.sessions.requireRecentAuthentication(signedIn.session)
                 try await accounts.secondFactor.requireBothFactors(signedIn.session, on: call.statements)
             }
+        }
+        if policy.requirements.contains(.adminSecondFactor), case .admin(let admin) = principal {
+            try await accounts.secondFactor.requireAdminFactor(admin, on: call.statements)
         }
         // 9. Cache invalidation, whether the handler failed or not.
         defer {

@@ -102,7 +102,7 @@ async function api(method, path, body, headers = {}) {
   try { json = text ? JSON.parse(text) : null; } catch (_) { json = null; }
   if (response.ok) return {json, response};
   const problem = json && typeof json === "object" ? json : {detail: `The server answered ${response.status} ${response.statusText}.`};
-  if (response.status === 401 && path !== "/admin/signin" && path !== "/admin/setup") {
+  if (response.status === 401 && !["/admin/signin", "/admin/signin/mfa", "/admin/setup"].includes(path)) {
     endSession();
     problem.detail = "Your console session has ended. Sign in again.";
   }
@@ -116,6 +116,12 @@ async function attempt(action) {
   try {
     await action();
   } catch (error) {
+    // The deployment requires a second factor and this administrator has none: enrol first.
+    if (error instanceof ApiError && error.problem.code === "mfa_enrolment_required" && location.hash !== "#/mfa") {
+      state.flash = "This deployment requires two-step verification: turn it on to use the console.";
+      location.hash = "#/mfa";
+      return;
+    }
     say(error instanceof ApiError ? error.message : `Something went wrong in the console: ${error.message}`);
     if (!state.session) route();
   }
@@ -134,7 +140,7 @@ function endSession() {
 
 // MARK: - Routing: #/dashboard, #/users?q=…&field.NAME=…, #/users/ID, #/schema, #/audit
 
-const PAGES = ["signin", "setup", "dashboard", "users", "user", "schema", "audit"];
+const PAGES = ["signin", "setup", "dashboard", "users", "user", "schema", "audit", "mfa"];
 
 function showPage(name) {
   for (const page of PAGES) $(`page-${page}`).hidden = page !== name;
@@ -166,6 +172,7 @@ async function route() {
     else if (parts[0] === "users") await showUsers(new URLSearchParams(query));
     else if (parts[0] === "schema") await showSchema();
     else if (parts[0] === "audit") await showAudit();
+    else if (parts[0] === "mfa") await showSecondFactor();
     else await showDashboard();
   });
   if (state.flash) {
@@ -184,13 +191,102 @@ async function signIn(event) {
   if (!email || !password) return say("Enter your email and password.");
   $("signin-submit").disabled = true;
   await attempt(async () => {
-    const {json} = await api("POST", "/admin/signin", {email, password});
-    beginSession(json);
-    $("signin-password").value = "";
-    if (!location.hash || location.hash === "#/") history.replaceState(null, "", "#/dashboard");
-    await route();
+    try {
+      const {json} = await api("POST", "/admin/signin", {email, password});
+      await signedIn(json);
+    } catch (error) {
+      // The password was right and the second factor is on: its code finishes the sign-in.
+      if (!(error instanceof ApiError && error.problem.code === "mfa_required")) throw error;
+      state.mfaToken = error.problem.mfaToken;
+      $("signin-password").value = "";
+      $("signin-form").hidden = true;
+      $("signin-mfa-form").hidden = false;
+      $("signin-code").focus();
+    }
   });
   $("signin-submit").disabled = false;
+}
+
+async function finishSignIn(event) {
+  event.preventDefault();
+  quiet();
+  const code = $("signin-code").value.trim();
+  if (!code || !state.mfaToken) return say("Enter the code.");
+  $("signin-code-submit").disabled = true;
+  await attempt(async () => {
+    try {
+      const {json} = await api("POST", "/admin/signin/mfa", {mfaToken: state.mfaToken, code});
+      state.mfaToken = null;
+      $("signin-code").value = "";
+      $("signin-mfa-form").hidden = true;
+      $("signin-form").hidden = false;
+      await signedIn(json);
+    } catch (error) {
+      // Five wrong codes, or too late: start over with the password.
+      if (error instanceof ApiError && error.problem.code === "invalid_mfa_token") {
+        state.mfaToken = null;
+        $("signin-mfa-form").hidden = true;
+        $("signin-form").hidden = false;
+      }
+      throw error;
+    }
+  });
+  $("signin-code-submit").disabled = false;
+}
+
+async function signedIn(json) {
+  beginSession(json);
+  $("signin-password").value = "";
+  if (!location.hash || location.hash === "#/") history.replaceState(null, "", "#/dashboard");
+  await route();
+}
+
+// MARK: - The administrator's own second factor
+
+async function showSecondFactor() {
+  const {json} = await api("GET", "/admin/me/mfa");
+  showPage("mfa");
+  $("mfa-state").textContent = json.totp.enabled
+    ? "Two-step verification is on: signing in asks for a code from your authenticator app."
+    : json.required
+      ? "This deployment requires two-step verification. Turn it on to use the console."
+      : "Two-step verification is off.";
+  $("mfa-start").hidden = json.totp.enabled;
+  $("mfa-enrol").hidden = true;
+}
+
+async function startEnrolment() {
+  quiet();
+  await attempt(async () => {
+    const {json} = await api("POST", "/admin/me/mfa/totp");
+    // The server's own drawing of the URI: parsed as SVG markup, never as HTML, and no script.
+    const svg = new DOMParser().parseFromString(json.qrCodeSvg, "image/svg+xml").documentElement;
+    if (svg.nodeName !== "svg" || svg.querySelector("script")) throw new Error("the QR code is not an SVG drawing");
+    svg.setAttribute("role", "img");
+    svg.setAttribute("aria-label", "QR code of the key for your authenticator app");
+    $("mfa-qr").replaceChildren(document.importNode(svg, true));
+    $("mfa-secret").textContent = json.secret;
+    $("mfa-enrol").hidden = false;
+    $("mfa-codes").hidden = true;
+    $("mfa-code").focus();
+  });
+}
+
+async function confirmEnrolment(event) {
+  event.preventDefault();
+  quiet();
+  const code = $("mfa-code").value.trim();
+  if (!code) return say("Enter the app's code.");
+  await attempt(async () => {
+    const {json} = await api("POST", "/admin/me/mfa/totp/confirm", {code});
+    $("mfa-code").value = "";
+    $("mfa-enrol").hidden = true;
+    $("mfa-start").hidden = true;
+    $("mfa-state").textContent = "Two-step verification is on: signing in asks for a code from your authenticator app.";
+    $("mfa-codes-list").replaceChildren(...json.recoveryCodes.map((code) => el("li", {}, el("code", {text: code}))));
+    $("mfa-codes").hidden = false;
+    say("Two-step verification is on.", "success");
+  });
 }
 
 // The first administrator, from the setup link: the answer is a session, as a sign-in's.
@@ -539,6 +635,20 @@ function renderSignInMethods(methods) {
   ];
   $("methods-table").tBodies[0].replaceChildren(...rows);
   $("methods-empty").hidden = rows.length > 0;
+  const mfa = methods.mfa || {totp: {enabled: false}, recoveryCodesLeft: 0};
+  $("user-mfa").textContent = mfa.totp.enabled
+    ? `Two-step verification is on (${mfa.recoveryCodesLeft} recovery code${mfa.recoveryCodesLeft === 1 ? "" : "s"} left).`
+    : "Two-step verification is off.";
+  $("user-mfa-reset").hidden = !mfa.totp.enabled;
+}
+
+// For a user who lost their phone and their recovery codes: audited, and the user is told.
+async function resetUserFactor() {
+  await attempt(async () => {
+    await api("DELETE", `/admin/users/${encodeURIComponent(state.user.view.id)}/mfa`);
+    say("The user's two-step verification is off; they were told by mail.", "success");
+    await showUser(state.user.view.id);
+  });
 }
 
 function renderImages(page, append) {
@@ -658,6 +768,10 @@ document.addEventListener("DOMContentLoaded", () => {
   $("user-delete-cancel").addEventListener("click", () => { $("delete-confirm").hidden = true; $("user-delete").focus(); });
   $("user-delete-confirm").addEventListener("click", deleteUser);
   $("sessions-revoke-all").addEventListener("click", revokeAll);
+  $("signin-mfa-form").addEventListener("submit", finishSignIn);
+  $("mfa-start").addEventListener("click", startEnrolment);
+  $("mfa-confirm-form").addEventListener("submit", confirmEnrolment);
+  $("user-mfa-reset").addEventListener("click", resetUserFactor);
   $("images-more").addEventListener("click", moreImages);
   $("pin-form").addEventListener("submit", pin);
   $("audit-next").addEventListener("click", () => pageAudit(true));
