@@ -153,75 +153,51 @@ def reset_and_verify(browser, args):
 
 
 def undo_email_change(browser, args):
-    step("open the undo link on a phone-sized window: nothing happens until the button is pressed")
-    browser.open(args.undo_link, PHONE)
-    browser.wait("the undo button", lambda: browser.element("undo").is_displayed())
-    browser.check_fragment_gone()
-    if browser.api_responses(UNDO_PATH):
-        raise Failure("the page undid the change on opening, before the button was pressed")
-    browser.screenshot("undo-confirm.png")
-    browser.check_console()
-
-    step("press the button: the old address is back")
-    browser.element("undo").click()
-    browser.wait_for_text("message", TEXT_RESTORED.format(email=args.expect_restored))
-    if browser.element("undo").is_displayed():
-        raise Failure("the undo button is still shown after success")
-    if [status for _, status in browser.api_responses(UNDO_PATH)] != [200]:
-        raise Failure(f"expected one 200 answer to {UNDO_PATH}")
-    browser.screenshot("undo-done.png")
-    browser.check_console()
-
-    step("the used link again shows the API's detail and no button")
-    browser.open(args.undo_link, PHONE)
-    browser.wait("the undo button", lambda: browser.element("undo").is_displayed())
-    browser.element("undo").click()
-    browser.wait("the button to go", lambda: not browser.element("undo").is_displayed())
-    answers = browser.api_responses(UNDO_PATH)
-    if [status for _, status in answers] != [422]:
-        raise Failure(f"expected one 422 answer to {UNDO_PATH}, got {[status for _, status in answers]}")
-    problem = json.loads(browser.driver.execute_cdp_cmd("Network.getResponseBody", {"requestId": answers[0][0]})["body"])
-    if problem.get("code") != "invalid_undo_token":
-        raise Failure(f"expected code invalid_undo_token, got {problem.get('code')!r}")
-    browser.wait_for_text("message", problem["detail"])
-    browser.screenshot("undo-invalid.png")
-    browser.check_console(allowed_network_status=(UNDO_PATH, 422))
+    confirm_link(browser, args.undo_link, "undo", UNDO_PATH, "invalid_undo_token", "undo",
+                 "the old address is back", TEXT_RESTORED.format(email=args.expect_restored))
 
 
 def remove_sign_in_method(browser, args):
-    step("open the removal link on a phone-sized window: nothing happens until the button is pressed")
-    browser.open(args.remove_link, PHONE)
-    browser.wait("the remove button", lambda: browser.element("remove").is_displayed())
+    confirm_link(browser, args.remove_link, "remove", REMOVE_PATH, "invalid_token", "remove",
+                 "the way in is gone and every device signed out", TEXT_REMOVED)
+
+
+def confirm_link(browser, link, button, path, invalid_code, shots, outcome, done_text):
+    """A page that acts on its link once its button is pressed: nothing before, the outcome
+    after, and the API's detail (and no button) for the used link."""
+    step(f"open the {shots} link on a phone-sized window: nothing happens until the button is pressed")
+    browser.open(link, PHONE)
+    browser.wait(f"the {button} button", lambda: browser.element(button).is_displayed())
     browser.check_fragment_gone()
-    if browser.api_responses(REMOVE_PATH):
-        raise Failure("the page removed the way in on opening, before the button was pressed")
-    browser.screenshot("remove-confirm.png")
+    if browser.api_responses(path):
+        raise Failure(f"the page posted to {path} on opening, before the button was pressed")
+    browser.screenshot(f"{shots}-confirm.png")
     browser.check_console()
 
-    step("press the button: the way in is gone and every device signed out")
-    browser.element("remove").click()
-    browser.wait_for_text("message", TEXT_REMOVED)
-    if browser.element("remove").is_displayed():
-        raise Failure("the remove button is still shown after success")
-    if [status for _, status in browser.api_responses(REMOVE_PATH)] != [200]:
-        raise Failure(f"expected one 200 answer to {REMOVE_PATH}")
-    browser.screenshot("remove-done.png")
+    step(f"press the button: {outcome}")
+    browser.element(button).click()
+    browser.wait_for_text("message", done_text)
+    if browser.element(button).is_displayed():
+        raise Failure(f"the {button} button is still shown after success")
+    if [status for _, status in browser.api_responses(path)] != [200]:
+        raise Failure(f"expected one 200 answer to {path}")
+    browser.screenshot(f"{shots}-done.png")
     browser.check_console()
 
     step("the used link again shows the API's detail and no button")
-    browser.open(args.remove_link, PHONE)
-    browser.wait("the remove button", lambda: browser.element("remove").is_displayed())
-    browser.element("remove").click()
-    browser.wait("the button to go", lambda: not browser.element("remove").is_displayed())
-    answers = browser.api_responses(REMOVE_PATH)
+    browser.open(link, PHONE)
+    browser.wait(f"the {button} button", lambda: browser.element(button).is_displayed())
+    browser.element(button).click()
+    browser.wait("the button to go", lambda: not browser.element(button).is_displayed())
+    answers = browser.api_responses(path)
     if [status for _, status in answers] != [422]:
-        raise Failure(f"expected one 422 answer to {REMOVE_PATH}, got {[status for _, status in answers]}")
+        raise Failure(f"expected one 422 answer to {path}, got {[status for _, status in answers]}")
     problem = json.loads(browser.driver.execute_cdp_cmd("Network.getResponseBody", {"requestId": answers[0][0]})["body"])
-    if problem.get("code") != "invalid_token":
-        raise Failure(f"expected code invalid_token, got {problem.get('code')!r}")
+    if problem.get("code") != invalid_code:
+        raise Failure(f"expected code {invalid_code}, got {problem.get('code')!r}")
     browser.wait_for_text("message", problem["detail"])
-    browser.screenshot("remove-invalid.png")
-    browser.check_console(allowed_network_status=(REMOVE_PATH, 422))
+    browser.screenshot(f"{shots}-invalid.png")
+    browser.check_console(allowed_network_status=(path, 422))
 
 
 def main():

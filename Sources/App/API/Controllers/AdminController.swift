@@ -117,16 +117,7 @@ struct AdminController: Controller {
     }
 
     @Sendable func startEnrolment(_ call: Call) throws -> Response {
-        let enrolment = try accounts.secondFactor.startEnrolment(admin: call.admin, origin: call.origin)
-        var response = JSONBody.response { writer in
-            writer.beginObject()
-            writer.key("secret"); writer.string(enrolment.secret)
-            writer.key("otpauthUri"); writer.string(enrolment.uri)
-            writer.key("qrCodeSvg"); writer.string(enrolment.qrCodeSVG)
-            writer.endObject()
-        }
-        response.headers.add(name: "Cache-Control", value: "no-store")
-        return response
+        SecondFactorController.enrolment(try accounts.secondFactor.startEnrolment(admin: call.admin, origin: call.origin))
     }
 
     @Sendable func confirmEnrolment(_ call: Call) throws -> Response {

@@ -50,7 +50,11 @@ struct SecondFactorController: Controller {
     }
 
     @Sendable func startEnrolment(_ call: Call) throws -> Response {
-        let enrolment = try accounts.secondFactor.startEnrolment(user: call.signedIn.user)
+        Self.enrolment(try accounts.secondFactor.startEnrolment(user: call.signedIn.user))
+    }
+
+    /// `200 {"secret", "otpauthUri", "qrCodeSvg"}`, a user's or an administrator's.
+    static func enrolment(_ enrolment: SecondFactor.Enrolment) -> Response {
         var response = JSONBody.response { writer in
             writer.beginObject()
             writer.key("secret"); writer.string(enrolment.secret)

@@ -1,6 +1,6 @@
 "use strict";
 
-// What both recovery pages use; loaded before each page's own script (both `defer`, so in order).
+// What the pages of mailed links use; loaded before each page's own script (both `defer`, so in order).
 
 function readToken() {
   const value = new URLSearchParams(location.hash.slice(1)).get("token");
@@ -58,4 +58,50 @@ async function problemOf(response) {
     code: problem.code, detail, errors: Array.isArray(problem.errors) ? problem.errors : [],
     mfaToken: typeof problem.mfaToken === "string" ? problem.mfaToken : null, // mfa_required's second step
   };
+}
+
+// A page whose link does one thing once confirmed (undo a change of address, remove a way in):
+// its token is read from the fragment; nothing is sent until the person presses `buttonId` (a
+// mail scanner that opens the link must change nothing); then `{token}` goes to `path`, and
+// `done(result)` gives the words of success. A used or expired link (`invalidCode`) hides the
+// button: trying again cannot help.
+function confirmLink({path, buttonId, progress, done, invalidCode}) {
+  const token = readToken();
+  // A new link pasted into this tab changes only the fragment, which loads nothing: start over with it.
+  addEventListener("hashchange", () => {
+    if (new URLSearchParams(location.hash.slice(1)).has("token")) location.reload();
+  });
+  const confirmation = document.getElementById("confirm");
+  const button = document.getElementById(buttonId);
+  if (token) {
+    confirmation.hidden = false;
+  } else {
+    showMessage(["This link is incomplete. Open the link from the email again."], "error", true);
+  }
+  button.addEventListener("click", async () => {
+    if (!token || button.disabled) return;
+    button.disabled = true; // one request at a time: the token works once
+    showMessage([progress]);
+    try {
+      const response = await postJSON(path, {token});
+      if (response.ok) {
+        let result = null;
+        try {
+          result = await response.json();
+        } catch {
+          // done all the same; `done` says less without the body
+        }
+        confirmation.hidden = true;
+        showMessage(done(result), "success", true);
+        return;
+      }
+      const problem = await problemOf(response);
+      if (problem.code === invalidCode) confirmation.hidden = true;
+      showMessage([problem.detail], "error", true);
+    } catch {
+      showMessage(["The server could not be reached. Check your connection and try again."], "error", true);
+    } finally {
+      button.disabled = false;
+    }
+  });
 }
