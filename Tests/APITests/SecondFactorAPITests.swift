@@ -268,8 +268,15 @@ struct SecondFactorAPITests {
         let notices = try PasskeysAPITests.mails(server, subject: "Two-step verification of your")
         #expect(notices.contains { $0.replacingOccurrences(of: "=\r\n", with: "").contains("An administrator turned two-step verification off") })
 
-        // On the server's machine: the administrator's factor off.
-        #expect(try server.app.accounts.administrators.resetAdminSecondFactor(email: "root@example.com"))
+        // On the server's machine: the administrator's factor off (audited as the command).
+        let binary = try #require(TestImages.exosphereExecutable())
+        let reset = try run(
+            binary, ["admin", "reset-mfa", "--email", "root@example.com", "--database-url", server.databaseURL, "--log-level", "warning"])
+        #expect(reset.contains("second factor off for root@example.com"), "\(reset)")
+        let commands = try server.withDatabase {
+            try $0.query("SELECT count(*)::int8 FROM admin_audit WHERE action = 'cli.admin.reset_mfa root@example.com'")[0].decode(Int.self, at: 0)
+        }
+        #expect(commands == 1)
         let plain = try server.call("POST", "/admin/signin", json: #"{"email": "root@example.com", "password": "\#(password)"}"#)
         #expect(plain.status == 200, "\(plain.text)")
         if let plainToken = plain.json["accessToken"]?.stringValue {

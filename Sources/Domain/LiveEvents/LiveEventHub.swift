@@ -110,13 +110,38 @@ public final class LiveEventHub: @unchecked Sendable {
         public init() {}
     }
 
+    /// What a stream holds for its client: frames as they were made, each one's storage shared by
+    /// every stream it went to (the streams of a user get one copy of an event, not one each).
+    struct Pending {
+        private var chunks: [[UInt8]] = []
+        /// The bytes held, counted for each stream (what its cap weighs).
+        private(set) var count = 0
+
+        init(_ bytes: [UInt8] = []) {
+            if !bytes.isEmpty { append(bytes) }
+        }
+
+        var isEmpty: Bool { count == 0 }
+
+        mutating func append(_ bytes: [UInt8]) {
+            chunks.append(bytes)
+            count += bytes.count
+        }
+
+        /// Everything held, in one array, and nothing held after.
+        mutating func take() -> [UInt8] {
+            defer { self = Pending() }
+            return chunks.count == 1 ? chunks[0] : Array(chunks.joined())
+        }
+    }
+
     /// A stream's state, kept by the hub; its `LiveEventStream` owns it.
     /// Only touched under the hub's lock.
     final class Subscriber: @unchecked Sendable {
         let userID: String
         let sessionID: String
         var lastID: Int64
-        var pending: [UInt8]
+        var pending: Pending
         var waiter: (@Sendable (Result<[UInt8], any Error>) -> Void)?
         /// The stream ends once `pending` is taken.
         var ending = false
@@ -126,7 +151,7 @@ public final class LiveEventHub: @unchecked Sendable {
             self.userID = userID
             self.sessionID = sessionID
             self.lastID = lastID
-            self.pending = greeting
+            self.pending = Pending(greeting)
             self.lastSentAt = now
         }
     }
@@ -301,10 +326,8 @@ public final class LiveEventHub: @unchecked Sendable {
     func next(_ subscriber: Subscriber, _ completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) {
         let ready: [UInt8]? = lock.withLock {
             if !subscriber.pending.isEmpty || subscriber.ending {
-                let bytes = subscriber.pending
-                subscriber.pending = []
                 subscriber.lastSentAt = monotonicNanoseconds()
-                return bytes
+                return subscriber.pending.take()
             }
             subscriber.waiter = completion
             return nil
@@ -339,10 +362,8 @@ public final class LiveEventHub: @unchecked Sendable {
     private func take(_ subscriber: Subscriber) -> Delivery? {
         guard let waiter = subscriber.waiter, !subscriber.pending.isEmpty || subscriber.ending else { return nil }
         subscriber.waiter = nil
-        let bytes = subscriber.pending
-        subscriber.pending = []
         subscriber.lastSentAt = monotonicNanoseconds()
-        return Delivery(waiter: waiter, bytes: bytes)
+        return Delivery(waiter: waiter, bytes: subscriber.pending.take())
     }
 
     /// Under the lock: the streams of a user, or of a session.
@@ -429,7 +450,7 @@ public final class LiveEventHub: @unchecked Sendable {
     /// Under the lock: the stream says `session_ended` and ends.
     private func end(_ subscriber: Subscriber) {
         guard !subscriber.ending else { return }
-        subscriber.pending += LiveEventHub.sessionEnded
+        subscriber.pending.append(LiveEventHub.sessionEnded)
         subscriber.ending = true
     }
 
@@ -440,10 +461,10 @@ public final class LiveEventHub: @unchecked Sendable {
     private func append(_ bytes: [UInt8], to subscriber: Subscriber) {
         guard !subscriber.ending else { return }
         guard subscriber.pending.count + bytes.count > pendingLimit else {
-            subscriber.pending += bytes
+            subscriber.pending.append(bytes)
             return
         }
-        subscriber.pending = LiveEventHub.frame(LiveEvent(id: subscriber.lastID, name: "resync", data: Array("{}".utf8)))
+        subscriber.pending = Pending(LiveEventHub.frame(LiveEvent(id: subscriber.lastID, name: "resync", data: Array("{}".utf8))))
         subscriber.ending = true
         counters.overflowed += 1
     }
@@ -489,13 +510,15 @@ public final class LiveEventHub: @unchecked Sendable {
                 counters.catchUps += 1
                 if caughtUp.more { markDirty(work.userID) }
                 var ready: [Delivery] = []
+                // Each event framed once, its bytes shared by every stream of the user.
+                let frames = caughtUp.events.map { (id: $0.id, bytes: LiveEventHub.frame($0)) }
                 for subscriber in subscribers(ofUser: work.userID) where !subscriber.ending {
                     if work.sessions.contains(subscriber.sessionID), !caughtUp.liveSessions.contains(subscriber.sessionID) {
                         end(subscriber)
                     } else if caughtUp.reached > subscriber.lastID {
                         if let first = caughtUp.firstKept, first <= subscriber.lastID + 1 {
-                            for event in caughtUp.events where event.id > subscriber.lastID {
-                                append(LiveEventHub.frame(event), to: subscriber)
+                            for frame in frames where frame.id > subscriber.lastID {
+                                append(frame.bytes, to: subscriber)
                                 counters.delivered += 1
                             }
                         } else {

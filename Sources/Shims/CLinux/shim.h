@@ -31,6 +31,8 @@ extern pid_t gettid(void);
 static inline int clinux_sock_nonblock_cloexec(void) { return SOCK_NONBLOCK | SOCK_CLOEXEC; }
 /// Sets glibc's mmap threshold (which also stops its dynamic adjustment).
 static inline int clinux_set_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }
+/// Caps glibc's malloc arenas (8 per core by default).
+static inline int clinux_set_arena_max(int arenas) { return mallopt(M_ARENA_MAX, arenas); }
 /// Gives the free memory of every malloc arena back to the system (glibc's malloc_trim).
 static inline int clinux_malloc_trim(void) { return malloc_trim(0); }
 /* SCHED_IDLE (Linux): run only when no other thread wants the CPU. */

@@ -289,8 +289,15 @@ public final class Application: Sendable {
     /// 1 MiB or more (an scrypt buffer, an image body) gets its own mapping. Left to itself, glibc
     /// raises that threshold to the largest block freed so far (up to 32 MiB), after which a
     /// 16 MiB scrypt buffer stays in a thread's heap, resident, after its hash.
+    ///
+    /// And keeps glibc to 2 malloc arenas per core (8 by default): each arena keeps what its
+    /// threads freed, and with the worker pool's threads each rendering 56 KiB profiles (a loop
+    /// of `PATCH /users/me` beside 200 unread event streams, `bench/streams-memory.sh`) the peak
+    /// grew 38 to 87 MiB over the start in six runs, 48 to 63 with 4 arenas; `GET /users/me`
+    /// at 64 connections was the same (`bench/me.sh`: 91,200 and 91,012 req/s).
     public static func returnLargeBlocksToTheSystem() {
         _ = clinux_set_mmap_threshold(1 << 20)
+        _ = clinux_set_arena_max(Int32(max(2, 2 * sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
     }
 
     /// Gives the free memory of glibc's arenas back to the system. Memory a thread frees stays in
