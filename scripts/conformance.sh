@@ -296,9 +296,14 @@ def _tolerated_field_error(error, body):
 #   attestation is not one this server can accept is 422 invalid_passkey; in both ceremonies a
 #   member that is not base64url, or an `id` that is not the `rawId`, is 422 invalid_value.
 # And those of account recovery, which depend on state no schema holds:
-#   POST /users/password-reset/confirm, POST /users/verify-email, POST /users/email-change/undo: a
-#       well-formed token that the server did not mail (or that is used, expired or superseded) is
-#       422 invalid_reset_token, invalid_verification_token or invalid_undo_token;
+#   POST /users/password-reset/confirm, POST /users/verify-email, POST /users/email-change/undo,
+#       POST /users/sign-in-methods/remove: a well-formed token that the server did not mail (or
+#       that is used, expired or superseded) is 422 invalid_reset_token, invalid_verification_token,
+#       invalid_undo_token or invalid_token;
+#   POST /users/me/mfa/totp/confirm: a code that is not the authenticator's is 422 invalid_code;
+#   POST /users/me/reauthenticate: a passkey assertion, an ID token or a code the server cannot
+#       accept is 422 invalid_credentials, invalid_id_token or invalid_code, and an assertion's
+#       member that is not base64url 422 invalid_value (as at the passkey sign-in);
 #   GET /users/me/activity: as the image list, 422 invalid_cursor.
 _IMAGE_CODES = {
     ("POST", "/users/me/images"): {
@@ -313,6 +318,9 @@ _IMAGE_CODES = {
     ("POST", "/users/password-reset/confirm"): {422: {"invalid_reset_token"}},
     ("POST", "/users/verify-email"): {422: {"invalid_verification_token"}},
     ("POST", "/users/email-change/undo"): {422: {"invalid_undo_token"}},
+    ("POST", "/users/sign-in-methods/remove"): {422: {"invalid_token"}},
+    ("POST", "/users/me/mfa/totp/confirm"): {422: {"invalid_code"}},
+    ("POST", "/users/me/reauthenticate"): {422: {"invalid_credentials", "invalid_id_token", "invalid_code", "invalid_value"}},
     ("GET", "/users/me/activity"): {422: {"invalid_cursor"}},
     ("HEAD", "/users/me/activity"): {422: {"invalid_cursor"}},
     ("POST", "/users/me/passkeys/registration"): {422: {"invalid_passkey", "invalid_value"}},

@@ -58,6 +58,7 @@ public final class Housekeeping: Sendable {
         let tokens = try drain {
             try AccountTokenRepository.purgeExpired($0, limit: Housekeeping.batchSize, at: now)
                 + IDTokenFreshnessRepository.purgeExpired($0, limit: Housekeeping.batchSize, at: now)
+                + MFARepository.purgeExpiredChallenges($0, limit: Housekeeping.batchSize, at: now)
         }
         let events = try drain {
             try ActivityRepository.purge($0, olderThanSeconds: activityRetentionSeconds, limit: Housekeeping.batchSize)
