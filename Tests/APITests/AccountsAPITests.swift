@@ -45,7 +45,7 @@ struct AccountsAPITests {
         #expect(abs(expires - before - 30 * 86_400_000) < 120_000)
 
         let user = try #require(body["user"])
-        #expect(keys(user) == ["createdAt", "data", "email", "emailVerified", "firstname", "id", "lastname", "pendingEmail", "updatedAt"])
+        #expect(keys(user) == ["createdAt", "data", "email", "emailVerified", "firstname", "id", "isGuest", "lastname", "pendingEmail", "updatedAt"])
         #expect(user["email"]?.stringValue == email)
         #expect(user["firstname"]?.stringValue == "Ayu")
         #expect(user["lastname"]?.stringValue == "Lestari")

@@ -85,7 +85,8 @@ import Thumbnails
                 "POST /admin/signin", "POST /admin/signin/mfa", "POST /admin/setup", "GET /console", "GET /console/", "GET /console/console.css",
                 "GET /console/console.js",
                 "POST /users/signin/apple", "POST /users/signin/google", "POST /users/signin/nonce", "POST /users/signin/passkey/options",
-                "POST /users/signin/passkey", "POST /users/signin/mfa",
+                "POST /users/signin/passkey", "POST /users/signin/mfa", "POST /users/guest", "POST /users/signin/email-code",
+                "POST /users/signin/email-code/verify",
             ])
     }
 

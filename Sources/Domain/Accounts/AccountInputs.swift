@@ -37,12 +37,13 @@ public struct SignInAttempt: Sendable {
 
 /// `POST /users/me/password`.
 public struct PasswordChange: Sendable {
-    public var oldPassword: String
+    /// Nil for the first password of an account without one (a guest, a provider's account).
+    public var oldPassword: String?
     public var newPassword: String
     /// When given, it must equal `newPassword`.
     public var confirmPassword: String?
 
-    public init(oldPassword: String, newPassword: String, confirmPassword: String? = nil) {
+    public init(oldPassword: String?, newPassword: String, confirmPassword: String? = nil) {
         self.oldPassword = oldPassword
         self.newPassword = newPassword
         self.confirmPassword = confirmPassword
@@ -51,13 +52,14 @@ public struct PasswordChange: Sendable {
 
 /// `PUT /users/me`: the whole editable representation.
 public struct ProfileReplacement: Sendable {
-    public var email: EmailAddress
+    /// nil: the account keeps no address (a guest's may name none).
+    public var email: EmailAddress?
     public var firstname: String
     public var lastname: String
     /// Every custom field the user keeps, not yet checked against their types.
     public var data: JSONObject
 
-    public init(email: EmailAddress, firstname: String = "", lastname: String = "", data: JSONObject = JSONObject()) {
+    public init(email: EmailAddress?, firstname: String = "", lastname: String = "", data: JSONObject = JSONObject()) {
         self.email = email
         self.firstname = firstname
         self.lastname = lastname
@@ -127,5 +129,30 @@ public enum PersonName {
 extension String {
     fileprivate func leftPadded(to length: Int) -> String {
         count >= length ? self : String(repeating: "0", count: length - count) + self
+    }
+}
+
+/// `POST /users/signin/email-code/verify`: the address and the code mailed to it.
+public struct EmailCodeAttempt: Sendable {
+    public var email: EmailAddress
+    public var code: String
+
+    public init(email: EmailAddress, code: String) {
+        self.email = email
+        self.code = code
+    }
+}
+
+/// `POST /users/guest`: what a guest starts with (all optional).
+public struct GuestStart: Sendable {
+    public var firstname: String
+    public var lastname: String
+    /// Custom fields, not yet checked against their types.
+    public var data: JSONObject
+
+    public init(firstname: String = "", lastname: String = "", data: JSONObject = JSONObject()) {
+        self.firstname = firstname
+        self.lastname = lastname
+        self.data = data
     }
 }

@@ -14,7 +14,7 @@ public struct AccountMail: Sendable {
     /// Voids the user's older verification links, makes the slot of the new one bound to the
     /// current address, and queues its mail (whose sender makes the token: `mintMailToken`).
     func queueVerification(_ connection: PostgresConnection, user: User) throws {
-        guard let email = EmailAddress(user.email) else { return }
+        guard let email = user.email.flatMap(EmailAddress.init) else { return }
         try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.emailVerification])
         let slot = try AccountTokenRepository.insertSlot(
             connection, userID: user.id, purpose: .emailVerification, email: email,
@@ -22,14 +22,14 @@ public struct AccountMail: Sendable {
         // No name: the address is not proven yet, so the mail carries no text its requester chose
         // (a name could otherwise make it a message to a stranger's mailbox).
         try OutboxRepository.enqueue(
-            connection, OutgoingMail(.verifyEmail, to: user.email, [OutgoingMail.tokenSlotVariable: String(slot), "email": user.email]))
+            connection, OutgoingMail(.verifyEmail, to: email.value, [OutgoingMail.tokenSlotVariable: String(slot), "email": email.value]))
     }
 
     /// After a password change or reset: older reset links die, the event is recorded, and the
     /// account's address gets a notice.
     func passwordChanged(_ connection: PostgresConnection, user: User, _ kind: ActivityEvent.Kind, origin: RequestOrigin) throws {
         try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.passwordReset])
-        try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress.normalized(user.email))
+        if let email = user.email { try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress.normalized(email)) }
         try ActivityRepository.record(connection, userID: user.id, kind, origin: origin)
         try OutboxRepository.enqueue(connection, .notice(.passwordChanged, to: user))
     }
@@ -41,6 +41,8 @@ public struct AccountMail: Sendable {
     func wayInAdded(
         _ connection: PostgresConnection, user: User, method: String, chosenMethod: String? = nil, _ target: AccountTokenRepository.Target
     ) throws {
+        // A guest has no address to tell: the way in is its first.
+        guard user.email != nil else { return }
         let slot = try AccountTokenRepository.insertSlot(
             connection, userID: user.id, purpose: .signInMethodRemoval, target: target,
             lifetimeSeconds: context.configuration.signInMethodRemovalSeconds, at: context.clock.now())
@@ -71,27 +73,31 @@ public struct AccountMail: Sendable {
     /// notice with the link that puts it back.
     func emailChangeApplied(_ connection: PostgresConnection, from old: User, to new: User, origin: RequestOrigin) throws {
         try AccountTokenRepository.deleteAll(connection, userID: new.id, purposes: [.passwordReset, .emailVerification])
-        try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress.normalized(old.email))
+        if let email = old.email { try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress.normalized(email)) }
         try ActivityRepository.record(connection, userID: new.id, .emailChanged, origin: origin)
-        guard let oldAddress = EmailAddress(old.email) else { return }
+        // A guest's first address has nothing to undo.
+        guard let oldAddress = old.email.flatMap(EmailAddress.init) else { return }
         let slot = try AccountTokenRepository.insertSlot(
             connection, userID: new.id, purpose: .emailChangeUndo, email: oldAddress, lifetimeSeconds: context.configuration.emailChangeUndoSeconds,
             at: context.clock.now())
         try OutboxRepository.enqueue(
             connection,
             .notice(
-                .emailChangeApplied, to: old.email, verified: old.emailVerified, firstname: new.firstname,
-                [OutgoingMail.tokenSlotVariable: String(slot), "newEmail": new.email]))
+                .emailChangeApplied, to: oldAddress.value, verified: old.emailVerified, firstname: new.firstname,
+                [OutgoingMail.tokenSlotVariable: String(slot), "newEmail": new.email ?? ""]))
     }
 
     /// After an administrator's change of address: links sent to the old one die, the new one
     /// gets a verification link and the old one a notice.
     func addressChanged(_ connection: PostgresConnection, from old: User, to new: User, origin: RequestOrigin) throws {
         try AccountTokenRepository.deleteAll(connection, userID: new.id, purposes: [.passwordReset, .emailChange])
-        try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress.normalized(old.email))
         try ActivityRepository.record(connection, userID: new.id, .emailChanged, origin: origin)
-        try OutboxRepository.enqueue(
-            connection, .notice(.emailChanged, to: old.email, verified: old.emailVerified, firstname: new.firstname, ["newEmail": new.email]))
+        if let oldEmail = old.email {
+            try AccountTokenRepository.deletePendingResets(connection, email: EmailAddress.normalized(oldEmail))
+            try OutboxRepository.enqueue(
+                connection, .notice(.emailChanged, to: oldEmail, verified: old.emailVerified, firstname: new.firstname, ["newEmail": new.email ?? ""])
+            )
+        }
         try queueVerification(connection, user: new)
     }
 
@@ -124,8 +130,15 @@ extension OutgoingMail {
         return OutgoingMail(kind, to: address, values)
     }
 
-    /// A notice to `user`'s own address.
-    static func notice(_ kind: MailKind, to user: User, _ variables: [String: String] = [:], chosen: [String: String] = [:]) -> OutgoingMail {
-        notice(kind, to: user.email, verified: user.emailVerified, firstname: user.firstname, variables, chosen: chosen)
+    /// A notice to `user`'s own address; nil for an account without one.
+    static func notice(_ kind: MailKind, to user: User, _ variables: [String: String] = [:], chosen: [String: String] = [:]) -> OutgoingMail? {
+        user.email.map { notice(kind, to: $0, verified: user.emailVerified, firstname: user.firstname, variables, chosen: chosen) }
+    }
+}
+
+extension OutboxRepository {
+    /// Queues `mail`, if there is one: a notice to an account without an address goes nowhere.
+    static func enqueue(_ connection: PostgresConnection, _ mail: OutgoingMail?) throws {
+        if let mail { try enqueue(connection, mail) }
     }
 }

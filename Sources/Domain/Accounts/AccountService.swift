@@ -67,6 +67,20 @@ public final class AccountService: Sendable {
         public var signInMethodRemovalSeconds: Double = 7 * 86_400
         /// How long a mailed reset link works (the contract: 1 hour).
         public var resetTokenSeconds: Double = 3_600
+        /// How long a mailed code works (the contract: 10 minutes).
+        public var emailCodeSeconds: Double = 600
+        /// Whether a right code for an address no account holds makes the account
+        /// (`--email-code-signup`; off by default).
+        public var emailCodeSignup = false
+        /// Codes by mail asked for per email (registered or not, so that a 429 tells nothing).
+        public var emailCodesPerEmail = ThrottleRule(limit: 5, windowSeconds: 60 * 60)
+        /// Codes by mail asked for per client address (IPv6: one /64), whatever the email.
+        public var emailCodesPerAddress = ThrottleRule(limit: 30, windowSeconds: 60 * 60)
+        /// Guests made per client address (IPv6: one /64); limit 0 turns it off.
+        public var guestsPerAddress = ThrottleRule(limit: 30, windowSeconds: 60 * 60)
+        /// How long a guest may stay idle (no change, no session used) before it is deleted with
+        /// everything it holds (`--guest-ttl-days`, default 30); 0 keeps guests.
+        public var guestIdleSeconds: Double = 30 * 86_400
         /// How long a mailed verification link works (the contract: 24 hours).
         public var verificationTokenSeconds: Double = 86_400
         /// How often queued password reset requests are turned into tokens and mail.
@@ -95,7 +109,8 @@ public final class AccountService: Sendable {
             [
                 signInPerEmailAndAddress, signInPerEmail, signInPerAddress, passwordChecks, registrationsPerAddress,
                 resetRequestsPerEmail, resetRequestsPerAddress, verificationResends, emailChangesPerUser, emailChangesPerAddress,
-                exportsPerUser, signInMethodChangesPerUser, passwordChangesPerUser, secondFactorCodesPerUser,
+                exportsPerUser, signInMethodChangesPerUser, passwordChangesPerUser, secondFactorCodesPerUser, emailCodesPerEmail,
+                emailCodesPerAddress, guestsPerAddress,
             ]
             .map(\.windowSeconds).max()!
         }
@@ -136,6 +151,10 @@ public final class AccountService: Sendable {
     public let throttles: Throttles
     /// A user's second factor: TOTP, recovery codes, the sign-ins it finishes, the step-up.
     public let secondFactor: SecondFactor
+    /// Sign-in and reauthentication by codes mailed to the account's address.
+    public let emailCodes: EmailCodes
+    /// Accounts without an address or a password yet, and their sweep.
+    public let guests: Guests
 
     private let context: AccountsContext
     private let toucher: SessionToucher
@@ -177,7 +196,7 @@ public final class AccountService: Sendable {
         let mail = AccountMail(context: context)
         sessions = Sessions(context: context, sessionCache: sessionCache, invalidationFeed: invalidationFeed, toucher: toucher)
         passwordSignIn = PasswordSignIn(context: context, sessions: sessions, mail: mail)
-        passwords = Passwords(context: context, mail: mail)
+        passwords = Passwords(context: context, sessions: sessions, mail: mail)
         profiles = Profiles(context: context, mail: mail)
         recovery = Recovery(context: context, mail: mail)
         signInMethods = SignInMethods(context: context, sessions: sessions, mail: mail)
@@ -186,6 +205,8 @@ public final class AccountService: Sendable {
         userEvents = UserEvents(context: context)
         throttles = Throttles(context: context)
         secondFactor = SecondFactor(context: context, sessions: sessions, mail: mail, recovery: recovery)
+        emailCodes = EmailCodes(context: context, sessions: sessions, mail: mail)
+        guests = Guests(context: context)
         resetResolver = PeriodicThread(
             name: "reset-requests", intervalNanoseconds: UInt64(max(0.01, configuration.resetResolveIntervalSeconds) * 1e9))
         schemaRefresher = PeriodicThread(
@@ -193,8 +214,9 @@ public final class AccountService: Sendable {
         resetResolver.start { [self] in
             do {
                 try recovery.resolvePasswordResets()
+                try emailCodes.resolveSignInRequests()
             } catch {
-                logger.warning("resolving password reset requests failed", ["error": String(reflecting: error)])
+                logger.warning("resolving password reset and code requests failed", ["error": String(reflecting: error)])
             }
         }
         schemaRefresher.start { [self] in
@@ -231,5 +253,8 @@ extension AccountService {
         public let passwordChecksThrottled = Atomic<Int>(0)
         public let registrationThrottled = Atomic<Int>(0)
         public let resetThrottled = Atomic<Int>(0)
+        /// Guests made, and guests deleted by the sweep after `guestIdleSeconds` idle.
+        public let guestsCreated = Atomic<Int>(0)
+        public let guestsDeleted = Atomic<Int>(0)
     }
 }

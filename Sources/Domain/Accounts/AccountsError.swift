@@ -73,6 +73,9 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         /// An administrator without a second factor where the deployment requires one
         /// (`--admin-mfa required`): only the enrolment is open to their session.
         case mfaEnrolmentRequired = "mfa_enrolment_required"
+        /// What needs the account's address (a code by mail, a first password, a reset) asked of
+        /// an account without one (a guest).
+        case noAddress = "no_address"
     }
 
     /// What finishes a sign-in that proved one factor (`mfaRequired`): its single-use token and

@@ -35,6 +35,8 @@ public struct ActivityEvent: Sendable, Equatable {
     /// How a sign-in was made (`signed_in` events); the raw values are the contract's.
     public enum Method: String, Sendable, CaseIterable {
         case password, passkey, apple, google
+        /// A code mailed to the account's address.
+        case emailCode = "email_code"
     }
 
     public let id: UUID

@@ -50,10 +50,13 @@ public struct UserSearch: Sendable {
     public var emailContains: String?
     /// Field name → the value's text, parsed by the field's type.
     public var fields: [(name: String, value: String)]
+    /// Guests only (true), or accounts that are not guests (false); nil: both.
+    public var guest: Bool?
 
-    public init(emailContains: String? = nil, fields: [(name: String, value: String)] = []) {
+    public init(emailContains: String? = nil, fields: [(name: String, value: String)] = [], guest: Bool? = nil) {
         self.emailContains = emailContains
         self.fields = fields
+        self.guest = guest
     }
 }
 
@@ -263,7 +266,7 @@ enum AdminRepository {
 
     /// Newest first. `containment` is a JSON object every matching user's data contains.
     static func search(
-        _ connection: PostgresConnection, emailContains: String?, containment: String?, after cursor: KeysetCursor?, limit: Int
+        _ connection: PostgresConnection, emailContains: String?, containment: String?, guest: Bool?, after cursor: KeysetCursor?, limit: Int
     ) throws -> [(AdminUserView, Int64)] {
         // One statement: absent filters are NULL parameters and drop out.
         try connection.query(
@@ -271,6 +274,7 @@ enum AdminRepository {
             SELECT \(UserRepository.columns), \(viewColumns) FROM users u
             WHERE (\(emailContains)::text IS NULL OR u.email_normalized LIKE '%' || \(emailContains.map(likeEscaped)) || '%')
               AND (\(containment)::jsonb IS NULL OR u.data @> \(containment)::jsonb)
+              AND (\(guest)::boolean IS NULL OR u.is_guest = \(guest)::boolean)
               AND (\(cursor?.microseconds)::int8 IS NULL
                    OR (u.created_at, u.id) < ('epoch'::timestamptz + \(cursor?.microseconds) * interval '1 microsecond', \(cursor?.id)))
             ORDER BY u.created_at DESC, u.id DESC
@@ -309,6 +313,7 @@ enum AdminRepository {
         let totals = try connection.query(
             """
             SELECT (SELECT count(*) FROM users) AS users, (SELECT count(*) FROM users WHERE disabled_at IS NOT NULL) AS disabled_users,
+                   (SELECT count(*) FROM users WHERE is_guest) AS guests,
                    (SELECT count(*) FROM sessions WHERE expires_at > now()) AS active_sessions, (SELECT count(*) FROM images) AS images
             """)[0]
         let series = try connection.query(
@@ -326,6 +331,7 @@ enum AdminRepository {
             """)
         return Dashboard(
             users: try totals.decode(Int.self, column: "users"), disabledUsers: try totals.decode(Int.self, column: "disabled_users"),
+            guests: try totals.decode(Int.self, column: "guests"),
             activeSessions: try totals.decode(Int.self, column: "active_sessions"), images: try totals.decode(Int.self, column: "images"),
             days: try series.map { row in
                 Dashboard.Day(

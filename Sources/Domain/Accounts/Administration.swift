@@ -80,7 +80,8 @@ public final class Administration: Sendable {
         // newest-first index until the page is full is right (bench/admin-search.sh measured both).
         let rows = try context.pool.withTransaction { connection in
             try connection.execute("SET LOCAL plan_cache_mode = force_custom_plan")
-            return try AdminRepository.search(connection, emailContains: email, containment: containment, after: cursor, limit: limit + 1)
+            return try AdminRepository.search(
+                connection, emailContains: email, containment: containment, guest: search.guest, after: cursor, limit: limit + 1)
         }
         let users = Array(rows.prefix(limit))
         let next = rows.count > limit ? users.last.map { KeysetCursor(microseconds: $0.1, id: $0.0.user.id) } : nil
@@ -162,7 +163,8 @@ public final class Administration: Sendable {
     /// Mails the user a password reset link, as `POST /users/password-reset` does, and records it.
     public func adminSendPasswordReset(_ userID: UUID, by admin: Admin, origin: RequestOrigin) throws {
         let user = try adminView(of: userID).user
-        guard let email = EmailAddress(user.email) else { throw AccountsError(.invalidEmail, "The user's stored address is not valid.") }
+        guard let text = user.email else { throw AccountsError(.noAddress, "The account has no address to mail.") }
+        guard let email = EmailAddress(text) else { throw AccountsError(.invalidEmail, "The user's stored address is not valid.") }
         try recovery.requestPasswordReset(email: email, origin: origin)
         try audit(admin, .userPasswordReset, target: userID, origin: origin)
     }
@@ -262,6 +264,8 @@ public struct Dashboard: Sendable {
 
     public let users: Int
     public let disabledUsers: Int
+    /// Accounts made by `POST /users/guest` that have no way back in yet.
+    public let guests: Int
     public let activeSessions: Int
     public let images: Int
     public let days: [Day]

@@ -142,7 +142,7 @@ public final class FieldSchema: Sendable {
 
     /// Refuses a user whose document (custom fields, address and names) is over the limit.
     func checkDocumentSize(_ user: User) throws(AccountsError) {
-        let size = user.data.jsonText.utf8.count + user.email.utf8.count + user.firstname.utf8.count + user.lastname.utf8.count
+        let size = user.data.jsonText.utf8.count + (user.email?.utf8.count ?? 0) + user.firstname.utf8.count + user.lastname.utf8.count
         if size > limits.maxDocumentBytes {
             throw .field("data", .invalidValue, "the user document is limited to \(limits.maxDocumentBytes) bytes")
         }

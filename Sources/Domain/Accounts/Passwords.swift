@@ -6,24 +6,46 @@ import Postgres
 /// check of the current one that wrong guesses lock (`Configuration.passwordChecks`).
 public final class Passwords: Sendable {
     private let context: AccountsContext
+    private let sessions: Sessions
     private let mail: AccountMail
 
-    init(context: AccountsContext, mail: AccountMail) {
+    init(context: AccountsContext, sessions: Sessions, mail: AccountMail) {
         self.context = context
+        self.sessions = sessions
         self.mail = mail
     }
 
     /// `POST /users/me/password`: verifies the old password, stores the new hash, revokes every
     /// other session and replaces the calling one, all in one transaction.
     /// A locked user's attempt is refused by the route's throttle, before any hashing.
-    public func changePassword(_ change: PasswordChange, session: Session, origin: RequestOrigin) throws -> (IssuedSession, revokedSessions: Int) {
+    ///
+    /// An account without a password sets its first one without `oldPassword`: a new way in, so
+    /// it needs what adding one needs (a recent authentication, an address verified; a guest
+    /// has only its session to prove), and an address to sign in with (`409 no_address`).
+    public func changePassword(
+        _ change: PasswordChange, user: User, session: Session, origin: RequestOrigin
+    ) throws -> (IssuedSession, revokedSessions: Int) {
         let (old, new) = (change.oldPassword, change.newPassword)
         if let confirm = change.confirmPassword, confirm != new {
             throw AccountsError.field("confirmPassword", .passwordMismatch, "does not match newPassword")
         }
         try context.configuration.passwordPolicy.validate(new, field: "newPassword")
         if old == new { throw AccountsError.field("newPassword", .passwordUnchanged, "must differ from the old password") }
-        let verifiedHash = try verifyCurrentPassword(old, userID: session.userID, origin: origin)
+        let verifiedHash: String
+        if let old {
+            verifiedHash = try verifyCurrentPassword(old, userID: session.userID, origin: origin)
+        } else {
+            guard let stored = try context.pool.withConnection({ try UserRepository.passwordHash($0, id: session.userID) }) else {
+                throw AccountsError(.invalidToken, "The user no longer exists.")
+            }
+            guard stored == UserRepository.noPassword else { throw AccountsError.field("oldPassword", .invalidValue, "is required") }
+            guard user.email != nil else {
+                throw AccountsError(.noAddress, "Add an address first (PATCH /users/me and its link): a password signs in with it.")
+            }
+            try sessions.requireVerifiedAddress(user)
+            try sessions.requireRecentAuthentication(session, of: user)
+            verifiedHash = stored
+        }
         let hash = try context.onHashingPool(origin) { [hasher = context.hasher] in try hasher.hash(password: new) }
         let token = try SessionToken.generate()
         let changed = try context.pool.withTransaction { connection in
@@ -69,12 +91,24 @@ public final class Passwords: Sendable {
     /// `DELETE /users/me`: the user and, by cascade, their sessions.
     /// `alsoDelete` runs in the same transaction, after the password check and before the user row goes:
     /// what other modules keep for the user (images) is deleted with it or not at all. Locked as
-    /// `changePassword` is.
+    /// `changePassword` is. An account without a password (a guest, a provider's account) sends
+    /// none, and needs a recent authentication instead (a guest: its session).
     public func deleteAccount(
-        password: String, userID: UUID, origin: RequestOrigin,
+        password: String?, user: User, session: Session, origin: RequestOrigin,
         alsoDelete: (PostgresConnection) throws -> Void = { _ in }
     ) throws {
-        let verifiedHash = try verifyCurrentPassword(password, userID: userID, origin: origin)
+        let userID = user.id
+        let verifiedHash: String
+        if let password {
+            verifiedHash = try verifyCurrentPassword(password, userID: userID, origin: origin)
+        } else {
+            guard let stored = try context.pool.withConnection({ try UserRepository.passwordHash($0, id: userID) }) else {
+                throw AccountsError(.invalidToken, "The user no longer exists.")
+            }
+            guard stored == UserRepository.noPassword else { throw AccountsError.field("password", .invalidValue, "is required") }
+            try sessions.requireRecentAuthentication(session, of: user)
+            verifiedHash = stored
+        }
         try context.pool.withTransaction { connection in
             guard try UserRepository.passwordHash(connection, id: userID, forUpdate: true) == verifiedHash else {
                 throw AccountsError(.invalidPassword, "The password is wrong.")

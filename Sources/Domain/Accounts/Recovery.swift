@@ -114,11 +114,13 @@ public final class Recovery: Sendable {
         }
         // The link came through the account's mailbox: that proves the address (reset tokens
         // are voided when it changes).
-        guard let user = try UserRepository.markVerified(connection, id: userID, emailNormalized: EmailAddress.normalized(stored.email)) else {
+        guard let storedEmail = stored.email.map(EmailAddress.normalized),
+            let user = try UserRepository.markVerified(connection, id: userID, emailNormalized: storedEmail)
+        else {
             throw AccountsError.invalidToken
         }
         try ThrottleRepository.clear(connection, key: ThrottleKey(.passwordCheck, .user(userID)))
-        try ThrottleRepository.clearSignIn(connection, emailID: EmailAddress.normalized(user.email))
+        try ThrottleRepository.clearSignIn(connection, emailID: storedEmail)
         try mail.passwordChanged(connection, user: user, .passwordReset, origin: origin)
         return user
     }
@@ -178,7 +180,7 @@ public final class Recovery: Sendable {
             else { throw invalid }
             _ = try SessionRepository.deleteAll(connection, userID: user.id)
             try AccountTokenRepository.deleteAll(connection, userID: user.id, purposes: [.passwordReset, .emailVerification, .emailChange])
-            for email in Set([EmailAddress.normalized(stored.email), address.normalized]) {
+            for email in Set([stored.email.map(EmailAddress.normalized), address.normalized].compactMap { $0 }) {
                 try AccountTokenRepository.deletePendingResets(connection, email: email)
             }
             try ActivityRepository.record(connection, userID: user.id, .emailChanged, origin: origin)
@@ -204,6 +206,7 @@ public final class Recovery: Sendable {
     public func resendVerification(user: User, origin: RequestOrigin) throws {
         let alreadyVerified = AccountsError(.alreadyVerified, "The email address is verified already.")
         guard !user.emailVerified else { throw alreadyVerified }
+        guard user.email != nil else { throw AccountsError(.noAddress, "The account has no address to verify.") }
         try context.pool.withTransaction { connection in
             guard let stored = try UserRepository.find(connection, id: user.id, forUpdate: true) else {
                 throw AccountsError(.invalidToken, "The user no longer exists.")

@@ -73,7 +73,8 @@ public final class SecondFactor: Sendable {
     /// `POST /users/me/mfa/totp`: a new secret, not on until a code confirms it (a new start
     /// replaces an unconfirmed one); `409 already_enabled` while the factor is on.
     public func startEnrolment(user: User) throws -> Enrolment {
-        try startEnrolment(.user(user.id), account: user.email)
+        // A guest has no address: the authenticator app shows the account's id.
+        try startEnrolment(.user(user.id), account: user.email ?? user.id.lowercasedText)
     }
 
     /// `POST /admin/me/mfa/totp`: as a user's, for the administrator's own sign-in (audited).

@@ -280,7 +280,7 @@ public final class SessionCache: Sendable {
     /// What an entry takes, estimated: its fixed part (the entry, its key in two tables, the
     /// strings' headers) and its strings' and custom fields' bytes.
     static func estimatedBytes(_ session: Session, _ user: User) -> Int {
-        let strings = [user.email, user.firstname, user.lastname, user.pendingEmail ?? "", session.userAgent ?? ""]
+        let strings = [user.email ?? "", user.firstname, user.lastname, user.pendingEmail ?? "", session.userAgent ?? ""]
         return 512 + strings.reduce(0) { $0 + $1.utf8.count } + estimatedBytes(user.data)
     }
 

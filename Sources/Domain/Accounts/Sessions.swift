@@ -56,15 +56,18 @@ public final class Sessions: Sendable {
     /// into the account needs it, so that whoever registered an address they do not own cannot
     /// plant a way in that outlives the owner's password reset.
     public func requireVerifiedAddress(_ user: User) throws(AccountsError) {
-        guard user.emailVerified else {
+        // A guest has no address anyone could hijack: its ways in are its own.
+        guard user.emailVerified || user.email == nil else {
             throw AccountsError(.emailUnverified, "Verify the account's email address first.")
         }
     }
 
     /// Throws `403 reauthentication_required` unless the session's holder proved a credential
     /// within `Configuration.recentAuthenticationSeconds` (a stolen token alone cannot change the
-    /// ways in).
-    public func requireRecentAuthentication(_ session: Session) throws(AccountsError) {
+    /// ways in). A guest has nothing to prove but its session, which is its only way in: it
+    /// adds its first ones without (as Firebase links an anonymous account).
+    public func requireRecentAuthentication(_ session: Session, of user: User) throws(AccountsError) {
+        if user.isGuest { return }
         let age = context.clock.now().timeIntervalSince(session.authenticatedAt)
         guard age <= context.configuration.recentAuthenticationSeconds else {
             throw AccountsError(.reauthenticationRequired, "Confirm it is you: POST /users/me/reauthenticate, then try again.")

@@ -38,6 +38,12 @@ public enum ThrottleAction: String, Sendable, CaseIterable {
     case passwordChange = "password-change"
     /// A code sent to finish a sign-in with the second factor.
     case secondFactorCode = "mfa"
+    /// A code by mail asked for (each mails the address).
+    case emailCodeRequest = "email-code"
+    /// A mailed code checked for a sign-in: guesses.
+    case emailCodeSignIn = "email-code-signin"
+    /// A guest account made.
+    case guestCreation = "guest"
 }
 
 /// What one counter of an action is kept per, taken from a decoded request and who sent it.
@@ -98,9 +104,12 @@ extension AccountService.Configuration {
     public func rule(for key: ThrottleKey) -> ThrottleRule? {
         switch (key.action, key.subject) {
         case (.signIn, .emailAndAddress), (.adminSignIn, .emailAndAddress): signInPerEmailAndAddress
-        case (.signIn, .email), (.adminSignIn, .email), (.registration, .email), (.passwordResetConfirmation, .email): signInPerEmail
+        case (.signIn, .email), (.adminSignIn, .email), (.registration, .email), (.passwordResetConfirmation, .email), (.emailCodeSignIn, .email):
+            signInPerEmail
+        case (.emailCodeSignIn, .emailAndAddress): signInPerEmailAndAddress
         case (.signIn, .address), (.adminSignIn, .address), (.passwordResetConfirmation, .address), (.identityToken, .address),
-            (.identityNonce, .address), (.passkeyChallenge, .address), (.passkeySignIn, .address), (.secondFactorCode, .address):
+            (.identityNonce, .address), (.passkeyChallenge, .address), (.passkeySignIn, .address), (.secondFactorCode, .address),
+            (.emailCodeSignIn, .address):
             signInPerAddress
         case (.registration, .address): registrationsPerAddress
         case (.passwordResetRequest, .email): resetRequestsPerEmail
@@ -113,6 +122,10 @@ extension AccountService.Configuration {
         case (.signInMethodChange, .user): signInMethodChangesPerUser
         case (.passwordChange, .user): passwordChangesPerUser
         case (.secondFactorCode, .user): secondFactorCodesPerUser
+        case (.emailCodeRequest, .email): emailCodesPerEmail
+        case (.emailCodeRequest, .address): emailCodesPerAddress
+        case (.emailCodeRequest, .user): verificationResends
+        case (.guestCreation, .address): guestsPerAddress
         default: nil
         }
     }
@@ -173,7 +186,7 @@ public final class Throttles: Sendable {
         guard let action = keys.first?.action else { preconditionFailure("a refusal names the keys it counted") }
         let statistics = context.statistics
         switch action {
-        case .signIn, .identityToken, .passkeySignIn: statistics.signInThrottled.add(1, ordering: .relaxed)
+        case .signIn, .identityToken, .passkeySignIn, .emailCodeSignIn: statistics.signInThrottled.add(1, ordering: .relaxed)
         case .passwordCheck: statistics.passwordChecksThrottled.add(1, ordering: .relaxed)
         case .registration: statistics.registrationThrottled.add(1, ordering: .relaxed)
         case .passwordResetRequest, .passwordResetConfirmation: statistics.resetThrottled.add(1, ordering: .relaxed)
@@ -189,7 +202,7 @@ public final class Throttles: Sendable {
             }
         }
         switch action {
-        case .signIn, .adminSignIn, .identityToken, .passkeySignIn, .passwordCheck:
+        case .signIn, .adminSignIn, .identityToken, .passkeySignIn, .passwordCheck, .emailCodeSignIn:
             SecurityEvent.log(context.logger, .lockedOut, outcome: .refused, userID: userID, origin: origin, detail: action.rawValue + " throttled")
         case .registration:
             SecurityEvent.log(context.logger, .registrationThrottled, outcome: .refused, userID: nil, origin: origin)
@@ -218,6 +231,9 @@ public final class Throttles: Sendable {
         case .signInMethodChange: "Too many changes of the ways into the account; try again later."
         case .passwordChange: "The password was changed too often in the last hour; try again later."
         case .secondFactorCode: "Too many wrong codes; try again later, or sign in with a passkey."
+        case .emailCodeRequest: "Too many codes asked for; try again later."
+        case .emailCodeSignIn: "Too many wrong codes; try again later."
+        case .guestCreation: "Too many guest accounts from this address; try again later."
         }
     }
 

@@ -5,7 +5,9 @@ import JSON
 /// A user as stored: identity, names, custom fields and the version that makes the ETag.
 public struct User: Sendable, Equatable {
     public let id: UUID
-    public var email: String
+    /// The address, as the user wrote it; nil for a guest (and for an account a provider's
+    /// sign-in made without one).
+    public var email: String?
     public var firstname: String
     public var lastname: String
     public var emailVerified: Bool
@@ -17,6 +19,9 @@ public struct User: Sendable, Equatable {
     /// An address the user asked to move to, until a link mailed to it confirms it (24 hours at
     /// most); nil when no change is pending.
     public var pendingEmail: String? = nil
+    /// Made by `POST /users/guest`, with no way back in yet but its sessions: no address, no
+    /// password, no passkey, no identity.
+    public var isGuest = false
 
     /// A strong validator that changes with every write and differs between users.
     public var etag: String {

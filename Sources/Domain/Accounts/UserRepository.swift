@@ -9,7 +9,7 @@ enum UserRepository {
         "id": "u.id", "email": "u.email", "firstname": "u.firstname", "lastname": "u.lastname",
         "email_verified": "u.email_verified", "created_at": "u.created_at", "updated_at": "u.updated_at",
         "data": "u.data::text", "version": "u.version",
-        "pending_email": "CASE WHEN u.pending_email_expires_at > now() THEN u.pending_email END",
+        "pending_email": "CASE WHEN u.pending_email_expires_at > now() THEN u.pending_email END", "is_guest": "u.is_guest",
     ])
 
     /// The columns of `columns`, found once: a user is read on every authenticated request.
@@ -18,6 +18,7 @@ enum UserRepository {
         static let lastname = columns.column("lastname"), emailVerified = columns.column("email_verified")
         static let createdAt = columns.column("created_at"), updatedAt = columns.column("updated_at"), data = columns.column("data")
         static let version = columns.column("version"), pendingEmail = columns.column("pending_email")
+        static let isGuest = columns.column("is_guest")
     }
 
     /// Reads a user selected by `columns` (`UserRepository.columns`, or where it follows another
@@ -33,14 +34,15 @@ enum UserRepository {
             throw PostgresError(code: .decodingFailed, columnName: "data", context: "stored data is not a JSON object")
         }
         return User(
-            id: try row.decode(UUID.self, Column.id, of: columns), email: try row.decode(String.self, Column.email, of: columns),
+            id: try row.decode(UUID.self, Column.id, of: columns), email: try row.decode(String?.self, Column.email, of: columns),
             firstname: try row.decode(String.self, Column.firstname, of: columns),
             lastname: try row.decode(String.self, Column.lastname, of: columns),
             emailVerified: try row.decode(Bool.self, Column.emailVerified, of: columns),
             createdAt: try row.decode(Date.self, Column.createdAt, of: columns),
             updatedAt: try row.decode(Date.self, Column.updatedAt, of: columns), data: data,
             version: try row.decode(Int64.self, Column.version, of: columns),
-            pendingEmail: try row.decode(String?.self, Column.pendingEmail, of: columns))
+            pendingEmail: try row.decode(String?.self, Column.pendingEmail, of: columns),
+            isGuest: try row.decode(Bool.self, Column.isGuest, of: columns))
     }
 
     static func insert(
@@ -51,6 +53,29 @@ enum UserRepository {
             """
             INSERT INTO users AS u (email, email_normalized, password_hash, firstname, lastname, data)
             VALUES (\(email.value), \(email.normalized), \(passwordHash), \(firstname), \(lastname), \(PostgresJSON(data.storageText))::jsonb)
+            RETURNING \(columns)
+            """)
+        return try decode(rows[0])
+    }
+
+    /// A guest: no address, no password.
+    static func insertGuest(_ connection: PostgresConnection, firstname: String, lastname: String, data: JSONObject) throws -> User {
+        let rows = try connection.query(
+            """
+            INSERT INTO users AS u (email, email_normalized, password_hash, firstname, lastname, data, is_guest)
+            VALUES (NULL, NULL, \(noPassword), \(firstname), \(lastname), \(PostgresJSON(data.storageText))::jsonb, true)
+            RETURNING \(columns)
+            """)
+        return try decode(rows[0])
+    }
+
+    /// An account made by a code mailed to an address no account held (`--email-code-signup`):
+    /// the address verified by the code, no password.
+    static func insertByMailbox(_ connection: PostgresConnection, email: EmailAddress) throws -> User {
+        let rows = try connection.query(
+            """
+            INSERT INTO users AS u (email, email_normalized, password_hash, email_verified)
+            VALUES (\(email.value), \(email.normalized), \(noPassword), true)
             RETURNING \(columns)
             """)
         return try decode(rows[0])
@@ -104,13 +129,19 @@ enum UserRepository {
     /// `email`: a change of address must go through the transaction that mails both addresses.
     /// `cancelsPendingEmail` (the request wrote the current address back) ends a pending change:
     /// its link stops working, since it confirms only the pending address.
+    /// `email` nil: the account has no address (a guest), and keeps none.
     static func replace(
-        _ user: User, email: EmailAddress, expectedVersion: Int64?, emailMayChange: Bool, cancelsPendingEmail: Bool
+        _ user: User, email: EmailAddress?, expectedVersion: Int64?, emailMayChange: Bool, cancelsPendingEmail: Bool
     ) -> PreparedQuery<User> {
         var binds = PostgresBindings()
         binds.append(user.id)
-        binds.append(email.value)
-        binds.append(email.normalized)
+        if let email {
+            binds.append(email.value)
+            binds.append(email.normalized)
+        } else {
+            binds.appendNull(type: .text)
+            binds.appendNull(type: .text)
+        }
         binds.append(user.firstname)
         binds.append(user.lastname)
         binds.append(PostgresJSON(user.data.storageText))
@@ -124,11 +155,11 @@ enum UserRepository {
     private static let replaceStatement = PostgresStatement(
         unsafeSQL: """
             UPDATE users AS u SET email = $2, email_normalized = $3,
-                email_verified = CASE WHEN u.email_normalized = $3 THEN u.email_verified ELSE false END,
+                email_verified = CASE WHEN u.email_normalized IS NOT DISTINCT FROM $3 THEN u.email_verified ELSE false END,
                 firstname = $4, lastname = $5, data = $6, version = u.version + 1, updated_at = now(),
                 pending_email = CASE WHEN $9 THEN NULL ELSE u.pending_email END,
                 pending_email_expires_at = CASE WHEN $9 THEN NULL ELSE u.pending_email_expires_at END
-            WHERE u.id = $1 AND ($7::bigint IS NULL OR u.version = $7) AND ($8::boolean OR u.email_normalized = $3)
+            WHERE u.id = $1 AND ($7::bigint IS NULL OR u.version = $7) AND ($8::boolean OR u.email_normalized IS NOT DISTINCT FROM $3)
             RETURNING \(columns.sql)
             """)
 

@@ -185,6 +185,25 @@ enum BuiltInTemplates {
                 <p>{{change}} ({{appName}} account <strong>{{email}}</strong>).</p>
                 <p>If this was you, there is nothing to do. If it was not, someone else has access to your account: change your password at once, which signs every other device out.</p>
                 """)),
+        .signInCode: .init(
+            subject: "Your {{appName}} code",
+            text: """
+                Hi {{name}},
+
+                Your code for {{appName}} ({{email}}) is:
+
+                {{code}}
+
+                It works once, within 10 minutes. Never share it: nobody from {{appName}} will ask
+                for it. If you did not ask for a code, you can ignore this mail.
+                """,
+            html: page(
+                """
+                <p>Hi {{name}},</p>
+                <p>Your code for {{appName}} (<strong>{{email}}</strong>) is:</p>
+                <p style="font-size:28px;font-weight:600;letter-spacing:4px;font-family:ui-monospace,Menlo,Consolas,monospace">{{code}}</p>
+                <p>It works once, within 10 minutes. Never share it: nobody from {{appName}} will ask for it. If you did not ask for a code, you can ignore this mail.</p>
+                """)),
     ]
 
     /// A whole HTML document around a body: inline styles only, since mail clients drop style sheets.

@@ -29,7 +29,7 @@ public struct MailTemplates: Sendable {
     }
 
     /// The placeholders a template may use (`method`: the way to sign in a notice is about).
-    public static let placeholders: Set<String> = ["appName", "name", "email", "newEmail", "link", "method", "change"]
+    public static let placeholders: Set<String> = ["appName", "name", "email", "newEmail", "link", "method", "change", "code"]
 
     public private(set) var templates: [MailKind: Template]
 

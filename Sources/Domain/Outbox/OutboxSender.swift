@@ -67,14 +67,17 @@ public final class OutboxSender: Sendable {
     /// Makes the token of a mail's link from its slot, and stores its hash, just before the mail
     /// is sent; nil when the slot is gone (see `OutgoingMail.tokenSlotVariable`).
     private let mintToken: @Sendable (Int64) throws -> String?
+    /// The same for a mailed code (see `OutgoingMail.codeSlotVariable`).
+    private let mintCode: @Sendable (Int64) throws -> String?
 
     /// Starts the sending thread; its first round runs at once, for mail left by an earlier run.
     public init(
         pool: PostgresPool, configuration: Configuration, templates: MailTemplates, logger: Logger,
-        mintToken: @escaping @Sendable (Int64) throws -> String?
+        mintToken: @escaping @Sendable (Int64) throws -> String?, mintCode: @escaping @Sendable (Int64) throws -> String?
     ) {
         self.pool = pool
         self.mintToken = mintToken
+        self.mintCode = mintCode
         self.configuration = configuration
         self.templates = templates
         self.logger = logger.with("component", "mail")
@@ -138,6 +141,13 @@ public final class OutboxSender: Sendable {
                     continue
                 }
                 mail.variables["token"] = token
+            }
+            if let slot = mail.variables.removeValue(forKey: OutgoingMail.codeSlotVariable) {
+                guard let id = Int64(slot), let code = try mintCode(id) else {
+                    try record(row, .voided)
+                    continue
+                }
+                mail.variables["code"] = code
             }
             let message = self.message(for: mail, row: row)
             let outcome: Outcome

@@ -14,6 +14,8 @@ public struct OutgoingMail: Sendable, Equatable {
     /// The variable naming the slot of the link's token (an id, not a secret): the sender makes
     /// the token as it sends (`OutboxSender`'s `mintToken`), so no queued mail holds one.
     public static let tokenSlotVariable = "tokenSlot"
+    /// The variable naming the slot of a mailed code (`OutboxSender`'s `mintCode` makes it).
+    public static let codeSlotVariable = "codeSlot"
 }
 
 /// The mails Exosphere sends; the raw value names the template and its override files.
@@ -40,6 +42,8 @@ public enum MailKind: String, Sendable, CaseIterable {
     case signInMethodRemoved = "sign_in_method_removed"
     /// A notice that the second factor changed (`change`: turned on, off, new recovery codes).
     case secondFactorChanged = "second_factor_changed"
+    /// An 8-digit code (`code`) that signs in or confirms it is the account's holder (10 minutes).
+    case signInCode = "sign_in_code"
 
     /// The page a link of this mail opens, when it carries a token.
     var linkPath: String? {
@@ -48,7 +52,7 @@ public enum MailKind: String, Sendable, CaseIterable {
         case .passwordReset: "/reset-password"
         case .emailChangeApplied: "/undo-email-change"
         case .signInMethodAdded: "/remove-sign-in-method"
-        case .passwordChanged, .emailChanged, .dataExported, .signInMethodRemoved, .secondFactorChanged: nil
+        case .passwordChanged, .emailChanged, .dataExported, .signInMethodRemoved, .secondFactorChanged, .signInCode: nil
         }
     }
 }

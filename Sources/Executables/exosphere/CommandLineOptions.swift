@@ -248,6 +248,20 @@ extension Configuration {
             }
         },
         Option(
+            flag: "--guest-ttl-days", environment: "EXOSPHERE_GUEST_TTL_DAYS", placeholder: "DAYS",
+            help: "guests (POST /users/guest) idle this long are deleted with their images (0: kept)",
+            defaultValue: { String(Int($0.accounts.guestIdleSeconds / 86_400)) }
+        ) { config, value throws(ConfigurationError) in
+            config.accounts.guestIdleSeconds = Double(try integer(value, "--guest-ttl-days", 0...3_650)) * 86_400
+        },
+        Option(
+            flag: "--email-code-signup", environment: "EXOSPHERE_EMAIL_CODE_SIGNUP", placeholder: "on|off",
+            help: "whether a code mailed to an address no account holds creates the account when it is verified",
+            defaultValue: { $0.accounts.emailCodeSignup ? "on" : "off" }
+        ) { config, value throws(ConfigurationError) in
+            config.accounts.emailCodeSignup = try onOff(value, "--email-code-signup")
+        },
+        Option(
             flag: "--admin-mfa", environment: "EXOSPHERE_ADMIN_MFA", placeholder: "required|optional",
             help: "whether an administrator must turn a second factor on (the console insists at the next sign-in)",
             defaultValue: { $0.accounts.adminSecondFactorRequired ? "required" : "optional" }

@@ -44,6 +44,21 @@ public final class Application: Sendable {
     /// and so does a start that fails part-way.
     public let services: ServiceGroup
 
+    /// Deletes the guests idle for `--guest-ttl-days` with their images (the rows in the guest's
+    /// transaction, the files after it commits); returns how many went. Runs in the background
+    /// at the housekeeping's interval; exposed for tests.
+    @discardableResult
+    public func deleteIdleGuests() throws -> Int {
+        try Application.deleteIdleGuests(accounts: accounts, images: images)
+    }
+
+    private static func deleteIdleGuests(accounts: AccountService, images: ImageService) throws -> Int {
+        try accounts.guests.deleteIdle { connection, id in
+            let files = try images.deleteAll(userID: id, connection)
+            return { images.removeFiles(files) }
+        }
+    }
+
     /// Starts the services in order, the HTTP server last; returns once the socket accepts. When
     /// one fails, every one started before it is stopped, in reverse, and the error is thrown.
     public init(configuration: Configuration, logger: Logger) throws {
@@ -72,6 +87,9 @@ public final class Application: Sendable {
                         pool: backgroundPool, configuration: mailConfiguration, templates: templates, logger: logger,
                         mintToken: { [clock = configuration.accounts.clock] slot in
                             try AccountMail.mintMailToken(slot: slot, on: backgroundPool, clock: clock)
+                        },
+                        mintCode: { [clock = configuration.accounts.clock] slot in
+                            try EmailCodes.mintMailCode(slot: slot, on: backgroundPool, clock: clock)
                         })
                 }, stop: { $0.shutdown() })
             self.mail = mail
@@ -124,6 +142,21 @@ public final class Application: Sendable {
                     return signer
                 }, stop: { $0.shutdown() })
             self.signer = signer
+            // Idle guests go with their images, one instance at a time at most per guest (each is
+            // locked and checked again before it goes).
+            let guestSweep = PeriodicThread(
+                name: "guest-sweep", intervalNanoseconds: UInt64(max(0.05, configuration.accounts.housekeepingIntervalSeconds) * 1e9))
+            try services.start(
+                "guest-sweep",
+                {
+                    guestSweep.start {
+                        do {
+                            try Application.deleteIdleGuests(accounts: accounts, images: images)
+                        } catch {
+                            logger.warning("deleting idle guests failed", ["error": String(describing: error)])
+                        }
+                    }
+                }, stop: guestSweep.stop)
             let swept = try images.sweep()
             if swept.orphanFiles + swept.temporaryFiles > 0 {
                 logger.notice(

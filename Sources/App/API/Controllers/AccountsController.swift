@@ -17,6 +17,21 @@ struct AccountsController: Controller {
         // Guesses are counted before their hash.
         routes.open(
             .post, "/users/signin", body: Self.signInAttempt, throttle: .passwordGuesses(.signIn), hashing: .interactive, use: Self.signIn)
+        // Guests: per client address (a flood from one address meets its own limit, then `429`).
+        routes.open(
+            .post, "/users/guest", body: Self.guestStart, throttle: Throttling(.guestCreation, [.perAddress]), use: Self.createGuest)
+        // A code by mail: counted per address and per email, registered or not (a 429 tells nothing).
+        routes.open(
+            .post, "/users/signin/email-code", body: Self.codeRequest,
+            throttle: Throttling(.emailCodeRequest, [.perAddress, .perEmail { email, _ in email.value }]), use: Self.requestCode)
+        // Guesses of a code: as a password's, per email from one address (the owner rule), per
+        // email and per address; a success gives its attempt back.
+        routes.open(
+            .post, "/users/signin/email-code/verify", body: Self.codeAttempt,
+            throttle: Throttling(
+                .emailCodeSignIn, [.perEmailAndAddress(\.email.value), .perEmail { attempt, _ in attempt.email.value }, .perAddress],
+                success: .givesBack(clearing: .perEmailAndAddress)),
+            use: Self.signInWithCode)
         routes.user(.post, "/users/signout", use: Self.signOut)
         routes.user(.get, "/users/me/sessions", use: Self.sessions)
         routes.user(.get, "/users/me/sign-in-methods", use: Self.signInMethods)
@@ -41,6 +56,45 @@ struct AccountsController: Controller {
 
     @Sendable func signIn(_ call: Call, _ attempt: SignInAttempt) throws -> Response {
         let issued = try accounts.passwordSignIn.signIn(attempt, origin: call.origin)
+        var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    @Sendable func guestStart(_ call: Call) async throws -> GuestStart {
+        try AccountBodies.guest(try await JSONBody.object(call, optional: true))
+    }
+
+    /// `201` with a session; the user has `isGuest: true` and no address.
+    @Sendable func createGuest(_ call: Call, _ start: GuestStart) throws -> Response {
+        let issued = try accounts.guests.create(firstname: start.firstname, lastname: start.lastname, data: start.data, origin: call.origin)
+        var response = JSONBody.response(.created) { UserJSON.writeSession(issued, into: &$0) }
+        response.headers.add(name: "Location", value: "/users/me")
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    @Sendable func codeRequest(_ call: Call) async throws -> EmailAddress {
+        try AccountBodies.resetRequest(try await JSONBody.object(call))
+    }
+
+    /// `202`, the same for any address.
+    @Sendable func requestCode(_ call: Call, _ email: EmailAddress) throws -> Response {
+        try accounts.emailCodes.requestSignInCode(email: email)
+        return JSONBody.response(.accepted) { writer in
+            writer.beginObject()
+            writer.key("status"); writer.string("accepted")
+            writer.key("detail"); writer.string("If the address may sign in, a code is on its way to it.")
+            writer.endObject()
+        }
+    }
+
+    @Sendable func codeAttempt(_ call: Call) async throws -> EmailCodeAttempt {
+        try AccountBodies.emailCodeAttempt(try await JSONBody.object(call))
+    }
+
+    @Sendable func signInWithCode(_ call: Call, _ attempt: EmailCodeAttempt) throws -> Response {
+        let issued = try accounts.emailCodes.signIn(email: attempt.email, code: attempt.code, origin: call.origin)
         var response = JSONBody.response { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response

@@ -186,6 +186,12 @@ struct AdminController: Controller {
         let query = QueryParameters(call.request.query)
         let page = try PageParameters(call.request)
         var search = UserSearch(emailContains: query["q"])
+        switch query["guest"] {
+        case nil: break
+        case "true": search.guest = true
+        case "false": search.guest = false
+        case let other?: throw AccountsError.field("guest", .invalidValue, "expected true or false, got \(other.prefix(20))")
+        }
         for (name, value) in query.all.sorted(by: { $0.key < $1.key }) where name.hasPrefix("field.") {
             search.fields.append((String(name.dropFirst(6)), value))
         }
@@ -400,6 +406,7 @@ struct AdminController: Controller {
             writer.beginObject()
             writer.key("users"); writer.int(dashboard.users)
             writer.key("disabledUsers"); writer.int(dashboard.disabledUsers)
+            writer.key("guests"); writer.int(dashboard.guests)
             writer.key("activeSessions"); writer.int(dashboard.activeSessions)
             writer.key("images"); writer.int(dashboard.images)
             writer.key("days")

@@ -41,10 +41,10 @@ enum JSONBody {
 
     /// The call's body as a JSON object (see `object(_:accepting:optional:)`), parsed where the
     /// handler runs, or, when it runs on an event loop and the body is large, on the worker pool.
-    static func object(_ call: Call, accepting types: [String] = ["application/json"]) async throws -> JSONObject {
+    static func object(_ call: Call, accepting types: [String] = ["application/json"], optional: Bool = false) async throws -> JSONObject {
         let request = call.request
-        guard request.body.count > largestLoopBody else { return try object(request, accepting: types) }
-        return try await call.blocking { try object(request, accepting: types) }
+        guard request.body.count > largestLoopBody else { return try object(request, accepting: types, optional: optional) }
+        return try await call.blocking { try object(request, accepting: types, optional: optional) }
     }
 
     /// The media type of a Content-Type value, lowercased, without parameters.

@@ -186,6 +186,12 @@ struct MetricsController: Controller {
         text.sample("exosphere_throttled_total", ["throttle": "password"], accounts.passwordChecksThrottled.load(ordering: .relaxed))
         text.sample("exosphere_throttled_total", ["throttle": "registration"], accounts.registrationThrottled.load(ordering: .relaxed))
         text.sample("exosphere_throttled_total", ["throttle": "password_reset"], accounts.resetThrottled.load(ordering: .relaxed))
+        text.metric(
+            "exosphere_guests_created_total", type: .counter, help: "Guest accounts made (POST /users/guest).",
+            accounts.guestsCreated.load(ordering: .relaxed))
+        text.metric(
+            "exosphere_guests_deleted_total", type: .counter, help: "Guests deleted with their images after --guest-ttl-days idle.",
+            accounts.guestsDeleted.load(ordering: .relaxed))
     }
 
     private func writeLiveEvents(_ events: LiveEventHub.Statistics, into text: inout PrometheusText) {

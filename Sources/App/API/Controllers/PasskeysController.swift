@@ -100,8 +100,10 @@ struct PasskeysController: Controller {
             writer.key("user")
             writer.beginObject()
             writer.key("id"); writer.string(Base64URL.encode(SignInMethods.userHandle(user.id)))
-            writer.key("name"); writer.string(user.email)
-            writer.key("displayName"); writer.string(displayName.isEmpty ? user.email : displayName)
+            // A guest has no address: the name shown in the passkey's list is the user's name, or "Guest".
+            let name = user.email ?? (displayName.isEmpty ? "Guest" : displayName)
+            writer.key("name"); writer.string(name)
+            writer.key("displayName"); writer.string(displayName.isEmpty ? name : displayName)
             writer.endObject()
             writer.key("challenge"); writer.string(Base64URL.encode(challenge))
             writer.key("pubKeyCredParams")

@@ -52,7 +52,7 @@ struct ProfileController: Controller {
     /// Whether a profile's `email` is another address than the signed-in user's.
     private static func changesAddress(_ email: EmailAddress?, _ call: Call) -> Bool {
         guard let email else { return false }
-        return email.normalized != EmailAddress.normalized(call.signedIn.user.email)
+        return email.normalized != call.signedIn.user.email.map(EmailAddress.normalized)
     }
 
     private static func newAddress(_ email: EmailAddress?, _ call: Call) -> String? {
@@ -85,7 +85,8 @@ struct ProfileController: Controller {
     }
 
     @Sendable func changePassword(_ call: Call, _ change: PasswordChange) throws -> Response {
-        let (issued, revoked) = try accounts.passwords.changePassword(change, session: call.signedIn.session, origin: call.origin)
+        let (issued, revoked) = try accounts.passwords.changePassword(
+            change, user: call.signedIn.user, session: call.signedIn.session, origin: call.origin)
         var response = JSONBody.response { writer in
             UserJSON.writeSession(issued, into: &writer) { writer in
                 writer.key("revokedSessions")
@@ -96,15 +97,16 @@ struct ProfileController: Controller {
         return response
     }
 
-    @Sendable func currentPassword(_ call: Call) throws -> String {
-        try AccountBodies.accountDeletion(try JSONBody.object(call.request))
+    @Sendable func currentPassword(_ call: Call) throws -> String? {
+        try AccountBodies.accountDeletion(try JSONBody.object(call.request, optional: true))
     }
 
-    @Sendable func deleteAccount(_ call: Call, _ password: String) throws -> Response {
+    @Sendable func deleteAccount(_ call: Call, _ password: String?) throws -> Response {
         let user = call.signedIn.user
         // The image rows go in the account's transaction; their files after it commits.
         var files: [UUID] = []
-        try accounts.passwords.deleteAccount(password: password, userID: user.id, origin: call.origin) { connection in
+        try accounts.passwords.deleteAccount(password: password, user: user, session: call.signedIn.session, origin: call.origin) {
+            connection in
             files = try images.deleteAll(userID: user.id, connection)
         }
         images.removeFiles(files)

@@ -18,6 +18,9 @@ struct ReauthenticationController: Controller {
             .post, "/users/me/reauthenticate", body: Self.proof,
             throttle: Throttling(.passwordCheck, [.perUser], success: .givesBack(clearing: .perUser)), hashing: .interactive,
             use: Self.reauthenticate)
+        // Each mails the account's address: per user, as verification mails are.
+        routes.user(
+            .post, "/users/me/reauthenticate/code", throttle: Throttling(.emailCodeRequest, [.perUser]), use: Self.mailCode)
     }
 
     /// What a holder proves themselves with: a first factor, and with the second factor on, a
@@ -35,6 +38,8 @@ struct ReauthenticationController: Controller {
         case identity(IdentitiesController.IDToken)
         /// `{passkey: AuthenticationResponseJSON}` (options from `/users/signin/passkey/options`).
         case passkey(PasskeyAssertion)
+        /// `{code}`, mailed by `POST /users/me/reauthenticate/code`.
+        case emailCode(String)
     }
 
     @Sendable func proof(_ call: Call) throws -> Proof {
@@ -52,6 +57,10 @@ struct ReauthenticationController: Controller {
             try body.checkKeys(allowed: codes.union(["password"]))
             return Proof(first: .password(try body.string("password", required: true)!), code: code)
         }
+        if object["code"] != nil {
+            try body.checkKeys(allowed: codes.union(["code"]))
+            return Proof(first: .emailCode(try body.string("code", required: true)!), code: code)
+        }
         if let passkey = object["passkey"] {
             try body.checkKeys(allowed: ["passkey"])
             guard let assertion = passkey.objectValue else { throw AccountsError.field("passkey", .invalidType, "expected an object") }
@@ -59,7 +68,7 @@ struct ReauthenticationController: Controller {
         }
         try body.checkKeys(allowed: codes.union(["provider", "idToken", "nonce"]))
         guard let providerText = try body.string("provider") else {
-            throw AccountsError.field("password", .invalidValue, "is required (or passkey, or provider, idToken and nonce)")
+            throw AccountsError.field("password", .invalidValue, "is required (or code, or passkey, or provider, idToken and nonce)")
         }
         guard let provider = IdentityProvider(rawValue: providerText) else {
             throw AccountsError.field("provider", .invalidValue, "expected apple or google")
@@ -88,6 +97,8 @@ struct ReauthenticationController: Controller {
             at = try accounts.signInMethods.reauthenticate(session: session, nonce: token.nonce, origin: origin) { try verified.get() }
         case .passkey(let assertion):
             at = try accounts.signInMethods.reauthenticate(session: session, with: assertion, party: try party.current, origin: origin)
+        case .emailCode(let code):
+            at = try accounts.emailCodes.reauthenticate(code: code, session: session, origin: origin)
         }
         var response = JSONBody.response { writer in
             writer.beginObject()
@@ -96,5 +107,16 @@ struct ReauthenticationController: Controller {
         }
         response.headers.add(name: "Cache-Control", value: "no-store")
         return response
+    }
+
+    /// `202`: a code to the account's address; `409 no_address` without one.
+    @Sendable func mailCode(_ call: Call) throws -> Response {
+        try accounts.emailCodes.requestReauthenticationCode(user: call.signedIn.user)
+        return JSONBody.response(.accepted) { writer in
+            writer.beginObject()
+            writer.key("status"); writer.string("accepted")
+            writer.key("detail"); writer.string("A code is on its way to the account's address.")
+            writer.endObject()
+        }
     }
 }

@@ -89,7 +89,7 @@ struct RecoveryController: Controller {
             writer.key("status")
             writer.string("restored")
             writer.key("email")
-            writer.string(user.email)
+            if let email = user.email { writer.string(email) } else { writer.null() }
             writer.endObject()
         }
         response.headers.add(name: "Cache-Control", value: "no-store")
@@ -119,7 +119,7 @@ struct RecoveryController: Controller {
             writer.key("status")
             writer.string("accepted")
             writer.key("detail")
-            writer.string("A verification mail is on its way to \(user.email).")
+            writer.string("A verification mail is on its way to \(user.email ?? "the account's address").")
             writer.endObject()
         }
     }

@@ -5,7 +5,7 @@ import JSON
 /// read-only keys echoed back by a client are ignored, and types are checked with clear errors.
 struct RequestBody {
     /// Keys a client may echo back from a user representation; they change nothing.
-    static let readOnlyKeys: Set<String> = ["id", "createdAt", "updatedAt", "emailVerified", "pendingEmail"]
+    static let readOnlyKeys: Set<String> = ["id", "createdAt", "updatedAt", "emailVerified", "pendingEmail", "isGuest"]
 
     let object: JSONObject
 
@@ -82,6 +82,20 @@ enum AccountBodies {
             data: try reader.data() ?? JSONObject())
     }
 
+    static func guest(_ body: JSONObject) throws -> GuestStart {
+        let reader = RequestBody(object: body)
+        try reader.checkKeys(allowed: ["firstname", "lastname", "data"])
+        return GuestStart(
+            firstname: try reader.name("firstname") ?? "", lastname: try reader.name("lastname") ?? "", data: try reader.data() ?? JSONObject())
+    }
+
+    /// `POST /users/signin/email-code/verify`: `{email, code}`.
+    static func emailCodeAttempt(_ body: JSONObject) throws -> EmailCodeAttempt {
+        let reader = RequestBody(object: body)
+        try reader.checkKeys(allowed: ["email", "code"])
+        return EmailCodeAttempt(email: try reader.email("email"), code: try reader.string("code", required: true)!)
+    }
+
     static func signIn(_ body: JSONObject) throws -> SignInAttempt {
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["email", "password"])
@@ -103,23 +117,24 @@ enum AccountBodies {
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["oldPassword", "newPassword", "confirmPassword"])
         return PasswordChange(
-            oldPassword: try reader.string("oldPassword", required: true)!,
+            oldPassword: try reader.string("oldPassword"),
             newPassword: try reader.string("newPassword", required: true)!,
             confirmPassword: try reader.string("confirmPassword"))
     }
 
-    /// `DELETE /users/me`: the current password.
-    static func accountDeletion(_ body: JSONObject) throws -> String {
+    /// `DELETE /users/me`: the current password; none for an account without one.
+    static func accountDeletion(_ body: JSONObject) throws -> String? {
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["password"])
-        return try reader.string("password", required: true)!
+        return try reader.string("password")
     }
 
     static func replacement(_ body: JSONObject) throws -> ProfileReplacement {
         let reader = RequestBody(object: body)
         try reader.checkKeys(allowed: ["email", "firstname", "lastname", "data"], ignoringReadOnly: true)
         return ProfileReplacement(
-            email: try reader.email("email"), firstname: try reader.name("firstname") ?? "",
+            email: try reader.string("email", nullAllowed: true).map { text throws(AccountsError) in try RequestBody.email(text, key: "email") },
+            firstname: try reader.name("firstname") ?? "",
             lastname: try reader.name("lastname") ?? "", data: try reader.data() ?? JSONObject())
     }
 

@@ -8,11 +8,12 @@ enum UserJSON {
     static func write(_ user: User, into writer: inout JSONWriter, more: (inout JSONWriter) -> Void = { _ in }) {
         writer.beginObject()
         writer.key("id"); writer.string(user.id.lowercasedText)
-        writer.key("email"); writer.string(user.email)
+        writer.key("email"); if let email = user.email { writer.string(email) } else { writer.null() }
         writer.key("firstname"); writer.string(user.firstname)
         writer.key("lastname"); writer.string(user.lastname)
         writer.key("emailVerified"); writer.bool(user.emailVerified)
         writer.key("pendingEmail"); if let pending = user.pendingEmail { writer.string(pending) } else { writer.null() }
+        writer.key("isGuest"); writer.bool(user.isGuest)
         writer.key("createdAt"); writer.string(timestamp(user.createdAt))
         writer.key("updatedAt"); writer.string(timestamp(user.updatedAt))
         writer.key("data"); writer.value(.object(user.data))

@@ -29,7 +29,7 @@ extension AccountsError: HTTPResponseError {
         case .invalidCode where fields.isEmpty:
             status = .unauthorized
             headers.add(name: "WWW-Authenticate", value: "Bearer")
-        case .alreadyEnabled: status = .conflict
+        case .alreadyEnabled, .noAddress: status = .conflict
         case .adminExists, .schemaConflict, .accountExists, .identityTaken, .lastSignInMethod: status = .conflict
         // Signing in; linking while signed in names the field instead (422).
         case .invalidIDToken where fields.isEmpty: status = .unauthorized

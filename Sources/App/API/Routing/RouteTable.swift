@@ -439,7 +439,7 @@ private struct PolicyChain: Sendable {
         if !policy.requirements.isEmpty, case .user(let signedIn) = principal {
             if policy.requirements.contains(.verifiedAddress) { try accounts.sessions.requireVerifiedAddress(signedIn.user) }
             if policy.requirements.contains(.recentAuthentication) {
-                try accounts.sessions.requireRecentAuthentication(signedIn.session)
+                try accounts.sessions.requireRecentAuthentication(signedIn.session, of: signedIn.user)
                 try await accounts.secondFactor.requireBothFactors(signedIn.session, on: call.statements)
             }
         }
