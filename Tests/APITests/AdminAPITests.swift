@@ -562,6 +562,8 @@ struct AdminAPITests {
                 #", "firstname": "Siti", "lastname": "Rahma", "data": {"dateOfBirth": "1990-01-01", "city": "Surabaya", "isMarried": true, "weight": 58, "height": 1.62}"#
         )
         let neighbour = try server.register(email: "budi@example.com", extra: #", "firstname": "Budi", "data": {"city": "Surabaya"}"#)
+        // A guest, which the dashboard counts and the guest filter lists alone.
+        #expect(try server.call("POST", "/users/guest", json: #"{"firstname": "Tamu", "data": {"city": "Surabaya"}}"#).status == 201)
         for index in 0..<4 {
             _ = try server.register(email: "member\(index)@example.org", extra: #", "data": {"city": "Jakarta"}"#)
         }
@@ -600,7 +602,8 @@ struct AdminAPITests {
                 "--admin-email", "operator@example.com", "--admin-password", Self.adminPassword, "--user-email", target.email,
                 // One argument with its value: a token may begin with "-", which argparse would take for an option.
                 "--user-token=\(target.token)", "--filter-field", "city", "--filter-value", "Surabaya",
-                "--expect-filtered", "\(target.email),\(neighbour.email)", "--expect-grid", "640×480,3×2", "--expect-pending", pending,
+                "--expect-filtered", "\(target.email),\(neighbour.email),Guest", "--expect-grid", "640×480,3×2", "--expect-pending", pending,
+                "--expect-guests", "1",
                 "--screenshots", screenshots,
             ])
         #expect(output.contains("OK: the console behaves"), "\(output)")

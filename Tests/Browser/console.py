@@ -29,6 +29,7 @@ import urllib.error
 import urllib.request
 
 from harness import LAPTOP, PHONE, By, Failure, Keys, drive, step
+from selenium.webdriver.support.ui import Select
 
 NEW_DATE = "1994-05-17"
 
@@ -99,6 +100,8 @@ def run(browser, args):
     counts = browser.element("counts").text
     if "Users" not in counts:
         raise Failure(f"the counts are missing: {counts!r}")
+    if f"Guests\n{args.expect_guests}" not in counts:
+        raise Failure(f"the dashboard should count {args.expect_guests} guests: {counts!r}")
     browser.screenshot("dashboard.png")
     browser.check_console()
 
@@ -114,7 +117,19 @@ def run(browser, args):
     browser.screenshot("users-search.png")
     browser.check_console()
 
+    step("the guests alone")
+    field = browser.element("search-q")
+    field.clear()
+    Select(browser.element("search-guest")).select_by_value("true")
+    browser.element("search-submit").click()
+    browser.wait(f"{args.expect_guests} guest rows",
+                 lambda: [r.split("\n")[0].split(" ")[0] for r in table_text(browser, "users-table")] == ["Guest"] * args.expect_guests)
+    if "guest=true" not in browser.driver.current_url:
+        raise Failure(f"the filter should be in the address: {browser.driver.current_url}")
+    browser.check_console()
+
     step(f"filter users by the custom field {args.filter_field} = {args.filter_value}")
+    Select(browser.element("search-guest")).select_by_value("")
     field = browser.element("search-q")
     field.clear()
     field.send_keys(Keys.ENTER)
@@ -296,6 +311,7 @@ def main():
     parser.add_argument("--filter-field", required=True)
     parser.add_argument("--filter-value", required=True)
     parser.add_argument("--expect-filtered", required=True, help="the emails the filter finds, comma-separated")
+    parser.add_argument("--expect-guests", type=int, required=True, help="how many guests the dashboard counts and the filter lists")
     parser.add_argument("--expect-pending", help="the user's pending new address, which the user page must show")
     parser.add_argument("--screenshots", required=True, help="directory for the PNG screenshots")
     parser.add_argument("--timeout", type=float, default=20, help="seconds per wait (default 20)")

@@ -100,7 +100,7 @@ final class ProfileModel {
 
     private func show(_ user: User) {
         self.user = user
-        email = user.email
+        email = user.email ?? ""
         firstname = user.firstname
         lastname = user.lastname
         dateOfBirth = user.date(forKey: "dateOfBirth")?.date(in: .current) ?? Date()
@@ -117,7 +117,7 @@ extension ProfileModel {
     /// profile since it was loaded.
     func save() async throws {
         guard var user else { return }
-        user.email = email
+        user.email = email.isEmpty ? user.email : email
         user.firstname = firstname
         user.lastname = lastname
         user.set(CalendarDate(dateOfBirth, in: .current), forKey: "dateOfBirth")

@@ -33,6 +33,46 @@ extension Exosphere {
         return try begin(from: response)
     }
 
+    /// Starts as a guest: an account with no address and no password, signed in on this client
+    /// (`User.isGuest`). The guest keeps a profile, fields and images like anyone; to keep them
+    /// for good, give it a way back in: save an address and open the mailed link, then
+    /// `setPassword(_:)`; or add a passkey, or link Apple or Google. A guest left idle for the
+    /// server's `--guest-ttl-days` (30 by default) is deleted with everything it holds.
+    ///
+    /// - Throws: `ExosphereError` `429 too_many_attempts` (guests made from one address).
+    @discardableResult
+    public func signInAsGuest(firstname: String? = nil, lastname: String? = nil, data: [String: FieldValue] = [:]) async throws -> User {
+        var body: [String: JSONValue] = [:]
+        if let firstname { body["firstname"] = .string(firstname) }
+        if let lastname { body["lastname"] = .string(lastname) }
+        if !data.isEmpty { body["data"] = .object(data.mapValues(\.json)) }
+        let response = try await send(APIRequest("POST", "/users/guest", body: .json(.object(body))))
+        return try begin(from: response)
+    }
+
+    /// Asks the server to mail an 8-digit sign-in code to `address` (10 minutes; a newer code
+    /// voids the older). The answer is the same whether or not the address has an account: tell
+    /// the user to look for the mail, then call `signIn(email:code:)`.
+    ///
+    /// - Throws: `ExosphereError`: `422 invalid_email`, `429 too_many_attempts` with `retryAfter`.
+    public func sendSignInCode(to address: String) async throws {
+        let body = JSONValue.object(["email": .string(address)])
+        _ = try await send(APIRequest("POST", "/users/signin/email-code", body: .json(body)))
+    }
+
+    /// Signs in with the code `sendSignInCode(to:)` mailed; the server marks the address verified.
+    ///
+    /// - Returns: the user, also `currentUser` from now on.
+    /// - Throws: `ExosphereError`: `401 invalid_code` (wrong, used, expired, replaced, or five
+    ///   wrong tries: ask for a new one), `401 mfa_required` (finish with `finishSignIn`),
+    ///   `429 too_many_attempts`.
+    @discardableResult
+    public func signIn(email: String, code: String) async throws -> User {
+        let body = JSONValue.object(["email": .string(email), "code": .string(code)])
+        let response = try await send(APIRequest("POST", "/users/signin/email-code/verify", body: .json(body)))
+        return try begin(from: response)
+    }
+
     /// Ends the sessions `scope` names. With `.current` and `.all` this client forgets its
     /// session, even when the server cannot be told (then the error is thrown afterwards, and
     /// the token stays valid on the server until it expires).
@@ -86,6 +126,37 @@ extension Exosphere {
         return json["revokedSessions"]?.intValue ?? 0
     }
 
+    /// The first password of an account without one (a guest with a confirmed address, an
+    /// account made by Apple, Google, a passkey or a code). Like `changePassword`, the server
+    /// replaces this client's session and ends every other one.
+    ///
+    /// - Throws: `ExosphereError`: `409 no_address` (confirm an address first: a password signs
+    ///   in with it), `403 reauthentication_required` (a full account proves itself first),
+    ///   `422 invalid_value` on `oldPassword` (the account has a password: `changePassword`).
+    @discardableResult
+    public func setPassword(_ new: String) async throws -> Int {
+        let (response, _) = try await sendSignedIn(APIRequest("POST", "/users/me/password", body: .json(.object(["newPassword": .string(new)]))))
+        let json = try response.json()
+        try begin(from: json, announcing: nil)
+        return json["revokedSessions"]?.intValue ?? 0
+    }
+
+    /// Mails the account's address a code for `reauthenticate(code:)`: how an account without a
+    /// password proves itself.
+    ///
+    /// - Throws: `ExosphereError` `409 no_address` (a guest), `429` (5 an hour).
+    public func sendReauthenticationCode() async throws {
+        _ = try await sendSignedIn(APIRequest("POST", "/users/me/reauthenticate/code"))
+    }
+
+    /// `reauthenticate(password:)` with the code `sendReauthenticationCode()` mailed.
+    ///
+    /// - Throws: `ExosphereError` `422 invalid_code`.
+    @discardableResult
+    public func reauthenticate(code: String) async throws -> Date {
+        try await reauthenticate(["code": .string(code)])
+    }
+
     /// Proves the password again for this client's session: adding or removing a passkey or an
     /// identity needs it within the server's `--recent-authentication-seconds` (5 minutes by
     /// default), and answers `403 reauthentication_required` otherwise.
@@ -137,12 +208,16 @@ extension Exosphere {
         return at
     }
 
-    /// Deletes the account, with its sessions and images, and signs out.
+    /// Deletes the account, with its sessions and images, and signs out. An account without a
+    /// password (a guest, an account made by a provider or a code) sends none, and needs a
+    /// recent reauthentication instead (a guest: nothing).
     ///
-    /// - Throws: `ExosphereError` `403 invalid_password`, `429` after five wrong passwords.
-    public func deleteAccount(password: String) async throws {
+    /// - Throws: `ExosphereError` `403 invalid_password`, `403 reauthentication_required`, `429`
+    ///   after five wrong passwords.
+    public func deleteAccount(password: String?) async throws {
         // Not repeated when its answer is lost: a second attempt would find the token gone.
-        let request = APIRequest("DELETE", "/users/me", body: .json(.object(["password": .string(password)])), isIdempotent: false)
+        let body: [String: JSONValue] = password.map { ["password": .string($0)] } ?? [:]
+        let request = APIRequest("DELETE", "/users/me", body: .json(.object(body)), isIdempotent: false)
         let (_, token) = try await sendSignedIn(request)
         end(announcing: .accountDeleted, ifToken: token)
     }

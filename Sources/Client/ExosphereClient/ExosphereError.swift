@@ -86,6 +86,9 @@ public struct ExosphereError: Error, Sendable, CustomStringConvertible, CustomDe
         public static let invalidMFAToken: Code = "invalid_mfa_token"
         /// `409` from `startTOTPEnrolment()`: the second factor is on already.
         public static let alreadyEnabled: Code = "already_enabled"
+        /// `409`: what needs the account's address (a code by mail, a first password) asked of a
+        /// guest, which has none yet.
+        public static let noAddress: Code = "no_address"
         /// `429`: throttled; see `retryAfter`.
         public static let tooManyAttempts: Code = "too_many_attempts"
         /// `503`: the server is at its limit; see `retryAfter`.

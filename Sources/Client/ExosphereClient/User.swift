@@ -11,8 +11,9 @@ public struct User: Identifiable, Hashable, Sendable {
     public let id: String
     /// The login identity. Setting another address and saving does not move the account at
     /// once: the server keeps `email` and sets `pendingEmail` until the link it mails to the new
-    /// address is opened (`Exosphere.confirmEmailChange(token:)`).
-    public var email: String
+    /// address is opened (`Exosphere.confirmEmailChange(token:)`). Nil for a guest
+    /// (`Exosphere.signInAsGuest()`) until the first address is confirmed the same way.
+    public var email: String?
     /// At most 100 characters; may be empty.
     public var firstname: String
     /// At most 100 characters; may be empty.
@@ -22,6 +23,11 @@ public struct User: Identifiable, Hashable, Sendable {
     /// An address the user asked to move to, waiting for the link mailed to it (24 hours); nil
     /// when no change is pending. Sign-in, resets and mail use `email` until then.
     public let pendingEmail: String?
+    /// A guest: an account made by `Exosphere.signInAsGuest()` with no way back in yet but this
+    /// session (no address, password, passkey or identity). It becomes a full account, keeping
+    /// its id, fields and images, when it gains one: a confirmed address (save `email`, then the
+    /// mailed link), a passkey, or Apple or Google.
+    public let isGuest: Bool
     /// When the user registered.
     public let createdAt: Date
     /// The last write to the account (profile, email or password) as of this copy.
@@ -34,7 +40,7 @@ public struct User: Identifiable, Hashable, Sendable {
 
     /// The editable part of the server's copy, to compute what changed.
     struct Snapshot: Hashable, Sendable {
-        var email: String
+        var email: String?
         var firstname: String
         var lastname: String
         var data: [String: FieldValue]
@@ -44,7 +50,7 @@ public struct User: Identifiable, Hashable, Sendable {
 
     /// Reads the user object of the API.
     init(json: JSONValue, etag: String?) throws {
-        guard let id = json["id"]?.stringValue, let email = json["email"]?.stringValue,
+        guard let id = json["id"]?.stringValue, let emailValue = json["email"], emailValue.stringValue != nil || emailValue == .null,
             let createdAt = json["createdAt"]?.stringValue.flatMap(Timestamp.parse),
             let updatedAt = json["updatedAt"]?.stringValue.flatMap(Timestamp.parse)
         else {
@@ -55,12 +61,14 @@ public struct User: Identifiable, Hashable, Sendable {
             guard let field = FieldValue(json: value) else { continue }  // null, or a kind a newer server might add
             data[key] = field
         }
+        let email = emailValue.stringValue
         self.id = id
         self.email = email
         self.firstname = json["firstname"]?.stringValue ?? ""
         self.lastname = json["lastname"]?.stringValue ?? ""
         self.emailVerified = json["emailVerified"]?.boolValue ?? false
         self.pendingEmail = json["pendingEmail"]?.stringValue
+        self.isGuest = json["isGuest"]?.boolValue ?? false
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.data = data
@@ -71,9 +79,9 @@ public struct User: Identifiable, Hashable, Sendable {
     /// The server's copy as the API writes it, for the session store.
     var serverJSON: JSONValue {
         .object([
-            "id": .string(id), "email": .string(original.email), "firstname": .string(original.firstname),
+            "id": .string(id), "email": original.email.map { .string($0) } ?? .null, "firstname": .string(original.firstname),
             "lastname": .string(original.lastname), "emailVerified": .bool(emailVerified),
-            "pendingEmail": pendingEmail.map { .string($0) } ?? .null,
+            "pendingEmail": pendingEmail.map { .string($0) } ?? .null, "isGuest": .bool(isGuest),
             "createdAt": .string(Timestamp.format(createdAt)), "updatedAt": .string(Timestamp.format(updatedAt)),
             "data": .object(original.data.mapValues(\.json)),
         ])
@@ -87,7 +95,7 @@ public struct User: Identifiable, Hashable, Sendable {
     /// The JSON Merge Patch (RFC 7396) from the server's copy to this value; nil when equal.
     var mergePatch: JSONValue? {
         var patch: [String: JSONValue] = [:]
-        if email != original.email { patch["email"] = .string(email) }
+        if email != original.email { patch["email"] = email.map { .string($0) } ?? .null }
         if firstname != original.firstname { patch["firstname"] = .string(firstname) }
         if lastname != original.lastname { patch["lastname"] = .string(lastname) }
         var fields: [String: JSONValue] = [:]

@@ -328,7 +328,7 @@ async function signOut() {
 async function showDashboard() {
   const {json} = await api("GET", "/admin/stats");
   showPage("dashboard");
-  const counts = [["Users", json.users], ["Disabled", json.disabledUsers], ["Active sessions", json.activeSessions], ["Images", json.images]];
+  const counts = [["Users", json.users], ["Guests", json.guests], ["Disabled", json.disabledUsers], ["Active sessions", json.activeSessions], ["Images", json.images]];
   $("counts").replaceChildren(...counts.map(([name, value]) => el("div", {}, el("dt", {text: name}), el("dd", {text: value.toLocaleString("en")}))));
   drawChart(json.days);
   $("chart-table").tBodies[0].replaceChildren(...json.days.map((day) =>
@@ -412,9 +412,10 @@ function filterValueControl() {
   slot.replaceChildren(el("label", {for: "filter-value", className: "visually-hidden", text: `Value of ${name}`}), input);
 }
 
-function usersHash(q, filters) {
+function usersHash(q, filters, guest = $("search-guest").value) {
   const query = new URLSearchParams();
   if (q) query.set("q", q);
+  if (guest) query.set("guest", guest);
   for (const [name, value] of filters) query.append(`field.${name}`, value);
   const text = query.toString();
   return text ? `#/users?${text}` : "#/users";
@@ -429,6 +430,7 @@ async function showUsers(query) {
   if (state.users.key !== searchKey) state.users = {cursors: [null], key: searchKey};
   state.users.filters = filters;
   $("search-q").value = q;
+  $("search-guest").value = query.get("guest") || "";
   fillFieldSelect($("filter-field"), Object.keys(state.schema).sort());
   filterValueControl();
   $("filters").replaceChildren(...filters.map(([name, value], index) => el("li", {},
@@ -442,10 +444,11 @@ async function showUsers(query) {
   if (cursor) params.set("after", cursor);
   const {json} = await api("GET", `/admin/users?${params}`);
   $("users-table").tBodies[0].replaceChildren(...json.users.map((user) => el("tr", {},
-    el("td", {}, el("a", {href: `#/users/${user.id}`, text: user.email})),
+    el("td", {}, el("a", {href: `#/users/${user.id}`, text: user.email || "Guest"})),
     el("td", {className: "optional", text: [user.firstname, user.lastname].filter(Boolean).join(" ") || "—"}),
     el("td", {className: "optional", text: when(user.createdAt)}),
-    el("td", {}, el("span", {className: user.disabled ? "badge off" : "badge on", text: user.disabled ? "disabled" : "active"})))));
+    el("td", {}, el("span", {className: user.disabled ? "badge off" : "badge on", text: user.disabled ? "disabled" : "active"}),
+      ...(user.isGuest ? [" ", el("span", {className: "badge", text: "guest"})] : [])))));
   $("users-empty").hidden = json.users.length > 0;
   state.users.next = json.next;
   $("users-next").disabled = !json.next;
@@ -494,7 +497,7 @@ async function showUser(id) {
   ]);
   state.user = {view, etag: response.headers.get("ETag"), removed: new Set(), added: new Set()};
   showPage("user");
-  document.title = `${view.email} · Exosphere console`;
+  document.title = `${view.email || "Guest"} · Exosphere console`;
   renderUser();
   renderSessions(sessions.json.sessions);
   renderSignInMethods(methods.json);
@@ -506,10 +509,11 @@ async function showUser(id) {
 
 function renderUser() {
   const {view} = state.user;
-  $("user-title").textContent = view.email;
+  $("user-title").textContent = view.email || "Guest";
   $("user-status").textContent = [
     view.disabled ? "Disabled" : "Active",
-    view.emailVerified ? "email verified" : "email not verified",
+    // A guest has no address (nor any other way back in but its sessions) yet.
+    view.isGuest ? "guest" : view.email === null ? "no email address" : view.emailVerified ? "email verified" : "email not verified",
     // The user asked to move to another address; it applies once its mailed link is opened.
     ...(view.pendingEmail ? [`change to ${view.pendingEmail} pending`] : []),
     `${view.sessionCount} session${view.sessionCount === 1 ? "" : "s"}`,
@@ -517,7 +521,7 @@ function renderUser() {
     `last sign-in ${when(view.lastSignInAt)}`, `joined ${when(view.createdAt)}`,
   ].join(" · ");
   $("user-disable").textContent = view.disabled ? "Enable user" : "Disable user";
-  $("profile-email").value = view.email;
+  $("profile-email").value = view.email || "";
   $("profile-firstname").value = view.firstname;
   $("profile-lastname").value = view.lastname;
   const names = Object.keys(view.data).filter((name) => !state.user.removed.has(name)).concat([...state.user.added]).sort();
@@ -562,7 +566,8 @@ async function saveProfile(event) {
   const {view} = state.user;
   const parts = [];
   const text = (key, value) => { if (value !== view[key]) parts.push(`${JSON.stringify(key)}:${JSON.stringify(value)}`); };
-  text("email", $("profile-email").value.trim());
+  const email = $("profile-email").value.trim();
+  if (email || view.email !== null) text("email", email);
   text("firstname", $("profile-firstname").value);
   text("lastname", $("profile-lastname").value);
   const data = [];
