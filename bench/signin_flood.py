@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""User sign-in latency beside a flood of admin sign-ins from one client address (issue 28).
+"""User sign-in latency beside a flood from one client address (issues 28 and 40).
 
-    bench/signin_flood.py PORT SECONDS FLOODERS USER_EMAIL USER_PASSWORD
+    bench/signin_flood.py PORT SECONDS FLOODERS USER_EMAIL USER_PASSWORD [admin|guest|control]
 
 Two phases of SECONDS each: a user signing in again and again (one connection at a time, from
-192.0.2.44) alone, then the same beside FLOODERS threads posting wrong admin sign-ins as fast as
-they can from 198.51.100.66 (the server trusts X-Forwarded-For from 127.0.0.1). Prints the user's
-p50, p99 and max latency and status counts per phase, and the flood's status counts.
+192.0.2.44) alone, then the same beside FLOODERS threads posting as fast as they can from
+198.51.100.66 (the server trusts X-Forwarded-For from 127.0.0.1): wrong admin sign-ins (`admin`,
+the default), new guests (`guest`, POST /users/guest), or, as the floor a flood of this load
+generator costs on the same cores, requests the server answers 404 at once (`control`). Prints the user's p50, p99 and max
+latency and status counts per phase, and the flood's status counts.
 """
 import http.client
 import json
@@ -56,6 +58,12 @@ def report(name, latencies, statuses):
 def main():
     port, seconds, flooders = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
     email, password = sys.argv[4], sys.argv[5]
+    kind = sys.argv[6] if len(sys.argv) > 6 else "admin"
+    flood_path, flood_body = {
+        "admin": ("/admin/signin", lambda index: {"email": "root@bench.example", "password": f"a wrong guess {index}"}),
+        "guest": ("/users/guest", lambda index: {"firstname": f"Flood {index}"}),
+        "control": ("/no-such-route", lambda index: {}),
+    }[kind]
     report("alone", *measure(port, seconds, email, password))
     stop = threading.Event()
     flood = Counter()
@@ -63,7 +71,7 @@ def main():
 
     def flooder(index):
         while not stop.is_set():
-            status = post(port, "/admin/signin", {"email": "root@bench.example", "password": f"a wrong guess {index}"}, "198.51.100.66")
+            status = post(port, flood_path, flood_body(index), "198.51.100.66")
             with lock:
                 flood[status] += 1
 
@@ -76,7 +84,7 @@ def main():
     for thread in threads:
         thread.join()
     report(f"beside {flooders} flooders", latencies, statuses)
-    print(f"the flood's admin sign-ins: {dict(flood)}")
+    print(f"the flood's {flood_path} answers: {dict(flood)}")
 
 
 if __name__ == "__main__":

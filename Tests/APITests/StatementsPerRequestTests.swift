@@ -1,3 +1,4 @@
+import Accounts
 import Postgres
 import PostgresCluster
 import TestSupport
@@ -106,5 +107,37 @@ struct StatementsPerRequestTests {
             #expect(try Self.sessionLookups(connection) == Int64(missed), "round \(round): one lookup per miss, none per hit")
             #expect(try server.call("PATCH", "/users/me", token: account.token, json: #"{"firstname": "R\#(round)"}"#).status == 200)
         }
+    }
+
+    /// A flood refused by a full counter that only its window empties (guests from one address)
+    /// costs the database one statement a second, not one per request: this instance answers the
+    /// same keys from memory for a second after the database refused them.
+    @Test func aFullGuestCounterIsAnsweredFromMemoryForASecond() throws {
+        let cluster = try Self.cluster.get()
+        let server = try TestServer("statements_guest_flood", cluster: cluster) {
+            $0.accounts.guestsPerAddress = ThrottleRule(limit: 2, windowSeconds: 3_600)
+        }
+        defer { server.shutdown() }
+        let connection = try PostgresConnection(configuration: try PostgresConfiguration(connectionString: server.databaseURL))
+        defer { connection.close() }
+        try connection.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        func acquisitions() throws -> Int64 {
+            try connection.query(
+                """
+                SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
+                WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query LIKE '%exo_throttle_acquire%'
+                """)[0].decode(Int64.self, at: 0)
+        }
+        _ = try connection.query("SELECT pg_stat_statements_reset()")
+        let statuses = try (0..<12).map { _ in try server.send("POST", "/users/guest").status }
+        #expect(statuses == [201, 201] + Array(repeating: 429, count: 10), "\(statuses)")
+        #expect(try acquisitions() == 3, "two counted, one refused by the database, nine from memory")
+        // A second later (by the server's clock) the database is asked again, and still refuses.
+        server.advanceClock(by: 1.5)
+        #expect(try server.send("POST", "/users/guest").status == 429)
+        #expect(try acquisitions() == 4)
+        // Its window over, the address may make guests again.
+        server.advanceClock(by: 3_600)
+        #expect(try server.send("POST", "/users/guest").status == 201)
     }
 }

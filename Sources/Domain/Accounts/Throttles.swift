@@ -2,6 +2,7 @@ import Cryptography
 import FoundationEssentials
 import Postgres
 import StructuredLogging
+import Synchronization
 
 /// A kind of attempt the accounts' rules limit. With a subject it names one counter
 /// (`ThrottleKey`), whose rule the configuration gives (`AccountService.Configuration.rule(for:)`).
@@ -138,6 +139,11 @@ extension AccountService.Configuration {
 /// reset clears the user's lock-outs).
 public final class Throttles: Sendable {
     private let context: AccountsContext
+    /// Keys (joined) the database found full, by this instance: when to ask it again (a second
+    /// later at most) and when they unlock. See `acquire(_:rememberingRefusal:on:)`.
+    private let refused = Mutex<[String: (askAgain: Date, unlocks: Date)]>([:])
+    /// How long a refusal is answered without the database.
+    static let refusalMemorySeconds = 1.0
 
     init(context: AccountsContext) {
         self.context = context
@@ -145,12 +151,33 @@ public final class Throttles: Sendable {
 
     /// Counts one attempt on every key, or none when any key is full: nil when counted, else the
     /// seconds to wait. One statement, for all the keys at once (`exo_throttle_acquire`).
-    public func acquire(_ keys: [ThrottleKey], on executor: some QueryExecutor) async throws -> Int? {
+    ///
+    /// `rememberingRefusal`, for counters that only their window empties (an action whose every
+    /// attempt stays counted: guests, registrations, mail asked for), answers the same keys again
+    /// from this instance's memory for a second after the database refused them: a flood from one
+    /// address then costs the database one statement a second, not one per request. (An attempt
+    /// given back meanwhile, a malformed one, frees its place a second late at most.)
+    public func acquire(_ keys: [ThrottleKey], rememberingRefusal: Bool = false, on executor: some QueryExecutor) async throws -> Int? {
         let counted = keys.compactMap { key in rule(key).map { (key.text, $0) } }.filter { $0.1.limit > 0 }
         guard !counted.isEmpty else { return nil }
-        let query = ThrottleRepository.acquire(counted, at: context.clock.now())
+        let now = context.clock.now()
+        let combination = rememberingRefusal ? counted.map(\.0).joined(separator: "\n") : ""
+        if rememberingRefusal, let known = refused.withLock({ $0[combination] }), known.askAgain > now {
+            return max(1, Int(known.unlocks.timeIntervalSince(now).rounded(.up)))
+        }
+        let query = ThrottleRepository.acquire(counted, at: now)
         let wait = try await executor.write(query, lockOrder: counted.map(\.0).min()!)[0]
-        return wait > 0 ? Int(wait) : nil
+        guard wait > 0 else { return nil }
+        if rememberingRefusal {
+            let unlocks = now.addingTimeInterval(Double(wait))
+            let askAgain = min(unlocks, now.addingTimeInterval(Self.refusalMemorySeconds))
+            refused.withLock { memory in
+                if memory.count >= 4_096 { memory = memory.filter { $0.value.askAgain > now } }
+                if memory.count >= 4_096 { memory.removeAll() }
+                memory[combination] = (askAgain, unlocks)
+            }
+        }
+        return Int(wait)
     }
 
     /// The seconds until the longest of the full keys unlocks, or nil when none is full: a read,

@@ -248,6 +248,13 @@ extension Configuration {
             }
         },
         Option(
+            flag: "--guest-address-limit", environment: "EXOSPHERE_GUEST_ADDRESS_LIMIT", placeholder: "N",
+            help: "guests (POST /users/guest) made per client address (IPv6: /64) in an hour before 429 (0: no limit)",
+            defaultValue: { String($0.accounts.guestsPerAddress.limit) }
+        ) { config, value throws(ConfigurationError) in
+            config.accounts.guestsPerAddress.limit = try integer(value, "--guest-address-limit", 0...1_000_000)
+        },
+        Option(
             flag: "--guest-ttl-days", environment: "EXOSPHERE_GUEST_TTL_DAYS", placeholder: "DAYS",
             help: "guests (POST /users/guest) idle this long are deleted with their images (0: kept)",
             defaultValue: { String(Int($0.accounts.guestIdleSeconds / 86_400)) }

@@ -151,7 +151,7 @@ public final class Application: Sendable {
                 {
                     guestSweep.start {
                         do {
-                            try Application.deleteIdleGuests(accounts: accounts, images: images)
+                            _ = try Application.deleteIdleGuests(accounts: accounts, images: images)
                         } catch {
                             logger.warning("deleting idle guests failed", ["error": String(describing: error)])
                         }

@@ -511,7 +511,7 @@ private struct PolicyChain: Sendable {
             }
             return try await handler()
         }
-        if let wait = try await throttles.acquire(keys.map(\.key), on: statements) {
+        if let wait = try await throttles.acquire(keys.map(\.key), rememberingRefusal: throttling.success == .counts, on: statements) {
             // The refusal names the action whose counter is full (a counter of its own action's).
             var refused = keys.map(\.key)
             for own in keys where own.keptOnSuccess {
