@@ -1,5 +1,6 @@
 import API
 import Accounts
+import Cryptography
 import Foundation
 import JSON
 import Synchronization
@@ -227,5 +228,44 @@ struct GuestsAPITests {
         // A guest has no address to mail a reset to.
         let reset = try server.call("POST", "/admin/users/\(guest.id)/password-reset", token: admin)
         #expect(reset.status == 409 && reset.code == "no_address", "\(reset.text)")
+    }
+
+    /// A passkey is a way back in: the guest becomes a full account with no address (the
+    /// database ends `is_guest` as the passkey's row is made), and the passkey signs it in again.
+    @Test func aPasskeyUpgradesAGuestWithoutAnAddress() throws {
+        let (server, port) = try PasskeysAPITests.server("guest_passkey")
+        defer { PasskeysAPITests.finish(server) }
+        let origin = "http://localhost:\(port)"
+        let key = try SoftwareAuthenticator()
+        let guest = try Self.guest(server)
+        let creation = try server.call("POST", "/users/me/passkeys/registration/options", token: guest.token)
+        let challenge = try #require(creation.json["challenge"]?.stringValue, "\(creation.text)")
+        let clientData = SoftwareAuthenticator.clientData("webauthn.create", challenge: challenge, origin: origin)
+        let object = SoftwareAuthenticator.attestationObject(
+            "none", data: key.authenticatorData(rpID: "localhost", flags: 0x45, count: 0, attested: true))
+        let id = TestSigningKeys.base64URL(key.credentialID)
+        let registered = try server.call(
+            "POST", "/users/me/passkeys/registration", token: guest.token,
+            json:
+                #"{"id": "\#(id)", "rawId": "\#(id)", "type": "public-key", "response": {"clientDataJSON": "\#(TestSigningKeys.base64URL(clientData))", "attestationObject": "\#(TestSigningKeys.base64URL(object))"}}"#
+        )
+        #expect(registered.status == 201, "\(registered.text)")
+        let user = try server.me(guest.token)
+        #expect(user.json["isGuest"] == false && user.json["email"] == .null, "\(user.text)")
+        #expect(user.header("ETag") != nil && user.json["id"]?.stringValue == guest.id)
+
+        let options = try server.call("POST", "/users/signin/passkey/options")
+        let signInChallenge = try #require(options.json["challenge"]?.stringValue)
+        let assertionData = SoftwareAuthenticator.clientData("webauthn.get", challenge: signInChallenge, origin: origin)
+        let data = key.authenticatorData(rpID: "localhost", flags: 0x05, count: 1, attested: false)
+        let signature = try key.sign(data + SHA256.hash(assertionData))
+        let handle = withUnsafeBytes(of: try #require(UUID(uuidString: guest.id)).uuid) { Array($0) }
+        let signedIn = try server.call(
+            "POST", "/users/signin/passkey",
+            json:
+                #"{"id": "\#(id)", "rawId": "\#(id)", "type": "public-key", "response": {"clientDataJSON": "\#(TestSigningKeys.base64URL(assertionData))", "authenticatorData": "\#(TestSigningKeys.base64URL(data))", "signature": "\#(TestSigningKeys.base64URL(signature))", "userHandle": "\#(TestSigningKeys.base64URL(handle))"}}"#
+        )
+        #expect(signedIn.status == 200 && signedIn.json["user"]?["id"]?.stringValue == guest.id, "\(signedIn.text)")
+        if let token = signedIn.json["accessToken"]?.stringValue { server.remember(token: token) }
     }
 }
