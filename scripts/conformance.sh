@@ -304,7 +304,10 @@ def _tolerated_field_error(error, body):
 #   POST /users/me/reauthenticate: a passkey assertion, an ID token or a code the server cannot
 #       accept is 422 invalid_credentials, invalid_id_token or invalid_code, and an assertion's
 #       member that is not base64url 422 invalid_value (as at the passkey sign-in);
-#   GET /users/me/activity: as the image list, 422 invalid_cursor.
+#   GET /users/me/activity: as the image list, 422 invalid_cursor;
+#   POST /users/me/password, DELETE /users/me, PUT /users/me: what the document marks optional
+#       or nullable for an account without a password or an address (a guest, an account made by
+#       a provider or a code) is 422 invalid_value for the signed-in user, who has both.
 _IMAGE_CODES = {
     ("POST", "/users/me/images"): {
         400: None,
@@ -325,6 +328,9 @@ _IMAGE_CODES = {
     ("HEAD", "/users/me/activity"): {422: {"invalid_cursor"}},
     ("POST", "/users/me/passkeys/registration"): {422: {"invalid_passkey", "invalid_value"}},
     ("POST", "/users/signin/passkey"): {422: {"invalid_value"}},
+    ("POST", "/users/me/password"): {422: {"invalid_value"}},
+    ("DELETE", "/users/me"): {422: {"invalid_value"}},
+    ("PUT", "/users/me"): {422: {"invalid_value"}},
 }
 
 
