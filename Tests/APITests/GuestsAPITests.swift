@@ -55,6 +55,9 @@ struct GuestsAPITests {
         // A guest's profile is a profile: fields, a PUT that names no address.
         let put = try server.call("PUT", "/users/me", token: token, json: #"{"email": null, "firstname": "Tamu", "data": {"level": 4}}"#)
         #expect(put.status == 200 && put.json["data"]?["level"] == 4 && put.json["email"] == .null, "\(put.text)")
+        // Its export, like anyone's (no address gets the notice).
+        let export = try server.send("GET", "/users/me/export", headers: [("Authorization", "Bearer \(token)")])
+        #expect(export.status == 200 && export.header("Content-Type") == "application/zip", "\(export.status)")
         // An account with an address must name one.
         let account = try server.register()
         let noAddress = try server.call("PUT", "/users/me", token: account.token, json: #"{"email": null, "firstname": "A"}"#)
