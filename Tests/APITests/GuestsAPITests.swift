@@ -93,6 +93,8 @@ struct GuestsAPITests {
         #expect(uploaded.status == 201, "\(uploaded.text)")
         let imageID = try #require(uploaded.json["id"]?.stringValue)
         let before = try server.me(guest.token).json
+        // The guest upgrades a day later: long after its session's sign-in.
+        server.advanceClock(by: 86_400)
 
         let address = server.uniqueEmail("tamu")
         let confirmed = try Self.upgrade(server, smtp, guest, to: address)
@@ -108,6 +110,7 @@ struct GuestsAPITests {
 
         let password = server.uniquePassword("first")
         server.remember(password: password)
+        // The confirmation counts as the guest's session proving itself: no other proof is asked.
         let first = try server.call("POST", "/users/me/password", token: guest.token, json: #"{"newPassword": "\#(password)"}"#)
         #expect(first.status == 200, "\(first.text)")
         let signedIn = try server.signIn(address, password)

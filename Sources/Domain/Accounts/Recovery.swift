@@ -150,6 +150,10 @@ public final class Recovery: Sendable {
             guard let user = try UserRepository.claimingAddress({ try UserRepository.applyPendingEmail(connection, id: stored.id, email: pending) })
             else { throw invalid }
             try mail.emailChangeApplied(connection, from: stored, to: user, origin: origin)
+            // A guest's sessions are its only credential, and one of them asked for this address,
+            // which its mailbox just proved: they count as authenticated now, so that the guest's
+            // next step (a first password) needs no other proof, however old the guest.
+            if stored.isGuest { try SessionRepository.markAllAuthenticated(connection, userID: user.id, at: context.clock.now()) }
             return (user, true)
         }
         if changed {

@@ -125,6 +125,10 @@ enum SessionRepository {
         try connection.execute("UPDATE sessions SET authenticated_at = \(now) WHERE id = \(id) AND user_id = \(userID)") > 0
     }
 
+    static func markAllAuthenticated(_ connection: PostgresConnection, userID: UUID, at now: Date) throws {
+        try connection.execute("UPDATE sessions SET authenticated_at = \(now) WHERE user_id = \(userID)")
+    }
+
     static func delete(_ connection: PostgresConnection, id: UUID, userID: UUID) throws -> Bool {
         try connection.execute("DELETE FROM sessions WHERE id = \(id) AND user_id = \(userID)") > 0
     }
