@@ -89,12 +89,25 @@ struct EmailCodesAPITests {
         for _ in 0..<5 { #expect(try Self.verify(server, account.email, wrongOne).code == "invalid_code") }
         #expect(try Self.verify(server, account.email, guessed).code == "invalid_code", "five wrong codes void it")
 
+        // A code lives 10 minutes, then the housekeeping deletes it.
+        #expect(try Self.request(server, account.email).status == 202)
+        let late = try Self.mailedCode(smtp, to: account.email, count: 5)
+        server.remember(token: late)
+        server.advanceClock(by: 601)
+        #expect(try Self.verify(server, account.email, late).code == "invalid_code", "expired")
+        func codes() throws -> Int {
+            try server.withDatabase { try $0.query("SELECT count(*)::int8 FROM email_codes")[0].decode(Int.self, at: 0) }
+        }
+        #expect(try codes() == 1)
+        try waitUntil(timeout: .seconds(10), "a housekeeping round") { try server.app.accounts.housekeeping.runOnce() != nil }
+        #expect(try codes() == 0)
+
         // No code is stored, queued or logged: only their hashes are.
         let stored = try server.withDatabase { connection in
             try connection.query("SELECT count(*)::int8 FROM mail_outbox WHERE variables::text ~ '[0-9]{8}'")[0].decode(Int.self, at: 0)
         }
         #expect(stored == 0)
-        // The unknown address got no mail: the known one's four came after its request.
+        // The unknown address got no mail: the known one's five came after its request.
         #expect(smtp.messages().filter { $0.contains("nobody-") }.isEmpty)
         #expect(server.leaks().isEmpty, "\(server.leaks())")
     }

@@ -89,12 +89,10 @@ enum EmailCodeRepository {
         }
     }
 
-    /// Counts a wrong try; the code goes at `limit`. Returns whether it went.
-    static func countFailure(_ connection: PostgresConnection, id: Int64, limit: Int) throws -> Bool {
+    /// Counts a wrong try; the code goes at `limit`.
+    static func countFailure(_ connection: PostgresConnection, id: Int64, limit: Int) throws {
         let failures = try connection.query("UPDATE email_codes SET failures = failures + 1 WHERE id = \(id) RETURNING failures")
-        guard let count = try failures.first?.decode(Int32.self, at: 0) else { return true }
-        if count >= limit { try delete(connection, id: id) }
-        return count >= limit
+        if let count = try failures.first?.decode(Int32.self, at: 0), count >= limit { try delete(connection, id: id) }
     }
 
     static func delete(_ connection: PostgresConnection, id: Int64) throws {

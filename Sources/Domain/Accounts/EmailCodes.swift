@@ -55,6 +55,14 @@ public final class EmailCodes: Sendable {
         return minted ? code : nil
     }
 
+    /// Whether `code` is the live code's (compared in constant time); a wrong one is counted, and
+    /// the fifth deletes the code.
+    private static func check(_ connection: PostgresConnection, _ live: EmailCodeRepository.Live, _ code: String) throws -> Bool {
+        if let stored = live.codeHash, ConstantTime.equals(stored, EmailCodeRepository.hash(slot: live.id, code: code)) { return true }
+        try EmailCodeRepository.countFailure(connection, id: live.id, limit: failuresPerCode)
+        return false
+    }
+
     // MARK: - Sign-in
 
     /// `POST /users/signin/email-code`: one statement, the same for any address (the route
@@ -95,8 +103,7 @@ public final class EmailCodes: Sendable {
         }
         let outcome = try context.pool.withTransaction { connection -> Outcome in
             guard let live = try EmailCodeRepository.liveSignIn(connection, email: email, at: context.clock.now()) else { return .dead }
-            guard let stored = live.codeHash, ConstantTime.equals(stored, EmailCodeRepository.hash(slot: live.id, code: code)) else {
-                _ = try EmailCodeRepository.countFailure(connection, id: live.id, limit: Self.failuresPerCode)
+            guard try Self.check(connection, live, code) else {
                 if let userID = live.userID { try ActivityRepository.record(connection, userID: userID, .signInFailed, origin: origin) }
                 return .wrong(userID: live.userID)
             }
@@ -197,10 +204,7 @@ public final class EmailCodes: Sendable {
         let now = context.clock.now()
         let proved = try context.pool.withTransaction { connection -> Bool in
             guard let live = try EmailCodeRepository.liveReauthentication(connection, userID: session.userID, at: now) else { return false }
-            guard let stored = live.codeHash, ConstantTime.equals(stored, EmailCodeRepository.hash(slot: live.id, code: code)) else {
-                _ = try EmailCodeRepository.countFailure(connection, id: live.id, limit: Self.failuresPerCode)
-                return false
-            }
+            guard try Self.check(connection, live, code) else { return false }
             try EmailCodeRepository.delete(connection, id: live.id)
             guard try SessionRepository.markAuthenticated(connection, id: session.id, userID: session.userID, at: now) else {
                 throw AccountsError(.invalidToken, "The session ended.")

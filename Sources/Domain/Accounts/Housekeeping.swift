@@ -59,6 +59,7 @@ public final class Housekeeping: Sendable {
             try AccountTokenRepository.purgeExpired($0, limit: Housekeeping.batchSize, at: now)
                 + IDTokenFreshnessRepository.purgeExpired($0, limit: Housekeeping.batchSize, at: now)
                 + MFARepository.purgeExpiredChallenges($0, limit: Housekeeping.batchSize, at: now)
+                + EmailCodeRepository.purgeExpired($0, limit: Housekeeping.batchSize, at: now)
         }
         let events = try drain {
             try ActivityRepository.purge($0, olderThanSeconds: activityRetentionSeconds, limit: Housekeeping.batchSize)

@@ -35,10 +35,7 @@ public final class Passwords: Sendable {
         if let old {
             verifiedHash = try verifyCurrentPassword(old, userID: session.userID, origin: origin)
         } else {
-            guard let stored = try context.pool.withConnection({ try UserRepository.passwordHash($0, id: session.userID) }) else {
-                throw AccountsError(.invalidToken, "The user no longer exists.")
-            }
-            guard stored == UserRepository.noPassword else { throw AccountsError.field("oldPassword", .invalidValue, "is required") }
+            let stored = try withoutPassword(userID: session.userID, field: "oldPassword")
             guard user.email != nil else {
                 throw AccountsError(.noAddress, "Add an address first (PATCH /users/me and its link): a password signs in with it.")
             }
@@ -102,10 +99,7 @@ public final class Passwords: Sendable {
         if let password {
             verifiedHash = try verifyCurrentPassword(password, userID: userID, origin: origin)
         } else {
-            guard let stored = try context.pool.withConnection({ try UserRepository.passwordHash($0, id: userID) }) else {
-                throw AccountsError(.invalidToken, "The user no longer exists.")
-            }
-            guard stored == UserRepository.noPassword else { throw AccountsError.field("password", .invalidValue, "is required") }
+            let stored = try withoutPassword(userID: userID, field: "password")
             try sessions.requireRecentAuthentication(session, of: user)
             verifiedHash = stored
         }
@@ -117,6 +111,17 @@ public final class Passwords: Sendable {
             _ = try UserRepository.delete(connection, id: userID)
         }
         SecurityEvent.log(context.logger, .accountDeleted, outcome: .success, userID: userID, origin: origin)
+    }
+
+    /// The stored hash of an account without a password (`UserRepository.noPassword`), which a
+    /// request that sends none may act on; `field`, the password it would need, is required
+    /// (`422`) when the account has one.
+    private func withoutPassword(userID: UUID, field: String) throws -> String {
+        guard let stored = try context.pool.withConnection({ try UserRepository.passwordHash($0, id: userID) }) else {
+            throw AccountsError(.invalidToken, "The user no longer exists.")
+        }
+        guard stored == UserRepository.noPassword else { throw AccountsError.field(field, .invalidValue, "is required") }
+        return stored
     }
 
     /// Checks a user's current password; returns the verified hash. The route counts the attempt
