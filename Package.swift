@@ -61,6 +61,9 @@ let package = Package(
         // A second factor: time-based one-time passwords (RFC 6238), base32, and the QR code that
         // shows their otpauth URI, drawn as SVG.
         .target(name: "OneTimePasswords", dependencies: ["Cryptography"], path: "Sources/Protocols/OneTimePasswords"),
+        // AWS Signature Version 4: canonical requests, signing keys, Authorization fields and
+        // presigned URLs, as values (no clock, no I/O).
+        .target(name: "AWSSignature", dependencies: ["CivilTime", "Cryptography"], path: "Sources/Protocols/AWSSignature"),
         // The event loops' pipelined database connections and the executor handlers use on them.
         .target(
             name: "PostgresLoop", dependencies: ["Postgres", "LoopInterface", "StructuredLogging", "Threads"],
@@ -137,6 +140,8 @@ let package = Package(
         .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", "Cryptography", "TestSupport"]),
         // RFC 6238's vectors, codes computed by Python's hmac, and QR codes read back by zbarimg.
         .testTarget(name: "OneTimePasswordsTests", dependencies: ["OneTimePasswords", "Cryptography", "TestSupport"]),
+        // The signer against AWS's published examples (the SigV4 test suite, the S3 documentation).
+        .testTarget(name: "AWSSignatureTests", dependencies: ["AWSSignature", "Cryptography", "TestSupport"]),
         // The one-shot GET's answers read from bytes, and its URLs.
         .testTarget(name: "OutboundTests", dependencies: ["Outbound", "TestSupport"]),
         // What several test targets share: image builders, embedded real images, a seeded generator,
