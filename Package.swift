@@ -142,12 +142,15 @@ let package = Package(
         .testTarget(name: "OneTimePasswordsTests", dependencies: ["OneTimePasswords", "Cryptography", "TestSupport"]),
         // The signer against AWS's published examples (the SigV4 test suite, the S3 documentation).
         .testTarget(name: "AWSSignatureTests", dependencies: ["AWSSignature", "Cryptography", "TestSupport"]),
+        // The S3 client against a real one-node Ceph cluster the tests start (TestCeph), and boto3.
+        .testTarget(name: "ObjectStorageTests", dependencies: ["TestSupport"]),
         // The one-shot GET's answers read from bytes, and its URLs.
         .testTarget(name: "OutboundTests", dependencies: ["Outbound", "TestSupport"]),
         // What several test targets share: image builders, embedded real images, a seeded generator,
-        // a real SMTP server (aiosmtpd) and a throwaway certificate authority.
+        // a real SMTP server (aiosmtpd), a throwaway certificate authority, and a one-node Ceph cluster.
         .target(
-            name: "TestSupport", dependencies: ["Cryptography", "Files"], path: "Tests/TestSupport", exclude: ["smtp_server.py", "key_server.py"]),
+            name: "TestSupport", dependencies: ["Cryptography", "Files"], path: "Tests/TestSupport",
+            exclude: ["smtp_server.py", "key_server.py", "ceph_cluster.sh", "s3_tool.py"]),
         // The account rules against a real PostgreSQL, without HTTP.
         .testTarget(
             name: "AccountsTests",
