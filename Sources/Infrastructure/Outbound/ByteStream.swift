@@ -9,10 +9,12 @@ public final class ByteStream {
 
     public var isEncrypted: Bool { tls != nil }
 
-    public init(host: String, port: Int, timeout: Duration) throws(OutboundError) {
+    /// Connects to `host`, or to `address` when one is given (an operator's or a test's fixed
+    /// address for a name, like curl's `--resolve`): TLS still verifies `host`.
+    public init(host: String, port: Int, timeout: Duration, address: String? = nil) throws(OutboundError) {
         self.host = host
         self.timeout = timeout
-        socket = try TCPSocket.connect(host: host, port: port, deadline: .now + timeout)
+        socket = try TCPSocket.connect(host: address ?? host, port: port, deadline: .now + timeout)
     }
 
     /// The TLS handshake, with the certificate verified for the host we connected to, against
