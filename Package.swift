@@ -85,7 +85,10 @@ let package = Package(
         .target(name: "ThumbnailWorker", dependencies: ["CVips", "CLinux", "Thumbnails"], path: "Sources/Executables/ThumbnailWorker"),
         // Users' images: format inspection (pure), the two storages, thumbnails, their SQL and files.
         .target(
-            name: "Images", dependencies: ["Postgres", "Cryptography", "Files", "StructuredLogging", "Threads", "Thumbnails", "Time", "Zip"],
+            name: "Images",
+            dependencies: [
+                "CivilTime", "ObjectStorage", "Postgres", "Cryptography", "Files", "StructuredLogging", "Threads", "Thumbnails", "Time", "Zip",
+            ],
             path: "Sources/Domain/Images"),
         // Users, custom fields, sessions, throttles, recovery tokens, activity: rules and their SQL.
         .target(
@@ -118,7 +121,7 @@ let package = Package(
         .executableTarget(
             name: "exosphere",
             dependencies: [
-                "API", "Accounts", "Cryptography", "HTTPServer", "Images", "Mail", "Postgres",
+                "API", "Accounts", "AWSSignature", "Cryptography", "HTTPServer", "Images", "Mail", "ObjectStorage", "Postgres",
                 "SocketClient", "StructuredLogging", "Threads", "Thumbnails",
             ], path: "Sources/Executables/exosphere"),
         // The thumbnail helper: libvips, confined, one image at a time (ThumbnailWorker).
@@ -164,8 +167,8 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "API", "Accounts", "Cryptography", "Files", "HTTP", "HTTPServer", "Images", "JSON", "Mail",
-                "Migrations", "Postgres", "PostgresCluster", "SocketClient", "StructuredLogging", "TestSupport", "Thumbnails",
+                "API", "Accounts", "AWSSignature", "Cryptography", "Files", "HTTP", "HTTPServer", "Images", "JSON", "Mail",
+                "Migrations", "ObjectStorage", "Postgres", "PostgresCluster", "SocketClient", "StructuredLogging", "TestSupport", "Thumbnails",
                 "IdentityTokens", "Threads", "Time", "Lifecycle",
             ]),
         // The command line: parsing, usage, the health check.

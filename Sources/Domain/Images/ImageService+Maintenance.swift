@@ -13,6 +13,8 @@ extension ImageService {
         public var temporaryFiles = 0
         /// Thumbnail files without a row (their image deleted, or moved to the database).
         public var orphanThumbnails = 0
+        /// Objects of the object store without a row, older than the grace period.
+        public var orphanObjects = 0
     }
 
     /// Removes files that no row refers to, directory by directory; each directory is locked
@@ -44,6 +46,15 @@ extension ImageService {
                 report.temporaryFiles += 1
             }
         }
+        if objectStore != nil {
+            // Best effort: a store that is down at start-up must not keep the server from serving.
+            drainObjectDeletions()
+            do {
+                report.orphanObjects = try sweepObjects(now: now)
+            } catch {
+                logger.warning("could not sweep the image store's orphan objects", ["error": "\(error)"])
+            }
+        }
         return report
     }
 
@@ -53,6 +64,7 @@ extension ImageService {
     /// is called after each image.
     @discardableResult
     public func migrate(to target: ImageStorage, limit: Int = .max, progress: (Int, Int) -> Void = { _, _ in }) throws -> Int {
+        guard target != .s3 else { throw ImageStoreUnavailable(reason: "moving images to or from s3 is not implemented yet (issue 41)") }
         let source: ImageStorage = target == .database ? .filesystem : .database
         if target == .filesystem { try directory.prepare() }
         let total = min(limit, try pool.withConnection { try ImageRepository.count($0, in: source) })
@@ -71,6 +83,8 @@ extension ImageService {
     /// Moves one image; false if it was deleted or moved by someone else meanwhile.
     func move(_ id: UUID, from source: ImageStorage, to target: ImageStorage) throws -> Bool {
         switch target {
+        case .s3:
+            throw ImageStoreUnavailable(reason: "moving images to s3 is not implemented yet (issue 41)")
         case .filesystem:
             var temporary: String?
             defer { if let temporary { _ = try? FileSystem.remove(temporary) } }
