@@ -112,7 +112,7 @@ let package = Package(
             dependencies: [
                 "HTTPServer", "HTTP", "JSON", "StructuredLogging", "Postgres", "Cryptography", "Accounts", "Images", "Threads", "Files", "CLinux",
                 "LoopInterface", "Migrations", "PostgresLoop", "PostgresCluster", "Mail", "Outbox", "Thumbnails", "Zip", "LiveEvents",
-                "IdentityTokens", "Outbound", "Time", "WebAuthn", "Lifecycle",
+                "IdentityTokens", "Outbound", "Time", "WebAuthn", "Lifecycle", "ObjectStorage",
             ], path: "Sources/App/API",
             // Resources/ (the console, the pages, the OpenAPI document) is compiled in as string
             // literals by the EmbedFiles build plugin: see EmbeddedResources.

@@ -85,6 +85,30 @@ struct ImagesS3StorageTests {
         #expect(try store.headObject("exo/\(id)").size == RealFiles.png3x2.count)
     }
 
+    /// Two instances on one database and one bucket, no shared disk: what one stores, the other serves.
+    @Test func aSecondInstanceServesWhatTheFirstStored() throws {
+        let images = server.app.configuration.images
+        let second = try TestServer("images_s3_second", sharingDatabaseWith: server) { $0.images = images }
+        defer { second.shutdown() }
+        let account = try server.register()
+        let bytes = ImageScenarios.png(size: 150_000, seed: 5)
+        let created = try ImageScenarios.upload(server, account.token, "image/png", bytes)
+        let id = try #require(created.json["id"]?.stringValue)
+        let read = try ImageScenarios.get(second, account.token, "/users/me/images/\(id)")
+        #expect(read.status == 200)
+        #expect(same(read.body, bytes))
+        #expect(try ImageScenarios.get(second, account.token, "/users/me/images/\(id)", method: "DELETE").status == 204)
+        #expect(try ImageScenarios.get(server, account.token, "/users/me/images/\(id)").status == 404)
+        #expect(try store.listAllObjects(prefix: "exo/\(id)").isEmpty)
+    }
+
+    @Test func metricsCountTheStoreRequests() throws {
+        let text = try server.send("GET", "/metrics").text
+        let requests = text.split(separator: "\n").first { $0.hasPrefix("exosphere_image_store_requests_total ") }
+        #expect((requests.flatMap { Int($0.split(separator: " ")[1]) } ?? 0) > 0)
+        #expect(text.contains("exosphere_image_store_pending_deletions 0"))
+    }
+
     /// The export's ZIP reads the originals from the store.
     @Test func theExportCarriesTheOriginals() throws {
         let account = try server.register()

@@ -33,8 +33,8 @@ import Testing
             "S3 throughput, \(count) x 2 MiB: put client \(clientPut) s, boto3 \(boto3Put) s (ratio \(boto3Put / clientPut)); "
                 + "get client \(clientGet) s, boto3 \(boto3Get) s (ratio \(boto3Get / clientGet))")
         // Far below the figures measured (see the commit), so that a loaded machine does not fail it.
-        #expect(boto3Put / clientPut > 0.5)
-        #expect(boto3Get / clientGet > 0.5)
+        #expect(boto3Put / clientPut > 0.25)
+        #expect(boto3Get / clientGet > 0.25)
     }
 }
 

@@ -163,7 +163,7 @@ public final class ImageService: Sendable {
                     try admit(bytes.count, of: userID, connection)
                     if !written {
                         do throws(S3Error) {
-                            try store.putObject(key, Array(bytes), contentType: info.format.mimeType)
+                            try store.putObject(key, Array(bytes), contentType: info.format.mimeType, sha256: digest)
                         } catch {
                             throw Self.translated(error)
                         }

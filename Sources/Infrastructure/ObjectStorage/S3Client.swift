@@ -50,12 +50,15 @@ public final class S3Client: Sendable {
     /// Stores `bytes` under `key`, acknowledged only once the store confirmed these bytes: the body's
     /// SHA-256 is signed and `Content-MD5` sent (the store refuses a body that matches neither), and
     /// the ETag it answers must be their MD5 (for stores whose ETag is an MD5: not with SSE-KMS).
+    /// `sha256`, when the caller has it already, saves hashing the bytes again.
     @discardableResult
-    public func putObject(_ key: String, _ bytes: [UInt8], contentType: String = "application/octet-stream") throws(S3Error) -> S3Object {
+    public func putObject(_ key: String, _ bytes: [UInt8], contentType: String = "application/octet-stream", sha256: [UInt8]? = nil) throws(S3Error)
+        -> S3Object
+    {
         let md5 = MD5.hash(bytes)
         let response = try send(
             "PUT", key: key, headers: [("content-type", contentType), ("content-md5", Self.contentMD5(md5))], body: bytes,
-            payload: .hashing(bytes))
+            payload: sha256.map { .sha256(Hex.encode($0)) } ?? .hashing(bytes))
         guard response.status == 200 else { throw Self.failure(response, "PUT \(key)") }
         let etag = Self.unquoted(response.header("etag") ?? "")
         if Self.isMD5(etag), etag != Hex.encode(md5) {
