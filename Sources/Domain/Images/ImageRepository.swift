@@ -151,7 +151,7 @@ enum ImageRepository {
 
     static func markMoved(_ connection: PostgresConnection, id: UUID, to storage: ImageStorage) throws {
         try connection.execute("UPDATE images SET storage = \(storage.rawValue) WHERE id = \(id)")
-        if storage == .filesystem {
+        if storage != .database {
             try connection.execute("DELETE FROM image_data WHERE image_id = \(id)")
         }
     }
