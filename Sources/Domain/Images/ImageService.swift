@@ -293,7 +293,9 @@ public final class ImageService: Sendable {
                 let store = try requireObjectStore()
                 let body: S3ObjectBody?
                 do throws(S3Error) {
-                    body = try store.getObject(objectKey(image.id), range: offset...(offset + length - 1))
+                    // The whole object without a Range: the store may then serve it at its fastest.
+                    let range = offset == 0 && length == image.byteSize ? nil : offset...(offset + length - 1)
+                    body = try store.getObject(objectKey(image.id), range: range)
                 } catch  where error.code == .notFound && attempt == 0 {
                     body = nil  // Moved, or deleted, since the metadata was read.
                 } catch {

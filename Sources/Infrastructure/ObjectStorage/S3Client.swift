@@ -234,7 +234,8 @@ public final class S3Client: Sendable {
                 try connection.stream.write(bytes)
                 var reader = ResponseReader(maximumBytes: configuration.maximumObjectBytes, head: method == "HEAD")
                 while true {
-                    let chunk = try connection.stream.read()
+                    // Large reads: an object of megabytes in a few system calls, not hundreds.
+                    let chunk = try connection.stream.read(limit: 256 * 1024)
                     if chunk.isEmpty && !received && connection.isReused && attempt == 1 {
                         throw OutboundError(.connectionClosed, "closed while idle")
                     }

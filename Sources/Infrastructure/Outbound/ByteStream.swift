@@ -32,11 +32,12 @@ public final class ByteStream {
         if let tls { try tls.write(bytes, over: socket, deadline: deadline) } else { try socket.send(bytes, deadline: deadline) }
     }
 
-    /// The next bytes from the server; empty when it has closed the connection.
-    public func read() throws(OutboundError) -> [UInt8] {
+    /// The next bytes from the server, at most `limit` (a TLS record's at most); empty when it
+    /// has closed the connection.
+    public func read(limit: Int = 16_384) throws(OutboundError) -> [UInt8] {
         let deadline = ContinuousClock.now + timeout
         if let tls { return try tls.read(over: socket, deadline: deadline) }
-        return try socket.receive(deadline: deadline)
+        return try socket.receive(limit: limit, deadline: deadline)
     }
 
     /// Ends TLS politely when there is time (`grace`), then closes the socket.

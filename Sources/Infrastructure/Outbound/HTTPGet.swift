@@ -120,6 +120,10 @@ public struct ResponseReader {
             }
             head = try Self.parseHead(buffer[..<end])
             bodyStart = end + 4
+            // A body of a known length grows the buffer once, not at every read.
+            if let length = head?.headers.first(where: { $0.name == "content-length" }).flatMap({ Int($0.value) }), length <= maximumBytes {
+                buffer.reserveCapacity(bodyStart + length)
+            }
         }
         guard let head else { return nil }
         // RFC 9112 6.3: no body after a HEAD, a 204 or a 304, whatever the fields say.
