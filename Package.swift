@@ -73,7 +73,8 @@ let package = Package(
         .target(name: "Outbound", dependencies: ["COpenSSL", "CLinux"], path: "Sources/Infrastructure/Outbound"),
         // An S3 client for one bucket over Outbound's HTTP/1.1: SigV4-signed, keep-alive, bounded.
         .target(
-            name: "ObjectStorage", dependencies: ["AWSSignature", "Cryptography", "Outbound"], path: "Sources/Infrastructure/ObjectStorage"),
+            name: "ObjectStorage", dependencies: ["AWSSignature", "Cryptography", "Outbound", "Threads"], path: "Sources/Infrastructure/ObjectStorage"
+        ),
         // Mail transport: RFC 5322/MIME messages, an SMTP client (over Outbound's TLS), the dev mailbox.
         .target(name: "Mail", dependencies: ["CivilTime", "COpenSSL", "Files", "Outbound"], path: "Sources/Infrastructure/Mail"),
         // The transactional mail outbox: its SQL, the templates, and the sender every instance runs.
@@ -149,7 +150,8 @@ let package = Package(
         // The signer against AWS's published examples (the SigV4 test suite, the S3 documentation).
         .testTarget(name: "AWSSignatureTests", dependencies: ["AWSSignature", "Cryptography", "TestSupport"]),
         // The S3 client against a real one-node Ceph cluster the tests start (TestCeph), and boto3.
-        .testTarget(name: "ObjectStorageTests", dependencies: ["ObjectStorage", "AWSSignature", "Cryptography", "Outbound", "TestSupport"]),
+        .testTarget(
+            name: "ObjectStorageTests", dependencies: ["ObjectStorage", "AWSSignature", "Cryptography", "Outbound", "Threads", "TestSupport"]),
         // The one-shot GET's answers read from bytes, and its URLs.
         .testTarget(name: "OutboundTests", dependencies: ["Outbound", "TestSupport"]),
         // What several test targets share: image builders, embedded real images, a seeded generator,

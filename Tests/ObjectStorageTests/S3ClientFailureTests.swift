@@ -3,6 +3,7 @@ import Cryptography
 import ObjectStorage
 import TestSupport
 import Testing
+import Threads
 
 /// What the client does when the store is not there, hangs, lies or closes a kept-alive
 /// connection; and which configurations it refuses before any request.
@@ -48,6 +49,26 @@ import Testing
         #expect(silent)
         #expect(outcome.code == S3Error.Code.timeout)
         #expect(outcome.elapsed < .seconds(2))
+    }
+
+    /// A request's deadline bounds every wait of the client, whatever its own timeouts: a store
+    /// that hangs is a timeout by the deadline, and after it nothing is attempted.
+    @Test func theRequestsDeadlineBoundsEveryWait() throws {
+        let listener = try SilentListener()
+        defer { listener.close() }
+        let client = try Self.client(port: listener.port) { $0.timeout = .seconds(20) }
+        let (outcome, silent) = listener.whileSilent {
+            RequestDeadline.with(.after(.milliseconds(400))) {
+                let start = ContinuousClock.now
+                let code = Self.code { _ = try client.getObject("k") }
+                let late = Self.code { try client.putObject("k", [1]) }
+                return (code: code, late: late, elapsed: ContinuousClock.now - start)
+            }
+        }
+        #expect(silent)
+        #expect(outcome.code == S3Error.Code.timeout)
+        #expect(outcome.late == S3Error.Code.timeout)
+        #expect(outcome.elapsed < .seconds(3))
     }
 
     @Test func anETagThatIsNotTheMD5OfTheBytesIsAChecksumMismatch() throws {

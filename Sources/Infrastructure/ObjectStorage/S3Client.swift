@@ -3,10 +3,12 @@ import Cryptography
 import Glibc
 import Outbound
 import Synchronization
+import Threads
 
 /// An S3 client for one bucket, over the project's own HTTP/1.1 client (`Outbound`): requests
 /// signed with Signature Version 4, keep-alive connections, TLS verified, every connect, read and
-/// write bounded. Blocking: callers run it off the event loops. Credentials are used to sign and
+/// write bounded, and every wait by the calling thread's request deadline too (`RequestDeadline`),
+/// so that a store that hangs is an answer by then. Blocking: callers run it off the event loops. Credentials are used to sign and
 /// never appear in an error or a log.
 public final class S3Client: Sendable {
     public let configuration: S3Configuration
@@ -224,16 +226,30 @@ public final class S3Client: Sendable {
         head += "user-agent: Exosphere\r\n\r\n"
         let bytes = Array(head.utf8) + body
         let what = "\(method) \(key ?? "bucket \(configuration.bucket)")"
+        let deadline = RequestDeadline.current
+        /// `own`, or less when the request's deadline comes first; a timeout once it has passed.
+        func bounded(_ own: Duration) throws(OutboundError) -> Duration {
+            guard let deadline else { return own }
+            let left = deadline.remaining
+            guard left > .zero else { throw OutboundError(.timeout, "the request's deadline passed") }
+            return min(own, left)
+        }
         var attempt = 0
         while true {
             attempt += 1
             let connection: S3ConnectionPool.Connection
-            do throws(OutboundError) { connection = try connections.take() } catch { throw Self.mapped(error, what) }
+            do throws(OutboundError) {
+                connection = try connections.take(connectTimeout: bounded(configuration.connectTimeout))
+            } catch {
+                throw Self.mapped(error, what)
+            }
             var received = false
             do throws(OutboundError) {
+                connection.stream.timeout = try bounded(configuration.timeout)
                 try connection.stream.write(bytes)
                 var reader = ResponseReader(maximumBytes: configuration.maximumObjectBytes, head: method == "HEAD")
                 while true {
+                    connection.stream.timeout = try bounded(configuration.timeout)
                     // Large reads: an object of megabytes in a few system calls, not hundreds.
                     let chunk = try connection.stream.read(limit: 256 * 1024)
                     if chunk.isEmpty && !received && connection.isReused && attempt == 1 {

@@ -34,8 +34,8 @@ final class S3ConnectionPool: Sendable {
         for connection in idle.withLock({ $0 }) { connection.stream.close(grace: .zero) }
     }
 
-    /// An idle connection young enough, or a new one (connected, TLS verified, within the connect timeout).
-    func take() throws(OutboundError) -> Connection {
+    /// An idle connection young enough, or a new one (connected, TLS verified, within `connectTimeout`).
+    func take(connectTimeout: Duration) throws(OutboundError) -> Connection {
         let now = ContinuousClock.now
         var stale: [Connection] = []
         let reused: Connection? = idle.withLock { idle in
@@ -50,7 +50,7 @@ final class S3ConnectionPool: Sendable {
             reused.isReused = true
             return reused
         }
-        let stream = try ByteStream(host: host, port: port, timeout: configuration.connectTimeout, address: configuration.address)
+        let stream = try ByteStream(host: host, port: port, timeout: connectTimeout, address: configuration.address)
         if isSecure {
             do throws(OutboundError) { try stream.startTLS(caFile: configuration.caFile) } catch {
                 stream.close(grace: .zero)
