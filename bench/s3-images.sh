@@ -37,6 +37,7 @@ chmod 755 "$DIR"  # the managed PostgreSQL runs as the postgres user when this r
 mkfifo "$DIR/ceph.control"
 sh Tests/TestSupport/ceph_cluster.sh "$DIR/ceph" "$MON_PORT" "$RGW_PORT" "$ACCESS" "$SECRET" < "$DIR/ceph.control" > "$DIR/ceph.log" 2>&1 &
 CEPH_PID=$!
+# Only this shell holds the pipe's writing end: children are started with 7>&-.
 exec 7> "$DIR/ceph.control"
 for _ in $(seq 600); do [ -f "$DIR/ceph/ready" ] && break; kill -0 "$CEPH_PID" || { cat "$DIR/ceph.log"; exit 1; }; sleep 0.2; done
 [ -f "$DIR/ceph/ready" ] || { echo "the Ceph cluster did not start"; cat "$DIR/ceph.log"; exit 1; }
@@ -46,7 +47,7 @@ tool create-bucket direct
 
 AWS_ACCESS_KEY_ID=$ACCESS AWS_SECRET_ACCESS_KEY=$SECRET "$BIN" serve --port "$PORT" --data-dir "$DIR/pg" \
     --image-storage s3 --s3-endpoint "$ENDPOINT" --s3-bucket exosphere --s3-path-style on --upload-rate 0 \
-    --access-log off --log-format logfmt > "$DIR/exosphere.log" 2>&1 &
+    --access-log off --log-format logfmt > "$DIR/exosphere.log" 2>&1 7>&- &
 SERVER_PID=$!
 for _ in $(seq 300); do curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
 curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null || { echo "the server is not ready"; cat "$DIR/exosphere.log"; exit 1; }
