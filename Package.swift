@@ -61,6 +61,9 @@ let package = Package(
         // A second factor: time-based one-time passwords (RFC 6238), base32, and the QR code that
         // shows their otpauth URI, drawn as SVG.
         .target(name: "OneTimePasswords", dependencies: ["Cryptography"], path: "Sources/Protocols/OneTimePasswords"),
+        // AWS Signature Version 4: canonical requests, signing keys, Authorization fields and
+        // presigned URLs, as values (no clock, no I/O).
+        .target(name: "AWSSignature", dependencies: ["CivilTime", "Cryptography"], path: "Sources/Protocols/AWSSignature"),
         // The event loops' pipelined database connections and the executor handlers use on them.
         .target(
             name: "PostgresLoop", dependencies: ["Postgres", "LoopInterface", "StructuredLogging", "Threads"],
@@ -68,6 +71,10 @@ let package = Package(
         // Connections this process opens: TCP with deadlines, the TLS client (OpenSSL, certificates
         // and names verified), and a one-shot HTTP GET (a sign-in provider's key set).
         .target(name: "Outbound", dependencies: ["COpenSSL", "CLinux"], path: "Sources/Infrastructure/Outbound"),
+        // An S3 client for one bucket over Outbound's HTTP/1.1: SigV4-signed, keep-alive, bounded.
+        .target(
+            name: "ObjectStorage", dependencies: ["AWSSignature", "Cryptography", "Outbound", "Threads"], path: "Sources/Infrastructure/ObjectStorage"
+        ),
         // Mail transport: RFC 5322/MIME messages, an SMTP client (over Outbound's TLS), the dev mailbox.
         .target(name: "Mail", dependencies: ["CivilTime", "COpenSSL", "Files", "Outbound"], path: "Sources/Infrastructure/Mail"),
         // The transactional mail outbox: its SQL, the templates, and the sender every instance runs.
@@ -79,7 +86,10 @@ let package = Package(
         .target(name: "ThumbnailWorker", dependencies: ["CVips", "CLinux", "Thumbnails"], path: "Sources/Executables/ThumbnailWorker"),
         // Users' images: format inspection (pure), the two storages, thumbnails, their SQL and files.
         .target(
-            name: "Images", dependencies: ["Postgres", "Cryptography", "Files", "StructuredLogging", "Threads", "Thumbnails", "Time", "Zip"],
+            name: "Images",
+            dependencies: [
+                "CivilTime", "ObjectStorage", "Postgres", "Cryptography", "Files", "StructuredLogging", "Threads", "Thumbnails", "Time", "Zip",
+            ],
             path: "Sources/Domain/Images"),
         // Users, custom fields, sessions, throttles, recovery tokens, activity: rules and their SQL.
         .target(
@@ -103,7 +113,7 @@ let package = Package(
             dependencies: [
                 "HTTPServer", "HTTP", "JSON", "StructuredLogging", "Postgres", "Cryptography", "Accounts", "Images", "Threads", "Files", "CLinux",
                 "LoopInterface", "Migrations", "PostgresLoop", "PostgresCluster", "Mail", "Outbox", "Thumbnails", "Zip", "LiveEvents",
-                "IdentityTokens", "Outbound", "Time", "WebAuthn", "Lifecycle",
+                "IdentityTokens", "Outbound", "Time", "WebAuthn", "Lifecycle", "ObjectStorage",
             ], path: "Sources/App/API",
             // Resources/ (the console, the pages, the OpenAPI document) is compiled in as string
             // literals by the EmbedFiles build plugin: see EmbeddedResources.
@@ -112,7 +122,7 @@ let package = Package(
         .executableTarget(
             name: "exosphere",
             dependencies: [
-                "API", "Accounts", "Cryptography", "HTTPServer", "Images", "Mail", "Postgres",
+                "API", "Accounts", "AWSSignature", "Cryptography", "HTTPServer", "Images", "Mail", "ObjectStorage", "Postgres",
                 "SocketClient", "StructuredLogging", "Threads", "Thumbnails",
             ], path: "Sources/Executables/exosphere"),
         // The thumbnail helper: libvips, confined, one image at a time (ThumbnailWorker).
@@ -137,12 +147,18 @@ let package = Package(
         .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", "Cryptography", "TestSupport"]),
         // RFC 6238's vectors, codes computed by Python's hmac, and QR codes read back by zbarimg.
         .testTarget(name: "OneTimePasswordsTests", dependencies: ["OneTimePasswords", "Cryptography", "TestSupport"]),
+        // The signer against AWS's published examples (the SigV4 test suite, the S3 documentation).
+        .testTarget(name: "AWSSignatureTests", dependencies: ["AWSSignature", "Cryptography", "TestSupport"]),
+        // The S3 client against a real one-node Ceph cluster the tests start (TestCeph), and boto3.
+        .testTarget(
+            name: "ObjectStorageTests", dependencies: ["ObjectStorage", "AWSSignature", "Cryptography", "Outbound", "Threads", "TestSupport"]),
         // The one-shot GET's answers read from bytes, and its URLs.
         .testTarget(name: "OutboundTests", dependencies: ["Outbound", "TestSupport"]),
         // What several test targets share: image builders, embedded real images, a seeded generator,
-        // a real SMTP server (aiosmtpd) and a throwaway certificate authority.
+        // a real SMTP server (aiosmtpd), a throwaway certificate authority, and a one-node Ceph cluster.
         .target(
-            name: "TestSupport", dependencies: ["Cryptography", "Files"], path: "Tests/TestSupport", exclude: ["smtp_server.py", "key_server.py"]),
+            name: "TestSupport", dependencies: ["Cryptography", "Files"], path: "Tests/TestSupport",
+            exclude: ["smtp_server.py", "key_server.py", "ceph_cluster.sh", "s3_tool.py"]),
         // The account rules against a real PostgreSQL, without HTTP.
         .testTarget(
             name: "AccountsTests",
@@ -153,8 +169,8 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "API", "Accounts", "Cryptography", "Files", "HTTP", "HTTPServer", "Images", "JSON", "Mail",
-                "Migrations", "Postgres", "PostgresCluster", "SocketClient", "StructuredLogging", "TestSupport", "Thumbnails",
+                "API", "Accounts", "AWSSignature", "Cryptography", "Files", "HTTP", "HTTPServer", "Images", "JSON", "Mail",
+                "Migrations", "ObjectStorage", "Postgres", "PostgresCluster", "SocketClient", "StructuredLogging", "TestSupport", "Thumbnails",
                 "IdentityTokens", "Threads", "Time", "Lifecycle",
             ]),
         // The command line: parsing, usage, the health check.

@@ -11,7 +11,9 @@
 #      serving the same file from disk with the same headers.
 # Usage: bench/thumbnails.sh [images=16] [seconds=10] [connections=64]
 #   EXOSPHERE_BIN=path: use that binary instead of building (scripts/build-release.sh) here.
-#   STORAGE=database|filesystem: where the originals and thumbnails are kept (default database).
+#   STORAGE=database|filesystem|s3: where the originals and thumbnails are kept (default database;
+#   s3: a one-node Ceph cluster started here, Tests/TestSupport/ceph_cluster.sh, which needs
+#   ceph-mon ceph-osd radosgw ceph-common).
 #   ROUNDS=3: alternating rounds (at most 3: sizes 512, 1024, 128); the summary shows medians.
 # Needs: vips and vipsthumbnail (libvips-tools), wrk, nginx, curl, psql, python3.
 set -euo pipefail
@@ -26,6 +28,9 @@ NGINX_PORT=18488
 DIR=$(mktemp -d /tmp/exo-thumbs-bench.XXXXXX)
 cleanup() {
     [ -n "${PID:-}" ] && kill -TERM "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
+    # The end of its input stops the Ceph cluster (STORAGE=s3) and deletes its directory.
+    exec 7>&- 2>/dev/null || true
+    [ -n "${CEPH_PID:-}" ] && wait "$CEPH_PID" 2>/dev/null || true
     [ -f "$DIR/nginx.pid" ] && kill -QUIT "$(cat "$DIR/nginx.pid")" 2>/dev/null || true
     sleep 0.5
     rm -rf "$DIR"
@@ -52,7 +57,20 @@ done
 rm -f "$DIR"/*.v
 echo "$IMAGES photos, 4000 × 3000, $(du -sm "$DIR/photos" | cut -f1) MB in all"
 
-"$BIN" serve --port "$PORT" --data-dir "$DIR/pg" --image-storage "$STORAGE" --image-dir "$DIR/images" --access-log off --log-format logfmt > "$DIR/exosphere.log" 2>&1 &
+S3_FLAGS=()
+if [ "$STORAGE" = s3 ]; then
+    mkfifo "$DIR/ceph.control"
+    sh Tests/TestSupport/ceph_cluster.sh "$DIR/ceph" 18495 18496 BENCHKEY benchsecret < "$DIR/ceph.control" > "$DIR/ceph.log" 2>&1 &
+    CEPH_PID=$!
+    exec 7> "$DIR/ceph.control"
+    for _ in $(seq 600); do [ -f "$DIR/ceph/ready" ] && break; sleep 0.2; done
+    [ -f "$DIR/ceph/ready" ] || { echo "the Ceph cluster did not start"; cat "$DIR/ceph.log"; exit 1; }
+    export AWS_ACCESS_KEY_ID=BENCHKEY AWS_SECRET_ACCESS_KEY=benchsecret
+    S3_FLAGS=(--s3-endpoint http://127.0.0.1:18496 --s3-bucket thumbnails --s3-path-style on)
+fi
+# 7>&-: no child may hold the cluster's control pipe open, or the cluster outlives the run.
+"$BIN" serve --port "$PORT" --data-dir "$DIR/pg" --image-storage "$STORAGE" --image-dir "$DIR/images" "${S3_FLAGS[@]}" \
+    --access-log off --log-format logfmt > "$DIR/exosphere.log" 2>&1 7>&- &
 PID=$!
 for _ in $(seq 300); do curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
 CONN=$(sed -n 's/.*postgres.connection="\([^"]*\)".*/\1/p' "$DIR/exosphere.log" | head -1)
@@ -107,7 +125,7 @@ images = json.load(sys.stdin)["images"]
 print([i for i in images if i["id"] == sys.argv[1]][0]["signedThumbnails"]["256"])' "$ID")
 curl -fs -o "$DIR/thumbnail.webp" "$API$SIGNED"
 sed -e "s|BENCH_DIR|$DIR|g" -e "s|NGINX_PORT|$NGINX_PORT|g" bench/nginx-thumbnails.conf > "$DIR/nginx.conf"
-nginx -c "$DIR/nginx.conf" -p "$DIR" &
+nginx -c "$DIR/nginx.conf" -p "$DIR" 7>&- &
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$NGINX_PORT/thumbnail.webp" >/dev/null 2>&1 && break; sleep 0.1; done
 curl -fs "http://127.0.0.1:$NGINX_PORT/thumbnail.webp" | cmp -s - "$DIR/thumbnail.webp" || { echo "nginx does not serve the thumbnail"; exit 1; }
 echo "serving a $(stat -c %s "$DIR/thumbnail.webp")-byte WebP: wrk -t2 -c$CONNECTIONS -d${SECONDS_PER_RUN}s"

@@ -61,6 +61,19 @@ import Testing
         }
     }
 
+    /// The answer to a HEAD, a 204 and a 304 end with their head, whatever Content-Length says.
+    @Test func answersWithoutABody() throws {
+        var head = ResponseReader(maximumBytes: 100, head: true)
+        let headAnswer = try head.take(Array("HTTP/1.1 200 OK\r\nContent-Length: 2097152\r\nETag: \"x\"\r\n\r\n".utf8), closed: false)
+        #expect(headAnswer?.status == 200)
+        #expect(headAnswer?.body == [])
+        for status in ["204 No Content", "304 Not Modified"] {
+            var reader = ResponseReader(maximumBytes: 100)
+            let answer = try reader.take(Array("HTTP/1.1 \(status)\r\nContent-Length: 10\r\n\r\n".utf8), closed: false)
+            #expect(answer?.body == [], "\(status)")
+        }
+    }
+
     @Test func targets() {
         #expect(HTTPGet.Target("https://appleid.apple.com/auth/keys") == target(true, "appleid.apple.com", 443, "/auth/keys"))
         #expect(HTTPGet.Target("http://127.0.0.1:8080") == target(false, "127.0.0.1", 8080, "/"))

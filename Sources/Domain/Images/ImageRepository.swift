@@ -140,17 +140,18 @@ enum ImageRepository {
             .first.flatMap { ImageStorage(rawValue: try $0.decode(String.self, at: 0)) }
     }
 
-    /// Deletes every image of a user; the ids of those kept as files.
-    static func deleteAll(_ connection: PostgresConnection, userID: UUID) throws -> [UUID] {
+    /// Deletes every image of a user; the id and storage of each.
+    static func deleteAll(_ connection: PostgresConnection, userID: UUID) throws -> [(id: UUID, storage: ImageStorage)] {
         try connection.query("DELETE FROM images WHERE user_id = \(userID) RETURNING id, storage")
             .compactMap { row in
-                try row.decode(String.self, column: "storage") == ImageStorage.filesystem.rawValue ? try row.decode(UUID.self, column: "id") : nil
+                guard let storage = ImageStorage(rawValue: try row.decode(String.self, column: "storage")) else { return nil }
+                return (try row.decode(UUID.self, column: "id"), storage)
             }
     }
 
     static func markMoved(_ connection: PostgresConnection, id: UUID, to storage: ImageStorage) throws {
         try connection.execute("UPDATE images SET storage = \(storage.rawValue) WHERE id = \(id)")
-        if storage == .filesystem {
+        if storage != .database {
             try connection.execute("DELETE FROM image_data WHERE image_id = \(id)")
         }
     }

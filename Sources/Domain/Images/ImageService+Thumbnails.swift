@@ -2,6 +2,7 @@ import Cryptography
 import Files
 import FoundationEssentials
 import Postgres
+import ObjectStorage
 import Threads
 import Thumbnails
 
@@ -141,6 +142,12 @@ extension ImageService {
                 if storage == .filesystem {
                     try ImageRepository.lockDirectory(connection, prefix: ImageDirectory.prefix(of: id), exclusive: false)
                     try publishThumbnail(rendition.bytes, rendition.spec, of: id)
+                } else if storage == .s3 {
+                    // Beside the original, before its row; the image's deletion queues every thumbnail key.
+                    let key = thumbnailObjectKey(id, rendition.spec)
+                    try withObjectStore { store throws(S3Error) in
+                        try store.putObject(key, rendition.bytes, contentType: rendition.spec.format.mimeType)
+                    }
                 }
                 try ThumbnailRepository.insert(
                     connection, id: id, rendition, sha256: SHA256.hash(rendition.bytes), inDatabase: storage == .database)
@@ -172,6 +179,22 @@ extension ImageService {
                 // Missing: moved to the database, or deleted, since the metadata was read.
                 if let bytes = try? FileReader.bytes(directory.path(of: image.id), limit: image.byteSize) { return bytes }
                 if attempt == 1 { throw ImageStoreCorruption("the file of image \(image.id) cannot be read") }
+            case .s3:
+                let store = try requireObjectStore()
+                let body: S3ObjectBody?
+                do throws(S3Error) {
+                    body = try store.getObject(objectKey(image.id))
+                } catch  where error.code == .notFound && attempt == 0 {
+                    body = nil  // Deleted since the metadata was read.
+                } catch {
+                    throw Self.translated(error)
+                }
+                if let body {
+                    guard body.bytes.count == image.byteSize else {
+                        throw ImageStoreCorruption("the object of image \(image.id) has \(body.bytes.count) bytes, expected \(image.byteSize)")
+                    }
+                    return body.bytes
+                }
             }
             image = try find(image.id, userID: image.userID)
         }
@@ -183,6 +206,14 @@ extension ImageService {
     func storedThumbnail(of image: StoredImage, _ spec: ThumbnailSpec) throws -> Thumbnail? {
         guard let row = try pool.withConnection({ try ThumbnailRepository.find($0, id: image.id, spec: spec) }) else { return nil }
         if let bytes = row.bytes { return Thumbnail(spec: spec, sha256: row.sha256, content: .bytes(bytes)) }
+        if image.storage == .s3 {
+            let key = thumbnailObjectKey(image.id, spec)
+            let bytes = try withObjectStore { store throws(S3Error) in try store.getObject(key).bytes }
+            guard bytes.count == row.byteSize else {
+                throw ImageStoreCorruption("the thumbnail \(spec) of image \(image.id) has \(bytes.count) bytes, expected \(row.byteSize)")
+            }
+            return Thumbnail(spec: spec, sha256: row.sha256, content: .bytes(bytes))
+        }
         // Thumbnails are small: read whole, so that memory can keep them.
         do {
             let bytes = try FileReader.bytes(directory.thumbnailPath(of: image.id, spec), limit: row.byteSize)

@@ -1,5 +1,6 @@
 import Files
 import FoundationEssentials
+import ObjectStorage
 import StructuredLogging
 import Postgres
 import Cryptography
@@ -7,13 +8,13 @@ import Synchronization
 import Threads
 import Thumbnails
 
-/// Users' images: validation, the two storages behind one interface, listing, deletion, the
+/// Users' images: validation, the three storages behind one interface, listing, deletion, the
 /// start-up sweep and the move between storages.
 ///
 /// Filesystem writes follow one order so that a crash at any point leaves no row without its
 /// file: temporary file → fsync → rename to the final name → fsync of the directory → commit.
 /// A crash after the rename leaves a file without a row, which `sweep` removes. Deletion removes
-/// the row, then the file.
+/// the row, then the file. The object storage's order is in `ImageService+ObjectStorage`.
 public final class ImageService: Sendable {
     public struct Configuration: Sendable {
         /// Where new images go.
@@ -34,6 +35,12 @@ public final class ImageService: Sendable {
         public var temporaryFileGraceSeconds = 3600
         /// The memory that keeps recently served thumbnails, in bytes.
         public var thumbnailCacheBytes = 64 << 20
+        /// The object store of the `s3` storage (`--s3-endpoint`, `--s3-bucket`…), if one is configured.
+        public var s3: S3Configuration?
+        /// Put before every object key (`--s3-prefix`), such as `exosphere/images/`.
+        public var s3Prefix = ""
+        /// Signed image URLs answer `302` to a presigned GET on the store (`--s3-redirect`).
+        public var s3Redirect = false
 
         public init() {}
     }
@@ -68,6 +75,10 @@ public final class ImageService: Sendable {
     nonisolated(unsafe) var makingIDs: Set<UUID> = []
     /// The threads that make each upload's first thumbnail; nil once shut down.
     let preparers: Mutex<(pool: BoundedThreadPool?, Void)>
+    /// The client of `configuration.s3`; nil when none is configured, or when it cannot work
+    /// (`objectStoreFailure` says why, and `prepare` throws it).
+    public let objectStore: S3Client?
+    let objectStoreFailure: S3Error?
 
     public init(pool: PostgresPool, configuration: Configuration, logger: Logger, thumbnailer: ThumbnailerPool? = nil) {
         self.pool = pool
@@ -76,6 +87,14 @@ public final class ImageService: Sendable {
         self.logger = logger
         self.thumbnailer = thumbnailer
         self.thumbnailCache = ThumbnailCache(capacityBytes: configuration.thumbnailCacheBytes)
+        var objectStoreFailure: S3Error?
+        do throws(S3Error) {
+            objectStore = try configuration.s3.map { (s3) throws(S3Error) in try S3Client(s3) }
+        } catch {
+            objectStore = nil
+            objectStoreFailure = error
+        }
+        self.objectStoreFailure = objectStoreFailure
         self.preparers = Mutex(
             (thumbnailer.map { BoundedThreadPool(name: "thumbnail-prep", threads: $0.configuration.helpers, queueLimit: 1024) }, ()))
     }
@@ -94,9 +113,20 @@ public final class ImageService: Sendable {
         }?.shutdown()
     }
 
-    /// Creates the directory layout when the filesystem storage is in use.
+    /// Creates the directory layout when the filesystem storage is in use, and the bucket when the
+    /// object storage is (a store that cannot be reached fails the start).
     public func prepare() throws {
         if configuration.storage == .filesystem { try directory.prepare() }
+        if let objectStoreFailure { throw objectStoreFailure }
+        if configuration.storage == .s3 {
+            guard let objectStore else { throw S3Error(.invalidConfiguration, "--image-storage s3 needs --s3-endpoint and --s3-bucket") }
+            do throws(S3Error) {
+                try objectStore.createBucketIfMissing()
+            } catch  where error.isTransient {
+                // A store down at start-up: the server serves, uploads answer 503 and /readyz says why.
+                logger.warning("the image store cannot be reached; uploads wait for it", ["error": String(reflecting: error)])
+            }
+        }
     }
 
     // MARK: - Upload
@@ -119,6 +149,41 @@ public final class ImageService: Sendable {
                     sha256: digest, storage: .database)
                 try ImageRepository.insertData(connection, id: id, bytes: bytes)
                 return image
+            }
+        case .s3:
+            // The object first, confirmed by the store (checksums), then the row: a row never points
+            // at a missing object. An object whose row did not commit is removed here when the
+            // INSERT failed, else by `sweepObjects` once it is older than the grace period.
+            let store = try requireObjectStore()
+            let key = objectKey(id)
+            var written = false
+            var rolledBack = false
+            do {
+                return try pool.withTransaction { connection in
+                    try admit(bytes.count, of: userID, connection)
+                    if !written {
+                        do throws(S3Error) {
+                            try store.putObject(key, Array(bytes), contentType: info.format.mimeType, sha256: digest)
+                        } catch {
+                            throw Self.translated(error)
+                        }
+                        written = true
+                    }
+                    do {
+                        return try ImageRepository.insert(
+                            connection, id: id, userID: userID, info: info, byteSize: bytes.count, sha256: digest, storage: .s3)
+                    } catch {
+                        rolledBack = true
+                        throw error
+                    }
+                }
+            } catch {
+                if written, rolledBack {
+                    do throws(S3Error) { try store.deleteObject(key) } catch {
+                        logger.warning("could not remove the object of a failed upload", ["object.key": key, "error": String(reflecting: error)])
+                    }
+                }
+                throw error
             }
         case .filesystem:
             let temporary = try directory.writeTemporary(bytes, for: id)
@@ -224,6 +289,24 @@ public final class ImageService: Sendable {
                 } catch let error as FileSystemError where error.isNotFound && attempt == 0 {
                     // Moved to the database, or deleted, since the metadata was read.
                 }
+            case .s3:
+                let store = try requireObjectStore()
+                let body: S3ObjectBody?
+                do throws(S3Error) {
+                    // The whole object without a Range: the store may then serve it at its fastest.
+                    let range = offset == 0 && length == image.byteSize ? nil : offset...(offset + length - 1)
+                    body = try store.getObject(objectKey(image.id), range: range)
+                } catch  where error.code == .notFound && attempt == 0 {
+                    body = nil  // Moved, or deleted, since the metadata was read.
+                } catch {
+                    throw Self.translated(error)
+                }
+                if let body {
+                    guard body.bytes.count == length else {
+                        throw ImageStoreCorruption("the object of image \(image.id) gave \(body.bytes.count) bytes at \(offset), expected \(length)")
+                    }
+                    return .bytes(body.bytes)
+                }
             }
             image = try find(image.id, userID: image.userID)
         }
@@ -232,24 +315,36 @@ public final class ImageService: Sendable {
 
     // MARK: - Deletion
 
-    /// Deletes the row, then the file.
+    /// Deletes the row, then the file; or the row with its objects queued for removal in the same
+    /// transaction, then the objects.
     public func delete(_ id: UUID, userID: UUID) throws {
-        guard let storage = try pool.withConnection({ try ImageRepository.delete($0, id: id, userID: userID) }) else {
-            throw ImageError.notFound
+        let storage = try pool.withTransaction { connection -> ImageStorage? in
+            let storage = try ImageRepository.delete(connection, id: id, userID: userID)
+            if storage == .s3 { try ImageObjectRepository.enqueue(connection, keys: objectKeys(of: id)) }
+            return storage
         }
+        guard let storage else { throw ImageError.notFound }
         thumbnailCache.remove(id)
-        if storage == .filesystem { removeFiles([id]) }
+        switch storage {
+        case .filesystem: removeFiles([id])
+        case .s3: drainObjectDeletions()
+        case .database: break
+        }
     }
 
     /// Deletes every image row of a user inside the caller's transaction (deleting the account);
     /// pass the result to `removeFiles` after the commit.
     public func deleteAll(userID: UUID, _ connection: PostgresConnection) throws -> [UUID] {
-        try ImageRepository.deleteAll(connection, userID: userID)
+        let deleted = try ImageRepository.deleteAll(connection, userID: userID)
+        let objects = deleted.filter { $0.storage == .s3 }.flatMap { objectKeys(of: $0.id) }
+        if !objects.isEmpty { try ImageObjectRepository.enqueue(connection, keys: objects) }
+        return deleted.filter { $0.storage == .filesystem }.map(\.id)
     }
 
     /// Removes the files of deleted images and of their thumbnails; a failure is logged, and the
-    /// sweep retries at start-up.
+    /// sweep retries at start-up. With an object store, also the objects queued for removal.
     public func removeFiles(_ ids: [UUID]) {
+        if objectStore != nil { drainObjectDeletions() }
         for id in ids {
             do {
                 try directory.remove(id)
@@ -281,6 +376,7 @@ public final class ImageService: Sendable {
                     let bytes =
                         try pool.withConnection { try ImageRepository.data($0, id: id, offset: offset, length: length) }
                         ?? (try? ReadableFile(path: directory.path(of: id)).read(at: offset, count: length))
+                        ?? (try self.objectChunk(of: id, offset: offset, length: length))
                     guard let bytes, bytes.count == length else {
                         throw ImageStoreCorruption("image \(id) has no \(length) bytes at \(offset) any more")
                     }

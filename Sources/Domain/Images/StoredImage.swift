@@ -14,6 +14,8 @@ public enum ImageStorage: String, Sendable, CaseIterable, CustomStringConvertibl
     case database
     /// A file under the image directory named after the image's id.
     case filesystem
+    /// An object in an S3-compatible store, named after the image's id (`--s3-*`).
+    case s3
 
     public var description: String { rawValue }
 }

@@ -1,8 +1,10 @@
+import AWSSignature
 import Accounts
 import API
 import HTTPServer
 import Images
 import Mail
+import ObjectStorage
 import Postgres
 import StructuredLogging
 import Thumbnails
@@ -387,12 +389,60 @@ extension Configuration {
         },
         Option(
             flag: "--image-storage", environment: "EXOSPHERE_IMAGE_STORAGE", placeholder: "KIND",
-            help: "where new images go: database or filesystem", defaultValue: { $0.images.storage.rawValue }
+            help: "where new images go: database, filesystem or s3", defaultValue: { $0.images.storage.rawValue }
         ) { config, value throws(ConfigurationError) in
             guard let storage = ImageStorage(rawValue: value) else {
-                throw ConfigurationError("--image-storage/EXOSPHERE_IMAGE_STORAGE: expected database or filesystem, got '\(shown(value))'")
+                throw ConfigurationError("--image-storage/EXOSPHERE_IMAGE_STORAGE: expected database, filesystem or s3, got '\(shown(value))'")
             }
             config.images.storage = storage
+        },
+        Option(
+            flag: "--s3-endpoint", environment: "EXOSPHERE_S3_ENDPOINT", placeholder: "URL",
+            help: "the object store of the s3 image storage: https://host[:port], or http:// to loopback",
+            defaultValue: { $0.images.s3?.endpoint ?? "(none)" }
+        ) { config, value throws(ConfigurationError) in
+            guard !value.isEmpty else { throw ConfigurationError("--s3-endpoint/EXOSPHERE_S3_ENDPOINT must not be empty") }
+            config.s3 { $0.endpoint = value }
+        },
+        Option(
+            flag: "--s3-bucket", environment: "EXOSPHERE_S3_BUCKET", placeholder: "NAME", help: "the bucket of the s3 image storage",
+            defaultValue: { $0.images.s3?.bucket ?? "(none)" }
+        ) { config, value throws(ConfigurationError) in
+            guard S3Configuration.isValidBucketName(value) else {
+                throw ConfigurationError("--s3-bucket/EXOSPHERE_S3_BUCKET: '\(shown(value))' is not a bucket name")
+            }
+            config.s3 { $0.bucket = value }
+        },
+        Option(
+            flag: "--s3-region", environment: "EXOSPHERE_S3_REGION", placeholder: "REGION", help: "the region requests are signed for",
+            defaultValue: { $0.images.s3?.region ?? "us-east-1" }
+        ) { config, value throws(ConfigurationError) in
+            guard !value.isEmpty else { throw ConfigurationError("--s3-region/EXOSPHERE_S3_REGION must not be empty") }
+            config.s3 { $0.region = value }
+        },
+        Option(
+            flag: "--s3-path-style", environment: "EXOSPHERE_S3_PATH_STYLE", placeholder: "on|off",
+            help: "address the bucket as /bucket/key (Ceph, MinIO) rather than bucket.host/key",
+            defaultValue: { $0.images.s3?.pathStyle == true ? "on" : "off" }
+        ) { config, value throws(ConfigurationError) in
+            let on = try onOff(value, "--s3-path-style/EXOSPHERE_S3_PATH_STYLE")
+            config.s3 { $0.pathStyle = on }
+        },
+        Option(
+            flag: "--s3-prefix", environment: "EXOSPHERE_S3_PREFIX", placeholder: "PREFIX", help: "put before every object key (such as images/)",
+            defaultValue: { $0.images.s3Prefix.isEmpty ? "(none)" : $0.images.s3Prefix }
+        ) { config, value throws(ConfigurationError) in
+            guard value.utf8.count <= 512, !value.hasPrefix("/") else {
+                throw ConfigurationError("--s3-prefix/EXOSPHERE_S3_PREFIX: at most 512 bytes, not starting with /")
+            }
+            config.images.s3Prefix = value
+        },
+        Option(
+            flag: "--s3-redirect", environment: "EXOSPHERE_S3_REDIRECT", placeholder: "on|off",
+            help: "signed image URLs answer 302 to a presigned GET on the store",
+            defaultValue: { $0.images.s3Redirect ? "on" : "off" }
+        ) { config, value throws(ConfigurationError) in
+            config.images.s3Redirect = try onOff(value, "--s3-redirect/EXOSPHERE_S3_REDIRECT")
         },
         Option(
             flag: "--image-dir", environment: "EXOSPHERE_IMAGE_DIR", placeholder: "DIR",
@@ -692,8 +742,35 @@ extension Configuration {
             let floors = ScryptParameters.owaspConfigurations.map(\.description).joined(separator: "; ")
             problems.append("scrypt \(configuration.passwordHashing) is below OWASP's minimum (reach one of: \(floors))")
         }
+        problems += checkObjectStore(&configuration, environment)
         guard problems.isEmpty else { throw ConfigurationError(problems) }
         return configuration
+    }
+
+    /// The s3 storage's settings whole: credentials only from `AWS_ACCESS_KEY_ID` and
+    /// `AWS_SECRET_ACCESS_KEY` (never a flag), and a client that can work with them.
+    private static func checkObjectStore(_ configuration: inout Configuration, _ environment: [String: String]) -> [String] {
+        guard var s3 = configuration.images.s3 else {
+            return configuration.images.storage == .s3 ? ["--image-storage s3 needs --s3-endpoint and --s3-bucket"] : []
+        }
+        guard let credentials = AWSCredentials(environment: environment) else {
+            return ["the s3 image storage needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment"]
+        }
+        s3.credentials = credentials
+        configuration.images.s3 = s3
+        do throws(S3Error) {
+            _ = try S3Client(s3)
+        } catch {
+            return ["--s3-*: \(error.detail)"]
+        }
+        return []
+    }
+
+    /// Changes the s3 storage's settings, made empty at their first change.
+    fileprivate mutating func s3(_ change: (inout S3Configuration) -> Void) {
+        var s3 = images.s3 ?? S3Configuration(endpoint: "", bucket: "", credentials: AWSCredentials(accessKeyID: "", secretAccessKey: ""))
+        change(&s3)
+        images.s3 = s3
     }
 
     /// The `serve --help` text: every option with its variable and default.

@@ -18,7 +18,7 @@ enum Exosphere {
         Usage:
           exosphere serve [options]   run the HTTP server (see exosphere serve --help)
           exosphere migrate [options] apply pending database migrations and exit
-          exosphere images migrate --to database|filesystem [--limit N] [options]
+          exosphere images migrate --to database|filesystem|s3 [--limit N] [options]
                                       move every image (or N) to one storage; resumable (options as for serve)
           exosphere keys rotate [options]
                                       a new key signs image URLs; URLs signed before keep working until they expire
@@ -83,7 +83,7 @@ enum Exosphere {
             var target: ImageStorage?
             var limit = Int.max
             if command == "images" {
-                let usage = "usage: exosphere images migrate --to database|filesystem [--limit N] [options as for serve]"
+                let usage = "usage: exosphere images migrate --to database|filesystem|s3 [--limit N] [options as for serve]"
                 guard rest.first == "migrate", let to = rest.firstIndex(of: "--to"), to + 1 < rest.count,
                     let storage = ImageStorage(rawValue: rest[to + 1])
                 else {

@@ -9,10 +9,12 @@ public final class ByteStream {
 
     public var isEncrypted: Bool { tls != nil }
 
-    public init(host: String, port: Int, timeout: Duration) throws(OutboundError) {
+    /// Connects to `host`, or to `address` when one is given (an operator's or a test's fixed
+    /// address for a name, like curl's `--resolve`): TLS still verifies `host`.
+    public init(host: String, port: Int, timeout: Duration, address: String? = nil) throws(OutboundError) {
         self.host = host
         self.timeout = timeout
-        socket = try TCPSocket.connect(host: host, port: port, deadline: .now + timeout)
+        socket = try TCPSocket.connect(host: address ?? host, port: port, deadline: .now + timeout)
     }
 
     /// The TLS handshake, with the certificate verified for the host we connected to, against
@@ -30,11 +32,12 @@ public final class ByteStream {
         if let tls { try tls.write(bytes, over: socket, deadline: deadline) } else { try socket.send(bytes, deadline: deadline) }
     }
 
-    /// The next bytes from the server; empty when it has closed the connection.
-    public func read() throws(OutboundError) -> [UInt8] {
+    /// The next bytes from the server, at most `limit` (a TLS record's at most); empty when it
+    /// has closed the connection.
+    public func read(limit: Int = 16_384) throws(OutboundError) -> [UInt8] {
         let deadline = ContinuousClock.now + timeout
         if let tls { return try tls.read(over: socket, deadline: deadline) }
-        return try socket.receive(deadline: deadline)
+        return try socket.receive(limit: limit, deadline: deadline)
     }
 
     /// Ends TLS politely when there is time (`grace`), then closes the socket.

@@ -101,8 +101,13 @@ public struct ResponseReader {
     private var head: (status: Int, headers: [(name: String, value: String)])?
     private var bodyStart = 0
     private let maximumBytes: Int
+    /// The answer to a `HEAD`: a head only, whatever its `Content-Length` says.
+    private let isHead: Bool
 
-    public init(maximumBytes: Int) { self.maximumBytes = maximumBytes }
+    public init(maximumBytes: Int, head isHead: Bool = false) {
+        self.maximumBytes = maximumBytes
+        self.isHead = isHead
+    }
 
     /// Adds `bytes` (empty with `closed` once the server closed); the response once it is whole.
     public mutating func take(_ bytes: [UInt8], closed: Bool) throws(OutboundError) -> HTTPGet.Response? {
@@ -115,8 +120,16 @@ public struct ResponseReader {
             }
             head = try Self.parseHead(buffer[..<end])
             bodyStart = end + 4
+            // A body of a known length grows the buffer once, not at every read.
+            if let length = head?.headers.first(where: { $0.name == "content-length" }).flatMap({ Int($0.value) }), length <= maximumBytes {
+                buffer.reserveCapacity(bodyStart + length)
+            }
         }
         guard let head else { return nil }
+        // RFC 9112 6.3: no body after a HEAD, a 204 or a 304, whatever the fields say.
+        if isHead || head.status == 204 || head.status == 304 {
+            return HTTPGet.Response(status: head.status, headers: head.headers, body: [])
+        }
         let rest = buffer[bodyStart...]
         var body: [UInt8]
         if head.headers.contains(where: { $0.name == "transfer-encoding" }) {

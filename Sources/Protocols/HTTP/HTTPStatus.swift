@@ -23,6 +23,7 @@ public struct HTTPStatus: Sendable, Hashable, CustomStringConvertible {
     public static let noContent = HTTPStatus(code: 204, reasonPhrase: "No Content")
     public static let partialContent = HTTPStatus(code: 206, reasonPhrase: "Partial Content")
     public static let movedPermanently = HTTPStatus(code: 301, reasonPhrase: "Moved Permanently")
+    public static let found = HTTPStatus(code: 302, reasonPhrase: "Found")
     public static let notModified = HTTPStatus(code: 304, reasonPhrase: "Not Modified")
     public static let badRequest = HTTPStatus(code: 400, reasonPhrase: "Bad Request")
     public static let unauthorized = HTTPStatus(code: 401, reasonPhrase: "Unauthorized")

@@ -158,10 +158,13 @@ public final class Application: Sendable {
                     }
                 }, stop: guestSweep.stop)
             let swept = try images.sweep()
-            if swept.orphanFiles + swept.temporaryFiles > 0 {
+            if swept.orphanFiles + swept.temporaryFiles + swept.orphanObjects > 0 {
                 logger.notice(
                     "image files swept",
-                    ["images.orphan_files": String(swept.orphanFiles), "images.temporary_files": String(swept.temporaryFiles)])
+                    [
+                        "images.orphan_files": String(swept.orphanFiles), "images.temporary_files": String(swept.temporaryFiles),
+                        "images.orphan_objects": String(swept.orphanObjects),
+                    ])
             }
             // One connection listens for every stream of this instance; a pooler in transaction mode
             // cannot carry LISTEN, and there `GET /users/me/events` answers 501 events_unavailable.
@@ -280,7 +283,7 @@ public final class Application: Sendable {
 
     /// Every controller, in the order of the table, made from `parts` when it serves.
     private static func mount(into table: inout RouteTable, _ parts: Parts?, appLinks: AppLinks, servesMetrics: Bool) {
-        table.mount(HealthController.self, parts.map { HealthController(database: $0.database) })
+        table.mount(HealthController.self, parts.map { HealthController(database: $0.database, images: $0.images) })
         table.mount(AccountsController.self, parts.map { AccountsController(accounts: $0.accounts) })
         table.mount(IdentitiesController.self, parts.map { IdentitiesController(accounts: $0.accounts, providers: $0.identityProviders) })
         table.mount(PasskeysController.self, parts.map { PasskeysController(accounts: $0.accounts, party: $0.relyingParty) })

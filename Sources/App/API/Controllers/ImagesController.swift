@@ -102,7 +102,17 @@ struct ImagesController: Controller {
             }
             return serve(try await call.blocking { [images] in try images.thumbnail(signed: grant.id, spec) }, request, cacheControl: cacheControl)
         case .original:
-            return try await call.blocking { [self] in try serve(try images.find(signed: grant.id), request, cacheControl: cacheControl) }
+            return try await call.blocking { [self] in
+                let image = try images.find(signed: grant.id)
+                // `--s3-redirect`: the bytes come from the store (or a CDN in front of it), not through this server.
+                if let location = images.presignedURL(of: image, expires: grant.secondsLeft) {
+                    var headers = HTTPHeaders()
+                    headers.add(name: "Location", value: location)
+                    headers.add(name: "Cache-Control", value: cacheControl)
+                    return Response(status: .found, headers: headers)
+                }
+                return try serve(image, request, cacheControl: cacheControl)
+            }
         }
     }
 

@@ -4,6 +4,7 @@ import Glibc
 import HTTP
 import HTTPServer
 import Images
+import ObjectStorage
 import LiveEvents
 import Thumbnails
 import Outbox
@@ -126,6 +127,24 @@ struct MetricsController: Controller {
         text.family("exosphere_image_bytes_stored", type: .gauge, help: "Bytes of the images kept, by storage.")
         for storage in ImageStorage.allCases {
             text.sample("exosphere_image_bytes_stored", ["storage": storage.rawValue], totals[storage]?.bytes ?? 0)
+        }
+        if let store = images.objectStore?.statistics {
+            text.metric(
+                "exosphere_image_store_requests_total", type: .counter, help: "Requests this instance made to the image store.", store.requests)
+            text.metric(
+                "exosphere_image_store_errors_total", type: .counter,
+                help: "Requests to the image store that failed (unreachable, timed out, refused, 5xx; not 404 or 304).", store.failures)
+            text.metric(
+                "exosphere_image_store_request_seconds_total", type: .counter, help: "Time spent in requests to the image store.", store.seconds)
+            text.metric(
+                "exosphere_image_store_connections_opened_total", type: .counter,
+                help: "Connections opened to the image store (others are kept alive).",
+                store.connectionsOpened)
+            if let pending = try? images.pendingObjectDeletions() {
+                text.metric(
+                    "exosphere_image_store_pending_deletions", type: .gauge, help: "Objects of deleted images not yet removed from the store.",
+                    pending)
+            }
         }
     }
 

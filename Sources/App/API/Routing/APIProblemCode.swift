@@ -16,6 +16,7 @@ enum APIProblemCode: String, Sendable, CaseIterable {
     case invalidSignature = "invalid_signature"
     case rangeNotSatisfiable = "range_not_satisfiable"
     case thumbnailsUnavailable = "thumbnails_unavailable"
+    case imageStoreUnavailable = "image_store_unavailable"
     // The database.
     case notReady = "not_ready"
     case databaseBusy = "database_busy"

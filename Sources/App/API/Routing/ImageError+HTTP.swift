@@ -32,3 +32,11 @@ extension ThumbnailsUnavailable: HTTPResponseError {
         Problem.serviceUnavailable(code: .thumbnailsUnavailable, detail: "No thumbnail can be made right now; try again shortly.")
     }
 }
+
+/// The object store is down or slow: `503` with `Retry-After`; the rest of the API keeps serving.
+extension ImageStoreUnavailable: HTTPResponseError {
+    public var problem: Problem {
+        Problem.serviceUnavailable(
+            code: .imageStoreUnavailable, detail: "The image store cannot be reached right now; try again shortly.", retryAfterSeconds: 5)
+    }
+}

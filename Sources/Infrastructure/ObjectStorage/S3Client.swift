@@ -1,0 +1,327 @@
+import AWSSignature
+import Cryptography
+import Glibc
+import Outbound
+import Synchronization
+import Threads
+
+/// An S3 client for one bucket, over the project's own HTTP/1.1 client (`Outbound`): requests
+/// signed with Signature Version 4, keep-alive connections, TLS verified, every connect, read and
+/// write bounded, and every wait by the calling thread's request deadline too (`RequestDeadline`),
+/// so that a store that hangs is an answer by then. Blocking: callers run it off the event loops. Credentials are used to sign and
+/// never appear in an error or a log.
+public final class S3Client: Sendable {
+    public let configuration: S3Configuration
+    private let signer: SignatureV4
+    private let isSecure: Bool
+    /// The endpoint's host and port.
+    private let endpointHost: String
+    private let port: Int
+    /// The host requests go to: the endpoint's, or `bucket.` before it for virtual-host addressing.
+    private let requestHost: String
+    /// The `Host` field: `requestHost`, bracketed when IPv6, with a port that is not the scheme's.
+    private let hostField: String
+    private let connections: S3ConnectionPool
+    private let clock: @Sendable () -> Int64
+    private let counters = Mutex(S3Statistics(requests: 0, failures: 0, connectionsOpened: 0, seconds: 0))
+
+    /// Checks `configuration` (throws `invalidConfiguration`); connects only when a request is made.
+    /// `clock` gives seconds since 1970 for signatures (tests pin it).
+    public init(_ configuration: S3Configuration, clock: @escaping @Sendable () -> Int64 = { Int64(time(nil)) }) throws(S3Error) {
+        let target = try configuration.target()
+        self.configuration = configuration
+        signer = SignatureV4(credentials: configuration.credentials, region: configuration.region)
+        isSecure = target.isSecure
+        endpointHost = target.host
+        port = target.port
+        requestHost = configuration.pathStyle ? target.host : "\(configuration.bucket).\(target.host)"
+        let name = requestHost.contains(":") ? "[\(requestHost)]" : requestHost
+        hostField = port == (isSecure ? 443 : 80) ? name : "\(name):\(port)"
+        connections = S3ConnectionPool(host: requestHost, port: port, isSecure: isSecure, configuration: configuration)
+        self.clock = clock
+    }
+
+    public var statistics: S3Statistics {
+        var statistics = counters.withLock { $0 }
+        statistics.connectionsOpened = connections.opened.load(ordering: .relaxed)
+        return statistics
+    }
+
+    // MARK: - Objects
+
+    /// Stores `bytes` under `key`, acknowledged only once the store confirmed these bytes: the body's
+    /// SHA-256 is signed and `Content-MD5` sent (the store refuses a body that matches neither), and
+    /// the ETag it answers must be their MD5 (for stores whose ETag is an MD5: not with SSE-KMS).
+    /// `sha256`, when the caller has it already, saves hashing the bytes again.
+    @discardableResult
+    public func putObject(_ key: String, _ bytes: [UInt8], contentType: String = "application/octet-stream", sha256: [UInt8]? = nil) throws(S3Error)
+        -> S3Object
+    {
+        let md5 = MD5.hash(bytes)
+        let response = try send(
+            "PUT", key: key, headers: [("content-type", contentType), ("content-md5", Self.contentMD5(md5))], body: bytes,
+            payload: sha256.map { .sha256(Hex.encode($0)) } ?? .hashing(bytes))
+        guard response.status == 200 else { throw Self.failure(response, "PUT \(key)") }
+        let etag = Self.unquoted(response.header("etag") ?? "")
+        if Self.isMD5(etag), etag != Hex.encode(md5) {
+            throw S3Error(.checksumMismatch, status: 200, "PUT \(key): the store's ETag \(etag) is not the MD5 of the \(bytes.count) bytes sent")
+        }
+        return S3Object(etag: etag, size: bytes.count, contentType: contentType)
+    }
+
+    /// The object's bytes, or `range` of them (inclusive offsets), or `.notModified` when its ETag is
+    /// `ifNoneMatch`. A whole body whose ETag is an MD5 is checked against it when `verify` is set.
+    public func getObject(_ key: String, range: ClosedRange<Int>? = nil, ifNoneMatch: String? = nil, verify: Bool = false) throws(S3Error)
+        -> S3ObjectBody
+    {
+        var headers: [(name: String, value: String)] = []
+        if let range { headers.append(("range", "bytes=\(range.lowerBound)-\(range.upperBound)")) }
+        if let ifNoneMatch { headers.append(("if-none-match", "\"\(ifNoneMatch)\"")) }
+        let response = try send("GET", key: key, headers: headers)
+        let etag = Self.unquoted(response.header("etag") ?? "")
+        let contentType = response.header("content-type")
+        switch response.status {
+        case 200:
+            if let length = response.header("content-length").flatMap(Int.init), length != response.body.count {
+                throw S3Error(.checksumMismatch, status: 200, "GET \(key): \(response.body.count) bytes of \(length)")
+            }
+            if verify, Self.isMD5(etag), Hex.encode(MD5.hash(response.body)) != etag {
+                throw S3Error(.checksumMismatch, status: 200, "GET \(key): the bytes' MD5 is not the ETag \(etag)")
+            }
+            return S3ObjectBody(status: .whole, bytes: response.body, etag: etag, contentType: contentType, totalSize: response.body.count)
+        case 206:
+            let contentRange = response.header("content-range")
+            let total = contentRange.flatMap { $0.split(separator: "/").last.flatMap { Int($0) } }
+            return S3ObjectBody(
+                status: .partial, bytes: response.body, etag: etag, contentType: contentType, totalSize: total, contentRange: contentRange)
+        case 304:
+            return S3ObjectBody(status: .notModified, bytes: [], etag: etag.isEmpty ? (ifNoneMatch ?? "") : etag, contentType: contentType)
+        default:
+            throw Self.failure(response, "GET \(key)")
+        }
+    }
+
+    /// The object's ETag, size and type; throws `notFound` when there is none.
+    public func headObject(_ key: String) throws(S3Error) -> S3Object {
+        let response = try send("HEAD", key: key)
+        guard response.status == 200 else { throw Self.failure(response, "HEAD \(key)") }
+        return S3Object(
+            etag: Self.unquoted(response.header("etag") ?? ""), size: response.header("content-length").flatMap(Int.init) ?? 0,
+            contentType: response.header("content-type"))
+    }
+
+    /// Removes the object; an object already gone is no error.
+    public func deleteObject(_ key: String) throws(S3Error) {
+        let response = try send("DELETE", key: key)
+        guard response.status == 204 || response.status == 200 || (response.status == 404 && Self.storeCode(response) == "NoSuchKey") else {
+            throw Self.failure(response, "DELETE \(key)")
+        }
+    }
+
+    /// One page of the keys under `prefix`, in key order (`ListObjectsV2`).
+    public func listObjects(prefix: String, continuationToken: String? = nil, maximumKeys: Int = 1000) throws(S3Error) -> S3ListPage {
+        var query: [(name: String, value: String)] = [
+            ("list-type", "2"), ("prefix", prefix), ("max-keys", String(maximumKeys)), ("encoding-type", "url"),
+        ]
+        if let continuationToken { query.append(("continuation-token", continuationToken)) }
+        let response = try send("GET", key: nil, query: query)
+        guard response.status == 200 else { throw Self.failure(response, "GET ?list-type=2") }
+        let text = String(decoding: response.body, as: UTF8.self)[...]
+        guard text.contains("<ListBucketResult") else { throw S3Error(.protocolError, status: 200, "a listing without ListBucketResult") }
+        var objects: [S3ListedObject] = []
+        for entry in S3XML.elements("Contents", in: text) {
+            guard let key = S3XML.value("Key", in: entry), let size = S3XML.value("Size", in: entry).flatMap(Int.init) else {
+                throw S3Error(.protocolError, status: 200, "a listing entry without a key or a size")
+            }
+            objects.append(
+                S3ListedObject(
+                    key: S3XML.decodeURLEncoded(key), size: size, etag: Self.unquoted(S3XML.value("ETag", in: entry) ?? ""),
+                    lastModified: S3XML.value("LastModified", in: entry) ?? ""))
+        }
+        let truncated = S3XML.value("IsTruncated", in: text) == "true"
+        let next = truncated ? S3XML.value("NextContinuationToken", in: text) : nil
+        if truncated && next == nil { throw S3Error(.protocolError, status: 200, "a truncated listing without a continuation token") }
+        return S3ListPage(objects: objects, nextContinuationToken: next)
+    }
+
+    /// Every key under `prefix`, page after page.
+    public func listAllObjects(prefix: String, pageSize: Int = 1000) throws(S3Error) -> [S3ListedObject] {
+        var objects: [S3ListedObject] = []
+        var token: String?
+        repeat {
+            let page = try listObjects(prefix: prefix, continuationToken: token, maximumKeys: pageSize)
+            objects += page.objects
+            token = page.nextContinuationToken
+        } while token != nil
+        return objects
+    }
+
+    // MARK: - The bucket
+
+    /// Creates the bucket unless it exists and is ours.
+    public func createBucketIfMissing() throws(S3Error) {
+        let head = try send("HEAD", key: nil)
+        if head.status == 200 { return }
+        guard head.status == 404 else { throw Self.failure(head, "HEAD bucket \(configuration.bucket)") }
+        let body =
+            configuration.region == "us-east-1"
+            ? []
+            : Array(
+                ("<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LocationConstraint>\(configuration.region)"
+                    + "</LocationConstraint></CreateBucketConfiguration>").utf8)
+        let response = try send("PUT", key: nil, body: body, payload: .hashing(body))
+        guard response.status == 200 || Self.storeCode(response) == "BucketAlreadyOwnedByYou" else {
+            throw Self.failure(response, "PUT bucket \(configuration.bucket)")
+        }
+    }
+
+    /// Whether the store answers for the bucket with these credentials (a `HEAD` of the bucket): for `/readyz`.
+    public func checkBucket() throws(S3Error) {
+        let response = try send("HEAD", key: nil)
+        guard response.status == 200 else { throw Self.failure(response, "HEAD bucket \(configuration.bucket)") }
+    }
+
+    // MARK: - Presigned URLs
+
+    /// A URL anyone may `GET` the object with for `expires` seconds (1 s to 7 days), signed now.
+    public func presignedGetURL(_ key: String, expires seconds: Int) -> String {
+        let request = SignatureV4.Request(method: "GET", path: path(key), headers: [("host", hostField)], payload: .unsigned)
+        return (isSecure ? "https://" : "http://") + hostField
+            + signer.presignedTarget(request, date: AMZDate(secondsSinceEpoch: clock()), expires: seconds)
+    }
+
+    /// Closes idle connections.
+    public func closeIdleConnections() { connections.closeIdle() }
+
+    // MARK: - Requests
+
+    private func path(_ key: String?) -> String {
+        let base = configuration.pathStyle ? "/" + configuration.bucket : ""
+        guard let key else { return base.isEmpty ? "/" : base }
+        return base + "/" + URIEncoding.encodePath(key)
+    }
+
+    /// Signs and sends one request and reads its whole answer, on a kept-alive connection when one
+    /// is idle. A kept-alive connection the store closed while idle fails before any answer byte:
+    /// the request then goes again on a new connection (every S3 request here is idempotent).
+    private func send(
+        _ method: String, key: String?, query: [(name: String, value: String)] = [], headers: [(name: String, value: String)] = [],
+        body: [UInt8] = [], payload: SignatureV4.Payload = .empty
+    ) throws(S3Error) -> HTTPGet.Response {
+        let start = ContinuousClock.now
+        var failed = true
+        defer {
+            let seconds =
+                Double((ContinuousClock.now - start).components.attoseconds) / 1e18 + Double((ContinuousClock.now - start).components.seconds)
+            counters.withLock {
+                $0.requests += 1
+                $0.seconds += seconds
+                if failed { $0.failures += 1 }
+            }
+        }
+        let request = SignatureV4.Request(method: method, path: path(key), query: query, headers: [("host", hostField)] + headers, payload: payload)
+        var head = "\(method) \(request.target) HTTP/1.1\r\n"
+        for (name, value) in signer.sign(request, date: AMZDate(secondsSinceEpoch: clock())) { head += "\(name): \(value)\r\n" }
+        if method == "PUT" || method == "POST" || !body.isEmpty { head += "content-length: \(body.count)\r\n" }
+        head += "user-agent: Exosphere\r\n\r\n"
+        let bytes = Array(head.utf8) + body
+        let what = "\(method) \(key ?? "bucket \(configuration.bucket)")"
+        let deadline = RequestDeadline.current
+        /// `own`, or less when the request's deadline comes first; a timeout once it has passed.
+        func bounded(_ own: Duration) throws(OutboundError) -> Duration {
+            guard let deadline else { return own }
+            let left = deadline.remaining
+            guard left > .zero else { throw OutboundError(.timeout, "the request's deadline passed") }
+            return min(own, left)
+        }
+        var attempt = 0
+        while true {
+            attempt += 1
+            let connection: S3ConnectionPool.Connection
+            do throws(OutboundError) {
+                connection = try connections.take(connectTimeout: bounded(configuration.connectTimeout))
+            } catch {
+                throw Self.mapped(error, what)
+            }
+            var received = false
+            do throws(OutboundError) {
+                connection.stream.timeout = try bounded(configuration.timeout)
+                try connection.stream.write(bytes)
+                var reader = ResponseReader(maximumBytes: configuration.maximumObjectBytes, head: method == "HEAD")
+                while true {
+                    connection.stream.timeout = try bounded(configuration.timeout)
+                    // Large reads: an object of megabytes in a few system calls, not hundreds.
+                    let chunk = try connection.stream.read(limit: 256 * 1024)
+                    if chunk.isEmpty && !received && connection.isReused && attempt == 1 {
+                        throw OutboundError(.connectionClosed, "closed while idle")
+                    }
+                    received = received || !chunk.isEmpty
+                    if let response = try reader.take(chunk, closed: chunk.isEmpty) {
+                        if chunk.isEmpty || !Self.keepsAlive(response, head: method == "HEAD") {
+                            connection.stream.close(grace: .zero)
+                        } else {
+                            connections.giveBack(connection)
+                        }
+                        let expected = response.status < 500 && !(response.status == 403 || response.status == 400)
+                        failed = !(expected || response.status == 404)
+                        return response
+                    }
+                }
+            } catch {
+                connection.stream.close(grace: .zero)
+                if connection.isReused && !received && attempt == 1 && error.code != .timeout { continue }
+                throw Self.mapped(error, what)
+            }
+        }
+    }
+
+    /// Whether the connection may carry another request after `response`.
+    private static func keepsAlive(_ response: HTTPGet.Response, head: Bool) -> Bool {
+        if response.header("connection")?.lowercased() == "close" { return false }
+        if head || response.status == 204 || response.status == 304 { return true }
+        return response.header("content-length") != nil || response.header("transfer-encoding") != nil
+    }
+
+    private static func mapped(_ error: OutboundError, _ what: String) -> S3Error {
+        switch error.code {
+        case .timeout: S3Error(.timeout, "\(what): \(error.detail)")
+        case .protocolError: S3Error(.protocolError, "\(what): \(error.detail)")
+        default: S3Error(.unavailable, "\(what): \(error.code.rawValue): \(error.detail)")
+        }
+    }
+
+    /// The error a non-success answer means.
+    private static func failure(_ response: HTTPGet.Response, _ what: String) -> S3Error {
+        let code = storeCode(response)
+        let message = S3XML.value("Message", in: String(decoding: response.body.prefix(4096), as: UTF8.self)[...])
+        let detail = "\(what): \(message ?? "HTTP \(response.status)")"
+        switch (response.status, code) {
+        case (404, _): return S3Error(.notFound, status: 404, storeCode: code, detail)
+        case (_, "BadDigest"), (_, "XAmzContentSHA256Mismatch"), (_, "InvalidDigest"):
+            return S3Error(.checksumMismatch, status: response.status, storeCode: code, detail)
+        case (403, _), (_, "SignatureDoesNotMatch"), (_, "RequestTimeTooSkewed"), (_, "InvalidAccessKeyId"):
+            return S3Error(.accessDenied, status: response.status, storeCode: code, detail)
+        case (500..., _): return S3Error(.unavailable, status: response.status, storeCode: code, detail)
+        default: return S3Error(.rejected, status: response.status, storeCode: code, detail)
+        }
+    }
+
+    /// `Content-MD5`: padded base64 (RFC 1864), where `Base64` leaves the padding out; 16 bytes always end in `==`.
+    static func contentMD5(_ digest: [UInt8]) -> String { Base64.encode(digest) + "==" }
+
+    private static func storeCode(_ response: HTTPGet.Response) -> String? {
+        S3XML.value("Code", in: String(decoding: response.body.prefix(4096), as: UTF8.self)[...])
+    }
+
+    private static func unquoted(_ etag: String) -> String {
+        var etag = Substring(etag)
+        if etag.hasPrefix("W/") { etag = etag.dropFirst(2) }
+        if etag.hasPrefix("\""), etag.hasSuffix("\""), etag.count >= 2 { etag = etag.dropFirst().dropLast() }
+        return String(etag)
+    }
+
+    private static func isMD5(_ etag: String) -> Bool {
+        etag.utf8.count == 32
+            && etag.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+    }
+}
