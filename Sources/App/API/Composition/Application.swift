@@ -143,20 +143,22 @@ public final class Application: Sendable {
                 }, stop: { $0.shutdown() })
             self.signer = signer
             // Idle guests go with their images, one instance at a time at most per guest (each is
-            // locked and checked again before it goes).
-            let guestSweep = PeriodicThread(
-                name: "guest-sweep", intervalNanoseconds: UInt64(max(0.05, configuration.accounts.housekeepingIntervalSeconds) * 1e9))
+            // locked and checked again before it goes); image objects whose removal the store
+            // refused are tried again (every 30 s at most: the queue keeps each one's backoff).
+            let sweeps = PeriodicThread(
+                name: "sweeps", intervalNanoseconds: UInt64(min(30, max(0.05, configuration.accounts.housekeepingIntervalSeconds)) * 1e9))
             try services.start(
-                "guest-sweep",
+                "sweeps",
                 {
-                    guestSweep.start {
+                    sweeps.start {
                         do {
                             _ = try Application.deleteIdleGuests(accounts: accounts, images: images)
                         } catch {
                             logger.warning("deleting idle guests failed", ["error": String(describing: error)])
                         }
+                        images.drainObjectDeletions()
                     }
-                }, stop: guestSweep.stop)
+                }, stop: sweeps.stop)
             let swept = try images.sweep()
             if swept.orphanFiles + swept.temporaryFiles + swept.orphanObjects > 0 {
                 logger.notice(
