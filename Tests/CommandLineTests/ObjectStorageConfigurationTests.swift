@@ -38,6 +38,16 @@ import Testing
                 ["EXOSPHERE_IMAGE_STORAGE": "s3", "EXOSPHERE_S3_ENDPOINT": "http://127.0.0.1:7480", "EXOSPHERE_S3_BUCKET": "images"]) { $1 })
         #expect(fromEnvironment.images.s3?.region == "us-east-1")
         #expect(fromEnvironment.images.s3?.pathStyle == false)
+        // The switches given bare, as the contract writes them, are on; a value still counts.
+        let bare = try Configuration.parse(
+            arguments: [
+                "--image-storage", "s3", "--s3-path-style", "--s3-endpoint", "https://s3.example.com", "--s3-bucket", "exo-images",
+                "--s3-redirect",
+            ], environment: Self.keys)
+        #expect(bare.images.s3?.pathStyle == true && bare.images.s3Redirect)
+        let off = try Configuration.parse(arguments: ["--email-code-signup", "off", "--image-storage", "database"], environment: [:])
+        #expect(!off.accounts.emailCodeSignup)
+        #expect(try Configuration.parse(arguments: ["--email-code-signup"], environment: [:]).accounts.emailCodeSignup)
     }
 
     @Test func whatIsRefused() {

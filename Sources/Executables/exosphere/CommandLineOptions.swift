@@ -731,6 +731,9 @@ extension Configuration {
             }
             if let inlineValue {
                 apply(option, inlineValue)
+            } else if option.placeholder == "on|off", index == arguments.count || arguments[index].hasPrefix("--") {
+                // A switch given bare (`--s3-path-style`, last or before another flag) is on.
+                apply(option, "on")
             } else if index < arguments.count {
                 apply(option, arguments[index])
                 index += 1
