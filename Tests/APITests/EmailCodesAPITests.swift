@@ -220,28 +220,7 @@ struct EmailCodesAPITests {
             guard reply.status == 202 else { throw TestFailure("\(reply.status) \(reply.text)") }
             return elapsed.inSeconds
         }
-        for _ in 0..<30 {
-            _ = try time(account.email)
-            _ = try time(unknown)
-        }
-        // Pairs in alternating order, as the reset request's test does.
-        var differences: [Double] = []
-        var unregistered: [Double] = []
-        for round in 0..<500 {
-            let (registered, other): (Double, Double)
-            if round % 2 == 0 {
-                registered = try time(account.email)
-                other = try time(unknown)
-            } else {
-                other = try time(unknown)
-                registered = try time(account.email)
-            }
-            differences.append(registered - other)
-            unregistered.append(other)
-        }
-        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-        let relative = median(differences) / median(unregistered)
-        print("code request timing: median difference \(median(differences) * 1e3) ms on \(median(unregistered) * 1e3) ms, \(relative * 100) %")
-        #expect(abs(relative) < 0.10, "registered − unknown: \(median(differences)) s on \(median(unregistered)) s")
+        let relative = try relativeTimingDifference("code request", registered: account.email, unknown: unknown, time)
+        #expect(abs(relative) < 0.10, "registered − unknown: \(relative * 100) % of one request")
     }
 }
