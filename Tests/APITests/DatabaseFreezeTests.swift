@@ -31,9 +31,14 @@ import Testing
             #expect(try put(n).status == 200)
         }
 
-        let frozen = cluster.processIDs()
+        // Stopped until no process of the cluster is left running: a backend forked while the
+        // list was read would escape the freeze and keep, say, the session cache's feed fresh.
+        var frozen: [pid_t] = []
+        while case let running = cluster.processIDs().filter({ !frozen.contains($0) }), !running.isEmpty {
+            for pid in running { kill(pid, SIGSTOP) }
+            frozen += running
+        }
         try #require(frozen.count > 1)
-        for pid in frozen { kill(pid, SIGSTOP) }
         var thawed = false
         defer { if !thawed { for pid in frozen { kill(pid, SIGCONT) } } }
 
