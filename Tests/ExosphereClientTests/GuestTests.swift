@@ -11,19 +11,6 @@ struct GuestTests {
 
     init() throws { server = try liveServer() }
 
-    /// The 8 digits of the newest code mail to `address`, once `count` came (60 s at most).
-    func mailedCode(to address: String, count: Int = 1) async throws -> String {
-        let deadline = Date().addingTimeInterval(60)
-        while true {
-            let codes = server.mails(to: address).compactMap { mail in
-                mail.components(separatedBy: "\r\n").first { $0.count == 8 && $0.allSatisfy { $0.isASCII && $0.isNumber } }
-            }
-            if codes.count >= count { return codes[codes.count - 1] }
-            guard Date() < deadline else { throw LiveServerError("\(codes.count) of \(count) code mails to \(address) within 60 s") }
-            try await Task.sleep(nanoseconds: 50_000_000)
-        }
-    }
-
     @Test func aGuestUpgradesInPlaceAndSignsInAgainWithItsPassword() async throws {
         let phone = try server.client()
         let guest = try await phone.signInAsGuest(firstname: "Tamu", data: ["level": 3])
@@ -54,7 +41,7 @@ struct GuestTests {
         let tablet = try server.client()
         try await tablet.sendSignInCode(to: email)
         try await tablet.sendSignInCode(to: server.uniqueEmail("nobody"))  // the same answer
-        let code = try await mailedCode(to: email)
+        let code = try await server.mailedCode(to: email)
         let user = try await tablet.signIn(email: email, code: code)
         #expect(user.id == id && user.emailVerified && tablet.isSignedIn)
         let replayed = await exosphereError { try await server.client().signIn(email: email, code: code) }

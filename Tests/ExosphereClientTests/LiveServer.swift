@@ -210,13 +210,24 @@ final class LiveServer: Sendable {
     /// at least `count` such mails (waiting up to 60 s for them: mail is sent in the background).
     func mailedLink(to address: String, path: String, count: Int = 1) async throws -> URL {
         let marker = "/\(path)#token="
+        return try await newest(count, "mails with \(marker)", to: address) { LiveServer.link(in: $0, marker: marker) }
+    }
+
+    /// The 8 digits of the newest code mail to `address`, once `count` came (60 s at most).
+    func mailedCode(to address: String, count: Int = 1) async throws -> String {
+        try await newest(count, "code mails", to: address) { mail in
+            mail.components(separatedBy: "\r\n").first { $0.count == 8 && $0.allSatisfy { $0.isASCII && $0.isNumber } }
+        }
+    }
+
+    /// What `extract` finds in the newest of the mails to `address` that hold it, once `count` of
+    /// them came: polled until then, for 60 s at most (mail is sent in the background).
+    private func newest<T>(_ count: Int, _ what: String, to address: String, _ extract: (String) -> T?) async throws -> T {
         let deadline = Date().addingTimeInterval(60)
         while true {
-            let links = mails(to: address).compactMap { LiveServer.link(in: $0, marker: marker) }
-            if links.count >= count { return links[links.count - 1] }
-            guard Date() < deadline else {
-                throw LiveServerError("\(links.count) of \(count) mails with \(marker) to \(address) within 60 s")
-            }
+            let found = mails(to: address).compactMap(extract)
+            if found.count >= count { return found[found.count - 1] }
+            guard Date() < deadline else { throw LiveServerError("\(found.count) of \(count) \(what) to \(address) within 60 s") }
             try await Task.sleep(nanoseconds: 50_000_000)
         }
     }

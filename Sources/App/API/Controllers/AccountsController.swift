@@ -43,7 +43,11 @@ struct AccountsController: Controller {
     }
 
     @Sendable func register(_ call: Call, _ registration: Registration) throws -> Response {
-        let issued = try accounts.passwordSignIn.register(registration, origin: call.origin)
+        Self.created(try accounts.passwordSignIn.register(registration, origin: call.origin))
+    }
+
+    /// `201` with the new account's first session.
+    private static func created(_ issued: IssuedSession) -> Response {
         var response = JSONBody.response(.created) { UserJSON.writeSession(issued, into: &$0) }
         response.headers.add(name: "Location", value: "/users/me")
         response.headers.add(name: "Cache-Control", value: "no-store")
@@ -67,11 +71,7 @@ struct AccountsController: Controller {
 
     /// `201` with a session; the user has `isGuest: true` and no address.
     @Sendable func createGuest(_ call: Call, _ start: GuestStart) throws -> Response {
-        let issued = try accounts.guests.create(firstname: start.firstname, lastname: start.lastname, data: start.data, origin: call.origin)
-        var response = JSONBody.response(.created) { UserJSON.writeSession(issued, into: &$0) }
-        response.headers.add(name: "Location", value: "/users/me")
-        response.headers.add(name: "Cache-Control", value: "no-store")
-        return response
+        Self.created(try accounts.guests.create(firstname: start.firstname, lastname: start.lastname, data: start.data, origin: call.origin))
     }
 
     @Sendable func codeRequest(_ call: Call) async throws -> EmailAddress {
