@@ -21,7 +21,7 @@ drills=(
     "APITests.DescriptorExhaustionTests 120"
     "APITests.SlowReadersTests 120"
     "APITests.ExosphereProcessTests 180"
-    "APITests.ImagesProcessTests 240"
+    "APITests.ImagesProcessTests 360"
     "AdminAPITests/theConsoleWorksInARealBrowser 120"
     "FirstTenMinutesTests/theFirstAdministratorIsCreatedFromTheSetupLinkInARealBrowser 120"
     "PasskeysAPITests/aRealBrowserRegistersAndSignsInWithAPasskey 120"

@@ -149,7 +149,7 @@ import Testing
 
     /// Starts `exosphere serve` on a port of its own choosing (`--port 0`: no other process can
     /// take it first) and waits until it accepts connections.
-    static func serve(_ extra: [String] = []) throws -> Child {
+    static func serve(_ extra: [String] = [], environment: [String: String] = [:]) throws -> Child {
         let binary = try #require(executable(), "exosphere binary not found next to \(Bundle.main.bundleURL.path)")
         let child = try Child(
             executable: binary.path,
@@ -161,7 +161,7 @@ import Testing
                 // registration answered 503 in RecoveryAPITests under the whole suite).
                 "--request-timeout", "60",
             ] + extra,
-            environment: ["LOG_FORMAT": "logfmt"], port: 0)
+            environment: environment.merging(["LOG_FORMAT": "logfmt"]) { own, _ in own }, port: 0)
         // The first start of a managed cluster runs initdb: allow for a loaded machine.
         let port = try child.listeningPort(timeout: .seconds(60))
         let deadline = Date().addingTimeInterval(60)

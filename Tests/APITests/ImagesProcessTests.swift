@@ -7,6 +7,8 @@ import JSON
 import Postgres
 import Cryptography
 import Synchronization
+import ObjectStorage
+import AWSSignature
 import Testing
 
 /// The image storages across process lifetimes: the built binary killed with SIGKILL in the middle
@@ -203,6 +205,177 @@ import Testing
             #expect(reply.status == 200)
             #expect(SHA256.hash(reply.body) == row.sha256, "image \(row.id) serves what its row says")
         }
+    }
+
+    // MARK: - The object store: SIGKILL of the server, and of the store
+
+    /// The s3 storage on a bucket of its own of the test Ceph, under `exo/`.
+    struct ObjectStore {
+        let ceph: TestCeph
+        let bucket: String
+        let client: S3Client
+
+        init() throws {
+            ceph = try TestCeph.shared()
+            bucket = ceph.uniqueBucketName("kill")
+            client = try S3Client(
+                S3Configuration(
+                    endpoint: ceph.endpoint, bucket: bucket, pathStyle: true,
+                    credentials: AWSCredentials(accessKeyID: ceph.accessKeyID, secretAccessKey: ceph.secretAccessKey)))
+        }
+
+        var options: [String] {
+            [
+                "--image-storage", "s3", "--s3-endpoint", ceph.endpoint, "--s3-bucket", bucket, "--s3-path-style", "on", "--s3-prefix", "exo/",
+                "--upload-rate", "0",
+            ]
+        }
+        var environment: [String: String] { ["AWS_ACCESS_KEY_ID": ceph.accessKeyID, "AWS_SECRET_ACCESS_KEY": ceph.secretAccessKey] }
+
+        func serve(_ deployment: Deployment, _ extra: [String] = []) throws -> Child {
+            try ExosphereProcessTests.serve(deployment.options + options + extra, environment: environment)
+        }
+
+        /// The ids of the originals in the bucket (`exo/<id>`, not the thumbnails beside them).
+        func originals() throws -> Set<String> {
+            Set(try client.listAllObjects(prefix: "exo/").map { String($0.key.dropFirst(4)) }.filter { $0.count == 36 })
+        }
+
+        /// The ids every object is named after, thumbnails included.
+        func namedIDs() throws -> Set<String> {
+            Set(try client.listAllObjects(prefix: "exo/").map { String($0.key.dropFirst(4).prefix(36)) })
+        }
+    }
+
+    /// Uploads on 6 threads until `stop`; every answer's status, and the acknowledged images.
+    final class UploadLog: Sendable {
+        let acknowledged = Mutex<[String: [UInt8]]>([:])
+        let statuses = Mutex<[Int: Int]>([:])
+        let stop = Atomic<Bool>(false)
+
+        func run(_ port: Int, _ token: String, _ index: Int) {
+            var round = 0
+            while !stop.load(ordering: .sequentiallyConsistent) {
+                let bytes = ImageScenarios.png(size: 200_000 + index * 1000 + round, seed: UInt8(truncatingIfNeeded: index * 31 + round))
+                round += 1
+                // No answer at all: the connection died with the process.
+                guard let reply = try? ImagesProcessTests.upload(port, token, bytes) else { continue }
+                statuses.withLock { $0[reply.status, default: 0] += 1 }
+                if reply.status == 201, let id = reply.json["id"]?.stringValue { acknowledged.withLock { $0[id] = bytes } }
+            }
+        }
+
+        var count: Int { acknowledged.withLock { $0.count } }
+    }
+
+    /// What must hold once the server restarted with a sweep that spares nothing young: every
+    /// acknowledged image is whole, every row has its object and serves what its hash says, and no
+    /// object is left without a row.
+    static func expectNothingLostNothingOrphaned(
+        _ deployment: Deployment, _ store: ObjectStore, _ child: Child, _ token: String, _ acknowledged: [String: [UInt8]]
+    ) throws {
+        let rows = try deployment.rows()
+        #expect(rows.allSatisfy { $0.storage == "s3" })
+        let originals = try store.originals()
+        #expect(
+            Set(rows.map(\.id)) == originals,
+            "rows and objects agree after the restart's sweep: rows without an object \(Set(rows.map(\.id)).subtracting(originals)), objects without a row \(originals.subtracting(rows.map(\.id)))"
+        )
+        #expect((try store.namedIDs()).isSubset(of: Set(rows.map(\.id))), "no thumbnail object outlives its image")
+        #expect(Set(acknowledged.keys).isSubset(of: Set(rows.map(\.id))), "every acknowledged upload has its row")
+        for (id, bytes) in acknowledged {
+            let reply = try Self.download(child.port, token, id)
+            #expect(reply.status == 200)
+            #expect(same(reply.body, bytes), "image \(id) is whole")
+        }
+        for row in rows {
+            let reply = try Self.download(child.port, token, row.id)
+            #expect(reply.status == 200)
+            #expect(SHA256.hash(reply.body) == row.sha256, "image \(row.id) serves what its row says")
+        }
+    }
+
+    /// The server killed (SIGKILL) in the middle of uploads to the object store: objects put whose
+    /// rows never committed are the debris, and the restarted server's sweep clears them.
+    @Test func objectStorageSurvivesSIGKILLOfTheServerDuringUploads() throws {
+        let deployment = try Deployment.make("s3kill")
+        defer { deployment.remove() }
+        let store = try ObjectStore()
+        var child = try store.serve(deployment)
+        let token = try Self.register(child.port)
+        let log = UploadLog()
+        let (port, pid) = (child.port, child.pid)
+        onThreads(7) { index in
+            guard index == 6 else { return log.run(port, token, index) }
+            _ = try? waitUntil(timeout: .seconds(60), "6 acknowledged uploads") { log.count >= 6 }
+            kill(pid, SIGKILL)
+            log.stop.store(true, ordering: .sequentiallyConsistent)
+        }
+        #expect(child.waitForExit(timeout: 10))
+        #expect(child.killedBy == SIGKILL)
+        let acknowledged = log.acknowledged.withLock { $0 }
+        #expect(acknowledged.count >= 6, "uploads were acknowledged before the kill")
+        // An object whose row never committed, whatever the kill left: the sweep must remove it.
+        let orphan = UUID().uuidString.lowercased()
+        try store.client.putObject("exo/" + orphan, [1, 2, 3])
+
+        child = try store.serve(deployment, ["--s3-orphan-grace", "0"])
+        defer { child.signal(SIGTERM); _ = child.waitForExit(timeout: 10) }
+        #expect(!(try store.originals()).contains(orphan))
+        try Self.expectNothingLostNothingOrphaned(deployment, store, child, token, acknowledged)
+    }
+
+    /// The object store killed (SIGKILL of the RADOS Gateway) in the middle of uploads: uploads
+    /// answer `503` while it is down and the rest of the API serves; once it is back, uploads land
+    /// again, and nothing acknowledged is lost or left without its object.
+    @Test func objectStorageSurvivesSIGKILLOfTheStoreDuringUploads() throws {
+        let deployment = try Deployment.make("s3storekill")
+        defer { deployment.remove() }
+        let store = try ObjectStore()
+        var child = try store.serve(deployment)
+        let token = try Self.register(child.port)
+        let log = UploadLog()
+        let port = child.port
+        let ceph = store.ceph
+        struct Outage: Sendable {
+            var refusedWhileDown = false
+            var profileWhileDown = 0
+            var readyWhileDown = 0
+        }
+        let outage = Mutex(Outage())
+        try onThreads(7) { index in
+            guard index == 6 else { return log.run(port, token, index) }
+            defer { log.stop.store(true, ordering: .sequentiallyConsistent) }
+            try waitUntil(timeout: .seconds(60), "6 acknowledged uploads") { log.count >= 6 }
+            try ceph.killGateway()
+            let refusedBefore = log.statuses.withLock { $0[503, default: 0] }
+            let refused =
+                (try? waitUntil(timeout: .seconds(60), "uploads refused with 503 while the store is down") {
+                    log.statuses.withLock { $0[503, default: 0] } >= refusedBefore + 6
+                }) != nil
+            let profile = try HTTPClient.send(
+                port: port, method: "GET", target: "/users/me", headers: [("Authorization", "Bearer \(token)")], body: nil)
+            let ready = try HTTPClient.send(port: port, method: "GET", target: "/readyz", headers: [], body: nil)
+            outage.withLock { $0 = Outage(refusedWhileDown: refused, profileWhileDown: profile.status, readyWhileDown: ready.status) }
+            try ceph.startGateway()
+            let acknowledgedBefore = log.count
+            try waitUntil(timeout: .seconds(60), "uploads to land again once the store is back") { log.count >= acknowledgedBefore + 3 }
+        }
+        let seen = outage.withLock { $0 }
+        #expect(seen.refusedWhileDown, "uploads answered 503 while the store was down")
+        #expect(seen.profileWhileDown == 200, "the rest of the API served while the store was down")
+        #expect(seen.readyWhileDown == 503, "/readyz said the store was missing")
+        let statuses = log.statuses.withLock { $0 }
+        #expect(Set(statuses.keys).isSubset(of: [201, 503]), "every upload answered 201 or 503: \(statuses)")
+        #expect(try HTTPClient.send(port: port, method: "GET", target: "/readyz", headers: [], body: nil).status == 200)
+
+        // A PUT the gateway took as it died may have left an object whose upload answered 503:
+        // the sweep of a restart that spares nothing young removes it.
+        child.signal(SIGTERM)
+        #expect(child.waitForExit(timeout: 20))
+        child = try store.serve(deployment, ["--s3-orphan-grace", "0"])
+        defer { child.signal(SIGTERM); _ = child.waitForExit(timeout: 10) }
+        try Self.expectNothingLostNothingOrphaned(deployment, store, child, token, log.acknowledged.withLock { $0 })
     }
 
     // MARK: - Migration

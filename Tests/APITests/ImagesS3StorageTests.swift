@@ -1,6 +1,7 @@
 import API
 import AWSSignature
 import Foundation
+import Glibc
 import Images
 import ObjectStorage
 import TestSupport
@@ -79,10 +80,15 @@ struct ImagesS3StorageTests {
         try store.putObject(orphan, [1, 2, 3])
         let images = server.app.images
         #expect(try images.sweepObjects() == 0, "within the grace period")
-        let later = Int(Date().timeIntervalSince1970) + ImageService.orphanObjectGraceSeconds + 60
+        let later = Int(Date().timeIntervalSince1970) + images.configuration.orphanObjectGraceSeconds + 60
         #expect(try images.sweepObjects(now: later) >= 1)
         #expect(throws: S3Error.self) { try store.headObject(orphan) }
         #expect(try store.headObject("exo/\(id)").size == RealFiles.png3x2.count)
+        // Again an interval after the last sweep, and not before.
+        try store.putObject(orphan, [1, 2, 3])
+        #expect(try images.sweepObjectsIfDue(now: later + 60) == nil, "an hour after the last sweep at the earliest")
+        #expect(try images.sweepObjectsIfDue(now: later + images.configuration.objectSweepIntervalSeconds + 60) == 1)
+        #expect(throws: S3Error.self) { try store.headObject(orphan) }
     }
 
     /// Two instances on one database and one bucket, no shared disk: what one stores, the other serves.
@@ -118,6 +124,70 @@ struct ImagesS3StorageTests {
         #expect(export.status == 200)
         #expect(export.body.count > bytes.count)
         #expect(export.body.firstRange(of: bytes) != nil)
+    }
+}
+
+/// Downloads larger than a chunk pass through as the store sends them: whole, by range, and a
+/// client that leaves half-way costs nothing to the next.
+@Suite(.testThreads) struct ImagesS3StreamingTests {
+    @Test func largeImagesStreamWholeByRangeAndAfterAClientLeft() throws {
+        let server = try TestServer("images_s3_streaming") {
+            try CephImages.use(&$0)
+            $0.images.maxBytes = 4 << 20
+        }
+        defer { server.shutdown() }
+        let account = try server.register()
+        var images: [(id: String, bytes: [UInt8])] = []
+        for seed in 0..<2 {
+            let bytes = ImageScenarios.png(size: 1_500_000 + seed, seed: UInt8(seed))
+            let created = try ImageScenarios.upload(server, account.token, "image/png", bytes)
+            try #require(created.status == 201, "\(created.status) \(created.text)")
+            images.append((try #require(created.json["id"]?.stringValue), bytes))
+        }
+        let whole = try ImageScenarios.get(server, account.token, "/users/me/images/\(images[0].id)")
+        #expect(whole.status == 200)
+        #expect(same(whole.body, images[0].bytes))
+        let part = try server.send(
+            "GET", "/users/me/images/\(images[0].id)", headers: [("Authorization", "Bearer \(account.token)"), ("Range", "bytes=300000-1100000")])
+        #expect(part.status == 206)
+        #expect(same(part.body, Array(images[0].bytes[300_000...1_100_000])))
+        #expect(part.header("Content-Range") == "bytes 300000-1100000/\(images[0].bytes.count)")
+
+        // A client that reads the head and a little of the body, then goes.
+        let socket = try HTTPClient.connect(port: server.port, receiveBuffer: 4096)
+        let request = "GET /users/me/images/\(images[0].id) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(account.token)\r\n\r\n"
+        _ = Array(request.utf8).withUnsafeBytes { send(socket, $0.baseAddress, $0.count, 0) }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        #expect(recv(socket, &buffer, buffer.count, 0) > 0)
+        close(socket)
+        for image in images {
+            let again = try ImageScenarios.get(server, account.token, "/users/me/images/\(image.id)")
+            #expect(again.status == 200)
+            #expect(same(again.body, image.bytes), "a download after one a client left is whole")
+        }
+    }
+}
+
+/// The sweeps thread lists the bucket every `objectSweepIntervalSeconds`, not only at start-up.
+@Suite(.testThreads) struct ImagesS3PeriodicSweepTests {
+    @Test func objectsWithoutARowGoWhileTheServerRuns() throws {
+        let server = try TestServer("images_s3_sweeps") {
+            try CephImages.use(&$0)
+            $0.accounts.housekeepingIntervalSeconds = 0.2
+            $0.images.objectSweepIntervalSeconds = 0
+            $0.images.orphanObjectGraceSeconds = 0
+        }
+        defer { server.shutdown() }
+        let store = try #require(server.app.images.objectStore)
+        let orphan = "exo/\(UUID().uuidString.lowercased())"
+        let foreign = "exo/notes.txt"
+        try store.putObject(orphan, [1, 2, 3])
+        try store.putObject(foreign, [4])
+        try waitUntil(timeout: .seconds(60), "the sweeps thread to remove the object without a row") {
+            do { _ = try store.headObject(orphan) } catch let error as S3Error where error.code == .notFound { return true }
+            return false
+        }
+        #expect(try store.headObject(foreign).size == 1, "an object not named after an image is not ours to remove")
     }
 }
 

@@ -126,6 +126,44 @@ import Testing
         #expect(statistics.failures == 0)
     }
 
+    /// `openObject` passes the body on in pieces: read to its end, its connection is kept for the
+    /// next request; dropped half-read, its connection is closed, never lent again with the rest of
+    /// a body on it.
+    @Test func aStreamedBodyComesInPiecesAndLeavesItsConnectionClean() throws {
+        let client = try Self.client()
+        let bytes = Self.randomBytes(2 << 20, seed: 7)
+        try client.putObject("s/big", bytes)
+        try client.putObject("s/small", [1, 2, 3])
+        let stream = try client.openObject("s/big")
+        #expect(stream.length == bytes.count)
+        #expect(stream.status == .whole)
+        #expect(stream.etag == Hex.encode(MD5.hash(bytes)))
+        var read: [UInt8] = []
+        while true {
+            let piece = try stream.read(maxBytes: 256 * 1024)
+            if piece.isEmpty { break }
+            #expect(piece.count <= 256 * 1024)
+            read += piece
+        }
+        #expect(read == bytes)
+        #expect(try client.getObject("s/small").bytes == [1, 2, 3])
+        #expect(client.statistics.connectionsOpened == 1, "the connection of a body read whole is reused")
+
+        let range = try client.openObject("s/big", range: 1_000_000...1_999_999)
+        #expect(range.status == .partial)
+        #expect(range.totalSize == bytes.count)
+        #expect(try range.read(maxBytes: 1 << 20) == Array(bytes[1_000_000...1_999_999]))
+
+        var dropped: S3ObjectStream? = try client.openObject("s/big")
+        #expect(try dropped?.read(maxBytes: 1000) == Array(bytes.prefix(1000)))
+        dropped = nil
+        let opened = client.statistics.connectionsOpened
+        #expect(try client.getObject("s/small").bytes == [1, 2, 3], "the next request does not read the dropped body's rest")
+        #expect(try client.getObject("s/big").bytes == bytes)
+        #expect(client.statistics.connectionsOpened == opened + 1, "the dropped body's connection was closed, not lent again")
+        #expect(throws: S3Error.self) { try client.openObject("s/missing") }
+    }
+
     @Test func aWrongSecretIsAccessDenied() throws {
         let client = try Self.client()
         var configuration = client.configuration

@@ -37,6 +37,33 @@ import Testing
         }
     }
 
+    /// A success with a `Content-Length` hands over its head and the body's first bytes once the
+    /// head is in; an error's answer, a chunked body or a head cut short do not.
+    @Test func aStartedBodyIsHandedOverAfterItsHead() throws {
+        let head = "HTTP/1.1 200 OK\r\nETag: \"abc\"\r\nContent-Length: 10\r\n\r\n"
+        var reader = ResponseReader(maximumBytes: 1 << 20, streamed: true)
+        #expect(try reader.take(Array(head.utf8.dropLast(2)), closed: false) == nil)
+        let early = reader.takeStartedBody()
+        #expect(early == nil, "the head is not whole yet")
+        #expect(try reader.take(Array("\r\n0123".utf8), closed: false) == nil)
+        let taken = reader.takeStartedBody()
+        let started = try #require(taken)
+        #expect(started.status == 200)
+        #expect(started.length == 10)
+        #expect(started.bytes == Array("0123".utf8))
+        #expect(started.headers.first { $0.name == "etag" }?.value == "\"abc\"")
+
+        for answer in [
+            "HTTP/1.1 404 Not Found\r\nContent-Length: 50\r\n\r\n<Error>",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n",
+        ] {
+            var other = ResponseReader(maximumBytes: 1 << 20, streamed: true)
+            #expect(try other.take(Array(answer.utf8), closed: false) == nil)
+            let none = other.takeStartedBody()
+            #expect(none == nil, "\(answer.debugDescription)")
+        }
+    }
+
     @Test func whatIsRefused() {
         let refused = [
             ("not HTTP", "SSH-2.0-OpenSSH\r\n\r\n"),

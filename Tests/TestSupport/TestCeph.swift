@@ -29,7 +29,9 @@ public final class TestCeph: @unchecked Sendable {
     public let accessKeyID: String
     public let secretAccessKey: String
     /// The gateway's process, for tests that pause it (`SIGSTOP`) to play a store that hangs.
-    public let gatewayPID: pid_t
+    public var gatewayPID: pid_t { gateway.withLock { $0.pid } }
+    /// The gateway's process, and how many commands the script was sent (`killGateway`, `startGateway`).
+    private let gateway: Mutex<(pid: pid_t, commands: Int)>
     public let directory: String
     /// How long the cluster took from nothing to a gateway that answers.
     public let startDuration: Duration
@@ -68,7 +70,7 @@ public final class TestCeph: @unchecked Sendable {
                 return FileManager.default.fileExists(atPath: cluster + "/ready")
             }
             let pids = try String(contentsOfFile: cluster + "/ready", encoding: .utf8).split(separator: " ")
-            gatewayPID = pid_t(pids.first.flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0)
+            gateway = Mutex((pid_t(pids.first.flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0), 0))
             try waitUntil(timeout: .seconds(60), pollingEvery: .milliseconds(50), "the gateway to listen on \(gatewayPort)") {
                 Self.accepts(gatewayPort)
             }
@@ -94,6 +96,33 @@ public final class TestCeph: @unchecked Sendable {
         var status: Int32 = 0
         while waitpid(scriptPID, &status, WNOHANG) == 0, ContinuousClock.now < deadline { usleep(50_000) }
         try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Kills the gateway with SIGKILL, as a store that dies: connections are reset, new ones refused.
+    /// Drills only: every test of the process shares the cluster.
+    public func killGateway() throws { try control("kill-gateway") }
+
+    /// Starts the gateway again after `killGateway`, and waits until it answers.
+    public func startGateway() throws {
+        try control("start-gateway")
+        let port = port
+        try waitUntil(timeout: .seconds(60), pollingEvery: .milliseconds(50), "the gateway to listen on \(port) again") { Self.accepts(port) }
+    }
+
+    /// Sends a command line to the script and waits until it wrote that it is done.
+    private func control(_ command: String) throws {
+        try gateway.withLock { gateway in
+            let line = Array((command + "\n").utf8)
+            guard controlEnd >= 0, Glibc.write(controlEnd, line, line.count) == line.count else {
+                throw TestFailure("could not send \(command) to ceph_cluster.sh: errno \(errno)")
+            }
+            gateway.commands += 1
+            let done = directory + "/gateway.\(gateway.commands)"
+            try waitUntil(timeout: .seconds(60), pollingEvery: .milliseconds(20), "ceph_cluster.sh to do \(command)") {
+                FileManager.default.fileExists(atPath: done)
+            }
+            gateway.pid = pid_t(try String(contentsOfFile: done, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        }
     }
 
     /// A bucket name no other test of this run uses (lower case, 3 to 63 characters).

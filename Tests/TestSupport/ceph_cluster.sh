@@ -85,5 +85,20 @@ radosgw -f -n client.rgw.test &
 pids="$! $pids"
 radosgw-admin user create --uid=test --display-name=test --access-key="$access" --secret="$secret" >/dev/null
 echo "$pids" >"$dir/ready"
-# Until the test process closes our input (or dies); then `stop` runs on exit.
-read -r _ || true
+gateway=${pids%% *}
+# Until the test process closes our input (or dies); then `stop` runs on exit. Lines before that
+# are a drill's commands: `kill-gateway` kills the gateway (SIGKILL) and reaps it, `start-gateway`
+# starts it again; each then writes the gateway's pid to DIR/gateway.N, N counting lines from 1.
+n=0
+while read -r command; do
+    n=$((n + 1))
+    case "$command" in
+    kill-gateway) kill -9 "$gateway" 2>/dev/null && wait "$gateway" 2>/dev/null || true ;;
+    start-gateway)
+        radosgw -f -n client.rgw.test &
+        gateway=$!
+        pids="$gateway $pids"
+        ;;
+    esac
+    echo "$gateway" >"$dir/gateway.$n.part" && mv "$dir/gateway.$n.part" "$dir/gateway.$n"
+done

@@ -1,4 +1,5 @@
 import CivilTime
+import Threads
 import FoundationEssentials
 import ObjectStorage
 import Postgres
@@ -17,9 +18,6 @@ public struct ImageStoreUnavailable: Error, Sendable, CustomStringConvertible {
 /// deleted image's objects are queued in the deleting transaction and removed after it, by any
 /// instance, until the store confirms; an object whose row never committed is removed by the sweep.
 extension ImageService {
-    /// How long an object without a row is left alone: an upload's row may still be about to commit.
-    public static let orphanObjectGraceSeconds = 3600
-
     func objectKey(_ id: UUID) -> String { configuration.s3Prefix + id.uuidString.lowercased() }
 
     func thumbnailObjectKey(_ id: UUID, _ spec: ThumbnailSpec) -> String {
@@ -66,9 +64,13 @@ extension ImageService {
         }
     }
 
-    /// Whether the store answers for the bucket (`/readyz`).
-    public func checkObjectStore() throws {
-        try withObjectStore { store throws(S3Error) in try store.checkBucket() }
+    /// Whether the store answers for the bucket within `bound` (`/readyz`: a probe must not hang
+    /// on a store that does).
+    public func checkObjectStore(within bound: Duration = .seconds(2)) throws {
+        let deadline = min(RequestDeadline.current ?? .after(bound), .after(bound))
+        try RequestDeadline.with(deadline) {
+            try withObjectStore { store throws(S3Error) in try store.checkBucket() }
+        }
     }
 
     /// Removes queued objects that are due, up to `limit`; how many the store confirmed. A failure
@@ -100,18 +102,31 @@ extension ImageService {
         try pool.withConnection { try ImageObjectRepository.pendingCount($0) }
     }
 
+    /// `sweepObjects` again once this instance last ran it `objectSweepIntervalSeconds` ago (the
+    /// sweeps thread asks every 30 s; the start-up sweep runs first): an upload killed between its
+    /// object and its row leaves an object that goes within the grace period and an interval. Nil
+    /// when not due.
+    @discardableResult
+    public func sweepObjectsIfDue(now: Int = Int(Date().timeIntervalSince1970)) throws -> Int? {
+        guard objectStore != nil else { return nil }
+        let due = lastObjectSweep.withLock { last in last.map { now - $0 >= configuration.objectSweepIntervalSeconds } ?? false }
+        return due ? try sweepObjects(now: now) : nil
+    }
+
     /// Removes objects under the prefix that no `s3` row refers to and that are older than
     /// `orphanObjectGraceSeconds` (an upload in flight has written its object and not yet
     /// committed its row); how many.
-    public func sweepObjects(now: Int = Int(Date().timeIntervalSince1970), graceSeconds: Int = ImageService.orphanObjectGraceSeconds) throws -> Int {
+    public func sweepObjects(now: Int = Int(Date().timeIntervalSince1970)) throws -> Int {
         guard objectStore != nil else { return 0 }
+        lastObjectSweep.withLock { $0 = now }
+        let graceSeconds = configuration.orphanObjectGraceSeconds
         let prefix = configuration.s3Prefix
         let objects = try withObjectStore { store throws(S3Error) in try store.listAllObjects(prefix: prefix) }
         var removed = 0
         for object in objects {
             let name = object.key.dropFirst(prefix.count)
             guard let id = UUID(uuidString: String(name.prefix(36))) else { continue }  // not ours
-            guard let modified = Self.seconds(iso8601: object.lastModified), now - modified > graceSeconds else { continue }
+            guard let modified = Self.seconds(iso8601: object.lastModified), now - modified >= graceSeconds else { continue }
             if try pool.withConnection({ try ImageObjectRepository.hasObjectRow($0, id: id) }) { continue }
             try withObjectStore { store throws(S3Error) in try store.deleteObject(object.key) }
             removed += 1

@@ -41,6 +41,10 @@ public final class ImageService: Sendable {
         public var s3Prefix = ""
         /// Signed image URLs answer `302` to a presigned GET on the store (`--s3-redirect`).
         public var s3Redirect = false
+        /// How long an object without a row is left alone: an upload's row may still be about to commit.
+        public var orphanObjectGraceSeconds = 3600
+        /// How often each instance lists the bucket for objects without a row (`sweepObjectsIfDue`).
+        public var objectSweepIntervalSeconds = 3600
 
         public init() {}
     }
@@ -52,6 +56,8 @@ public final class ImageService: Sendable {
         case bytes([UInt8])
         case chunks(first: [UInt8], id: UUID, offset: Int, length: Int)
         case file(ReadableFile, offset: Int, length: Int)
+        /// The first chunk, then the rest as the store sends it (`readChunk(of:)`).
+        case object(first: [UInt8], S3ObjectStream)
     }
 
     /// Bytes of a database-stored image are read in chunks of this size: a download holds at most
@@ -65,6 +71,8 @@ public final class ImageService: Sendable {
     /// Threads that read the chunks of downloads from the database storage (`readChunk`),
     /// started on the first such download; nil once shut down.
     private let readers = Mutex<(pool: BoundedThreadPool?, stopped: Bool)>((nil, false))
+    /// When this instance last listed the bucket for orphan objects (seconds since 1970).
+    let lastObjectSweep = Mutex<Int?>(nil)
     let directory: ImageDirectory
     let logger: Logger
     /// The helper processes that decode images; nil makes no thumbnails (`unavailable`).
@@ -152,24 +160,19 @@ public final class ImageService: Sendable {
             }
         case .s3:
             // The object first, confirmed by the store (checksums), then the row: a row never points
-            // at a missing object. An object whose row did not commit is removed here when the
-            // INSERT failed, else by `sweepObjects` once it is older than the grace period.
-            let store = try requireObjectStore()
+            // at a missing object, and no database connection waits on the store. An object whose
+            // row surely did not commit (refused by the limits, or the INSERT failed) is removed
+            // here; one whose COMMIT failed may have a row, so it stays, and `sweepObjects` removes
+            // it later if it has none.
             let key = objectKey(id)
-            var written = false
+            try withObjectStore { store throws(S3Error) in
+                try store.putObject(key, Array(bytes), contentType: info.format.mimeType, sha256: digest)
+            }
             var rolledBack = false
             do {
                 return try pool.withTransaction { connection in
-                    try admit(bytes.count, of: userID, connection)
-                    if !written {
-                        do throws(S3Error) {
-                            try store.putObject(key, Array(bytes), contentType: info.format.mimeType, sha256: digest)
-                        } catch {
-                            throw Self.translated(error)
-                        }
-                        written = true
-                    }
                     do {
+                        try admit(bytes.count, of: userID, connection)
                         return try ImageRepository.insert(
                             connection, id: id, userID: userID, info: info, byteSize: bytes.count, sha256: digest, storage: .s3)
                     } catch {
@@ -178,7 +181,7 @@ public final class ImageService: Sendable {
                     }
                 }
             } catch {
-                if written, rolledBack {
+                if rolledBack, let store = objectStore {
                     do throws(S3Error) { try store.deleteObject(key) } catch {
                         logger.warning("could not remove the object of a failed upload", ["object.key": key, "error": String(reflecting: error)])
                     }
@@ -291,21 +294,24 @@ public final class ImageService: Sendable {
                 }
             case .s3:
                 let store = try requireObjectStore()
-                let body: S3ObjectBody?
+                let stream: S3ObjectStream?
                 do throws(S3Error) {
                     // The whole object without a Range: the store may then serve it at its fastest.
                     let range = offset == 0 && length == image.byteSize ? nil : offset...(offset + length - 1)
-                    body = try store.getObject(objectKey(image.id), range: range)
+                    stream = try store.openObject(objectKey(image.id), range: range)
                 } catch  where error.code == .notFound && attempt == 0 {
-                    body = nil  // Moved, or deleted, since the metadata was read.
+                    stream = nil  // Moved, or deleted, since the metadata was read.
                 } catch {
                     throw Self.translated(error)
                 }
-                if let body {
-                    guard body.bytes.count == length else {
-                        throw ImageStoreCorruption("the object of image \(image.id) gave \(body.bytes.count) bytes at \(offset), expected \(length)")
+                if let stream {
+                    guard stream.length == length else {
+                        throw ImageStoreCorruption("the object of image \(image.id) has \(stream.length) bytes at \(offset), expected \(length)")
                     }
-                    return .bytes(body.bytes)
+                    // The answer starts with the first chunk; the rest comes as the client takes it.
+                    let first: [UInt8]
+                    do throws(S3Error) { first = try stream.read(maxBytes: ImageService.chunkSize) } catch { throw Self.translated(error) }
+                    return first.count == length ? .bytes(first) : .object(first: first, stream)
                 }
             }
             image = try find(image.id, userID: image.userID)
@@ -362,13 +368,7 @@ public final class ImageService: Sendable {
         _ completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void
     ) {
         let (pool, directory) = (self.pool, self.directory)
-        let readers = self.readers.withLock { readers -> BoundedThreadPool? in
-            if readers.pool == nil, !readers.stopped {
-                readers.pool = BoundedThreadPool(name: "image-read", threads: 4, queueLimit: 4096)
-            }
-            return readers.pool
-        }
-        let queued = readers?.submit {
+        let queued = readerPool()?.submit {
             completion(
                 Result {
                     // An image's bytes never change wherever they are kept: a chunk the database no
@@ -384,6 +384,25 @@ public final class ImageService: Sendable {
                 })
         }
         if queued != true { completion(.failure(ImageStoreCorruption("no reader free for image \(id)"))) }
+    }
+
+    /// The next chunk of a download from the object store, read on a reader thread and handed to
+    /// `completion`.
+    public func readChunk(of stream: S3ObjectStream, maxBytes: Int, _ completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) {
+        let queued = readerPool()?.submit {
+            completion(Result { () throws(S3Error) in try stream.read(maxBytes: maxBytes) }.mapError { Self.translated($0) })
+        }
+        if queued != true { completion(.failure(ImageStoreUnavailable(reason: "no reader free for a download"))) }
+    }
+
+    /// The threads that read download chunks, started on first use; nil once shut down.
+    private func readerPool() -> BoundedThreadPool? {
+        readers.withLock { readers -> BoundedThreadPool? in
+            if readers.pool == nil, !readers.stopped {
+                readers.pool = BoundedThreadPool(name: "image-read", threads: 4, queueLimit: 4096)
+            }
+            return readers.pool
+        }
     }
 
     // MARK: - Operations

@@ -445,6 +445,13 @@ extension Configuration {
             config.images.s3Redirect = try onOff(value, "--s3-redirect/EXOSPHERE_S3_REDIRECT")
         },
         Option(
+            flag: "--s3-orphan-grace", environment: "EXOSPHERE_S3_ORPHAN_GRACE", placeholder: "SECONDS",
+            help: "objects no image names are removed once older than this (an upload's row may still be coming)",
+            defaultValue: { String($0.images.orphanObjectGraceSeconds) }
+        ) { config, value throws(ConfigurationError) in
+            config.images.orphanObjectGraceSeconds = try integer(value, "--s3-orphan-grace", 0...604_800)
+        },
+        Option(
             flag: "--image-dir", environment: "EXOSPHERE_IMAGE_DIR", placeholder: "DIR",
             help: "directory of the filesystem image storage", defaultValue: { $0.images.directory }
         ) { config, value throws(ConfigurationError) in

@@ -101,6 +101,23 @@ public final class S3Client: Sendable {
         }
     }
 
+    /// The object's bytes, or `range` of them (inclusive offsets), as the store sends them: the
+    /// answer's head is read here, the body by the stream's `read`, so that a download passes the
+    /// object on without holding it whole.
+    public func openObject(_ key: String, range: ClosedRange<Int>? = nil) throws(S3Error) -> S3ObjectStream {
+        var headers: [(name: String, value: String)] = []
+        if let range { headers.append(("range", "bytes=\(range.lowerBound)-\(range.upperBound)")) }
+        switch try exchange("GET", key: key, headers: headers, streamed: true) {
+        case .started(let stream):
+            return stream
+        case .whole(let response) where response.status == 200 || response.status == 206:
+            // It came in the first read, its connection already given back.
+            return stream(response.status, response.headers, length: response.body.count, first: response.body, nil, "GET \(key)")
+        case .whole(let response):
+            throw Self.failure(response, "GET \(key)")
+        }
+    }
+
     /// The object's ETag, size and type; throws `notFound` when there is none.
     public func headObject(_ key: String) throws(S3Error) -> S3Object {
         let response = try send("HEAD", key: key)
@@ -201,13 +218,31 @@ public final class S3Client: Sendable {
         return base + "/" + URIEncoding.encodePath(key)
     }
 
-    /// Signs and sends one request and reads its whole answer, on a kept-alive connection when one
-    /// is idle. A kept-alive connection the store closed while idle fails before any answer byte:
-    /// the request then goes again on a new connection (every S3 request here is idempotent).
+    /// Signs and sends one request and reads its whole answer.
     private func send(
         _ method: String, key: String?, query: [(name: String, value: String)] = [], headers: [(name: String, value: String)] = [],
         body: [UInt8] = [], payload: SignatureV4.Payload = .empty
     ) throws(S3Error) -> HTTPGet.Response {
+        switch try exchange(method, key: key, query: query, headers: headers, body: body, payload: payload, streamed: false) {
+        case .whole(let response): return response
+        case .started: preconditionFailure("a body streamed that was not asked for")
+        }
+    }
+
+    /// An answer read whole, or the head of a successful one whose body is read on (`openObject`).
+    private enum Answer {
+        case whole(HTTPGet.Response)
+        case started(S3ObjectStream)
+    }
+
+    /// Signs and sends one request, on a kept-alive connection when one is idle, and reads its
+    /// answer: whole, or with `streamed` a successful one up to its head. A kept-alive connection the
+    /// store closed while idle fails before any answer byte: the request then goes again on a new
+    /// connection (every S3 request here is idempotent).
+    private func exchange(
+        _ method: String, key: String?, query: [(name: String, value: String)] = [], headers: [(name: String, value: String)] = [],
+        body: [UInt8] = [], payload: SignatureV4.Payload = .empty, streamed: Bool
+    ) throws(S3Error) -> Answer {
         let start = ContinuousClock.now
         var failed = true
         defer {
@@ -247,7 +282,7 @@ public final class S3Client: Sendable {
             do throws(OutboundError) {
                 connection.stream.timeout = try bounded(configuration.timeout)
                 try connection.stream.write(bytes)
-                var reader = ResponseReader(maximumBytes: configuration.maximumObjectBytes, head: method == "HEAD")
+                var reader = ResponseReader(maximumBytes: configuration.maximumObjectBytes, head: method == "HEAD", streamed: streamed)
                 while true {
                     connection.stream.timeout = try bounded(configuration.timeout)
                     // Large reads: an object of megabytes in a few system calls, not hundreds.
@@ -264,7 +299,12 @@ public final class S3Client: Sendable {
                         }
                         let expected = response.status < 500 && !(response.status == 403 || response.status == 400)
                         failed = !(expected || response.status == 404)
-                        return response
+                        return .whole(response)
+                    }
+                    if streamed, let started = reader.takeStartedBody() {
+                        guard started.bytes.count <= started.length else { throw OutboundError(.protocolError, "more bytes than the Content-Length") }
+                        failed = false
+                        return .started(stream(started.status, started.headers, length: started.length, first: started.bytes, connection, what))
                     }
                 }
             } catch {
@@ -275,6 +315,20 @@ public final class S3Client: Sendable {
         }
     }
 
+    /// A body that starts with `first`, the rest to be read from `connection` (none: it came whole).
+    private func stream(
+        _ status: Int, _ headers: [(name: String, value: String)], length: Int, first: [UInt8], _ connection: S3ConnectionPool.Connection?,
+        _ what: String
+    ) -> S3ObjectStream {
+        func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+        return S3ObjectStream(
+            status: status == 206 ? .partial : .whole, etag: Self.unquoted(header("etag") ?? ""), contentType: header("content-type"),
+            length: length,
+            totalSize: status == 206 ? header("content-range").flatMap { $0.split(separator: "/").last.flatMap { Int($0) } } : length,
+            first: first, connection: connection, keepsAlive: header("connection")?.lowercased() != "close", connections: connections,
+            timeout: configuration.timeout, what: what)
+    }
+
     /// Whether the connection may carry another request after `response`.
     private static func keepsAlive(_ response: HTTPGet.Response, head: Bool) -> Bool {
         if response.header("connection")?.lowercased() == "close" { return false }
@@ -282,7 +336,7 @@ public final class S3Client: Sendable {
         return response.header("content-length") != nil || response.header("transfer-encoding") != nil
     }
 
-    private static func mapped(_ error: OutboundError, _ what: String) -> S3Error {
+    static func mapped(_ error: OutboundError, _ what: String) -> S3Error {
         switch error.code {
         case .timeout: S3Error(.timeout, "\(what): \(error.detail)")
         case .protocolError: S3Error(.protocolError, "\(what): \(error.detail)")

@@ -103,10 +103,13 @@ public struct ResponseReader {
     private let maximumBytes: Int
     /// The answer to a `HEAD`: a head only, whatever its `Content-Length` says.
     private let isHead: Bool
+    /// Whether the caller takes the body as it comes (`takeStartedBody`): no room is made for it whole.
+    private let isStreamed: Bool
 
-    public init(maximumBytes: Int, head isHead: Bool = false) {
+    public init(maximumBytes: Int, head isHead: Bool = false, streamed isStreamed: Bool = false) {
         self.maximumBytes = maximumBytes
         self.isHead = isHead
+        self.isStreamed = isStreamed
     }
 
     /// Adds `bytes` (empty with `closed` once the server closed); the response once it is whole.
@@ -121,7 +124,9 @@ public struct ResponseReader {
             head = try Self.parseHead(buffer[..<end])
             bodyStart = end + 4
             // A body of a known length grows the buffer once, not at every read.
-            if let length = head?.headers.first(where: { $0.name == "content-length" }).flatMap({ Int($0.value) }), length <= maximumBytes {
+            if let length = head?.headers.first(where: { $0.name == "content-length" }).flatMap({ Int($0.value) }), length <= maximumBytes,
+                !isStreamed
+            {
                 buffer.reserveCapacity(bodyStart + length)
             }
         }
@@ -155,6 +160,20 @@ public struct ResponseReader {
         }
         guard body.count <= maximumBytes else { throw Self.malformed("the answer is larger than \(maximumBytes) bytes") }
         return HTTPGet.Response(status: head.status, headers: head.headers, body: body)
+    }
+
+    /// Once the head of a success is in and a body of `Content-Length` bytes follows it (not
+    /// chunked, not after a `HEAD` or a `204`): the head, that length, and the body's bytes read so far, taken
+    /// out of the reader, for a caller that passes the rest on as it comes instead of holding it.
+    public mutating func takeStartedBody() -> (status: Int, headers: [(name: String, value: String)], length: Int, bytes: [UInt8])? {
+        guard let head, !isHead, (200...299).contains(head.status), head.status != 204,
+            !head.headers.contains(where: { $0.name == "transfer-encoding" }),
+            let length = head.headers.first(where: { $0.name == "content-length" }).flatMap({ Int($0.value) }), length >= 0
+        else { return nil }
+        let bytes = Array(buffer[bodyStart...])
+        buffer = []
+        bodyStart = 0
+        return (head.status, head.headers, length, bytes)
     }
 
     private static func parseHead(_ bytes: ArraySlice<UInt8>) throws(OutboundError) -> (Int, [(name: String, value: String)]) {

@@ -144,7 +144,8 @@ public final class Application: Sendable {
             self.signer = signer
             // Idle guests go with their images, one instance at a time at most per guest (each is
             // locked and checked again before it goes); image objects whose removal the store
-            // refused are tried again (every 30 s at most: the queue keeps each one's backoff).
+            // refused are tried again (every 30 s at most: the queue keeps each one's backoff); and
+            // every `objectSweepIntervalSeconds`, objects no row names are removed.
             let sweeps = PeriodicThread(
                 name: "sweeps", intervalNanoseconds: UInt64(min(30, max(0.05, configuration.accounts.housekeepingIntervalSeconds)) * 1e9))
             try services.start(
@@ -157,6 +158,13 @@ public final class Application: Sendable {
                             logger.warning("deleting idle guests failed", ["error": String(describing: error)])
                         }
                         images.drainObjectDeletions()
+                        do {
+                            if let removed = try images.sweepObjectsIfDue(), removed > 0 {
+                                logger.notice("image objects without a row removed", ["images.orphan_objects": String(removed)])
+                            }
+                        } catch {
+                            logger.warning("could not sweep the image store's orphan objects", ["error": String(describing: error)])
+                        }
                     }
                 }, stop: sweeps.stop)
             let swept = try images.sweep()
