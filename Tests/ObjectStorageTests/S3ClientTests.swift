@@ -164,6 +164,20 @@ import Testing
         #expect(throws: S3Error.self) { try client.openObject("s/missing") }
     }
 
+    /// The store checks the body against the SHA-256 the request signed: bytes changed on the way
+    /// are refused, never stored.
+    @Test func aBodyThatIsNotTheSignedOneIsRefused() throws {
+        let client = try Self.client()
+        let bytes = Self.randomBytes(100_000, seed: 9)
+        do {
+            try client.putObject("c/changed", bytes, sha256: SHA256.hash(bytes + [0]))
+            Issue.record("the store took a body whose SHA-256 is not the signed one")
+        } catch {
+            #expect(error.code == .checksumMismatch, "\(String(reflecting: error))")
+        }
+        #expect(throws: S3Error.self) { try client.headObject("c/changed") }
+    }
+
     @Test func aWrongSecretIsAccessDenied() throws {
         let client = try Self.client()
         var configuration = client.configuration

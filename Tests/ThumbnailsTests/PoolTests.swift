@@ -1,4 +1,5 @@
 import Files
+import Synchronization
 import Foundation
 import StructuredLogging
 import TestSupport
@@ -339,6 +340,40 @@ struct PoolTests {
         }
         #expect(renditions[0].width == 128)
         #expect(pool.statistics.helperDeaths == 1)
+    }
+
+    /// Background work (a thumbnail made ahead of a request) runs on a lowered helper; a request's
+    /// on one at the server's own priority.
+    @Test func backgroundWorkRunsLowered() throws {
+        let pool = try Self.pool { $0.helpers = 1 }
+        defer { pool.shutdown() }
+        let slow = try Self.slowPNG()
+        for background in [true, false] {
+            let seen = Mutex<Int32?>(nil)
+            let watcher = Thread {
+                // The niceness (field 19 of /proc/PID/stat) of the helper at work on the slow file,
+                // once it is confined: it was lowered before it was sent the image.
+                _ = try? waitUntil(timeout: .seconds(30), pollingEvery: .milliseconds(2), "a confined helper at work") {
+                    guard let pid = pool.busyHelperPIDs.first,
+                        let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8), status.contains("Seccomp:\t2"),
+                        let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                        let fields = stat.split(separator: ")").last?.split(separator: " "), fields.count > 16, let nice = Int32(fields[16])
+                    else { return false }
+                    seen.withLock { $0 = nice }
+                    return true
+                }
+            }
+            watcher.start()
+            let outcome = try slow.withUnsafeBytes {
+                try pool.render(Self.job([ThumbnailSpec(size: 128, format: .jpeg)]), original: $0, background: background)
+            }
+            guard case .made = outcome else {
+                Issue.record("no thumbnail: \(outcome)")
+                return
+            }
+            try waitUntil(timeout: .seconds(30), "the watcher to have seen the helper") { seen.withLock { $0 } != nil }
+            #expect(seen.withLock { $0 } == (background ? pool.configuration.backgroundNiceness : 0), "background: \(background)")
+        }
     }
 
     @Test func manyAtOnceShareTheHelpers() async throws {

@@ -1,7 +1,7 @@
 import COpenSSL
 
-/// MD5 through OpenSSL, for integrity against accidents only, never against an adversary: S3's
-/// `Content-MD5` and the ETag a store gives an object written in one request.
+/// MD5 through OpenSSL, for integrity against accidents only, never against an adversary: the
+/// ETag an S3 store gives an object written in one request.
 public enum MD5 {
     /// The 16-byte MD5 digest of `bytes`.
     public static func hash(_ bytes: [UInt8]) -> [UInt8] {

@@ -73,37 +73,54 @@ extension ImageService {
 
     /// After an upload: makes the 256 WebP thumbnail and the placeholders in the background, so
     /// that the grid's first request finds them. Nothing happens without helpers, and a full
-    /// queue skips it (the first request makes it then).
-    public func prepareThumbnails(_ image: StoredImage) {
+    /// queue skips it (the first request makes it then). `original`, the upload's bytes, is kept
+    /// for the helper while the queue holds less than `preparedBytesLimit` of them, which saves
+    /// reading the image back from its storage. The helper runs lowered (`backgroundNiceness`):
+    /// uploads and downloads come first on a busy machine. It does not hold the image's turn
+    /// (`oneAtATime`), so that a request for the thumbnail never waits on a lowered helper: it
+    /// makes its own, and the second one made is not stored.
+    public func prepareThumbnails(_ image: StoredImage, original: UnsafeRawBufferPointer? = nil) {
         guard thumbnailer != nil, let preparers = self.preparers.withLock({ $0.pool }) else { return }
         let logger = self.logger
-        _ = preparers.submit { [self] in
+        let kept: [UInt8]? = original.flatMap { original in
+            preparedBytes.withLock { held in
+                guard held + original.count <= ImageService.preparedBytesLimit else { return nil }
+                held += original.count
+                return Array(original)
+            }
+        }
+        let release: @Sendable () -> Void = { [self] in if let kept { preparedBytes.withLock { $0 -= kept.count } } }
+        let queued = preparers.submit { [self] in
+            defer { release() }
             do {
-                try oneAtATime(image.id) {
-                    let current = try find(image.id, userID: image.userID)
-                    let spec = ThumbnailSpec(size: ThumbnailSpec.uploadSize, format: .webp)
-                    if current.thumbnailError != nil { return }
-                    if current.blurhash != nil, try storedThumbnail(of: current, spec) != nil { return }
-                    _ = try make(current, [spec])
-                }
+                let current = try find(image.id, userID: image.userID)
+                let spec = ThumbnailSpec(size: ThumbnailSpec.uploadSize, format: .webp)
+                if current.thumbnailError != nil { return }
+                if current.blurhash != nil, try storedThumbnail(of: current, spec) != nil { return }
+                _ = try make(current, [spec], background: true, original: kept)
             } catch let error as ImageError where error.code == .notFound || error.code == .undecodable {
                 // Deleted meanwhile, or recorded as undecodable.
             } catch {
                 logger.warning("could not prepare an image's thumbnail", ["image.id": image.id.uuidString.lowercased(), "error": "\(error)"])
             }
         }
+        if !queued { release() }
     }
+
+    /// The upload bytes kept at most for thumbnails waiting to be made in the background.
+    static let preparedBytesLimit = 64 << 20
 
     // MARK: - Making
 
     /// Decodes the original on a helper and stores what it made with the placeholders; records a
     /// file that cannot be decoded so that it is never tried again.
-    func make(_ image: StoredImage, _ specs: [ThumbnailSpec]) throws -> [Rendition] {
+    /// `original` is the image's bytes when the caller has them.
+    func make(_ image: StoredImage, _ specs: [ThumbnailSpec], background: Bool = false, original: [UInt8]? = nil) throws -> [Rendition] {
         guard let thumbnailer else { throw ThumbnailsUnavailable("this server makes no thumbnails") }
-        let original = try originalBytes(of: image)
+        let original = try original ?? originalBytes(of: image)
         let job = ThumbnailJob(
             renditions: specs, placeholders: image.blurhash == nil, maxPixels: configuration.limits.maxPixels, cpuSeconds: 0)
-        var outcome = try original.withUnsafeBytes { try thumbnailer.render(job, original: $0) }
+        var outcome = try original.withUnsafeBytes { try thumbnailer.render(job, original: $0, background: background) }
         if case .made(let renditions, _) = outcome, let odd = renditions.first(where: { !Self.isWhatItSays($0) }) {
             // The pool checked the renditions, sizes and signatures; the headers' own dimensions
             // must agree too. A helper has one image, so a lie is this file's doing.

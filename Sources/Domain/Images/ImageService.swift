@@ -83,6 +83,8 @@ public final class ImageService: Sendable {
     nonisolated(unsafe) var makingIDs: Set<UUID> = []
     /// The threads that make each upload's first thumbnail; nil once shut down.
     let preparers: Mutex<(pool: BoundedThreadPool?, Void)>
+    /// The upload bytes held for thumbnails waiting to be made (`prepareThumbnails`).
+    let preparedBytes = Mutex(0)
     /// The client of `configuration.s3`; nil when none is configured, or when it cannot work
     /// (`objectStoreFailure` says why, and `prepare` throws it).
     public let objectStore: S3Client?
@@ -104,7 +106,9 @@ public final class ImageService: Sendable {
         }
         self.objectStoreFailure = objectStoreFailure
         self.preparers = Mutex(
-            (thumbnailer.map { BoundedThreadPool(name: "thumbnail-prep", threads: $0.configuration.helpers, queueLimit: 1024) }, ()))
+            // One helper fewer than there are: a request for a thumbnail always finds one that no
+            // background work holds.
+            (thumbnailer.map { BoundedThreadPool(name: "thumbnail-prep", threads: max(1, $0.configuration.helpers - 1), queueLimit: 1024) }, ()))
     }
 
     /// Stops the threads that read download chunks, after the chunks asked for, and those that

@@ -49,21 +49,23 @@ public final class S3Client: Sendable {
 
     // MARK: - Objects
 
-    /// Stores `bytes` under `key`, acknowledged only once the store confirmed these bytes: the body's
-    /// SHA-256 is signed and `Content-MD5` sent (the store refuses a body that matches neither), and
-    /// the ETag it answers must be their MD5 (for stores whose ETag is an MD5: not with SSE-KMS).
-    /// `sha256`, when the caller has it already, saves hashing the bytes again.
+    /// Stores `bytes` under `key`, acknowledged only once the store confirmed these bytes: the
+    /// body's SHA-256 is signed (`x-amz-content-sha256`: the store refuses a body that does not
+    /// match it), and the ETag it answers must be their MD5 (for stores whose ETag is an MD5: not
+    /// with SSE-KMS), computed here while the store takes the body. `sha256`, when the caller has
+    /// it already, saves hashing the bytes again.
     @discardableResult
     public func putObject(_ key: String, _ bytes: [UInt8], contentType: String = "application/octet-stream", sha256: [UInt8]? = nil) throws(S3Error)
         -> S3Object
     {
-        let md5 = MD5.hash(bytes)
-        let response = try send(
-            "PUT", key: key, headers: [("content-type", contentType), ("content-md5", Self.contentMD5(md5))], body: bytes,
-            payload: sha256.map { .sha256(Hex.encode($0)) } ?? .hashing(bytes))
+        var md5: [UInt8] = []
+        let answer = try exchange(
+            "PUT", key: key, headers: [("content-type", contentType)], body: bytes,
+            payload: sha256.map { .sha256(Hex.encode($0)) } ?? .hashing(bytes), streamed: false, whileTheStoreWorks: { md5 = MD5.hash(bytes) })
+        guard case .whole(let response) = answer else { preconditionFailure("a body streamed that was not asked for") }
         guard response.status == 200 else { throw Self.failure(response, "PUT \(key)") }
         let etag = Self.unquoted(response.header("etag") ?? "")
-        if Self.isMD5(etag), etag != Hex.encode(md5) {
+        if Self.isMD5(etag), etag != Hex.encode(md5.isEmpty ? MD5.hash(bytes) : md5) {
             throw S3Error(.checksumMismatch, status: 200, "PUT \(key): the store's ETag \(etag) is not the MD5 of the \(bytes.count) bytes sent")
         }
         return S3Object(etag: etag, size: bytes.count, contentType: contentType)
@@ -236,13 +238,15 @@ public final class S3Client: Sendable {
     }
 
     /// Signs and sends one request, on a kept-alive connection when one is idle, and reads its
-    /// answer: whole, or with `streamed` a successful one up to its head. A kept-alive connection the
+    /// answer: whole, or with `streamed` a successful one up to its head. `whileTheStoreWorks`
+    /// runs once, after the request is written and before its answer is read. A kept-alive connection the
     /// store closed while idle fails before any answer byte: the request then goes again on a new
     /// connection (every S3 request here is idempotent).
     private func exchange(
         _ method: String, key: String?, query: [(name: String, value: String)] = [], headers: [(name: String, value: String)] = [],
-        body: [UInt8] = [], payload: SignatureV4.Payload = .empty, streamed: Bool
+        body: [UInt8] = [], payload: SignatureV4.Payload = .empty, streamed: Bool, whileTheStoreWorks: (() -> Void)? = nil
     ) throws(S3Error) -> Answer {
+        var whileTheStoreWorks = whileTheStoreWorks
         let start = ContinuousClock.now
         var failed = true
         defer {
@@ -282,6 +286,9 @@ public final class S3Client: Sendable {
             do throws(OutboundError) {
                 connection.stream.timeout = try bounded(configuration.timeout)
                 try connection.stream.write(bytes)
+                // Work of the caller's that overlaps the store's, once.
+                whileTheStoreWorks?()
+                whileTheStoreWorks = nil
                 var reader = ResponseReader(maximumBytes: configuration.maximumObjectBytes, head: method == "HEAD", streamed: streamed)
                 while true {
                     connection.stream.timeout = try bounded(configuration.timeout)
@@ -359,9 +366,6 @@ public final class S3Client: Sendable {
         default: return S3Error(.rejected, status: response.status, storeCode: code, detail)
         }
     }
-
-    /// `Content-MD5`: padded base64 (RFC 1864), where `Base64` leaves the padding out; 16 bytes always end in `==`.
-    static func contentMD5(_ digest: [UInt8]) -> String { Base64.encode(digest) + "==" }
 
     private static func storeCode(_ response: HTTPGet.Response) -> String? {
         S3XML.value("Code", in: String(decoding: response.body.prefix(4096), as: UTF8.self)[...])

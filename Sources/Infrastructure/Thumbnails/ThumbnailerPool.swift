@@ -12,7 +12,9 @@ import Threads
 /// (its root is an empty file system of its own, `Sandbox`, checked once by `start`). Helpers are
 /// started ahead of need: besides the `helpers` at work, as many wait idle, loaded and confined, and
 /// one is started each time one is taken, so that an image never waits for a helper to start
-/// (about 0.1 s: some 100 libraries to load). What a helper answers is checked against what it
+/// (about 0.1 s: some 100 libraries to load). Background work (a thumbnail made ahead of any
+/// request) takes no idle helper: it starts its own at a lower priority, so that on a busy machine
+/// it takes only the CPU that requests leave. What a helper answers is checked against what it
 /// was asked (the renditions, their sizes and formats); the request gets an answer:
 /// - killed by a signal other than `SIGPROF`/`SIGXCPU`: tried once more on a fresh helper, since
 ///   the helper may have died of something else than the file; a second such death is `undecodable`;
@@ -50,6 +52,12 @@ public final class ThumbnailerPool: Sendable {
         public var memoryLimitMB = 1024
         /// Requests that may wait for a helper.
         public var queueLimit = 64
+        /// The niceness of a helper at background work (`render(background: true)`, thumbnails made
+        /// ahead of a request): it takes the CPU that requests leave, however many come.
+        public var backgroundNiceness: Int32 = 10
+        /// How many times `deadlineSeconds` background work may take: nobody waits for it, and a
+        /// busy machine gives a lowered helper little of its time.
+        public var backgroundDeadlineFactor = 6.0
         /// Whether helpers install their seccomp filter.
         public var seccomp = true
         /// Whether helpers must hide the server's files from themselves (`required`: the server
@@ -138,15 +146,19 @@ public final class ThumbnailerPool: Sendable {
     public var busyHelperPIDs: [Int32] { lock.withLock { Array(busy) } }
 
     /// Makes `job` from `original` on a helper, waiting for one if all are busy. A file that
-    /// crashes or stalls the decoder is `.undecodable` like one the decoder refuses.
-    public func render(_ job: ThumbnailJob, original: UnsafeRawBufferPointer) throws(ThumbnailsUnavailable) -> ThumbnailOutcome {
+    /// crashes or stalls the decoder is `.undecodable` like one the decoder refuses. `background`
+    /// work (nobody waits for it) runs at `backgroundNiceness`, with a longer deadline.
+    public func render(_ job: ThumbnailJob, original: UnsafeRawBufferPointer, background: Bool = false) throws(ThumbnailsUnavailable)
+        -> ThumbnailOutcome
+    {
         var job = job
         job.maxPixels = min(job.maxPixels, configuration.maxPixels)
         job.cpuSeconds = configuration.cpuSeconds
         let frame = ThumbnailWire.encode(job, original: original)
+        let seconds = configuration.deadlineSeconds * (background ? configuration.backgroundDeadlineFactor : 1)
         for attempt in 1...2 {
-            let helper = try checkOut()
-            let result = helper.exchange(frame, deadline: monotonicNanoseconds() + UInt64(configuration.deadlineSeconds * 1e9))
+            let helper = try checkOut(lowered: background)
+            let result = helper.exchange(frame, deadline: monotonicNanoseconds() + UInt64(seconds * 1e9))
             switch result {
             case .answered(let outcome):
                 _ = retire(helper, answered: true)
@@ -184,7 +196,7 @@ public final class ThumbnailerPool: Sendable {
                 // Its CPU allowance (a profiling timer) would have ended it had the file made it
                 // spin: the machine did not give it the time. Try again later, blame nothing.
                 logger.warning("a thumbnail helper missed its deadline and was killed", ["pid": String(helper.pid)])
-                throw ThumbnailsUnavailable("decoding took longer than \(configuration.deadlineSeconds) s on a busy machine")
+                throw ThumbnailsUnavailable("decoding took longer than \(seconds) s on a busy machine")
             case .malformed(let reason):
                 _ = retire(helper)
                 count { $0.helperDeaths += 1 }
@@ -233,7 +245,12 @@ public final class ThumbnailerPool: Sendable {
 
     private func count(_ change: (inout Statistics) -> Void) { lock.withLock { change(&counts) } }
 
-    private func checkOut() throws(ThumbnailsUnavailable) -> Helper {
+    /// A helper for one image. A `lowered` one is started for it and lowered to
+    /// `backgroundNiceness` at once, before it has loaded its libraries (a tenth of a second of
+    /// CPU) and before it counts as busy. A fresh helper per image: lowering it lasts for this
+    /// image only, and the CPU allowance (RLIMIT_CPU) counts CPU time, so a lowered helper is not
+    /// blamed for the wait.
+    private func checkOut(lowered: Bool) throws(ThumbnailsUnavailable) -> Helper {
         let deadline = monotonicNanoseconds() + UInt64(configuration.deadlineSeconds * 1e9)
         lock.lock()
         var failure: ThumbnailsUnavailable?
@@ -247,7 +264,9 @@ public final class ThumbnailerPool: Sendable {
             if stopped {
                 failure = ThumbnailsUnavailable("the server is shutting down")
             } else if busy.count + reserved < configuration.helpers {
-                if let free = idle.popLast() {
+                // Background work starts a helper of its own, lowered as it loads its libraries,
+                // and leaves the idle ones to requests.
+                if !lowered, let free = idle.popLast() {
                     helper = free
                 } else {
                     // None ready (before `start`, or all taken faster than they start): start one here.
@@ -271,6 +290,9 @@ public final class ThumbnailerPool: Sendable {
         }
         do {
             let started = try Helper.start(configuration)
+            if lowered, configuration.backgroundNiceness > 0 {
+                _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(started.pid), configuration.backgroundNiceness)
+            }
             lock.withLock {
                 reserved -= 1
                 busy.insert(started.pid)

@@ -47,13 +47,18 @@ struct ImagesController: Controller {
             image = try request.body.withUnsafeBytes { body in
                 let part = try MultipartFormData.filePart(in: body, boundary: boundary)
                 let bytes = UnsafeRawBufferPointer(rebasing: body[part.range])
-                return try images.upload(bytes, declared: try format(of: part, bytes: bytes), userID: user.id)
+                let image = try images.upload(bytes, declared: try format(of: part, bytes: bytes), userID: user.id)
+                images.prepareThumbnails(image, original: bytes)
+                return image
             }
         } else {
             guard let format = ImageFormat(mimeType: contentType) else { throw ImagesController.unsupportedType(contentType) }
-            image = try request.body.withUnsafeBytes { try images.upload($0, declared: format, userID: user.id) }
+            image = try request.body.withUnsafeBytes { bytes in
+                let image = try images.upload(bytes, declared: format, userID: user.id)
+                images.prepareThumbnails(image, original: bytes)
+                return image
+            }
         }
-        images.prepareThumbnails(image)
         var response = JSONBody.response(.created) { ImageJSON.write(image, signer: signer, into: &$0) }
         response.headers.add(name: "Location", value: ImageJSON.url(of: image))
         return response
