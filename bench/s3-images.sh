@@ -5,7 +5,9 @@
 # a monitor, an OSD on memstore, a RADOS Gateway). Both clients are Python, sequential, one
 # keep-alive connection each (bench/s3_images.py, Tests/TestSupport/s3_tool.py); ROUNDS rounds
 # alternate, and the summary shows medians and the ratios (boto3's time / Exosphere's: above 1,
-# Exosphere is the faster).
+# Exosphere is the faster). Downloads are measured twice: with a token, streamed through the
+# server, and by the images' signed URLs, which answer 302 to a presigned GET on the store
+# (--s3-redirect on) that the client follows.
 # Usage: bench/s3-images.sh [count=20]
 #   EXOSPHERE_BIN=path: use that binary instead of building (scripts/build-release.sh) here.
 #   ROUNDS=3
@@ -46,7 +48,7 @@ tool() { /usr/bin/python3 Tests/TestSupport/s3_tool.py --endpoint "$ENDPOINT" --
 tool create-bucket direct
 
 AWS_ACCESS_KEY_ID=$ACCESS AWS_SECRET_ACCESS_KEY=$SECRET "$BIN" serve --port "$PORT" --data-dir "$DIR/pg" \
-    --image-storage s3 --s3-endpoint "$ENDPOINT" --s3-bucket exosphere --s3-path-style on --upload-rate 0 \
+    --image-storage s3 --s3-endpoint "$ENDPOINT" --s3-bucket exosphere --s3-path-style on --s3-redirect on --upload-rate 0 \
     --access-log off --log-format logfmt > "$DIR/exosphere.log" 2>&1 7>&- &
 SERVER_PID=$!
 for _ in $(seq 300); do curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
@@ -60,14 +62,14 @@ TOKEN=$(curl -fs -X POST "http://127.0.0.1:$PORT/users" -H 'Content-Type: applic
 /usr/bin/python3 bench/s3_images.py "$PORT" "$TOKEN" "$DIR/image.png" 2 "$DIR/ids" > /dev/null
 tool bench-put direct warm/ "$DIR/image.png" 2 > /dev/null
 
-echo "round exosphere_upload_s boto3_put_s exosphere_download_s boto3_get_s"
+echo "round exosphere_upload_s boto3_put_s exosphere_download_s boto3_get_s signed_url_download_s"
 : > "$DIR/rounds"
 for round in $(seq "$ROUNDS"); do
     /usr/bin/python3 bench/s3_images.py "$PORT" "$TOKEN" "$DIR/image.png" "$COUNT" "$DIR/ids" > "$DIR/api.txt"
-    read -r up down < "$DIR/api.txt"
+    read -r up down redirected < "$DIR/api.txt"
     put=$(tool bench-put direct "r$round/" "$DIR/image.png" "$COUNT")
     get=$(tool bench-get direct "r$round/" "$COUNT")
-    echo "$round $up $put $down $get" | tee -a "$DIR/rounds"
+    echo "$round $up $put $down $get $redirected" | tee -a "$DIR/rounds"
     # The object written by Exosphere is the image, byte for byte, as boto3 reads it.
     tool get exosphere "$(head -1 "$DIR/ids")" "$DIR/check.png" > /dev/null
     cmp -s "$DIR/check.png" "$DIR/image.png" || { echo "boto3 does not read back the image Exosphere stored"; exit 1; }
@@ -75,7 +77,9 @@ done
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 up=$(awk '{ print $2 }' "$DIR/rounds" | median); put=$(awk '{ print $3 }' "$DIR/rounds" | median)
 down=$(awk '{ print $4 }' "$DIR/rounds" | median); get=$(awk '{ print $5 }' "$DIR/rounds" | median)
-awk -v n="$COUNT" -v s="$SIZE" -v up="$up" -v put="$put" -v down="$down" -v get="$get" 'BEGIN {
+redirected=$(awk '{ print $6 }' "$DIR/rounds" | median)
+awk -v n="$COUNT" -v s="$SIZE" -v up="$up" -v put="$put" -v down="$down" -v get="$get" -v redirected="$redirected" 'BEGIN {
     printf "uploads of %d x %.0f MiB: Exosphere %.1f MB/s, boto3 %.1f MB/s: %.2fx (target >= 0.8)\n", n, s / 1048576, n * s / up / 1e6, n * s / put / 1e6, put / up
-    printf "downloads: Exosphere %.1f MB/s, boto3 %.1f MB/s: %.2fx (target >= 0.9)\n", n * s / down / 1e6, n * s / get / 1e6, get / down
+    printf "downloads with a token, streamed: Exosphere %.1f MB/s, boto3 %.1f MB/s: %.2fx (target >= 0.9)\n", n * s / down / 1e6, n * s / get / 1e6, get / down
+    printf "downloads by signed URL, 302 to the store: %.1f MB/s: %.2fx\n", n * s / redirected / 1e6, get / redirected
 }'

@@ -366,7 +366,9 @@ import Testing
         #expect(seen.profileWhileDown == 200, "the rest of the API served while the store was down")
         #expect(seen.readyWhileDown == 503, "/readyz said the store was missing")
         let statuses = log.statuses.withLock { $0 }
-        #expect(Set(statuses.keys).isSubset(of: [201, 503]), "every upload answered 201 or 503: \(statuses)")
+        #expect(
+            Set(statuses.keys).isSubset(of: [201, 503]),
+            "every upload answered 201 or 503: \(statuses); \(child.stderr.split(separator: "\n").filter { $0.contains("failed") }.prefix(5))")
         #expect(try HTTPClient.send(port: port, method: "GET", target: "/readyz", headers: [], body: nil).status == 200)
 
         // A PUT the gateway took as it died may have left an object whose upload answered 503:

@@ -112,6 +112,24 @@ import Threads
         #expect(client.statistics.failures == 0)
     }
 
+    /// A store that closes in the middle of its answer (it crashed or restarted, as the drills
+    /// make the RADOS Gateway do) is unavailable, worth a retry later, not a protocol error; and a
+    /// streamed body cut short is too.
+    @Test func aStoreThatClosesMidAnswerIsUnavailable() throws {
+        let server = try CannedS3Server([
+            .init(text: "HTTP/1.1 200 OK\r\nETag: \"900150983cd24fb0", closeAfter: true),
+            .init(text: "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", closeAfter: true),
+            .init(text: "HTTP/1.1 200 OK\r\nContent-Length: 300000\r\n\r\nabc", closeAfter: true),
+        ])
+        defer { server.close() }
+        let client = try Self.client(port: server.port)
+        #expect(Self.code { try client.putObject("k", Array("abc".utf8)) } == .unavailable)
+        #expect(Self.code { _ = try client.getObject("k") } == .unavailable)
+        let stream = try client.openObject("k")
+        #expect(stream.length == 300_000)
+        #expect(Self.code { _ = try stream.read(maxBytes: 300_000) } == .unavailable)
+    }
+
     @Test func configurationsThatCannotWorkAreRefusedBeforeAnyRequest() {
         let refused: [S3Configuration] = [
             S3Configuration(endpoint: "http://s3.example.com", bucket: "images", credentials: Self.credentials),

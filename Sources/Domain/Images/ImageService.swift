@@ -56,8 +56,8 @@ public final class ImageService: Sendable {
         case bytes([UInt8])
         case chunks(first: [UInt8], id: UUID, offset: Int, length: Int)
         case file(ReadableFile, offset: Int, length: Int)
-        /// The first chunk, then the rest as the store sends it (`readChunk(of:)`).
-        case object(first: [UInt8], S3ObjectStream)
+        /// An object as the store sends it (`readChunk(of:)`), its head read.
+        case object(S3ObjectStream)
     }
 
     /// Bytes of a database-stored image are read in chunks of this size: a download holds at most
@@ -312,10 +312,10 @@ public final class ImageService: Sendable {
                     guard stream.length == length else {
                         throw ImageStoreCorruption("the object of image \(image.id) has \(stream.length) bytes at \(offset), expected \(length)")
                     }
-                    // The answer starts with the first chunk; the rest comes as the client takes it.
-                    let first: [UInt8]
-                    do throws(S3Error) { first = try stream.read(maxBytes: ImageService.chunkSize) } catch { throw Self.translated(error) }
-                    return first.count == length ? .bytes(first) : .object(first: first, stream)
+                    // A small object whole, its connection free at once; a larger one as the
+                    // store sends it, the answer's head going out before its first byte came.
+                    guard length <= ImageService.chunkSize else { return .object(stream) }
+                    do throws(S3Error) { return .bytes(try stream.read(maxBytes: length)) } catch { throw Self.translated(error) }
                 }
             }
             image = try find(image.id, userID: image.userID)

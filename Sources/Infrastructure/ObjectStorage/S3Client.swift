@@ -298,7 +298,15 @@ public final class S3Client: Sendable {
                         throw OutboundError(.connectionClosed, "closed while idle")
                     }
                     received = received || !chunk.isEmpty
-                    if let response = try reader.take(chunk, closed: chunk.isEmpty) {
+                    let whole: HTTPGet.Response?
+                    do throws(OutboundError) {
+                        whole = try reader.take(chunk, closed: chunk.isEmpty)
+                    } catch  where chunk.isEmpty {
+                        // A store that closes in the middle of its answer is going away (a restart, a
+                        // crash): unavailable, not a protocol error.
+                        throw OutboundError(.connectionClosed, error.detail)
+                    }
+                    if let response = whole {
                         if chunk.isEmpty || !Self.keepsAlive(response, head: method == "HEAD") {
                             connection.stream.close(grace: .zero)
                         } else {

@@ -180,8 +180,8 @@ struct ImagesController: Controller {
             response.file = ImageChunks(images: images, id: id, offset: offset, length: length, first: first)
         case .file(let file, let offset, let length):
             response.file = try FileRegion(file, offset: offset, length: length)
-        case .object(let first, let stream):
-            response.file = ImageObjectChunks(images: images, first: first, stream)
+        case .object(let stream):
+            response.file = ImageObjectChunks(images: images, stream)
         }
         return response
     }
