@@ -49,9 +49,9 @@ public final class ImageService: Sendable {
         public init() {}
     }
 
-    /// What a download sends: bytes in memory (a small part of the database storage), the first
-    /// chunk of a larger one whose rest is read with `readChunk` as the client takes it, or a
-    /// region of an open file.
+    /// What a download sends: bytes in memory (a small part of the database storage or of an
+    /// object), the first chunk of a larger one whose rest is read with `readChunk` as the client
+    /// takes it, a region of an open file, or an object as the store sends it.
     public enum Content: Sendable {
         case bytes([UInt8])
         case chunks(first: [UInt8], id: UUID, offset: Int, length: Int)
