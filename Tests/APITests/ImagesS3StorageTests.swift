@@ -168,6 +168,34 @@ struct ImagesS3StorageTests {
     }
 }
 
+/// The store over https (the gateway's TLS endpoint, its certificate verified): uploads, streamed
+/// downloads and ranges answer as over http.
+@Suite(.testThreads) struct ImagesS3OverHTTPSTests {
+    @Test func imagesGoToTheStoreOverHTTPS() throws {
+        let ceph = try TestCeph.shared()
+        let server = try TestServer("images_s3_https") {
+            try CephImages.use(&$0)
+            $0.images.s3?.endpoint = ceph.tlsEndpoint
+            $0.images.s3?.caFile = ceph.tlsCAFile
+            $0.images.maxBytes = 4 << 20
+        }
+        defer { server.shutdown() }
+        let account = try server.register()
+        let bytes = ImageScenarios.png(size: 1_200_000, seed: 5)
+        let created = try ImageScenarios.upload(server, account.token, "image/png", bytes)
+        try #require(created.status == 201, "\(created.status) \(created.text)")
+        let id = try #require(created.json["id"]?.stringValue)
+        let downloaded = try ImageScenarios.get(server, account.token, "/users/me/images/\(id)")
+        #expect(downloaded.status == 200)
+        #expect(same(downloaded.body, bytes))
+        let part = try server.send(
+            "GET", "/users/me/images/\(id)", headers: [("Authorization", "Bearer \(account.token)"), ("Range", "bytes=700000-")])
+        #expect(part.status == 206)
+        #expect(same(part.body, Array(bytes[700_000...])))
+        #expect(try server.send("GET", "/readyz").status == 200)
+    }
+}
+
 /// The sweeps thread lists the bucket every `objectSweepIntervalSeconds`, not only at start-up.
 @Suite(.testThreads) struct ImagesS3PeriodicSweepTests {
     @Test func objectsWithoutARowGoWhileTheServerRuns() throws {

@@ -21,7 +21,8 @@ import Testing
         let configuration = try Configuration.parse(
             arguments: [
                 "--image-storage", "s3", "--s3-endpoint", "https://s3.example.com", "--s3-bucket", "exo-images", "--s3-region", "eu-west-3",
-                "--s3-path-style", "on", "--s3-prefix", "images/", "--s3-redirect", "on",
+                "--s3-path-style", "on", "--s3-prefix", "images/", "--s3-redirect", "on", "--s3-ca-file", "/etc/exosphere/store-ca.pem",
+                "--s3-orphan-grace", "600",
             ], environment: Self.keys)
         let s3 = try #require(configuration.images.s3)
         #expect(configuration.images.storage == .s3)
@@ -32,6 +33,8 @@ import Testing
         #expect(s3.credentials.secretAccessKey == Self.keys["AWS_SECRET_ACCESS_KEY"])
         #expect(configuration.images.s3Prefix == "images/")
         #expect(configuration.images.s3Redirect)
+        #expect(s3.caFile == "/etc/exosphere/store-ca.pem")
+        #expect(configuration.images.orphanObjectGraceSeconds == 600)
         let fromEnvironment = try Configuration.parse(
             arguments: [],
             environment: Self.keys.merging(
@@ -57,6 +60,8 @@ import Testing
         #expect(Self.problem(["--image-storage", "s3", "--s3-endpoint", "http://s3.example.com", "--s3-bucket", "images"], Self.keys) != nil)
         #expect(Self.problem(["--image-storage", "s3", "--s3-endpoint", "https://s3.example.com", "--s3-bucket", "No"], Self.keys) != nil)
         #expect(Self.problem(s3 + ["--s3-secret", "x"], Self.keys)?.contains("unknown option") == true)
+        #expect(Self.problem(s3 + ["--s3-orphan-grace", "-1"], Self.keys) != nil)
+        #expect(Self.problem(s3 + ["--s3-ca-file", ""], Self.keys) != nil)
         #expect(Self.problem(["--image-storage", "tape"], [:])?.contains("database, filesystem or s3") == true)
         // The secret never appears in a problem.
         #expect(Self.problem(s3 + ["--s3-path-style", "maybe"], Self.keys)?.contains("wJalr") == false)

@@ -178,6 +178,39 @@ import Testing
         #expect(throws: S3Error.self) { try client.headObject("c/changed") }
     }
 
+    /// Over https to the gateway's TLS endpoint, its certificate verified against the CA that
+    /// signed it; refused against the system's trust store, which does not know that CA.
+    @Test func httpsWithTheCertificateVerified() throws {
+        let ceph = try TestCeph.shared()
+        let client = try Self.client {
+            $0.endpoint = ceph.tlsEndpoint
+            $0.caFile = ceph.tlsCAFile
+        }
+        let bytes = Self.randomBytes(1 << 20, seed: 11)
+        try client.putObject("tls/object", bytes)
+        #expect(try client.getObject("tls/object", verify: true).bytes == bytes)
+        let stream = try client.openObject("tls/object")
+        var read: [UInt8] = []
+        while true {
+            let piece = try stream.read(maxBytes: 100_000)
+            if piece.isEmpty { break }
+            #expect(piece.count <= 100_000)
+            read += piece
+        }
+        #expect(read == bytes)
+        #expect(client.statistics.connectionsOpened == 1)
+
+        var untrusted = client.configuration
+        untrusted.caFile = nil
+        do {
+            try S3Client(untrusted).checkBucket()
+            Issue.record("a certificate from an unknown CA was accepted")
+        } catch {
+            #expect(error.code == .unavailable, "\(String(reflecting: error))")
+            #expect(String(reflecting: error).contains("certificate"), "\(String(reflecting: error))")
+        }
+    }
+
     @Test func aWrongSecretIsAccessDenied() throws {
         let client = try Self.client()
         var configuration = client.configuration

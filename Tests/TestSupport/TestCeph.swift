@@ -26,6 +26,10 @@ public final class TestCeph: @unchecked Sendable {
     /// The gateway's S3 endpoint: `http://127.0.0.1:PORT`, path-style.
     public let endpoint: String
     public let port: Int
+    /// The gateway's https endpoint, `https://localhost:PORT`, whose certificate `TestCertificates`
+    /// made (`tlsCAFile` to trust).
+    public let tlsEndpoint: String
+    public let tlsCAFile: String
     public let accessKeyID: String
     public let secretAccessKey: String
     /// The gateway's process, for tests that pause it (`SIGSTOP`) to play a store that hangs.
@@ -41,11 +45,15 @@ public final class TestCeph: @unchecked Sendable {
     private init() throws {
         let start = ContinuousClock.now
         directory = try makeTemporaryDirectory("ceph")
-        let ports = try (LoopbackSocket(), LoopbackSocket())
+        let ports = try (LoopbackSocket(), LoopbackSocket(), LoopbackSocket())
         ports.0.close()
         ports.1.close()
+        ports.2.close()
         port = ports.1.port
         endpoint = "http://127.0.0.1:\(port)"
+        let certificates = try TestCertificates.shared()
+        tlsEndpoint = "https://localhost:\(ports.2.port)"
+        tlsCAFile = certificates.caFile
         accessKeyID = "EXO" + String(UInt64.random(in: 0...UInt64.max), radix: 36).uppercased()
         secretAccessKey = (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 36) }.joined()
         // The script deletes the whole directory when it stops, its log included.
@@ -58,7 +66,10 @@ public final class TestCeph: @unchecked Sendable {
         defer { Glibc.close(ends[0]) }
         controlEnd = ends[1]
         let script = try Self.spawn(
-            ["/bin/sh", Self.script, cluster, String(ports.0.port), String(port), accessKeyID, secretAccessKey], input: ends[0], output: log)
+            [
+                "/bin/sh", Self.script, cluster, String(ports.0.port), String(port), accessKeyID, secretAccessKey, String(ports.2.port),
+                certificates.server.certificate, certificates.server.key,
+            ], input: ends[0], output: log)
         scriptPID = script
         let gatewayPort = port
         do {

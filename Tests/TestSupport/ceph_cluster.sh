@@ -5,12 +5,16 @@
 # input to end (the test process closing it, or dying): then stops the daemons and deletes DIR.
 # When the start fails, it leaves only its own log in DIR, with the tails of the daemons' logs.
 #
-#     ceph_cluster.sh DIR MON_PORT RGW_PORT ACCESS_KEY SECRET_KEY
+#     ceph_cluster.sh DIR MON_PORT RGW_PORT ACCESS_KEY SECRET_KEY [TLS_PORT CERTIFICATE KEY]
+#
+# With TLS_PORT, the gateway also serves https on 127.0.0.1:TLS_PORT with that certificate.
 #
 # Traps (docs/PLATFORM.md): with `auth ... = none` the gateway cannot talk to the monitor unless
 # every messenger mode is `crc`; one OSD needs pools of size 1 and chooseleaf type 0.
 set -eu
 dir=$1 mon_port=$2 rgw_port=$3 access=$4 secret=$5
+tls=""
+if [ $# -ge 8 ]; then tls=" ssl_endpoint=127.0.0.1:$6 ssl_certificate=$7 ssl_private_key=$8"; fi
 pids=""
 
 stop() {
@@ -66,7 +70,7 @@ mon data = $dir/mon
 osd data = $dir/osd
 osd objectstore = memstore
 memstore device bytes = 4294967296
-rgw frontends = beast endpoint=127.0.0.1:$rgw_port
+rgw frontends = beast endpoint=127.0.0.1:$rgw_port$tls
 rgw data = $dir/rgw
 rgw dns name = localhost
 rgw thread pool size = 64

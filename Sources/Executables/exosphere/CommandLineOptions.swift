@@ -405,6 +405,14 @@ extension Configuration {
             config.s3 { $0.endpoint = value }
         },
         Option(
+            flag: "--s3-ca-file", environment: "EXOSPHERE_S3_CA_FILE", placeholder: "FILE",
+            help: "trust this CA (PEM) for the object store's certificate instead of the system's",
+            defaultValue: { $0.images.s3?.caFile ?? "(system trust store)" }
+        ) { config, value throws(ConfigurationError) in
+            guard !value.isEmpty else { throw ConfigurationError("--s3-ca-file/EXOSPHERE_S3_CA_FILE must not be empty") }
+            config.s3 { $0.caFile = value }
+        },
+        Option(
             flag: "--s3-bucket", environment: "EXOSPHERE_S3_BUCKET", placeholder: "NAME", help: "the bucket of the s3 image storage",
             defaultValue: { $0.images.s3?.bucket ?? "(none)" }
         ) { config, value throws(ConfigurationError) in
