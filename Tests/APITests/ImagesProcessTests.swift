@@ -146,33 +146,10 @@ import Testing
         var child = try deployment.serve("filesystem")
         let token = try Self.register(child.port)
 
-        // Uploads on 6 threads until the process dies under them; the acknowledged ones are kept.
-        let acknowledged = Mutex<[String: [UInt8]]>([:])
-        let port = child.port
-        let stop = Atomic<Bool>(false)
-        let pid = child.pid
-        onThreads(7) { index in
-            if index == 6 {
-                // Killed while the other threads are sending, once some uploads were acknowledged
-                // (if none ever is, killed anyway, and the check of them below fails).
-                _ = try? waitUntil(timeout: .seconds(60), "6 acknowledged uploads") { acknowledged.withLock { $0.count } >= 6 }
-                kill(pid, SIGKILL)
-                stop.store(true, ordering: .sequentiallyConsistent)
-                return
-            }
-            var round = 0
-            while !stop.load(ordering: .sequentiallyConsistent) {
-                let bytes = ImageScenarios.png(size: 200_000 + index * 1000 + round, seed: UInt8(truncatingIfNeeded: index * 31 + round))
-                round += 1
-                guard let reply = try? Self.upload(port, token, bytes), reply.status == 201,
-                    let id = reply.json["id"]?.stringValue
-                else { continue }
-                acknowledged.withLock { $0[id] = bytes }
-            }
-        }
+        let log = Self.uploadUntilSIGKILL(child, token)
         #expect(child.waitForExit(timeout: 10))
         #expect(child.killedBy == SIGKILL)
-        let saved = acknowledged.withLock { $0 }
+        let saved = log.acknowledged.withLock { $0 }
         #expect(saved.count > 0, "some uploads were acknowledged before the kill")
 
         // Debris of a crash that the sweep must clear: a file whose row never committed, a
@@ -193,15 +170,21 @@ import Testing
         #expect(Set(rows.map(\.id)) == files, "rows and files agree after the restart's sweep")
         #expect(!files.contains(orphan))
         #expect(access(stale, F_OK) != 0)
-        // Every acknowledged upload is there, whole.
-        for (id, bytes) in saved {
-            let reply = try Self.download(child.port, token, id)
+        try Self.expectEveryImageServed(child.port, token, saved, rows)
+    }
+
+    /// Every acknowledged upload is there, whole; every row (acknowledged or committed just before
+    /// a kill) serves bytes matching its hash.
+    static func expectEveryImageServed(
+        _ port: Int, _ token: String, _ acknowledged: [String: [UInt8]], _ rows: [(id: String, storage: String, sha256: [UInt8])]
+    ) throws {
+        for (id, bytes) in acknowledged {
+            let reply = try download(port, token, id)
             #expect(reply.status == 200)
             #expect(same(reply.body, bytes), "image \(id) is whole after the kill")
         }
-        // Every row (acknowledged or committed just before the kill) serves bytes matching its hash.
         for row in rows {
-            let reply = try Self.download(child.port, token, row.id)
+            let reply = try download(port, token, row.id)
             #expect(reply.status == 200)
             #expect(SHA256.hash(reply.body) == row.sha256, "image \(row.id) serves what its row says")
         }
@@ -268,6 +251,20 @@ import Testing
         var count: Int { acknowledged.withLock { $0.count } }
     }
 
+    /// Uploads on 6 threads until the process dies under them (SIGKILL, once 6 uploads were
+    /// acknowledged; if none ever is, killed anyway, and the checks of them fail).
+    static func uploadUntilSIGKILL(_ child: Child, _ token: String) -> UploadLog {
+        let log = UploadLog()
+        let (port, pid) = (child.port, child.pid)
+        onThreads(7) { index in
+            guard index == 6 else { return log.run(port, token, index) }
+            _ = try? waitUntil(timeout: .seconds(60), "6 acknowledged uploads") { log.count >= 6 }
+            kill(pid, SIGKILL)
+            log.stop.store(true, ordering: .sequentiallyConsistent)
+        }
+        return log
+    }
+
     /// What must hold once the server restarted with a sweep that spares nothing young: every
     /// acknowledged image is whole, every row has its object and serves what its hash says, and no
     /// object is left without a row.
@@ -283,16 +280,7 @@ import Testing
         )
         #expect((try store.namedIDs()).isSubset(of: Set(rows.map(\.id))), "no thumbnail object outlives its image")
         #expect(Set(acknowledged.keys).isSubset(of: Set(rows.map(\.id))), "every acknowledged upload has its row")
-        for (id, bytes) in acknowledged {
-            let reply = try Self.download(child.port, token, id)
-            #expect(reply.status == 200)
-            #expect(same(reply.body, bytes), "image \(id) is whole")
-        }
-        for row in rows {
-            let reply = try Self.download(child.port, token, row.id)
-            #expect(reply.status == 200)
-            #expect(SHA256.hash(reply.body) == row.sha256, "image \(row.id) serves what its row says")
-        }
+        try expectEveryImageServed(child.port, token, acknowledged, rows)
     }
 
     /// The server killed (SIGKILL) in the middle of uploads to the object store: objects put whose
@@ -303,14 +291,7 @@ import Testing
         let store = try ObjectStore()
         var child = try store.serve(deployment)
         let token = try Self.register(child.port)
-        let log = UploadLog()
-        let (port, pid) = (child.port, child.pid)
-        onThreads(7) { index in
-            guard index == 6 else { return log.run(port, token, index) }
-            _ = try? waitUntil(timeout: .seconds(60), "6 acknowledged uploads") { log.count >= 6 }
-            kill(pid, SIGKILL)
-            log.stop.store(true, ordering: .sequentiallyConsistent)
-        }
+        let log = Self.uploadUntilSIGKILL(child, token)
         #expect(child.waitForExit(timeout: 10))
         #expect(child.killedBy == SIGKILL)
         let acknowledged = log.acknowledged.withLock { $0 }

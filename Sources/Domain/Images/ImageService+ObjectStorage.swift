@@ -1,8 +1,8 @@
 import CivilTime
-import Threads
 import FoundationEssentials
 import ObjectStorage
 import Postgres
+import Threads
 import Thumbnails
 
 /// The object store could not be reached or did not answer in time: `503` with `Retry-After`; the
