@@ -498,7 +498,8 @@ final class EventLoop: @unchecked Sendable {
         connection.awaitingChunk = false
         switch chunk {
         case .success(let bytes) where !bytes.isEmpty && bytes.count <= connection.fileRemaining:
-            connection.output.append(contentsOf: bytes)
+            // Pulled once what was written before has gone: the chunk itself is written, uncopied.
+            if connection.output.isEmpty { connection.output = bytes } else { connection.output.append(contentsOf: bytes) }
             connection.fileRemaining -= bytes.count
             connection.machine.writeProgressed(now: System.now())
             perform(flush(connection), on: connection)

@@ -64,30 +64,35 @@ public final class S3ObjectStream: Sendable {
             return state
         }
         defer { state.withLock { $0 = current } }
-        var bytes = Array(current.pending.prefix(maxBytes))
-        current.pending.removeFirst(bytes.count)
-        bytes.reserveCapacity(min(maxBytes, bytes.count + current.unread))
-        while bytes.count < maxBytes, current.unread > 0 {
-            guard let connection = current.connection else {
-                throw S3Error(.unavailable, "\(what): the body ended \(current.unread) bytes early")
-            }
-            do throws(OutboundError) {
-                connection.stream.timeout = timeout
-                let chunk = try connection.stream.read(limit: min(maxBytes - bytes.count, current.unread))
-                guard !chunk.isEmpty else { throw OutboundError(.connectionClosed, "closed with \(current.unread) bytes of the body unread") }
-                guard chunk.count <= current.unread else { throw OutboundError(.protocolError, "more bytes than the Content-Length") }
-                bytes += chunk
-                current.unread -= chunk.count
-            } catch {
-                connection.stream.close(grace: .zero)
-                current.connection = nil
-                throw S3Client.mapped(error, what)
+        // One array, filled from what is pending, then straight from the connection.
+        let want = min(maxBytes, current.pending.count + current.unread)
+        var failure: S3Error?
+        let bytes = [UInt8](unsafeUninitializedCapacity: want) { buffer, initialized in
+            let fromPending = min(want, current.pending.count)
+            _ = buffer.initialize(fromContentsOf: current.pending[..<fromPending])
+            current.pending.removeFirst(fromPending)
+            initialized = fromPending
+            while initialized < want {
+                guard let connection = current.connection else {
+                    failure = S3Error(.unavailable, "\(what): the body ended \(current.unread) bytes early")
+                    return
+                }
+                do throws(OutboundError) {
+                    connection.stream.timeout = timeout
+                    let count = try connection.stream.read(
+                        into: UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[initialized..<want])))
+                    guard count > 0 else { throw OutboundError(.connectionClosed, "closed with \(current.unread) bytes of the body unread") }
+                    initialized += count
+                    current.unread -= count
+                } catch {
+                    connection.stream.close(grace: .zero)
+                    current.connection = nil
+                    failure = S3Client.mapped(error, what)
+                    return
+                }
             }
         }
-        if bytes.count > maxBytes {  // a TLS record is read whole
-            current.pending = Array(bytes[maxBytes...]) + current.pending
-            bytes.removeLast(bytes.count - maxBytes)
-        }
+        if let failure { throw failure }
         Self.release(&current, to: connections)
         return bytes
     }

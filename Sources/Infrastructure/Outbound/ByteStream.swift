@@ -40,6 +40,14 @@ public final class ByteStream {
         return try socket.receive(limit: limit, deadline: deadline)
     }
 
+    /// Reads into `buffer` the next bytes from the server, at most its size; 0 when it has closed
+    /// the connection. No allocation: for a caller that fills a buffer of its own.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(OutboundError) -> Int {
+        let deadline = ContinuousClock.now + timeout
+        if let tls { return try tls.read(into: buffer, over: socket, deadline: deadline) }
+        return try socket.receive(into: buffer, deadline: deadline)
+    }
+
     /// Ends TLS politely when there is time (`grace`), then closes the socket.
     public func close(grace: Duration) {
         tls?.shutdown(over: socket, deadline: .now + min(grace, timeout))

@@ -86,21 +86,29 @@ final class TCPSocket {
 
     /// The next bytes from the server, at most `limit`; empty when it has closed its side.
     func receive(limit: Int = 16_384, deadline: ContinuousClock.Instant) throws(OutboundError) -> [UInt8] {
+        var failure: OutboundError?
+        let bytes = [UInt8](unsafeUninitializedCapacity: limit) { buffer, initialized in
+            do throws(OutboundError) {
+                initialized = try receive(into: UnsafeMutableRawBufferPointer(buffer), deadline: deadline)
+            } catch {
+                initialized = 0
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+        return bytes
+    }
+
+    /// Receives into `buffer` what the server sent, at most its size; 0 when it has closed its side.
+    func receive(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant) throws(OutboundError) -> Int {
         while true {
             // ACK at once what comes: a peer that writes an answer's head and body apart, with
             // Nagle's algorithm on (RADOS Gateway's default), holds the body until the head is
             // acknowledged, which a delayed ACK would make 40 ms.
             var one: Int32 = 1
             setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_QUICKACK, &one, socklen_t(MemoryLayout<Int32>.size))
-            var failure: Int32 = 0
-            // Into the array's own storage: no zeroing, no second copy.
-            let bytes = [UInt8](unsafeUninitializedCapacity: limit) { buffer, initialized in
-                let count = recv(descriptor, buffer.baseAddress, limit, 0)
-                initialized = max(count, 0)
-                if count < 0 { failure = errno }
-            }
-            if failure == 0 { return bytes }
-            errno = failure
+            let count = recv(descriptor, buffer.baseAddress, buffer.count, 0)
+            if count >= 0 { return count }
             if errno == EAGAIN || errno == EWOULDBLOCK {
                 try wait(for: Int16(POLLIN), until: deadline, "waiting for \(peer)")
             } else if errno != EINTR {

@@ -69,16 +69,31 @@ final class TLSSession {
     /// The next plaintext bytes; empty when the server has closed the connection.
     func read(over socket: TCPSocket, deadline: ContinuousClock.Instant) throws(OutboundError) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: 16_384)
+        var failure: OutboundError?
+        let count = buffer.withUnsafeMutableBytes { buffer in
+            do throws(OutboundError) { return try read(into: buffer, over: socket, deadline: deadline) } catch {
+                failure = error
+                return 0
+            }
+        }
+        if let failure { throw failure }
+        return Array(buffer[..<count])
+    }
+
+    /// Decrypts into `buffer` what the server sent, at most its size; 0 once it has closed.
+    func read(into buffer: UnsafeMutableRawBufferPointer, over socket: TCPSocket, deadline: ContinuousClock.Instant) throws(OutboundError)
+        -> Int
+    {
         while true {
-            let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
-            if count > 0 { return Array(buffer[..<Int(count)]) }
+            let count = SSL_read(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
+            if count > 0 { return Int(count) }
             switch SSL_get_error(ssl, count) {
             case SSL_ERROR_WANT_READ:
                 // What OpenSSL owes the server first (a KeyUpdate answer, say).
                 try flush(to: socket, deadline: deadline)
-                guard try feed(from: socket, deadline: deadline) else { return [] }
+                guard try feed(from: socket, deadline: deadline) else { return 0 }
             case SSL_ERROR_ZERO_RETURN:
-                return []
+                return 0
             default:
                 throw OutboundError(.tlsFailed, "TLS read from \(socket.peer): \(OpenSSLErrorQueue.drain())")
             }
