@@ -67,8 +67,8 @@ extension ImageService {
     /// Whether the store answers for the bucket within `bound` (`/readyz`: a probe must not hang
     /// on a store that does).
     public func checkObjectStore(within bound: Duration = .seconds(2)) throws {
-        let deadline = min(RequestDeadline.current ?? .after(bound), .after(bound))
-        try RequestDeadline.with(deadline) {
+        let own = RequestDeadline.after(bound)
+        try RequestDeadline.with(RequestDeadline.current.map { min($0, own) } ?? own) {
             try withObjectStore { store throws(S3Error) in try store.checkBucket() }
         }
     }

@@ -93,9 +93,9 @@ public final class S3Client: Sendable {
             return S3ObjectBody(status: .whole, bytes: response.body, etag: etag, contentType: contentType, totalSize: response.body.count)
         case 206:
             let contentRange = response.header("content-range")
-            let total = contentRange.flatMap { $0.split(separator: "/").last.flatMap { Int($0) } }
             return S3ObjectBody(
-                status: .partial, bytes: response.body, etag: etag, contentType: contentType, totalSize: total, contentRange: contentRange)
+                status: .partial, bytes: response.body, etag: etag, contentType: contentType, totalSize: Self.totalSize(contentRange),
+                contentRange: contentRange)
         case 304:
             return S3ObjectBody(status: .notModified, bytes: [], etag: etag.isEmpty ? (ifNoneMatch ?? "") : etag, contentType: contentType)
         default:
@@ -337,11 +337,15 @@ public final class S3Client: Sendable {
     ) -> S3ObjectStream {
         func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
         return S3ObjectStream(
-            status: status == 206 ? .partial : .whole, etag: Self.unquoted(header("etag") ?? ""), contentType: header("content-type"),
-            length: length,
-            totalSize: status == 206 ? header("content-range").flatMap { $0.split(separator: "/").last.flatMap { Int($0) } } : length,
+            status: status == 206 ? .partial : .whole, etag: Self.unquoted(header("etag") ?? ""), length: length,
+            totalSize: status == 206 ? Self.totalSize(header("content-range")) : length,
             first: first, connection: connection, keepsAlive: header("connection")?.lowercased() != "close", connections: connections,
             timeout: configuration.timeout, what: what)
+    }
+
+    /// The whole object's size from a `Content-Range` (`bytes 10-19/2097152`).
+    private static func totalSize(_ contentRange: String?) -> Int? {
+        contentRange.flatMap { $0.split(separator: "/").last.flatMap { Int($0) } }
     }
 
     /// Whether the connection may carry another request after `response`.

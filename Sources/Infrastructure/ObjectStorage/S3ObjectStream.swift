@@ -9,7 +9,6 @@ public final class S3ObjectStream: Sendable {
     /// `.whole` or `.partial` (a range).
     public let status: S3ObjectBody.Status
     public let etag: String
-    public let contentType: String?
     /// How many bytes the body has: its `Content-Length`.
     public let length: Int
     /// The whole object's size (from `Content-Range` for a range).
@@ -32,12 +31,11 @@ public final class S3ObjectStream: Sendable {
     }
 
     init(
-        status: S3ObjectBody.Status, etag: String, contentType: String?, length: Int, totalSize: Int?, first: [UInt8],
+        status: S3ObjectBody.Status, etag: String, length: Int, totalSize: Int?, first: [UInt8],
         connection: S3ConnectionPool.Connection?, keepsAlive: Bool, connections: S3ConnectionPool, timeout: Duration, what: String
     ) {
         self.status = status
         self.etag = etag
-        self.contentType = contentType
         self.length = length
         self.totalSize = totalSize
         self.connections = connections
