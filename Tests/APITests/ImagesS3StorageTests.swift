@@ -244,6 +244,55 @@ struct ImagesS3StorageTests {
         #expect(try server.send("GET", "/readyz").status == 503)
     }
 
+    /// A whole download asks the store before the row is read (`find(_:userID:openingWhole:)`):
+    /// what the row says still decides. An image kept in the database is read from there, whether
+    /// the store has a stale object of it, has none, or is down; someone else's image is 404 though
+    /// the store has it; an image in the store that is down is 503.
+    @Test func theRowDecidesWhatAWholeDownloadServes() throws {
+        let server = try TestServer("images_s3_row_decides") {
+            try CephImages.use(&$0)
+            $0.images.maxBytes = 1 << 20
+        }
+        defer { server.shutdown() }
+        let store = try #require(server.app.images.objectStore)
+        let owner = try server.register()
+        let stranger = try server.register()
+        let bytes = ImageScenarios.png(size: 400_000, seed: 11)
+        let id = try #require(try ImageScenarios.upload(server, owner.token, "image/png", bytes).json["id"]?.stringValue)
+        let path = "/users/me/images/\(id)"
+        #expect(try ImageScenarios.get(server, stranger.token, path).status == 404)
+
+        #expect(try server.app.images.migrate(to: .database) == 1)
+        // A stale object under the image's key, as a move that had not removed it yet leaves one.
+        try store.putObject("exo/\(id)", Array(bytes.reversed()))
+        let fromTheDatabase = try ImageScenarios.get(server, owner.token, path)
+        #expect(fromTheDatabase.status == 200 && same(fromTheDatabase.body, bytes))
+        try store.deleteObject("exo/\(id)")
+        let withoutAnObject = try ImageScenarios.get(server, owner.token, path)
+        #expect(withoutAnObject.status == 200 && same(withoutAnObject.body, bytes))
+        let inTheStore = ImageScenarios.png(size: 300_000, seed: 12)
+        let storedID = try #require(try ImageScenarios.upload(server, owner.token, "image/png", inTheStore).json["id"]?.stringValue)
+
+        let closed = try LoopbackSocket()
+        defer { closed.close() }
+        var images = server.app.configuration.images
+        images.s3?.endpoint = "http://127.0.0.1:\(closed.port)"
+        let storeDown = try TestServer("images_s3_row_decides_down", sharingDatabaseWith: server) { $0.images = images }
+        defer { storeDown.shutdown() }
+        let served = try ImageScenarios.get(storeDown, owner.token, path)
+        #expect(served.status == 200 && same(served.body, bytes))
+        // Once a request to the store failed, downloads no longer ask it first.
+        let downStore = try #require(storeDown.app.images.objectStore)
+        let asked = downStore.statistics.requests
+        #expect(downStore.statistics.lastFailed)
+        #expect(try ImageScenarios.get(storeDown, owner.token, path).status == 200)
+        #expect(downStore.statistics.requests == asked)
+        #expect(try ImageScenarios.get(storeDown, stranger.token, path).status == 404)
+        let unavailable = try ImageScenarios.get(storeDown, owner.token, "/users/me/images/\(storedID)")
+        #expect(unavailable.status == 503)
+        #expect(unavailable.json["code"]?.stringValue == "image_store_unavailable")
+    }
+
     /// `--s3-redirect`: a signed URL of an original answers 302 to a presigned GET on the store,
     /// which serves the bytes.
     @Test func signedURLsRedirectToThePresignedObject() throws {

@@ -370,12 +370,16 @@ import Testing
                 }
             })
         defer { server.shutdown() }
+        // Answered by the loop: it runs, and its thread is known.
+        #expect(try RawClient(port: server.port).request("GET", "/hello").status == 200)
+        let loops = server.loopThreadIDs
+        #expect(!loops.contains(0))
         let client = try RawClient(port: server.port)
         try client.send("GET /sleep HTTP/1.1\r\nHost: t\r\n\r\n")
         client.shutdownWrite()
-        let before = cpuSeconds(ofThreadsNamed: "http-loop")
+        let before = try cpuSeconds(ofThreads: loops)
         let response = try client.readResponse()
-        let used = cpuSeconds(ofThreadsNamed: "http-loop") - before
+        let used = try cpuSeconds(ofThreads: loops) - before
         #expect(response.status == 200)
         #expect(response.text == "slept")
         #expect(response.closes)

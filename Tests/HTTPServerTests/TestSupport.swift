@@ -158,22 +158,19 @@ func startServer(router: Router = testRouter(), _ adjust: (inout ServerConfigura
     return server
 }
 
-/// CPU seconds used so far by this process's threads whose name starts with `prefix`.
-func cpuSeconds(ofThreadsNamed prefix: String) -> Double {
+/// CPU seconds used so far by these threads of this process (other tests' servers run meanwhile).
+func cpuSeconds(ofThreads ids: [Int32]) throws -> Double {
     let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
     var total = 0.0
-    guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return 0 }
-    for task in tasks {
-        guard let comm = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8),
-            comm.hasPrefix(prefix),
-            let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { continue }
+    for id in ids {
+        let stat = try String(contentsOfFile: "/proc/self/task/\(id)/stat", encoding: .utf8)
         // Fields after "(comm)": state is field 3; utime and stime are fields 14 and 15.
+        guard let close = stat.lastIndex(of: ")") else { throw ClientError("no command in /proc/self/task/\(id)/stat") }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
-        if fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) {
-            total += (user + system) / ticks
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else {
+            throw ClientError("no CPU times in /proc/self/task/\(id)/stat")
         }
+        total += (user + system) / ticks
     }
     return total
 }

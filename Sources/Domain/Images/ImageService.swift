@@ -71,6 +71,8 @@ public final class ImageService: Sendable {
     /// Threads that read the chunks of downloads from the database storage (`readChunk`),
     /// started on the first such download; nil once shut down.
     private let readers = Mutex<(pool: BoundedThreadPool?, stopped: Bool)>((nil, false))
+    /// Written chunks of object downloads, to be filled again (`recycle`).
+    private let chunkBuffers = Mutex<[[UInt8]]>([])
     /// When this instance last listed the bucket for orphan objects (seconds since 1970).
     let lastObjectSweep = Mutex<Int?>(nil)
     let directory: ImageDirectory
@@ -266,6 +268,40 @@ public final class ImageService: Sendable {
         return image
     }
 
+    /// `find`, and for a download of the whole image from the object store its bytes too: the
+    /// store's `GET` goes out first and the row is read while the store works, so that the first
+    /// byte comes a database round trip sooner. `content` is nil when the image is kept elsewhere,
+    /// or the store did not have it (moved meanwhile): `content(of:)` then reads it as usual. Not
+    /// while the store's last request failed: an image kept elsewhere would wait for a store that
+    /// is down (its connect timeout) before it is served.
+    public func find(_ id: UUID, userID: UUID, openingWhole: Bool) throws -> (image: StoredImage, content: Content?) {
+        guard openingWhole, configuration.storage == .s3, let store = objectStore, !store.statistics.lastFailed else {
+            return (try find(id, userID: userID), nil)
+        }
+        var row: Result<StoredImage?, any Error>?
+        let opened: Result<S3ObjectStream, S3Error>
+        do throws(S3Error) {
+            opened = .success(
+                try store.openObject(objectKey(id)) { [pool] in
+                    row = Result { try pool.withConnection { try ImageRepository.find($0, id: id, userID: userID) } }
+                })
+        } catch {
+            opened = .failure(error)
+        }
+        // No connection to the store: the row decides whether it was needed.
+        guard let image = try (row ?? Result { try find(id, userID: userID) }).get() else { throw ImageError.notFound }
+        guard image.storage == .s3 else { return (image, nil) }
+        switch opened {
+        case .success(let stream):
+            guard stream.length == image.byteSize else { return (image, nil) }
+            return (image, try content(of: stream, length: image.byteSize))
+        case .failure(let error) where error.code == .notFound:
+            return (image, nil)
+        case .failure(let error):
+            throw Self.translated(error)
+        }
+    }
+
     /// The metadata of an image whatever its owner, for a signed URL (checked by the caller).
     public func find(signed id: UUID) throws -> StoredImage {
         guard let image = try pool.withConnection({ try ImageRepository.find($0, id: id) }) else { throw ImageError.notFound }
@@ -312,15 +348,19 @@ public final class ImageService: Sendable {
                     guard stream.length == length else {
                         throw ImageStoreCorruption("the object of image \(image.id) has \(stream.length) bytes at \(offset), expected \(length)")
                     }
-                    // A small object whole, its connection free at once; a larger one as the
-                    // store sends it, the answer's head going out before its first byte came.
-                    guard length <= ImageService.chunkSize else { return .object(stream) }
-                    do throws(S3Error) { return .bytes(try stream.read(maxBytes: length)) } catch { throw Self.translated(error) }
+                    return try content(of: stream, length: length)
                 }
             }
             image = try find(image.id, userID: image.userID)
         }
         throw ImageStoreCorruption("image \(image.id) has no bytes in its storage (\(image.storage))")
+    }
+
+    /// A small object whole, its connection free at once; a larger one as the store sends it, the
+    /// answer's head going out before its first byte came.
+    private func content(of stream: S3ObjectStream, length: Int) throws -> Content {
+        guard length <= ImageService.chunkSize else { return .object(stream) }
+        do throws(S3Error) { return .bytes(try stream.read(maxBytes: length)) } catch { throw Self.translated(error) }
     }
 
     // MARK: - Deletion
@@ -393,11 +433,43 @@ public final class ImageService: Sendable {
     /// The next chunk of a download from the object store, read on a reader thread and handed to
     /// `completion`.
     public func readChunk(of stream: S3ObjectStream, maxBytes: Int, _ completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) {
-        let queued = readerPool()?.submit {
-            completion(Result { () throws(S3Error) in try stream.read(maxBytes: maxBytes) }.mapError { Self.translated($0) })
+        let queued = readerPool()?.submit { [self] in
+            var chunk = chunkBuffers.withLock { $0.popLast() } ?? []
+            completion(
+                Result { () throws(S3Error) in
+                    try stream.read(into: &chunk, maxBytes: maxBytes)
+                    return chunk
+                }.mapError { Self.translated($0) })
         }
         if queued != true { completion(.failure(ImageStoreUnavailable(reason: "no reader free for a download"))) }
     }
+
+    /// The next chunk of a download from the object store if the store sent it already, read on
+    /// the calling thread; nil when a reader must wait for it (`readChunk(of:)`).
+    public func readChunkIfReady(of stream: S3ObjectStream, maxBytes: Int) throws -> [UInt8]? {
+        var chunk = chunkBuffers.withLock { $0.popLast() } ?? []
+        do throws(S3Error) {
+            if try stream.readIfReady(into: &chunk, maxBytes: maxBytes) { return chunk }
+        } catch {
+            throw Self.translated(error)
+        }
+        recycle(chunk)
+        return nil
+    }
+
+    /// A chunk of a download from the object store, written, for a later chunk to fill again
+    /// (`readChunk(of:)`): the kernel then receives into pages it already mapped, where a fresh
+    /// 256 KiB array costs a page fault per 4 KiB (`bench/RESULTS.md`, session 24). At most
+    /// `spareChunkBuffers` are kept.
+    public func recycle(_ chunk: [UInt8]) {
+        guard chunk.capacity >= ImageService.chunkSize else { return }
+        chunkBuffers.withLock { buffers in
+            if buffers.count < ImageService.spareChunkBuffers { buffers.append(chunk) }
+        }
+    }
+
+    /// How many written chunks `recycle` keeps: 2 MiB.
+    static let spareChunkBuffers = 8
 
     /// The threads that read download chunks, started on first use; nil once shut down.
     private func readerPool() -> BoundedThreadPool? {

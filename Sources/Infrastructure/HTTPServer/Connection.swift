@@ -51,6 +51,14 @@ final class Connection {
     /// Whether there is something to write now (a stream's chunk being made is not, yet).
     var hasPendingOutput: Bool { outputOffset < output.count || (file != nil && !awaitingChunk) }
 
+    /// Whether more of the body is written as soon as `output` is, so that the kernel may hold a
+    /// part-filled segment for it (`MSG_MORE`): only a file's bytes, which `sendfile` sends in the
+    /// same flush. A stream's next chunk may not have come yet (a slow store, the end of the
+    /// body): a segment held for it would wait for an acknowledgement of earlier bytes, or for
+    /// the kernel's 200 ms probe when there are none (the last bytes of a body whose size is not
+    /// a multiple of the chunk).
+    var bytesFollowAtOnce: Bool { file is ResponseFile && fileRemaining > 0 }
+
     func startRequest(id: String, method: String, route: Router.Route?, now: UInt64) {
         requestID = id
         self.method = method

@@ -47,6 +47,8 @@ final class EventLoop: @unchecked Sendable {
     private var sources: [(source: LoopSource, events: UInt32)?] = []
     private var locals: [ObjectIdentifier: AnyObject] = [:]
     private var thread: OSThread?
+    /// The loop thread's id once it runs, for tests that measure its CPU alone.
+    let threadID = Atomic<Int32>(0)
 
     init(index: Int, listenFD: Int32, shared: ServerShared) throws(SystemError) {
         self.index = index
@@ -118,6 +120,7 @@ final class EventLoop: @unchecked Sendable {
     // MARK: - The loop
 
     private func run() {
+        threadID.store(gettid(), ordering: .releasing)
         System.blockBrokenPipeSignal()
         let maxEvents = 256
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: maxEvents)
@@ -396,13 +399,12 @@ final class EventLoop: @unchecked Sendable {
     /// Writes what is queued, then the file body if there is one; tells the machine when a final response is out.
     private func flush(_ connection: Connection) -> ConnectionStateMachine.Action {
         let fileFollows = connection.file != nil
+        let more = connection.bytesFollowAtOnce
         while connection.outputOffset < connection.output.count {
             let written: Int?
             do {
                 written = try connection.output.withUnsafeBytes { raw throws(SystemError) in
-                    try System.write(
-                        connection.fd, UnsafeRawBufferPointer(rebasing: raw[connection.outputOffset...]),
-                        more: fileFollows && !(connection.file is ResponseEventStream))
+                    try System.write(connection.fd, UnsafeRawBufferPointer(rebasing: raw[connection.outputOffset...]), more: more)
                 }
             } catch {
                 return .close
@@ -414,7 +416,14 @@ final class EventLoop: @unchecked Sendable {
             }
             connection.outputOffset += written
         }
-        connection.output.removeAll(keepingCapacity: connection.output.capacity <= 64 * 1024)
+        if let stream = connection.file as? ResponseStream, connection.output.count > 64 * 1024 {
+            // A pulled chunk, written: its stream may fill it again.
+            let written = connection.output
+            connection.output = []
+            stream.recycle(written)
+        } else {
+            connection.output.removeAll(keepingCapacity: connection.output.capacity <= 64 * 1024)
+        }
         connection.outputOffset = 0
         if fileFollows, let action = sendFile(connection) { return action }
         guard connection.awaitingFinalFlush else { return .none }
@@ -483,9 +492,14 @@ final class EventLoop: @unchecked Sendable {
         if !connection.awaitingChunk {
             connection.awaitingChunk = true
             let token = connection.token
+            let handOver = ChunkHandOver()
             stream.next(maxBytes: min(EventLoop.streamChunk, connection.fileRemaining)) { [self] result in
+                guard !handOver.offer(result) else { return }
                 execute { [self] in received(result, token: token) }
             }
+            // Made while `next` ran (what a source had at hand): written on this connection's
+            // next turn, once the others had theirs (level-triggered EPOLLOUT), with no wake-up.
+            if let chunk = handOver.close(), !take(chunk, on: connection) { return ConnectionStateMachine.Action.none }
         }
         // The write deadline holds while the chunk is being made: a stalled source ends the connection.
         updateInterest(connection)
@@ -494,7 +508,12 @@ final class EventLoop: @unchecked Sendable {
 
     /// A stream's chunk (or its failure), on the loop.
     private func received(_ chunk: Result<[UInt8], any Error>, token: UInt64) {
-        guard let connection = connection(for: token), connection.awaitingChunk else { return }
+        guard let connection = connection(for: token), connection.awaitingChunk, take(chunk, on: connection) else { return }
+        perform(flush(connection), on: connection)
+    }
+
+    /// Queues a stream's chunk to be written; false when the connection was closed instead.
+    private func take(_ chunk: Result<[UInt8], any Error>, on connection: Connection) -> Bool {
         connection.awaitingChunk = false
         switch chunk {
         case .success(let bytes) where !bytes.isEmpty && bytes.count <= connection.fileRemaining:
@@ -502,15 +521,15 @@ final class EventLoop: @unchecked Sendable {
             if connection.output.isEmpty { connection.output = bytes } else { connection.output.append(contentsOf: bytes) }
             connection.fileRemaining -= bytes.count
             connection.machine.writeProgressed(now: System.now())
-            perform(flush(connection), on: connection)
+            return true
         case .success:
             shared.logger.warning("stream body gave a wrong chunk", ["request.id": connection.requestID])
-            closeConnection(connection)
         case .failure(let error):
             // The head announced a length that can no longer be met: only closing tells the client.
             shared.logger.warning("stream body failed", ["request.id": connection.requestID, "error": String(reflecting: error)])
-            closeConnection(connection)
         }
+        closeConnection(connection)
+        return false
     }
 
     /// Asks an event stream for what comes next, once what was written before has gone.
@@ -583,6 +602,30 @@ final class EventLoop: @unchecked Sendable {
         for case let connection? in connections {
             guard let deadline = connection.machine.deadline, now >= deadline else { continue }
             perform(connection.machine.timeout(now: now), on: connection)
+        }
+    }
+}
+
+/// A stream's chunk made while its `next` is still running (on the loop, from what the source had
+/// at hand, or by a thread that was quick), which the loop then takes where it called `next`
+/// instead of being woken for it.
+private final class ChunkHandOver: Sendable {
+    private let state = Mutex<(open: Bool, chunk: Result<[UInt8], any Error>?)>((true, nil))
+
+    /// Keeps `chunk` for the caller of `next` if it has not returned yet; false when it has.
+    func offer(_ chunk: Result<[UInt8], any Error>) -> Bool {
+        state.withLock { state in
+            guard state.open else { return false }
+            state.chunk = chunk
+            return true
+        }
+    }
+
+    /// `next` has returned: the chunk offered meanwhile, if any; later ones are not kept.
+    func close() -> Result<[UInt8], any Error>? {
+        state.withLock { state in
+            state.open = false
+            return state.chunk
         }
     }
 }

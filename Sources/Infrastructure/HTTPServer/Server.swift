@@ -7,6 +7,8 @@ public final class Server: @unchecked Sendable {
     public let metrics: HTTPMetrics
     private let shared: ServerShared
     private var loops: [EventLoop] = []
+    /// The ids of the event loops' threads, for tests (0 for one not running yet).
+    var loopThreadIDs: [Int32] { loops.map { $0.threadID.load(ordering: .acquiring) } }
     /// The route table it serves.
     public var router: Router { shared.router }
     /// The port actually bound (differs from the configured one when that was 0).

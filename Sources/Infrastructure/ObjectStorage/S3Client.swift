@@ -105,11 +105,14 @@ public final class S3Client: Sendable {
 
     /// The object's bytes, or `range` of them (inclusive offsets), as the store sends them: the
     /// answer's head is read here, the body by the stream's `read`, so that a download passes the
-    /// object on without holding it whole.
-    public func openObject(_ key: String, range: ClosedRange<Int>? = nil) throws(S3Error) -> S3ObjectStream {
+    /// object on without holding it whole. `whileTheStoreWorks` runs once the request is written
+    /// and before its answer is read (not at all when no connection could be had).
+    public func openObject(
+        _ key: String, range: ClosedRange<Int>? = nil, whileTheStoreWorks: (() -> Void)? = nil
+    ) throws(S3Error) -> S3ObjectStream {
         var headers: [(name: String, value: String)] = []
         if let range { headers.append(("range", "bytes=\(range.lowerBound)-\(range.upperBound)")) }
-        switch try exchange("GET", key: key, headers: headers, streamed: true) {
+        switch try exchange("GET", key: key, headers: headers, streamed: true, whileTheStoreWorks: whileTheStoreWorks) {
         case .started(let stream):
             return stream
         case .whole(let response) where response.status == 200 || response.status == 206:
@@ -256,6 +259,7 @@ public final class S3Client: Sendable {
                 $0.requests += 1
                 $0.seconds += seconds
                 if failed { $0.failures += 1 }
+                $0.lastFailed = failed
             }
         }
         let request = SignatureV4.Request(method: method, path: path(key), query: query, headers: [("host", hostField)] + headers, payload: payload)

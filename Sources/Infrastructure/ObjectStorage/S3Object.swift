@@ -53,4 +53,6 @@ public struct S3Statistics: Sendable, Equatable {
     public var connectionsOpened: Int
     /// The sum of the requests' durations, in seconds.
     public var seconds: Double
+    /// Whether the last request to end was one of the `failures`.
+    public var lastFailed = false
 }

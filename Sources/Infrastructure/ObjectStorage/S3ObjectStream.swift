@@ -53,6 +53,15 @@ public final class S3ObjectStream: Sendable {
     /// came. Waits for the store, each read bounded by the client's timeout; a store that closes or
     /// stalls before the end is an error, and the connection is closed. Not for two threads at once.
     public func read(maxBytes: Int) throws(S3Error) -> [UInt8] {
+        var bytes: [UInt8] = []
+        try read(into: &bytes, maxBytes: maxBytes)
+        return bytes
+    }
+
+    /// `read(maxBytes:)` into `buffer`, whose storage is filled again when it is large enough (a
+    /// chunk written and handed back): no fresh pages for the kernel to fault in on every chunk.
+    /// `buffer` then holds just the bytes read.
+    public func read(into buffer: inout [UInt8], maxBytes: Int) throws(S3Error) {
         // Taken out while this thread reads it, put back after (`deinit` cannot run meanwhile).
         var current = state.withLock { state in
             defer {
@@ -62,37 +71,95 @@ public final class S3ObjectStream: Sendable {
             return state
         }
         defer { state.withLock { $0 = current } }
-        // One array, filled from what is pending, then straight from the connection.
         let want = min(maxBytes, current.pending.count + current.unread)
         var failure: S3Error?
-        let bytes = [UInt8](unsafeUninitializedCapacity: want) { buffer, initialized in
-            let fromPending = min(want, current.pending.count)
-            _ = buffer.initialize(fromContentsOf: current.pending[..<fromPending])
-            current.pending.removeFirst(fromPending)
-            initialized = fromPending
-            while initialized < want {
-                guard let connection = current.connection else {
-                    failure = S3Error(.unavailable, "\(what): the body ended \(current.unread) bytes early")
-                    return
-                }
-                do throws(OutboundError) {
-                    connection.stream.timeout = timeout
-                    let count = try connection.stream.read(
-                        into: UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[initialized..<want])))
-                    guard count > 0 else { throw OutboundError(.connectionClosed, "closed with \(current.unread) bytes of the body unread") }
-                    initialized += count
-                    current.unread -= count
-                } catch {
-                    connection.stream.close(grace: .zero)
-                    current.connection = nil
-                    failure = S3Client.mapped(error, what)
-                    return
-                }
+        if buffer.capacity >= want {
+            if buffer.count > want {
+                buffer.removeLast(buffer.count - want)
+            } else if buffer.count < want {
+                buffer.append(contentsOf: repeatElement(0, count: want - buffer.count))
+            }
+            buffer.withUnsafeMutableBufferPointer { failure = fill($0, &current) }
+        } else {
+            buffer = [UInt8](unsafeUninitializedCapacity: want) { storage, initialized in
+                failure = fill(UnsafeMutableBufferPointer(rebasing: storage[..<want]), &current)
+                initialized = want
             }
         }
-        if let failure { throw failure }
+        if let failure {
+            buffer = []
+            throw failure
+        }
         Self.release(&current, to: connections)
-        return bytes
+    }
+
+    /// The next bytes of the body that have come already, into `buffer` (its storage filled again
+    /// when it is large enough): at most `maxBytes`, at least one; false when none has come (or
+    /// over TLS), for the caller to `read` on a thread that may wait. For a caller that must not
+    /// wait: the event loop that writes them on.
+    public func readIfReady(into buffer: inout [UInt8], maxBytes: Int) throws(S3Error) -> Bool {
+        var current = state.withLock { state in
+            defer {
+                state.connection = nil
+                state.pending = []
+            }
+            return state
+        }
+        defer { state.withLock { $0 = current } }
+        if !current.pending.isEmpty {
+            let count = min(maxBytes, current.pending.count)
+            buffer = Array(current.pending[..<count])
+            current.pending.removeFirst(count)
+            Self.release(&current, to: connections)
+            return true
+        }
+        let want = min(maxBytes, current.unread)
+        guard want > 0, let connection = current.connection else { return false }
+        if buffer.count > want { buffer.removeLast(buffer.count - want) }
+        if buffer.count < want { buffer.append(contentsOf: repeatElement(0, count: want - buffer.count)) }
+        let count: Int?
+        do throws(OutboundError) {
+            let read = buffer.withUnsafeMutableBytes { bytes in
+                Result { () throws(OutboundError) in try connection.stream.readIfReady(into: bytes) }
+            }
+            count = try read.get()
+            if count == 0 { throw OutboundError(.connectionClosed, "closed with \(current.unread) bytes of the body unread") }
+        } catch {
+            connection.stream.close(grace: .zero)
+            current.connection = nil
+            throw S3Client.mapped(error, what)
+        }
+        guard let count else { return false }
+        buffer.removeLast(want - count)
+        current.unread -= count
+        Self.release(&current, to: connections)
+        return true
+    }
+
+    /// Fills `buffer` from what is pending, then straight from the connection; on an error,
+    /// closes the connection and returns the error, the buffer part-filled.
+    private func fill(_ buffer: UnsafeMutableBufferPointer<UInt8>, _ current: inout State) -> S3Error? {
+        let fromPending = min(buffer.count, current.pending.count)
+        _ = UnsafeMutableBufferPointer(rebasing: buffer[..<fromPending]).initialize(fromContentsOf: current.pending[..<fromPending])
+        current.pending.removeFirst(fromPending)
+        var filled = fromPending
+        while filled < buffer.count {
+            guard let connection = current.connection else {
+                return S3Error(.unavailable, "\(what): the body ended \(current.unread) bytes early")
+            }
+            do throws(OutboundError) {
+                connection.stream.timeout = timeout
+                let count = try connection.stream.read(into: UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[filled...])))
+                guard count > 0 else { throw OutboundError(.connectionClosed, "closed with \(current.unread) bytes of the body unread") }
+                filled += count
+                current.unread -= count
+            } catch {
+                connection.stream.close(grace: .zero)
+                current.connection = nil
+                return S3Client.mapped(error, what)
+            }
+        }
+        return nil
     }
 
     /// Once the whole body is off the connection: back to the pool, or closed.

@@ -48,6 +48,13 @@ public final class ByteStream {
         return try socket.receive(into: buffer, deadline: deadline)
     }
 
+    /// `read(into:)` of what has come already, without waiting: nil when nothing has, and always
+    /// over TLS (a record may have come in part: a caller that may not wait reads on a thread).
+    public func readIfReady(into buffer: UnsafeMutableRawBufferPointer) throws(OutboundError) -> Int? {
+        guard tls == nil else { return nil }
+        return try socket.receiveIfReady(into: buffer)
+    }
+
     /// Ends TLS politely when there is time (`grace`), then closes the socket.
     public func close(grace: Duration) {
         tls?.shutdown(over: socket, deadline: .now + min(grace, timeout))

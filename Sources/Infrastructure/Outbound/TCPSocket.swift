@@ -117,6 +117,19 @@ final class TCPSocket {
         }
     }
 
+    /// Receives into `buffer` what the server sent and the kernel holds, without waiting: nil
+    /// when nothing has come; 0 when the server has closed its side.
+    func receiveIfReady(into buffer: UnsafeMutableRawBufferPointer) throws(OutboundError) -> Int? {
+        while true {
+            var one: Int32 = 1
+            setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_QUICKACK, &one, socklen_t(MemoryLayout<Int32>.size))
+            let count = recv(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
+            if count >= 0 { return count }
+            if errno == EAGAIN || errno == EWOULDBLOCK { return nil }
+            if errno != EINTR { throw OutboundError(.connectionClosed, "receive from \(peer): \(Self.describe(errno))") }
+        }
+    }
+
     func close() {
         guard descriptor >= 0 else { return }
         // Not retried on EINTR: Linux releases the descriptor whatever close returns.

@@ -30,6 +30,15 @@ public protocol ResponseStream: SizedResponseBody {
     /// `completion` from any thread (or an error: the body cannot be finished, and the connection
     /// closes). Called again only once `completion` has run, and never once `length` bytes came.
     func next(maxBytes: Int, _ completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void)
+
+    /// A chunk this stream gave, handed back once it is written (the server holds no other
+    /// reference to it): a stream may fill its storage with a later chunk instead of allocating
+    /// again. Does nothing unless the conformer keeps buffers.
+    func recycle(_ chunk: [UInt8])
+}
+
+extension ResponseStream {
+    public func recycle(_ chunk: [UInt8]) {}
 }
 
 /// A body of unknown length made of what happens, for as long as it lasts (Server-Sent Events):

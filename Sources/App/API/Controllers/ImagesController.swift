@@ -77,9 +77,13 @@ struct ImagesController: Controller {
 
     @Sendable func download(_ call: Call) throws -> Response {
         let signedIn = call.signedIn
-        let image = try images.find(try ImagesController.imageID(call), userID: signedIn.user.id)
+        let request = call.request
+        // The whole image, unless the client has it or asks for part: the store may start on it
+        // while the row is read.
+        let whole = request.headers["Range"] == nil && request.headers["If-None-Match"] == nil
+        let (image, content) = try images.find(try ImagesController.imageID(call), userID: signedIn.user.id, openingWhole: whole)
         // The bytes behind an id never change: clients may keep them, privately, for a year.
-        return try serve(image, call.request, cacheControl: "private, max-age=31536000, immutable")
+        return try serve(image, request, cacheControl: "private, max-age=31536000, immutable", content: content)
     }
 
     /// `GET /users/me/images/{id}/thumbnail?size=N`: WebP when `Accept` allows it, else JPEG; the
@@ -139,7 +143,8 @@ struct ImagesController: Controller {
     }
 
     /// An image's bytes with its validators, `304`, and single ranges.
-    func serve(_ image: StoredImage, _ request: Request, cacheControl: String) throws -> Response {
+    /// `content`: the whole image, already opened (`ImageService.find(_:userID:openingWhole:)`).
+    func serve(_ image: StoredImage, _ request: Request, cacheControl: String, content: ImageService.Content? = nil) throws -> Response {
         var headers = HTTPHeaders()
         headers.add(name: "ETag", value: image.etag)
         headers.add(name: "Cache-Control", value: cacheControl)
@@ -173,7 +178,8 @@ struct ImagesController: Controller {
             return response
         }
         var response = Response(status: status, headers: headers)
-        switch try images.content(of: image, offset: offset, length: length) {
+        let opened = status == .ok ? content : nil
+        switch try opened ?? images.content(of: image, offset: offset, length: length) {
         case .bytes(let bytes):
             response.body = bytes
         case .chunks(let first, let id, let offset, let length):
