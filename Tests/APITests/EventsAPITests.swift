@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import JSON
 import LiveEvents
+import Postgres
 import TestSupport
 import Testing
 
@@ -265,5 +266,43 @@ struct EventsAPITests {
         #expect(try ImageScenarios.upload(a, account.token, "image/png", RealFiles.png3x2).status == 201)
         #expect(try stream.next(2).map(\.name) == ["profile", "image_added"])
         print("EventsAPITests: A's PATCH to B's stream, 20 rounds, slowest \(delays.max()!), median \(delays.sorted()[10])")
+    }
+}
+
+/// A `profile` event and the session cache: a client that reads the user again when the event
+/// comes gets the user the event shows, though the change was committed elsewhere (here by SQL,
+/// as another instance would) and the cache's feed has not read it yet.
+@Suite(.testThreads) struct EventsAndTheSessionCacheTests {
+    @Test func theUserReadOnAProfileEventIsTheChangedOne() throws {
+        // The feed reads once at the start, then not for minutes, and the cache serves meanwhile:
+        // only the event's own invalidation can keep the next read from the cached user.
+        let server = try TestServer("events_cache") { configuration in
+            configuration.thumbnails.helpers = 0
+            configuration.accounts.sessionCacheStaleness = .seconds(600)
+            configuration.accounts.sessionCachePollInterval = .seconds(300)
+        }
+        defer { server.shutdown() }
+        let account = try server.register()
+        let stream = try EventStreamReader(port: server.port, token: account.token)
+        defer { stream.close() }
+        try #require(stream.status == 200)
+        // Cached after the stream's opening, which drops the user's entries (a route that writes).
+        let before = try server.call("GET", "/users/me", token: account.token)
+        try #require(before.status == 200)
+        let etag = try #require(before.header("ETag"))
+        let statistics = server.app.accounts.sessionCache.statistics
+        let hits = statistics.hits.load(ordering: .relaxed)
+        #expect(try server.call("GET", "/users/me", token: account.token).status == 200)
+        try #require(statistics.hits.load(ordering: .relaxed) > hits, "the cache serves the user")
+
+        // Not `withDatabase`, which waits for the feed as the server's own writes do.
+        let connection = try PostgresConnection(configuration: try PostgresConfiguration(connectionString: server.databaseURL))
+        _ = try connection.execute("UPDATE users SET firstname = 'Elsewhere', version = version + 1 WHERE id = \(account.id)::uuid")
+        connection.close()
+        let event = try #require(try stream.next())
+        #expect(event.name == "profile")
+        let after = try server.call("GET", "/users/me", token: account.token, headers: [("If-None-Match", etag)])
+        #expect(after.status == 200, "not the cached user's 304")
+        #expect(after.json["firstname"]?.stringValue == "Elsewhere")
     }
 }

@@ -88,6 +88,11 @@ struct DatabaseEventSource: LiveEventSource {
         // only the batch's last is sent (the user rendered once, up to 64 KiB of custom fields),
         // and a loop of profile writes costs a reader one user a round, not one a write.
         let lastProfile = backlog.events.last { $0.kind == .profile }?.number
+        // A client that reads the user again on this event (the Swift client does) must get what
+        // the event says: this instance's session cache may serve the user as it was, up to its
+        // staleness bound after a change committed elsewhere (or by SQL), and with a `304` the
+        // client would keep the old copy. What this read saw committed is what lookups read now.
+        if lastProfile != nil { accounts.sessionCache.invalidate(users: [id]) }
         for record in backlog.events {
             var writer = JSONWriter(capacity: 512)
             switch record.kind {
