@@ -108,8 +108,14 @@ public final class S3ObjectStream: Sendable {
         defer { state.withLock { $0 = current } }
         if !current.pending.isEmpty {
             let count = min(maxBytes, current.pending.count)
-            buffer = Array(current.pending[..<count])
-            current.pending.removeFirst(count)
+            if count == current.pending.count {
+                // Handed over whole, not copied (the bytes that came with the answer's head).
+                buffer = current.pending
+                current.pending = []
+            } else {
+                buffer = Array(current.pending[..<count])
+                current.pending.removeFirst(count)
+            }
             Self.release(&current, to: connections)
             return true
         }
