@@ -118,13 +118,16 @@ struct PasskeysAPITests {
     }
 
     /// The dev mailbox's mails whose subject starts with `subject`, oldest first.
-    static func mails(_ server: TestServer, subject: String) throws -> [String] {
+    /// The dev mailbox's mails with `subject`, once one of them has `text` in its body (quoted-
+    /// printable soft breaks removed): an earlier mail with the same subject does not end the wait.
+    static func mails(_ server: TestServer, subject: String, containing text: String? = nil) throws -> [String] {
         guard case .mailbox(let directory) = server.app.configuration.mail.transport else { throw TestFailure("no dev mailbox") }
         var found: [String] = []
-        try waitUntil(timeout: .seconds(10), "a mail '\(subject)'") {
+        try waitUntil(timeout: .seconds(10), "a mail '\(subject)'" + (text.map { " saying '\($0)'" } ?? "")) {
             let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".eml") }.sorted()
             found = try names.map { try String(contentsOfFile: directory + "/" + $0, encoding: .utf8) }.filter { $0.contains("Subject: " + subject) }
-            return !found.isEmpty
+            guard let text else { return !found.isEmpty }
+            return found.contains { $0.replacingOccurrences(of: "=\r\n", with: "").contains(text) }
         }
         return found
     }
