@@ -296,8 +296,9 @@ public final class S3Client: Sendable {
                 var reader = ResponseReader(maximumBytes: configuration.maximumObjectBytes, head: method == "HEAD", streamed: streamed)
                 while true {
                     connection.stream.timeout = try bounded(configuration.timeout)
-                    // Large reads: an object of megabytes in a few system calls, not hundreds.
-                    let chunk = try connection.stream.read(limit: 256 * 1024)
+                    // Large reads: an object of megabytes in a few system calls, not hundreds. A
+                    // streamed body is read by its stream, into buffers it reuses: here its head.
+                    let chunk = try connection.stream.read(limit: streamed ? 16 * 1024 : 256 * 1024)
                     if chunk.isEmpty && !received && connection.isReused && attempt == 1 {
                         throw OutboundError(.connectionClosed, "closed while idle")
                     }

@@ -62,35 +62,23 @@ public final class S3ObjectStream: Sendable {
     /// chunk written and handed back): no fresh pages for the kernel to fault in on every chunk.
     /// `buffer` then holds just the bytes read.
     public func read(into buffer: inout [UInt8], maxBytes: Int) throws(S3Error) {
-        // Taken out while this thread reads it, put back after (`deinit` cannot run meanwhile).
-        var current = state.withLock { state in
-            defer {
-                state.connection = nil
-                state.pending = []
+        try withState { current throws(S3Error) in
+            let want = min(maxBytes, current.pending.count + current.unread)
+            var failure: S3Error?
+            if buffer.capacity >= want {
+                Self.resize(&buffer, to: want)
+                buffer.withUnsafeMutableBufferPointer { failure = fill($0, &current) }
+            } else {
+                buffer = [UInt8](unsafeUninitializedCapacity: want) { storage, initialized in
+                    failure = fill(UnsafeMutableBufferPointer(rebasing: storage[..<want]), &current)
+                    initialized = want
+                }
             }
-            return state
-        }
-        defer { state.withLock { $0 = current } }
-        let want = min(maxBytes, current.pending.count + current.unread)
-        var failure: S3Error?
-        if buffer.capacity >= want {
-            if buffer.count > want {
-                buffer.removeLast(buffer.count - want)
-            } else if buffer.count < want {
-                buffer.append(contentsOf: repeatElement(0, count: want - buffer.count))
-            }
-            buffer.withUnsafeMutableBufferPointer { failure = fill($0, &current) }
-        } else {
-            buffer = [UInt8](unsafeUninitializedCapacity: want) { storage, initialized in
-                failure = fill(UnsafeMutableBufferPointer(rebasing: storage[..<want]), &current)
-                initialized = want
+            if let failure {
+                buffer = []
+                throw failure
             }
         }
-        if let failure {
-            buffer = []
-            throw failure
-        }
-        Self.release(&current, to: connections)
     }
 
     /// The next bytes of the body that have come already, into `buffer` (its storage filled again
@@ -98,6 +86,44 @@ public final class S3ObjectStream: Sendable {
     /// over TLS), for the caller to `read` on a thread that may wait. For a caller that must not
     /// wait: the event loop that writes them on.
     public func readIfReady(into buffer: inout [UInt8], maxBytes: Int) throws(S3Error) -> Bool {
+        try withState { current throws(S3Error) in
+            if !current.pending.isEmpty {
+                let count = min(maxBytes, current.pending.count)
+                if count == current.pending.count {
+                    // Handed over whole, not copied (the bytes that came with the answer's head).
+                    buffer = current.pending
+                    current.pending = []
+                } else {
+                    buffer = Array(current.pending[..<count])
+                    current.pending.removeFirst(count)
+                }
+                return true
+            }
+            let want = min(maxBytes, current.unread)
+            guard want > 0, let connection = current.connection else { return false }
+            Self.resize(&buffer, to: want)
+            let count: Int?
+            do throws(OutboundError) {
+                let read = buffer.withUnsafeMutableBytes { bytes in
+                    Result { () throws(OutboundError) in try connection.stream.readIfReady(into: bytes) }
+                }
+                count = try read.get()
+                if count == 0 { throw OutboundError(.connectionClosed, "closed with \(current.unread) bytes of the body unread") }
+            } catch {
+                connection.stream.close(grace: .zero)
+                current.connection = nil
+                throw S3Client.mapped(error, what)
+            }
+            guard let count else { return false }
+            buffer.removeLast(want - count)
+            current.unread -= count
+            return true
+        }
+    }
+
+    /// Runs `body` on the state taken out while this thread reads (`deinit` cannot run
+    /// meanwhile), then puts it back, the connection given back first if the body came whole.
+    private func withState<Result>(_ body: (inout State) throws(S3Error) -> Result) throws(S3Error) -> Result {
         var current = state.withLock { state in
             defer {
                 state.connection = nil
@@ -105,41 +131,20 @@ public final class S3ObjectStream: Sendable {
             }
             return state
         }
-        defer { state.withLock { $0 = current } }
-        if !current.pending.isEmpty {
-            let count = min(maxBytes, current.pending.count)
-            if count == current.pending.count {
-                // Handed over whole, not copied (the bytes that came with the answer's head).
-                buffer = current.pending
-                current.pending = []
-            } else {
-                buffer = Array(current.pending[..<count])
-                current.pending.removeFirst(count)
-            }
+        defer {
             Self.release(&current, to: connections)
-            return true
+            state.withLock { $0 = current }
         }
-        let want = min(maxBytes, current.unread)
-        guard want > 0, let connection = current.connection else { return false }
-        if buffer.count > want { buffer.removeLast(buffer.count - want) }
-        if buffer.count < want { buffer.append(contentsOf: repeatElement(0, count: want - buffer.count)) }
-        let count: Int?
-        do throws(OutboundError) {
-            let read = buffer.withUnsafeMutableBytes { bytes in
-                Result { () throws(OutboundError) in try connection.stream.readIfReady(into: bytes) }
-            }
-            count = try read.get()
-            if count == 0 { throw OutboundError(.connectionClosed, "closed with \(current.unread) bytes of the body unread") }
-        } catch {
-            connection.stream.close(grace: .zero)
-            current.connection = nil
-            throw S3Client.mapped(error, what)
+        return try body(&current)
+    }
+
+    /// `buffer` with `count` bytes, its storage kept (what it held is to be overwritten).
+    private static func resize(_ buffer: inout [UInt8], to count: Int) {
+        if buffer.count > count {
+            buffer.removeLast(buffer.count - count)
+        } else if buffer.count < count {
+            buffer.append(contentsOf: repeatElement(0, count: count - buffer.count))
         }
-        guard let count else { return false }
-        buffer.removeLast(want - count)
-        current.unread -= count
-        Self.release(&current, to: connections)
-        return true
     }
 
     /// Fills `buffer` from what is pending, then straight from the connection; on an error,
