@@ -434,7 +434,7 @@ public final class ImageService: Sendable {
     /// `completion`.
     public func readChunk(of stream: S3ObjectStream, maxBytes: Int, _ completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) {
         let queued = readerPool()?.submit { [self] in
-            var chunk = chunkBuffers.withLock { $0.popLast() } ?? []
+            var chunk = spareChunk()
             completion(
                 Result { () throws(S3Error) in
                     try stream.read(into: &chunk, maxBytes: maxBytes)
@@ -447,7 +447,7 @@ public final class ImageService: Sendable {
     /// The next chunk of a download from the object store if the store sent it already, read on
     /// the calling thread; nil when a reader must wait for it (`readChunk(of:)`).
     public func readChunkIfReady(of stream: S3ObjectStream, maxBytes: Int) throws -> [UInt8]? {
-        var chunk = chunkBuffers.withLock { $0.popLast() } ?? []
+        var chunk = spareChunk()
         do throws(S3Error) {
             if try stream.readIfReady(into: &chunk, maxBytes: maxBytes) { return chunk }
         } catch {
@@ -466,6 +466,11 @@ public final class ImageService: Sendable {
         chunkBuffers.withLock { buffers in
             if buffers.count < ImageService.spareChunkBuffers { buffers.append(chunk) }
         }
+    }
+
+    /// A written chunk to fill again, or an empty array when none is kept.
+    private func spareChunk() -> [UInt8] {
+        chunkBuffers.withLock { $0.popLast() } ?? []
     }
 
     /// How many written chunks `recycle` keeps: 2 MiB.

@@ -88,15 +88,11 @@ public final class S3ObjectStream: Sendable {
     public func readIfReady(into buffer: inout [UInt8], maxBytes: Int) throws(S3Error) -> Bool {
         try withState { current throws(S3Error) in
             if !current.pending.isEmpty {
+                // What came with the answer's head (a 16 KiB read at most), into the buffer's storage.
                 let count = min(maxBytes, current.pending.count)
-                if count == current.pending.count {
-                    // Handed over whole, not copied (the bytes that came with the answer's head).
-                    buffer = current.pending
-                    current.pending = []
-                } else {
-                    buffer = Array(current.pending[..<count])
-                    current.pending.removeFirst(count)
-                }
+                buffer.removeAll(keepingCapacity: true)
+                buffer.append(contentsOf: current.pending[..<count])
+                current.pending.removeFirst(count)
                 return true
             }
             let want = min(maxBytes, current.unread)

@@ -102,18 +102,8 @@ final class TCPSocket {
     /// Receives into `buffer` what the server sent, at most its size; 0 when it has closed its side.
     func receive(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant) throws(OutboundError) -> Int {
         while true {
-            // ACK at once what comes: a peer that writes an answer's head and body apart, with
-            // Nagle's algorithm on (RADOS Gateway's default), holds the body until the head is
-            // acknowledged, which a delayed ACK would make 40 ms.
-            var one: Int32 = 1
-            setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_QUICKACK, &one, socklen_t(MemoryLayout<Int32>.size))
-            let count = recv(descriptor, buffer.baseAddress, buffer.count, 0)
-            if count >= 0 { return count }
-            if errno == EAGAIN || errno == EWOULDBLOCK {
-                try wait(for: Int16(POLLIN), until: deadline, "waiting for \(peer)")
-            } else if errno != EINTR {
-                throw OutboundError(.connectionClosed, "receive from \(peer): \(Self.describe(errno))")
-            }
+            if let count = try receiveIfReady(into: buffer) { return count }
+            try wait(for: Int16(POLLIN), until: deadline, "waiting for \(peer)")
         }
     }
 
@@ -121,6 +111,9 @@ final class TCPSocket {
     /// when nothing has come; 0 when the server has closed its side.
     func receiveIfReady(into buffer: UnsafeMutableRawBufferPointer) throws(OutboundError) -> Int? {
         while true {
+            // ACK at once what comes: a peer that writes an answer's head and body apart, with
+            // Nagle's algorithm on (RADOS Gateway's default), holds the body until the head is
+            // acknowledged, which a delayed ACK would make 40 ms.
             var one: Int32 = 1
             setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_QUICKACK, &one, socklen_t(MemoryLayout<Int32>.size))
             let count = recv(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
